@@ -1,0 +1,49 @@
+# Hypatia: `make demo` and `make test` install what is missing, build, and run.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+  CMAKE_FLAGS += -DHYPATIA_WERROR=ON
+endif
+export CCACHE_DIR ?= $(HOME)/.cache/ccache
+
+.PHONY: deps venv build build-asan test test-cpp test-asan demo bench format clean
+
+deps:
+	@bash scripts/install_deps.sh
+
+venv: deps
+	@bash scripts/setup_venv.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHYPATIA_SANITIZE=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hypatia_tests
+
+test-cpp: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# Every C++ test, then the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+test: test-cpp test-asan
+
+demo: build venv
+	@bash scripts/demo.sh $(BUILD)
+
+bench: deps venv
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYPATIA_BENCH=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+	@bash scripts/bench.sh $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,64 @@
+// The kernel registry: one explicit table of (op type, backend) -> kernel factory.
+#pragma once
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <typeindex>
+
+#include "hypatia/core/ndarray.h"
+#include "hypatia/graph/graph.h"
+
+namespace hypatia {
+
+/// Where a kernel runs. Reference kernels are naive and serve as the test oracle.
+enum class Backend { Reference, Cpu };
+
+/// The storage a kernel reads and writes. An output cell may hold the previous call's array:
+/// a kernel may reuse it (see prepare_output) or replace it.
+struct KernelArgs {
+  std::span<NDArray* const> in;
+  std::span<NDArray* const> out;
+};
+
+/// A kernel bound to one Apply node; built once at compile time, run on every call.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(const KernelArgs& args) = 0;
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const Apply& node)>;
+
+/// Registers the kernel factory of op type `op_type` on `backend` (replacing an earlier one).
+void register_kernel(Backend backend, std::type_index op_type, KernelFactory factory);
+/// Whether `backend` has a kernel for node's op (the CPU backend also accepts a reference kernel).
+bool supports(Backend backend, const Apply& node);
+/// Builds the kernel for `node`. On Backend::Cpu, an op with no CPU kernel uses its reference
+/// kernel. Throws NotImplemented-style InternalError when there is none.
+std::unique_ptr<Kernel> make_kernel(Backend backend, const Apply& node);
+
+/// Registers `fn(op, args)` as the kernel of OpT on `backend`: for kernels with no per-node state.
+template <class OpT>
+void register_simple_kernel(Backend backend, void (*fn)(const OpT& op, const KernelArgs& args)) {
+  struct SimpleKernel final : Kernel {
+    const OpT* op;
+    void (*fn)(const OpT&, const KernelArgs&);
+    void run(const KernelArgs& a) override { fn(*op, a); }
+  };
+  register_kernel(backend, typeid(OpT), [fn](const Apply& node) -> std::unique_ptr<Kernel> {
+    auto k = std::make_unique<SimpleKernel>();
+    k->op = static_cast<const OpT*>(node.op.get());
+    k->fn = fn;
+    return k;
+  });
+}
+
+/// Makes `cell` a C-contiguous array of `shape` and `dtype`, reusing its buffer when it is
+/// already such an array that nothing else references; returns it.
+NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype);
+
+/// Registers every kernel family (called once, lazily, by make_kernel/supports).
+void register_all_kernels();
+
+}  // namespace hypatia

@@ -1,0 +1,100 @@
+// function(): compiles inputs, outputs and updates into a callable Function.
+#pragma once
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hypatia/backends/registry.h"
+#include "hypatia/graph/graph.h"
+
+namespace hypatia {
+
+/// A function input, optionally with a default value (Theano's In).
+struct In {
+  Var variable;
+  std::string name;
+  /// Default used when the caller passes fewer arguments.
+  std::optional<NDArray> value;
+  /// The caller allows the function to keep a reference to the argument between calls.
+  bool borrow = false;
+  /// The function may overwrite the argument's buffer (for in-place rewrites).
+  bool mutable_ = false;
+  In(Var v) : variable(std::move(v)) {}  // NOLINT(google-explicit-constructor)
+  In(Var v, NDArray default_value) : variable(std::move(v)), value(std::move(default_value)) {}
+};
+
+/// A function output (Theano's Out). borrow: return the function's internal storage, which the
+/// next call may overwrite, instead of a fresh array.
+struct Out {
+  Var variable;
+  bool borrow = false;
+  Out(Var v, bool b = false) : variable(std::move(v)), borrow(b) {}  // NOLINT(google-explicit-constructor)
+};
+
+using Updates = std::vector<std::pair<Var, Var>>;
+using Givens = std::vector<std::pair<Var, Var>>;
+
+struct FunctionOptions {
+  /// (shared variable, new value expression): computed from pre-call values, committed together.
+  Updates updates;
+  /// (variable, replacement): the graph is compiled with each variable replaced.
+  Givens givens;
+  /// Accept a lossy cast of an argument to the input's dtype.
+  bool allow_input_downcast = false;
+  /// Override config().allow_gc.
+  std::optional<bool> allow_gc;
+  /// Time every node (and print at exit when config().profile).
+  std::optional<bool> profile;
+  std::string name;
+  /// "raise", "warn" or "ignore".
+  std::string on_unused_input = "raise";
+  /// Kernel backend (Reference: the naive oracle kernels).
+  Backend backend = Backend::Cpu;
+};
+
+class Program;
+class Profile;
+
+/// A compiled function. Calls are not thread-safe on one Function.
+class Function {
+ public:
+  Function(std::shared_ptr<Program> program);
+  ~Function();
+  Function(Function&&) noexcept;
+  Function& operator=(Function&&) noexcept;
+
+  /// Runs with positional arguments (defaults fill the rest); returns the outputs.
+  std::vector<NDArray> operator()(const std::vector<NDArray>& args = {});
+  /// Allocation-free call: args.size() == number of inputs, outs.size() == number of outputs.
+  void call(std::span<const NDArray> args, std::span<NDArray> outs);
+  /// Number of inputs and outputs.
+  int n_inputs() const;
+  int n_outputs() const;
+  /// The compiled graph, in execution order ("f.maker.fgraph.toposort()").
+  std::vector<std::shared_ptr<Apply>> toposort() const;
+  /// The outputs of the compiled graph (then the update values).
+  std::vector<Var> graph_outputs() const;
+  /// debugprint of the compiled graph.
+  std::string debugprint() const;
+  /// The profile, or null when profiling is off.
+  Profile* profile() const;
+  const std::string& name() const;
+
+ private:
+  std::shared_ptr<Program> program_;
+};
+
+Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts = {});
+
+/// Compiles and runs once: the value of `v` given input values (Theano's var.eval({x: v})).
+NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs = {}, Backend backend = Backend::Cpu);
+
+/// Shared variables: value access with Theano's borrow semantics.
+NDArray get_value(const Var& shared_var, bool borrow = false);
+/// Replaces the value (copied unless borrow); checks the variable's type.
+void set_value(const Var& shared_var, NDArray value, bool borrow = false);
+
+}  // namespace hypatia

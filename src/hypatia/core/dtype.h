@@ -1,0 +1,85 @@
+// Element types and numpy's promotion rules.
+#pragma once
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace hypatia {
+
+/// The element types a tensor can hold (numpy names).
+enum class DType : uint8_t {
+  Bool,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  UInt8,
+  UInt16,
+  UInt32,
+  UInt64,
+  Float32,
+  Float64,
+};
+inline constexpr int kNumDTypes = 11;
+
+/// Size of one element in bytes.
+size_t itemsize(DType dt);
+/// numpy's name: "float32", "int64", "bool" ...
+std::string_view dtype_name(DType dt);
+/// Parses a numpy dtype name; throws TypeError on an unknown name.
+DType dtype_from_name(std::string_view name);
+
+inline bool is_bool(DType dt) { return dt == DType::Bool; }
+inline bool is_float(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }
+inline bool is_signed_int(DType dt) { return dt >= DType::Int8 && dt <= DType::Int64; }
+inline bool is_unsigned_int(DType dt) { return dt >= DType::UInt8 && dt <= DType::UInt64; }
+/// Integer, signed or unsigned (not bool).
+inline bool is_integer(DType dt) { return is_signed_int(dt) || is_unsigned_int(dt); }
+
+/// numpy.promote_types for two array dtypes.
+DType promote_types(DType a, DType b);
+/// numpy.can_cast(from, to, 'safe'): every value of `from` is representable in `to`.
+bool can_cast_safely(DType from, DType to);
+/// The float type an integer promotes to for true division, sqrt, exp...: float32 stays,
+/// int8/16/uint8/16 -> float32, wider ints and bool -> float64 (numpy/Theano rule).
+DType float_upcast(DType dt);
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::UInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::UInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::UInt64;
+  else if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
+  else static_assert(sizeof(T) == 0, "unsupported element type");
+}
+
+/// Calls f(T{}) with T the C++ type of `dt`.
+template <class F>
+decltype(auto) dispatch_dtype(DType dt, F&& f) {
+  switch (dt) {
+    case DType::Bool: return f(bool{});
+    case DType::Int8: return f(int8_t{});
+    case DType::Int16: return f(int16_t{});
+    case DType::Int32: return f(int32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::UInt16: return f(uint16_t{});
+    case DType::UInt32: return f(uint32_t{});
+    case DType::UInt64: return f(uint64_t{});
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+  }
+  __builtin_unreachable();
+}
+
+}  // namespace hypatia

@@ -1,0 +1,295 @@
+#include "hypatia/core/ndarray.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <sstream>
+
+#include "hypatia/core/strided_loop.h"
+
+namespace hypatia {
+
+void Dims::push_back(int64_t x) {
+  if (n_ >= kMaxNdim) fail<ValueError>("arrays may have at most ", kMaxNdim, " dimensions");
+  v_[n_++] = x;
+}
+void Dims::insert(int pos, int64_t x) {
+  push_back(0);
+  for (int i = n_ - 1; i > pos; --i) v_[i] = v_[i - 1];
+  v_[pos] = x;
+}
+void Dims::erase(int pos) {
+  for (int i = pos; i + 1 < n_; ++i) v_[i] = v_[i + 1];
+  --n_;
+}
+void Dims::resize(int n, int64_t fill) {
+  if (n > kMaxNdim) fail<ValueError>("arrays may have at most ", kMaxNdim, " dimensions");
+  for (int i = n_; i < n; ++i) v_[i] = fill;
+  n_ = n;
+}
+int64_t Dims::prod() const {
+  int64_t p = 1;
+  for (int i = 0; i < n_; ++i) p *= v_[i];
+  return p;
+}
+std::string Dims::str() const {
+  std::ostringstream os;
+  os << "(";
+  for (int i = 0; i < n_; ++i) os << (i ? ", " : "") << v_[i];
+  if (n_ == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+Strides c_strides(const Shape& shape, size_t itemsize) {
+  Strides s;
+  s.resize(shape.size());
+  int64_t acc = static_cast<int64_t>(itemsize);
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  return s;
+}
+
+int normalize_axis(int axis, int ndim, const char* who) {
+  if (axis < -ndim || axis >= std::max(ndim, 0) || (ndim == 0))
+    fail<IndexError>(who, ": axis ", axis, " is out of bounds for an array of dimension ", ndim);
+  return axis < 0 ? axis + ndim : axis;
+}
+
+NDArray NDArray::empty(const Shape& shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) fail<ValueError>("NDArray: negative dimension in shape ", shape.str());
+  NDArray a;
+  size_t bytes = static_cast<size_t>(shape.prod()) * hypatia::itemsize(dtype);
+  size_t alloc = ((bytes + 63) / 64) * 64;
+  if (alloc == 0) alloc = 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) fail<ValueError>("NDArray: cannot allocate ", bytes, " bytes for shape ", shape.str());
+  a.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  a.data_ = static_cast<std::byte*>(p);
+  a.shape_ = shape;
+  a.strides_ = c_strides(shape, hypatia::itemsize(dtype));
+  a.dtype_ = dtype;
+  return a;
+}
+
+NDArray NDArray::zeros(const Shape& shape, DType dtype) {
+  NDArray a = empty(shape, dtype);
+  std::memset(a.data_, 0, a.nbytes());
+  return a;
+}
+
+NDArray NDArray::full(const Shape& shape, DType dtype, double value) {
+  NDArray a = empty(shape, dtype);
+  a.fill(value);
+  return a;
+}
+
+NDArray NDArray::scalar(double value, DType dtype) { return full(Shape{}, dtype, value); }
+
+NDArray NDArray::wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides,
+                      DType dtype) {
+  HYP_ASSERT(shape.size() == strides.size());
+  NDArray a;
+  a.storage_ = std::move(owner);
+  a.data_ = static_cast<std::byte*>(data);
+  a.shape_ = shape;
+  a.strides_ = strides;
+  a.dtype_ = dtype;
+  return a;
+}
+
+double NDArray::get_flat(int64_t i) const {
+  std::byte* p = data_;
+  for (int d = ndim() - 1; d >= 0; --d) {
+    int64_t n = shape_[d];
+    p += (i % n) * strides_[d];
+    i /= n;
+  }
+  return dispatch_dtype(dtype_, [&](auto t) -> double {
+    using T = decltype(t);
+    return static_cast<double>(*reinterpret_cast<const T*>(p));
+  });
+}
+
+bool NDArray::is_c_contiguous() const {
+  int64_t acc = static_cast<int64_t>(itemsize());
+  for (int i = ndim() - 1; i >= 0; --i) {
+    if (shape_[i] == 0) return true;
+    if (shape_[i] != 1 && strides_[i] != acc) return false;
+    acc *= shape_[i];
+  }
+  return true;
+}
+
+bool NDArray::is_f_contiguous() const {
+  int64_t acc = static_cast<int64_t>(itemsize());
+  for (int i = 0; i < ndim(); ++i) {
+    if (shape_[i] == 0) return true;
+    if (shape_[i] != 1 && strides_[i] != acc) return false;
+    acc *= shape_[i];
+  }
+  return true;
+}
+
+NDArray NDArray::transpose(std::span<const int> perm) const {
+  if (static_cast<int>(perm.size()) != ndim())
+    fail<ValueError>("transpose: permutation of length ", perm.size(), " for an array of dimension ", ndim());
+  NDArray r = *this;
+  std::array<bool, kMaxNdim> seen{};
+  for (int i = 0; i < ndim(); ++i) {
+    int p = perm[i];
+    if (p < 0 || p >= ndim() || seen[p]) fail<ValueError>("transpose: invalid permutation");
+    seen[p] = true;
+    r.shape_[i] = shape_[p];
+    r.strides_[i] = strides_[p];
+  }
+  return r;
+}
+
+NDArray NDArray::transpose() const {
+  std::array<int, kMaxNdim> perm{};
+  for (int i = 0; i < ndim(); ++i) perm[i] = ndim() - 1 - i;
+  return transpose(std::span<const int>(perm.data(), ndim()));
+}
+
+NDArray NDArray::slice(int axis, int64_t start, int64_t stop, int64_t step) const {
+  HYP_ASSERT(step != 0);
+  NDArray r = *this;
+  int64_t n = 0;
+  if (step > 0 && stop > start) n = (stop - start + step - 1) / step;
+  if (step < 0 && stop < start) n = (start - stop - step - 1) / (-step);
+  if (n > 0) r.data_ += start * strides_[axis];
+  r.shape_[axis] = n;
+  r.strides_[axis] = strides_[axis] * step;
+  return r;
+}
+
+NDArray NDArray::select(int axis, int64_t i) const {
+  NDArray r = *this;
+  r.data_ += i * strides_[axis];
+  r.shape_.erase(axis);
+  r.strides_.erase(axis);
+  return r;
+}
+
+NDArray NDArray::as_strided(const Shape& shape, const Strides& strides) const {
+  NDArray r = *this;
+  r.shape_ = shape;
+  r.strides_ = strides;
+  return r;
+}
+
+NDArray NDArray::reshape(const Shape& shape) const {
+  if (shape.prod() != size())
+    fail<ValueError>("reshape: cannot reshape an array of size ", size(), " with shape ", shape_.str(),
+                     " into shape ", shape.str());
+  if (is_c_contiguous()) return as_strided(shape, c_strides(shape, itemsize()));
+  return copy().as_strided(shape, c_strides(shape, itemsize()));
+}
+
+NDArray NDArray::broadcast_to(const Shape& shape) const {
+  if (shape.size() < ndim())
+    fail<ValueError>("broadcast_to: cannot broadcast shape ", shape_.str(), " to ", shape.str());
+  Strides st;
+  st.resize(shape.size());
+  int off = shape.size() - ndim();
+  for (int i = 0; i < shape.size(); ++i) {
+    if (i < off) {
+      st[i] = 0;
+      continue;
+    }
+    int64_t d = shape_[i - off];
+    if (d == shape[i]) st[i] = strides_[i - off];
+    else if (d == 1) st[i] = 0;
+    else fail<ValueError>("broadcast_to: cannot broadcast shape ", shape_.str(), " to ", shape.str());
+  }
+  return as_strided(shape, st);
+}
+
+void NDArray::assign(const NDArray& src) const {
+  if (!(src.shape() == shape_))
+    fail<ValueError>("assign: source shape ", src.shape().str(), " differs from destination ", shape_.str());
+  StridedLoop<2> loop(shape_, {&strides_, &src.strides_});
+  dispatch_dtype(dtype_, [&](auto td) {
+    using D = decltype(td);
+    dispatch_dtype(src.dtype_, [&](auto ts) {
+      using S = decltype(ts);
+      loop.run({data_, src.data_}, [](const std::array<std::byte*, 2>& p, const std::array<int64_t, 2>& s,
+                                      int64_t n) {
+        std::byte* d = p[0];
+        const std::byte* q = p[1];
+        if (std::is_same_v<D, S> && s[0] == sizeof(D) && s[1] == sizeof(D)) {
+          std::memmove(d, q, static_cast<size_t>(n) * sizeof(D));
+          return;
+        }
+        for (int64_t i = 0; i < n; ++i, d += s[0], q += s[1])
+          *reinterpret_cast<D*>(d) = static_cast<D>(*reinterpret_cast<const S*>(q));
+      });
+    });
+  });
+}
+
+void NDArray::fill(double value) const {
+  dispatch_dtype(dtype_, [&](auto t) {
+    using T = decltype(t);
+    T v = static_cast<T>(value);
+    StridedLoop<1> loop(shape_, {&strides_});
+    loop.run({data_}, [v](const std::array<std::byte*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
+      std::byte* d = p[0];
+      for (int64_t i = 0; i < n; ++i, d += s[0]) *reinterpret_cast<T*>(d) = v;
+    });
+  });
+}
+
+NDArray NDArray::copy() const {
+  NDArray r = empty(shape_, dtype_);
+  r.assign(*this);
+  return r;
+}
+
+NDArray NDArray::astype(DType dtype) const {
+  NDArray r = empty(shape_, dtype);
+  r.assign(*this);
+  return r;
+}
+
+std::string NDArray::str() const {
+  std::ostringstream os;
+  os << "array(";
+  const bool elide = size() > 1000;
+  // prefix is the C-order flat index of the elements printed so far along dims [0, d).
+  std::function<void(int, int64_t)> rec = [&](int d, int64_t prefix) {
+    if (d == ndim()) {
+      double v = get_flat(prefix);
+      if (dtype_ == DType::Bool) os << (v != 0 ? "True" : "False");
+      else os << v;
+      return;
+    }
+    os << "[";
+    for (int64_t i = 0; i < shape_[d]; ++i) {
+      if (elide && shape_[d] > 6 && i == 3) {
+        os << "..., ";
+        i = shape_[d] - 3;
+      }
+      if (i) os << ", ";
+      rec(d + 1, prefix * shape_[d] + i);
+    }
+    os << "]";
+  };
+  if (valid()) rec(0, 0);
+  os << ", dtype=" << dtype_name(dtype_) << ")";
+  return os.str();
+}
+
+std::string NDArray::describe() const {
+  std::ostringstream os;
+  os << dtype_name(dtype_) << " shape " << shape_.str() << " strides " << strides_.str();
+  return os.str();
+}
+
+}  // namespace hypatia

@@ -1,0 +1,176 @@
+// NDArray: a refcounted buffer viewed through a dtype, shape, byte strides and offset.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hypatia/core/dtype.h"
+#include "hypatia/core/error.h"
+
+namespace hypatia {
+
+/// Most dimensions an array may have.
+inline constexpr int kMaxNdim = 12;
+
+/// A fixed-capacity list of up to kMaxNdim int64 values (shapes, strides): copying it never allocates.
+class Dims {
+ public:
+  Dims() = default;
+  Dims(std::initializer_list<int64_t> v) { assign(v.begin(), v.end()); }
+  explicit Dims(std::span<const int64_t> v) { assign(v.begin(), v.end()); }
+  template <class It>
+  Dims(It b, It e) { assign(b, e); }
+
+  int size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t operator[](int i) const { return v_[i]; }
+  int64_t& operator[](int i) { return v_[i]; }
+  const int64_t* begin() const { return v_.data(); }
+  const int64_t* end() const { return v_.data() + n_; }
+  int64_t* begin() { return v_.data(); }
+  int64_t* end() { return v_.data() + n_; }
+  int64_t back() const { return v_[n_ - 1]; }
+  void push_back(int64_t x);
+  void insert(int pos, int64_t x);
+  void erase(int pos);
+  void resize(int n, int64_t fill = 0);
+  std::vector<int64_t> vec() const { return {begin(), end()}; }
+  /// Product of the entries (1 for none).
+  int64_t prod() const;
+  bool operator==(const Dims& o) const { return n_ == o.n_ && std::equal(begin(), end(), o.begin()); }
+  /// "(2, 3)" like numpy.
+  std::string str() const;
+
+ private:
+  template <class It>
+  void assign(It b, It e) {
+    n_ = 0;
+    for (; b != e; ++b) push_back(static_cast<int64_t>(*b));
+  }
+  std::array<int64_t, kMaxNdim> v_{};
+  int n_ = 0;
+};
+using Shape = Dims;
+using Strides = Dims;
+
+/// C-order (row-major) byte strides for a shape.
+Strides c_strides(const Shape& shape, size_t itemsize);
+
+/// An n-dimensional array. Copies share the buffer (like numpy views); use copy() for a deep copy.
+class NDArray {
+ public:
+  /// An empty 0-element float64 vector-less placeholder (ndim 0, no buffer); valid() is false.
+  NDArray() = default;
+
+  /// Uninitialized C-contiguous array (64-byte aligned buffer).
+  static NDArray empty(const Shape& shape, DType dtype);
+  static NDArray zeros(const Shape& shape, DType dtype);
+  /// Every element set to `value` converted to dtype.
+  static NDArray full(const Shape& shape, DType dtype, double value);
+  /// A 0-d array holding `value` converted to dtype.
+  static NDArray scalar(double value, DType dtype);
+  /// Copies `values` (length = shape.prod()) into a new array of T's dtype.
+  template <class T>
+  static NDArray from_vector(const std::vector<T>& values, const Shape& shape);
+  template <class T>
+  static NDArray from_vector(const std::vector<T>& values) {
+    return from_vector(values, Shape{static_cast<int64_t>(values.size())});
+  }
+  /// Wraps external memory without copying; `owner` keeps it alive.
+  static NDArray wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides,
+                      DType dtype);
+
+  bool valid() const { return static_cast<bool>(storage_); }
+  DType dtype() const { return dtype_; }
+  int ndim() const { return shape_.size(); }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int64_t shape(int axis) const { return shape_[axis]; }
+  int64_t size() const { return shape_.prod(); }
+  size_t itemsize() const { return hypatia::itemsize(dtype_); }
+  size_t nbytes() const { return static_cast<size_t>(size()) * itemsize(); }
+  /// Byte offset of element 0 from the start of the buffer.
+  int64_t offset() const { return static_cast<int64_t>(data_ - static_cast<std::byte*>(storage_.get())); }
+
+  std::byte* raw() const { return data_; }
+  template <class T>
+  T* data() const {
+    return reinterpret_cast<T*>(data_);
+  }
+  /// The element at a multi-index (no bounds checks beyond ndim); for tests and slow paths.
+  template <class T>
+  T& at(std::initializer_list<int64_t> idx) const;
+  /// Element `i` in C order, converted to double (any layout); for tests and printing.
+  double get_flat(int64_t i) const;
+
+  bool is_c_contiguous() const;
+  bool is_f_contiguous() const;
+  /// Whether the buffer is referenced by this array only (so a kernel may reuse it).
+  bool unique() const { return storage_.use_count() == 1; }
+  long use_count() const { return storage_.use_count(); }
+  /// Whether two arrays may share memory (same buffer).
+  bool shares_buffer(const NDArray& o) const { return storage_ && storage_ == o.storage_; }
+  const std::shared_ptr<void>& storage() const { return storage_; }
+
+  // Views (share the buffer).
+  NDArray transpose(std::span<const int> perm) const;
+  NDArray transpose() const;  // reverses the axes
+  /// Basic slice along one axis; start/stop already normalized, step != 0.
+  NDArray slice(int axis, int64_t start, int64_t stop, int64_t step) const;
+  /// Drops `axis` by selecting index i (normalized).
+  NDArray select(int axis, int64_t i) const;
+  /// View with a new shape and strides over the same element 0 (caller guarantees validity).
+  NDArray as_strided(const Shape& shape, const Strides& strides) const;
+  /// Reshape: a view when the layout allows, else a C-contiguous copy.
+  NDArray reshape(const Shape& shape) const;
+  /// Broadcast view to `shape` (numpy rules, 0 strides); throws ValueError if incompatible.
+  NDArray broadcast_to(const Shape& shape) const;
+
+  // Copies.
+  NDArray copy() const;  // C-contiguous deep copy
+  NDArray ascontiguous() const { return is_c_contiguous() ? *this : copy(); }
+  NDArray astype(DType dtype) const;
+  /// Copies src's elements into this array (same shape; any layouts; converts dtype).
+  void assign(const NDArray& src) const;
+  void fill(double value) const;
+
+  /// numpy-like text: "array([1., 2.], dtype=float32)".
+  std::string str() const;
+  /// "float32 (2, 3) strides (12, 4)" for error messages.
+  std::string describe() const;
+
+ private:
+  std::shared_ptr<void> storage_;
+  std::byte* data_ = nullptr;
+  Shape shape_;
+  Strides strides_;
+  DType dtype_ = DType::Float64;
+};
+
+template <class T>
+NDArray NDArray::from_vector(const std::vector<T>& values, const Shape& shape) {
+  NDArray a = empty(shape, dtype_of<T>());
+  if (static_cast<int64_t>(values.size()) != a.size())
+    fail<ValueError>("NDArray::from_vector: ", values.size(), " values cannot fill shape ", shape.str());
+  std::copy(values.begin(), values.end(), a.data<T>());
+  return a;
+}
+
+template <class T>
+T& NDArray::at(std::initializer_list<int64_t> idx) const {
+  HYP_ASSERT(static_cast<int>(idx.size()) == ndim(), "at() needs ", ndim(), " indices");
+  std::byte* p = data_;
+  int k = 0;
+  for (int64_t i : idx) p += i * strides_[k++];
+  return *reinterpret_cast<T*>(p);
+}
+
+/// Normalizes a possibly negative axis against ndim; throws IndexError naming `who`.
+int normalize_axis(int axis, int ndim, const char* who);
+
+}  // namespace hypatia

@@ -1,0 +1,64 @@
+// Symbolic differentiation: reverse mode (grad, Lop), forward mode (Rop), jacobian, hessian,
+// and verify_grad (finite differences).
+#pragma once
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hypatia/graph/graph.h"
+
+namespace hypatia {
+
+struct GradOptions {
+  /// Variables treated as constants: no gradient flows through them.
+  std::vector<Var> consider_constant;
+  /// What to do when a wrt variable does not reach the cost: "raise", "warn" or "ignore"
+  /// (the gradient is then zeros_like(wrt)).
+  std::string disconnected_inputs = "raise";
+  /// Gradients of the cost w.r.t. intermediate variables, given by the caller (their graphs are
+  /// not differentiated further).
+  std::vector<std::pair<Var, Var>> known_grads;
+};
+
+/// d cost / d wrt for each wrt. `cost` must be 0-d unless known_grads supplies the start
+/// (cost may then be null).
+std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOptions& opts = {});
+Var grad(const Var& cost, const Var& wrt, const GradOptions& opts = {});
+
+/// Vector-Jacobian product: sum_i eval_points[i] * d f[i] / d wrt.
+std::vector<Var> Lop(const std::vector<Var>& f, const std::vector<Var>& wrt, const std::vector<Var>& eval_points);
+/// Jacobian-vector product: sum_j d f / d wrt[j] * eval_points[j], for each f.
+std::vector<Var> Rop(const std::vector<Var>& f, const std::vector<Var>& wrt, const std::vector<Var>& eval_points);
+
+/// d expression / d wrt for a 0-d or 1-d expression: shape expression.shape + wrt.shape.
+Var jacobian(const Var& expression, const Var& wrt);
+/// d^2 cost / d wrt^2 for a 0-d cost: shape wrt.shape + wrt.shape.
+Var hessian(const Var& cost, const Var& wrt);
+
+/// Wrapper that makes a variable's gradient zero (Theano's disconnected_grad / consider_constant op).
+Var disconnected_grad(const Var& x);
+/// Identity in the forward pass; clips the gradient to [lo, hi] in the backward pass.
+Var grad_clip(const Var& x, double lo, double hi);
+
+struct VerifyGradOptions {
+  int n_tests = 2;
+  uint64_t seed = 42;
+  /// Finite-difference step; 0 picks 1e-4 for float64 and 1e-2 for float32... (Theano's table).
+  double eps = 0;
+  double abs_tol = 0;  // 0 picks per dtype
+  double rel_tol = 0;  // 0 picks per dtype
+};
+
+/// Thrown by verify_grad when analytic and numeric gradients disagree.
+class GradientError : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
+
+/// Checks the gradient of fn(inputs) at `point` against central finite differences of a random
+/// projection of its output. Throws GradientError naming the input, the max errors and tolerances.
+void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const std::vector<NDArray>& point,
+                 const VerifyGradOptions& opts = {});
+
+}  // namespace hypatia

@@ -1,0 +1,128 @@
+#include "hypatia/graph/fgraph.h"
+
+#include <functional>
+
+#include "hypatia/core/error.h"
+
+namespace hypatia {
+
+std::vector<Var> clone_graph(const std::vector<Var>& outputs, const std::vector<std::pair<Var, Var>>& replace,
+                             std::unordered_map<const Variable*, Var>* memo_out) {
+  std::unordered_map<const Variable*, Var> memo;
+  // Replacements are cloned first on their own (without the replacements applied to them).
+  for (const auto& [old_v, new_v] : replace) {
+    if (!old_v || !new_v) fail<TypeError>("givens: null variable");
+    if (!(old_v->type == new_v->type))
+      fail<TypeError>("givens: the replacement for ", old_v->str(), " has type ", new_v->type.str(),
+                      " but the variable has type ", old_v->type.str());
+    memo[old_v.get()] = clone_graph({new_v})[0];
+  }
+  std::function<Var(const Var&)> rec = [&](const Var& v) -> Var {
+    if (auto it = memo.find(v.get()); it != memo.end()) return it->second;
+    if (v->kind != VarKind::Output) return memo[v.get()] = v;
+    Apply* node = v->owner;
+    std::vector<Var> ins;
+    ins.reserve(node->inputs.size());
+    for (const auto& in : node->inputs) ins.push_back(rec(in));
+    std::vector<TensorType> types;
+    for (int i = 0; i < node->nout(); ++i) types.push_back(node->output_ptr(i)->type);
+    auto copy = std::make_shared<Apply>(node->op, std::move(ins), types);
+    copy->trace = node->trace;
+    for (int i = 0; i < node->nout(); ++i) {
+      Var o = copy->output(i);
+      const Variable* orig = node->output_ptr(i);
+      o->name = orig->name;
+      o->trace = orig->trace;
+      o->test_value = orig->test_value;
+      memo[orig] = o;
+    }
+    return memo.at(v.get());
+  };
+  std::vector<Var> result;
+  for (const auto& o : outputs) result.push_back(rec(o));
+  if (memo_out) *memo_out = std::move(memo);
+  return result;
+}
+
+std::vector<std::shared_ptr<Apply>> toposort(const std::vector<Var>& outputs) {
+  std::vector<std::shared_ptr<Apply>> order;
+  std::unordered_set<const Apply*> done;
+  // Iterative post-order DFS over owners, inputs visited left to right.
+  struct Frame {
+    Apply* node;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  for (const auto& out : outputs) {
+    if (!out || !out->owner || done.count(out->owner)) continue;
+    stack.push_back({out->owner, 0});
+    done.insert(out->owner);
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next < f.node->inputs.size()) {
+        Apply* in = f.node->inputs[f.next++]->owner;
+        if (in && !done.count(in)) {
+          done.insert(in);
+          stack.push_back({in, 0});
+        }
+        continue;
+      }
+      order.push_back(f.node->shared_from_this());
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+FunctionGraph::FunctionGraph(std::vector<Var> inputs, std::vector<Var> outputs, bool clone)
+    : inputs_(std::move(inputs)) {
+  outputs_ = clone ? clone_graph(outputs) : std::move(outputs);
+  rebuild();
+}
+
+void FunctionGraph::rebuild() {
+  nodes_ = hypatia::toposort(outputs_);
+  clients_.clear();
+  for (const auto& n : nodes_)
+    for (size_t i = 0; i < n->inputs.size(); ++i) clients_[n->inputs[i].get()].push_back({n.get(), static_cast<int>(i)});
+  for (size_t i = 0; i < outputs_.size(); ++i) clients_[outputs_[i].get()].push_back({nullptr, static_cast<int>(i)});
+}
+
+const std::vector<Client>& FunctionGraph::clients(const Variable* v) const {
+  static const std::vector<Client> kNone;
+  auto it = clients_.find(v);
+  return it == clients_.end() ? kNone : it->second;
+}
+
+std::vector<std::shared_ptr<Apply>> FunctionGraph::toposort() const { return nodes_; }
+
+std::vector<Var> FunctionGraph::orphans() const {
+  std::unordered_set<const Variable*> ins;
+  for (const auto& v : inputs_) ins.insert(v.get());
+  std::unordered_set<const Variable*> seen;
+  std::vector<Var> r;
+  auto visit = [&](const Var& v) {
+    if (v->owner || ins.count(v.get()) || !seen.insert(v.get()).second) return;
+    r.push_back(v);
+  };
+  for (const auto& n : nodes_)
+    for (const auto& v : n->inputs) visit(v);
+  for (const auto& v : outputs_) visit(v);
+  return r;
+}
+
+void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::string& reason) {
+  if (!(old_var->type == new_var->type))
+    fail<TypeError>("FunctionGraph.replace", reason.empty() ? "" : " (" + reason + ")", ": the replacement of ",
+                    old_var->str(), " has type ", new_var->type.str(), " but the variable has type ",
+                    old_var->type.str());
+  auto it = clients_.find(old_var.get());
+  if (it == clients_.end()) return;
+  for (const Client& c : it->second) {
+    if (c.node) c.node->inputs[c.index] = new_var;
+    else outputs_[c.index] = new_var;
+  }
+  rebuild();
+}
+
+}  // namespace hypatia

@@ -1,0 +1,56 @@
+// FunctionGraph: a graph with fixed inputs and outputs that rewrites can edit.
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "hypatia/graph/graph.h"
+
+namespace hypatia {
+
+/// A use of a variable: input `index` of `node`, or output `index` of the graph when node is null.
+struct Client {
+  Apply* node;
+  int index;
+};
+
+/// Copies the graph between `inputs` and `outputs`: every Apply is new; leaves (inputs,
+/// constants, shared variables) are kept. `replace` maps variables to replacements whose own
+/// graphs are copied too (givens). Returns the new outputs; `memo` (optional) receives old -> new.
+std::vector<Var> clone_graph(const std::vector<Var>& outputs, const std::vector<std::pair<Var, Var>>& replace = {},
+                             std::unordered_map<const Variable*, Var>* memo = nullptr);
+
+/// Every Apply between the leaves and `outputs`, inputs before users.
+std::vector<std::shared_ptr<Apply>> toposort(const std::vector<Var>& outputs);
+
+/// A graph with fixed inputs and outputs. It owns its Apply nodes (built by clone_graph unless
+/// clone is false) and keeps, for every variable, the list of its clients.
+class FunctionGraph {
+ public:
+  FunctionGraph(std::vector<Var> inputs, std::vector<Var> outputs, bool clone = true);
+
+  const std::vector<Var>& inputs() const { return inputs_; }
+  const std::vector<Var>& outputs() const { return outputs_; }
+  /// Uses of v (empty when v is not in the graph).
+  const std::vector<Client>& clients(const Variable* v) const;
+  /// Apply nodes, inputs before users (deterministic order).
+  std::vector<std::shared_ptr<Apply>> toposort() const;
+  /// Leaves that are not inputs: constants and shared variables (and free variables, which
+  /// function() reports as missing inputs).
+  std::vector<Var> orphans() const;
+  /// Replaces every use of `old_var` by `new_var`. Their types must be equal; throws TypeError
+  /// naming `reason` otherwise.
+  void replace(const Var& old_var, const Var& new_var, const std::string& reason = "");
+  size_t num_nodes() const { return nodes_.size(); }
+
+ private:
+  void rebuild();
+  std::vector<Var> inputs_, outputs_;
+  std::vector<std::shared_ptr<Apply>> nodes_;
+  std::unordered_map<const Variable*, std::vector<Client>> clients_;
+};
+
+}  // namespace hypatia

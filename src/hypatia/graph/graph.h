@@ -1,0 +1,175 @@
+// The symbolic graph: Variable, Apply and the Op contract.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <typeinfo>
+#include <vector>
+
+#include "hypatia/core/ndarray.h"
+#include "hypatia/graph/type.h"
+
+namespace hypatia {
+
+class Op;
+class Apply;
+class Variable;
+/// Handle to a symbolic variable. Handles to an Apply's outputs keep the Apply alive.
+using Var = std::shared_ptr<Variable>;
+
+/// What a variable is: a free input, an op's output, a constant, a shared variable, or the marker
+/// for a gradient that is not defined.
+enum class VarKind { Input, Output, Constant, Shared, NullGrad };
+
+/// The storage of a shared variable: one value, replaced (never mutated in place) by updates.
+struct SharedCell {
+  NDArray value;
+};
+
+/// A typed symbolic value.
+class Variable {
+ public:
+  TensorType type;
+  std::string name;
+  VarKind kind = VarKind::Input;
+  /// The Apply that computes this variable (kind Output), else null.
+  Apply* owner = nullptr;
+  /// Which output of `owner`.
+  int index = 0;
+  /// The value of a Constant.
+  NDArray data;
+  /// The cell of a Shared variable.
+  std::shared_ptr<SharedCell> cell;
+  /// Why the gradient is undefined (kind NullGrad).
+  std::string null_reason;
+  /// Where in user code this variable was created ("file:line"), when known.
+  std::string trace;
+  /// Test value (compute_test_value), when set.
+  NDArray test_value;
+  /// Unique id in creation order.
+  uint64_t id;
+
+  Variable(TensorType t, VarKind k, std::string n = "");
+  int ndim() const { return type.ndim(); }
+  DType dtype() const { return type.dtype; }
+  bool is_constant() const { return kind == VarKind::Constant; }
+  bool is_shared() const { return kind == VarKind::Shared; }
+  /// The owner as a shared handle (null when there is none).
+  std::shared_ptr<Apply> owner_ptr() const;
+  /// "x", "Elemwise{add}.0", "TensorConstant{1.0}", "<TensorType(float32, matrix)>".
+  std::string str() const;
+};
+
+/// An application of an Op to input variables, producing output variables.
+class Apply : public std::enable_shared_from_this<Apply> {
+ public:
+  std::shared_ptr<const Op> op;
+  std::vector<Var> inputs;
+  std::string trace;
+  uint64_t id;
+
+  Apply(std::shared_ptr<const Op> op, std::vector<Var> inputs, const std::vector<TensorType>& out_types);
+  int nout() const { return static_cast<int>(outputs_.size()); }
+  /// Handle to output i (keeps this Apply alive).
+  Var output(int i);
+  std::vector<Var> outputs();
+  Variable* output_ptr(int i) const { return outputs_[i].get(); }
+
+ private:
+  std::vector<std::unique_ptr<Variable>> outputs_;
+};
+
+/// Symbolic shape: one 0-d int64 variable per dimension.
+using ShapeVars = std::vector<Var>;
+/// For each output, the input indices it aliases (view_map) or overwrites (destroy_map).
+using AliasMap = std::vector<std::vector<int>>;
+
+/// The Op contract. Ops are immutable values: equality and hash cover every attribute.
+class Op {
+ public:
+  virtual ~Op() = default;
+  /// Display name with attributes, e.g. "Elemwise{add}", "DimShuffle{1,0}".
+  virtual std::string name() const = 0;
+  virtual bool equals(const Op& other) const = 0;
+  virtual size_t hash() const = 0;
+  /// Checks input types; returns output types. Throws TypeError starting with name().
+  virtual std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const = 0;
+  /// Output shapes from input shapes, symbolically. Default: shape_i of the outputs themselves.
+  virtual std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& input_shapes) const;
+  /// d cost/d inputs from d cost/d outputs (a null entry: that output does not reach the cost).
+  /// Returns a null entry for a disconnected input, grad_undefined(...) where it is undefined.
+  /// Default: throws NotDifferentiableError.
+  virtual std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const;
+  /// Forward mode: d outputs from d inputs (null entries: zero). Default: throws.
+  virtual std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const;
+  /// [input][output]: whether the output depends on the input differentiably. Default: all true.
+  virtual std::vector<std::vector<bool>> connection_pattern(const Apply& node) const;
+  virtual AliasMap view_map() const { return {}; }
+  virtual AliasMap destroy_map() const { return {}; }
+  /// Where the name should be printed as "Name{attrs}".
+  std::string str() const { return name(); }
+};
+
+/// Builds an Apply of `op` on `inputs` (checking types) and returns its outputs.
+std::vector<Var> apply_op(std::shared_ptr<const Op> op, std::vector<Var> inputs);
+/// apply_op for a one-output op.
+Var apply_op1(std::shared_ptr<const Op> op, std::vector<Var> inputs);
+
+/// A free symbolic input.
+Var variable(TensorType type, std::string name = "");
+/// A constant holding `value` (broadcastable where a dim has length 1).
+Var constant(NDArray value, std::string name = "");
+/// A 0-d constant of dtype `dt`.
+Var constant(double value, DType dt);
+/// A shared variable holding `value` (copied unless borrow). Its type is not broadcastable
+/// anywhere unless `broadcastable` says so.
+Var shared(NDArray value, std::string name = "", bool borrow = false, std::vector<bool> broadcastable = {});
+/// Marker for an undefined gradient of input `input_index` of `op`.
+Var grad_undefined(const Op& op, int input_index, const TensorType& type, const std::string& why);
+
+/// Hook that fills Variable::trace for new nodes (the Python layer installs one).
+using TraceHook = std::function<std::string()>;
+void set_trace_hook(TraceHook hook);
+
+// ----------------------------------------------------------------------------------------------
+// Equality and hashing of op attributes.
+
+inline void hash_combine(size_t& seed, size_t v) { seed ^= v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); }
+template <class T>
+size_t hash_value(const T& v) {
+  if constexpr (requires { v.begin(); v.end(); typename T::value_type; } && !std::is_same_v<T, std::string>) {
+    size_t h = v.size();
+    for (const auto& x : v) hash_combine(h, hash_value(x));
+    return h;
+  } else if constexpr (std::is_enum_v<T>) {
+    return std::hash<std::underlying_type_t<T>>()(static_cast<std::underlying_type_t<T>>(v));
+  } else if constexpr (requires { std::tuple_size<T>::value; }) {
+    size_t h = 0;
+    std::apply([&](const auto&... xs) { (hash_combine(h, hash_value(xs)), ...); }, v);
+    return h;
+  } else {
+    return std::hash<T>()(v);
+  }
+}
+
+/// Base for ops whose attributes are returned by `props()` as a tuple: gives equals and hash.
+template <class Derived>
+class OpWithProps : public Op {
+ public:
+  bool equals(const Op& other) const override {
+    const auto* o = dynamic_cast<const Derived*>(&other);
+    return o && typeid(*o) == typeid(Derived) && self().props() == o->props();
+  }
+  size_t hash() const override {
+    size_t h = typeid(Derived).hash_code();
+    hash_combine(h, hash_value(self().props()));
+    return h;
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+}  // namespace hypatia

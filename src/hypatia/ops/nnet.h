@@ -1,0 +1,5 @@
+// nnet ops.
+#pragma once
+#include "hypatia/graph/graph.h"
+
+namespace hypatia {}  // namespace hypatia

@@ -1,0 +1,5 @@
+// subtensor ops.
+#pragma once
+#include "hypatia/graph/graph.h"
+
+namespace hypatia {}  // namespace hypatia

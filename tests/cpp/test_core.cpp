@@ -1,0 +1,87 @@
+// NDArray, dtype promotion, config.
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+using testing::random_array;
+
+TEST(DType, PromotionFollowsNumpy) {
+  EXPECT_EQ(promote_types(DType::Int8, DType::UInt8), DType::Int16);
+  EXPECT_EQ(promote_types(DType::Int32, DType::Float32), DType::Float64);
+  EXPECT_EQ(promote_types(DType::Int16, DType::Float32), DType::Float32);
+  EXPECT_EQ(promote_types(DType::UInt64, DType::Int64), DType::Float64);
+  EXPECT_EQ(promote_types(DType::Bool, DType::Int8), DType::Int8);
+  EXPECT_EQ(promote_types(DType::UInt32, DType::Int32), DType::Int64);
+  EXPECT_EQ(promote_types(DType::Float32, DType::Float64), DType::Float64);
+  EXPECT_TRUE(can_cast_safely(DType::Float32, DType::Float64));
+  EXPECT_FALSE(can_cast_safely(DType::Float64, DType::Float32));
+  EXPECT_EQ(float_upcast(DType::Int64), DType::Float64);
+  EXPECT_EQ(float_upcast(DType::UInt8), DType::Float32);
+  EXPECT_EQ(dtype_from_name("uint16"), DType::UInt16);
+  EXPECT_THROW(dtype_from_name("float128"), TypeError);
+}
+
+TEST(NDArray, ViewsShareTheBuffer) {
+  NDArray a = NDArray::from_vector<float>({0, 1, 2, 3, 4, 5}, {2, 3});
+  EXPECT_TRUE(a.is_c_contiguous());
+  NDArray t = a.transpose();
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_FALSE(t.is_c_contiguous());
+  EXPECT_TRUE(t.is_f_contiguous());
+  EXPECT_EQ(t.at<float>({2, 1}), 5.0f);
+  t.at<float>({0, 0}) = 42;
+  EXPECT_EQ(a.at<float>({0, 0}), 42.0f);
+  NDArray r = a.slice(1, 2, -1, -1);  // columns 2, 1, 0
+  EXPECT_EQ(r.shape(), (Shape{2, 3}));
+  EXPECT_EQ(r.at<float>({1, 0}), 5.0f);
+  EXPECT_EQ(r.strides()[1], -4);
+  NDArray c = r.copy();
+  EXPECT_TRUE(c.is_c_contiguous());
+  EXPECT_EQ(c.get_flat(3), 5.0);
+  EXPECT_FALSE(c.shares_buffer(a));
+}
+
+TEST(NDArray, ReshapeBroadcastAstype) {
+  NDArray a = NDArray::from_vector<int32_t>({1, 2, 3}, {3});
+  NDArray b = a.broadcast_to({2, 3});
+  EXPECT_EQ(b.strides()[0], 0);
+  EXPECT_EQ(b.get_flat(4), 2.0);
+  EXPECT_THROW(a.broadcast_to({2, 4}), ValueError);
+  NDArray f = b.astype(DType::Float64);
+  EXPECT_EQ(f.dtype(), DType::Float64);
+  EXPECT_EQ(f.get_flat(5), 3.0);
+  EXPECT_EQ(a.reshape({3, 1}).shape(), (Shape{3, 1}));
+  EXPECT_THROW(a.reshape({2, 2}), ValueError);
+  NDArray t = NDArray::from_vector<double>({0, 1, 2, 3, 4, 5}, {2, 3}).transpose();
+  NDArray tr = t.reshape({6});  // non-contiguous: copies
+  EXPECT_EQ(tr.get_flat(1), 3.0);
+}
+
+TEST(NDArray, ZeroSizeAndScalar) {
+  NDArray z = NDArray::zeros({0, 3}, DType::Float32);
+  EXPECT_EQ(z.size(), 0);
+  EXPECT_TRUE(z.copy().valid());
+  NDArray s = NDArray::scalar(2.5, DType::Float64);
+  EXPECT_EQ(s.ndim(), 0);
+  EXPECT_EQ(s.get_flat(0), 2.5);
+  EXPECT_EQ(s.str(), "array(2.5, dtype=float64)");
+  EXPECT_THROW(NDArray::empty({-1}, DType::Float32), ValueError);
+}
+
+TEST(Config, FlagsAndRc) {
+  Config c;
+  c.apply_flags("floatX=float32, allow_gc=False,profile=True");
+  EXPECT_EQ(c.floatX, DType::Float32);
+  EXPECT_FALSE(c.allow_gc);
+  EXPECT_TRUE(c.profile);
+  EXPECT_THROW(c.apply_flags("floatX=float16"), ValueError);
+  EXPECT_THROW(c.apply_flags("nonsense=1"), ValueError);
+  EXPECT_THROW(c.apply_flags("floatX"), ValueError);
+  c.apply_rc("# comment\n[global]\nfloatX = float64\nmode=FAST_COMPILE\n");
+  EXPECT_EQ(c.floatX, DType::Float64);
+  EXPECT_EQ(c.mode, "FAST_COMPILE");
+  EXPECT_EQ(c.get("allow_gc"), "False");
+}
+
+}  // namespace
+}  // namespace hypatia
