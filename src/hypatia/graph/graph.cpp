@@ -38,8 +38,8 @@ std::string Variable::str() const {
       else if (data.size() <= 10) os << "TensorConstant{" << data.str() << "}";
       else os << "TensorConstant{" << dtype_name(data.dtype()) << " " << data.shape().str() << "}";
       return os.str();
-    case VarKind::NullGrad: return "NullGrad{" + null_reason + "}";
-    default: return "<" + type.str() + ">";
+    case VarKind::NullGrad: os << "NullGrad{" << null_reason << "}"; return os.str();
+    default: os << "<" << type.str() << ">"; return os.str();
   }
 }
 

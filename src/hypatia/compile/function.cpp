@@ -1,0 +1,301 @@
+// function(): clone -> (rewrite, issue 4) -> schedule -> memory plan -> Program.
+#include "hypatia/compile/function.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hypatia/core/config.h"
+#include "hypatia/core/error.h"
+#include "hypatia/graph/printing.h"
+#include "hypatia/runtime/program.h"
+
+namespace hypatia {
+namespace {
+
+/// Profiles of every profiled function, printed at exit when config().profile is set.
+struct ProfileRegistry {
+  std::mutex mu;
+  std::vector<std::weak_ptr<Program>> programs;
+  ~ProfileRegistry() {
+    if (!config().profile) return;
+    for (auto& w : programs)
+      if (auto p = w.lock(); p && p->profile) std::fprintf(stderr, "%s\n", p->profile->summary().c_str());
+  }
+};
+ProfileRegistry& profile_registry() {
+  static ProfileRegistry r;
+  return r;
+}
+
+std::string fn_label(const std::string& name) { return "function '" + (name.empty() ? "<unnamed>" : name) + "'"; }
+
+void check_unused_input(const FunctionOptions& opts, const std::string& what) {
+  if (opts.on_unused_input == "ignore") return;
+  if (opts.on_unused_input == "warn") {
+    std::cerr << "hypatia warning: " << what << "\n";
+    return;
+  }
+  throw UnusedInputError(what + " To make this error a warning, pass on_unused_input='warn'.");
+}
+
+}  // namespace
+
+Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts) {
+  auto t_start = std::chrono::steady_clock::now();
+  const std::string label = fn_label(opts.name);
+  if (opts.on_unused_input != "raise" && opts.on_unused_input != "warn" && opts.on_unused_input != "ignore")
+    fail<ValueError>(label, ": on_unused_input must be 'raise', 'warn' or 'ignore', got '", opts.on_unused_input, "'");
+
+  // Check inputs and updates.
+  std::unordered_set<const Variable*> input_set;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Var& v = inputs[i].variable;
+    if (!v) fail<TypeError>(label, ": input ", i, " is null");
+    if (v->is_shared())
+      fail<TypeError>(label, ": input ", i, " ('", v->name, "') is a shared variable; shared variables are implicit "
+                      "inputs and cannot be listed in inputs (use givens to replace one)");
+    if (v->is_constant()) fail<TypeError>(label, ": input ", i, " is a constant; inputs must be free variables");
+    if (v->owner)
+      fail<TypeError>(label, ": input ", i, " (", v->str(), ") is computed by ", v->owner->op->name(),
+                      "; inputs must be free variables (use givens to replace an intermediate)");
+    if (!input_set.insert(v.get()).second)
+      fail<ValueError>(label, ": variable ", v->str(), " is listed twice in inputs");
+    if (inputs[i].value) {
+      if (auto err = v->type.check_value(*inputs[i].value); !err.empty())
+        fail<TypeError>(label, ": the default value of input ", i, " ('", v->name, "'): ", err);
+    }
+  }
+  std::unordered_set<const Variable*> updated;
+  for (const auto& [sv, val] : opts.updates) {
+    if (!sv || !val) fail<TypeError>(label, ": null variable in updates");
+    if (!sv->is_shared())
+      fail<TypeError>(label, ": updates must target shared variables; ", sv->str(), " is not one");
+    if (!updated.insert(sv.get()).second)
+      fail<ValueError>(label, ": shared variable '", sv->name, "' is updated twice");
+    if (val->type.dtype != sv->type.dtype || val->type.ndim() != sv->type.ndim())
+      fail<TypeError>(label, ": an update must have the same type as the original shared variable (shared_var=",
+                      sv->name, ", shared_var.type=", sv->type.str(), ", update_val=", val->str(),
+                      ", update_val.type=", val->type.str(), "). If the difference is the dtype, cast the update.");
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].variable) fail<TypeError>(label, ": output ", i, " is null");
+
+  // 1. Clone the user's graph (outputs, then update values) with givens applied.
+  std::vector<Var> roots;
+  for (const auto& o : outputs) roots.push_back(o.variable);
+  for (const auto& u : opts.updates) roots.push_back(u.second);
+  std::vector<Var> cloned = clone_graph(roots, opts.givens);
+  std::vector<Var> graph_inputs;
+  for (const auto& in : inputs) graph_inputs.push_back(in.variable);
+
+  auto program = std::make_shared<Program>();
+  program->name = opts.name;
+  program->fgraph = std::make_unique<FunctionGraph>(graph_inputs, cloned, /*clone=*/false);
+  FunctionGraph& fg = *program->fgraph;
+
+  // 2. The rewrite pipeline joins here (issue 4). 3. Schedule: the toposort.
+  auto order = fg.toposort();
+
+  // Unused and missing inputs.
+  std::unordered_set<const Variable*> used;
+  for (const auto& n : order)
+    for (const auto& v : n->inputs) used.insert(v.get());
+  for (const auto& v : fg.outputs()) used.insert(v.get());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!used.count(inputs[i].variable.get())) {
+      std::ostringstream os;
+      os << label << ": input " << i << " ('" << inputs[i].variable->str()
+         << "') is not used to compute the outputs or updates.";
+      check_unused_input(opts, os.str());
+    }
+  for (const Var& orphan : fg.orphans())
+    if (orphan->kind == VarKind::Input)
+      fail<MissingInputError>(label, ": the graph needs variable '", orphan->str(), "' (", orphan->type.str(),
+                              ") which is not among the inputs; add it to the inputs or give it a value with givens");
+
+  // 4. Storage cells: one per variable.
+  std::unordered_map<const Variable*, int> cell_of;
+  auto add_cell = [&](const Var& v, CellKind kind) {
+    auto [it, fresh] = cell_of.emplace(v.get(), static_cast<int>(program->storage.size()));
+    if (fresh) {
+      program->storage.emplace_back();
+      program->cell_kind.push_back(kind);
+      if (kind == CellKind::Constant) program->storage.back() = v->data;
+      if (kind == CellKind::Shared) program->shared.push_back({it->second, v->cell});
+    }
+    return it->second;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int c = add_cell(inputs[i].variable, CellKind::Input);
+    program->inputs.push_back({c, inputs[i].variable->type,
+                               inputs[i].name.empty() ? inputs[i].variable->name : inputs[i].name, inputs[i].value});
+  }
+  for (const Var& orphan : fg.orphans())
+    add_cell(orphan, orphan->is_shared() ? CellKind::Shared : CellKind::Constant);
+
+  // Alias analysis: may a variable share memory with a leaf (input, shared, constant)?
+  std::unordered_map<const Variable*, bool> alias_leaf;
+  auto aliases = [&](const Var& v) {
+    if (!v->owner) return true;
+    auto it = alias_leaf.find(v.get());
+    return it != alias_leaf.end() && it->second;
+  };
+  for (const auto& n : order) {
+    AliasMap vm = n->op->view_map(), dm = n->op->destroy_map();
+    for (int o = 0; o < n->nout(); ++o) {
+      bool a = false;
+      for (const AliasMap* m : {&vm, &dm})
+        if (o < static_cast<int>(m->size()))
+          for (int i : (*m)[o]) a |= aliases(n->inputs[i]);
+      alias_leaf[n->output_ptr(o)] = a;
+    }
+    // Without the destroy handler (issue 4) no in-place op may overwrite a leaf or a shared value.
+    for (size_t o = 0; o < dm.size(); ++o)
+      for (int i : dm[o]) {
+        const Var& victim = n->inputs[i];
+        if (!victim->owner || fg.clients(victim.get()).size() > 1)
+          fail<ValueError>(label, ": ", n->op->name(), " overwrites its input ", i, " (", victim->str(),
+                           ") which is a function input, shared variable, constant, or is read elsewhere; "
+                           "use the op's non in-place form");
+      }
+  }
+
+  // Thunks, and the last reader of each intermediate (for gc).
+  for (const auto& n : order)
+    for (int o = 0; o < n->nout(); ++o) add_cell(n->output(o), CellKind::Intermediate);
+  std::unordered_map<int, int> last_use;  // cell -> thunk index
+  for (size_t t = 0; t < order.size(); ++t)
+    for (const auto& v : order[t]->inputs) last_use[cell_of.at(v.get())] = static_cast<int>(t);
+  std::unordered_set<int> keep;  // outputs and update values stay until the end of the call
+  for (const auto& v : fg.outputs()) keep.insert(cell_of.at(v.get()));
+  program->thunks.reserve(order.size());
+  for (size_t t = 0; t < order.size(); ++t) {
+    Program::Thunk th;
+    th.node = order[t];
+    th.kernel = make_kernel(opts.backend, *th.node);
+    for (const auto& v : th.node->inputs) th.in.push_back(&program->storage[cell_of.at(v.get())]);
+    for (int o = 0; o < th.node->nout(); ++o) th.out.push_back(&program->storage[cell_of.at(th.node->output_ptr(o))]);
+    program->thunks.push_back(std::move(th));
+  }
+  for (const auto& [cell, t] : last_use)
+    if (program->cell_kind[cell] == CellKind::Intermediate && !keep.count(cell))
+      program->thunks[t].free_after.push_back(cell);
+  // Outputs nobody reads (e.g. the second output of a two-output node) die after their producer.
+  for (size_t t = 0; t < order.size(); ++t)
+    for (int o = 0; o < order[t]->nout(); ++o) {
+      int c = cell_of.at(order[t]->output_ptr(o));
+      if (!last_use.count(c) && !keep.count(c)) program->thunks[t].free_after.push_back(c);
+    }
+
+  const auto& gouts = fg.outputs();
+  for (size_t i = 0; i < outputs.size(); ++i)
+    program->outputs.push_back({cell_of.at(gouts[i].get()), outputs[i].borrow, aliases(gouts[i])});
+  for (size_t u = 0; u < opts.updates.size(); ++u) {
+    const Var& v = gouts[outputs.size() + u];
+    program->updates.push_back({opts.updates[u].first->cell, opts.updates[u].first, cell_of.at(v.get()), aliases(v)});
+  }
+  program->allow_input_downcast = opts.allow_input_downcast;
+  program->allow_gc = opts.allow_gc.value_or(config().allow_gc);
+  if (opts.profile.value_or(config().profile)) {
+    program->profile = std::make_unique<Profile>();
+    program->profile->function_name = opts.name;
+    for (const auto& th : program->thunks) {
+      Profile::NodeStats s;
+      s.op_name = th.node->op->name();
+      std::string cls = s.op_name.substr(0, s.op_name.find('{'));
+      s.op_class = cls;
+      std::ostringstream os;
+      os << s.op_name << "(";
+      for (size_t i = 0; i < th.node->inputs.size(); ++i) os << (i ? ", " : "") << th.node->inputs[i]->str();
+      os << ")";
+      s.apply_str = os.str();
+      program->profile->nodes.push_back(s);
+    }
+    program->profile->compile_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    auto& reg = profile_registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    reg.programs.push_back(program);
+  }
+  return Function(std::move(program));
+}
+
+Function::Function(std::shared_ptr<Program> program) : program_(std::move(program)) {}
+Function::~Function() = default;
+Function::Function(Function&&) noexcept = default;
+Function& Function::operator=(Function&&) noexcept = default;
+
+std::vector<NDArray> Function::operator()(const std::vector<NDArray>& args) {
+  const auto& ins = program_->inputs;
+  if (args.size() > ins.size())
+    fail<TypeError>(fn_label(program_->name), ": got ", args.size(), " arguments but the function has ", ins.size(),
+                    " inputs");
+  std::vector<NDArray> all(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (i < args.size()) all[i] = args[i];
+    else if (ins[i].default_value) all[i] = *ins[i].default_value;
+    else
+      fail<TypeError>(fn_label(program_->name), ": missing argument for input ", i,
+                      ins[i].name.empty() ? "" : " ('" + ins[i].name + "')", " (", ins[i].type.str(),
+                      ") which has no default value");
+  }
+  std::vector<NDArray> outs(program_->outputs.size());
+  program_->run(all, outs);
+  return outs;
+}
+
+void Function::call(std::span<const NDArray> args, std::span<NDArray> outs) {
+  if (args.size() != program_->inputs.size() || outs.size() != program_->outputs.size())
+    fail<TypeError>(fn_label(program_->name), ": call() needs ", program_->inputs.size(), " arguments and ",
+                    program_->outputs.size(), " output slots; got ", args.size(), " and ", outs.size());
+  program_->run(args, outs);
+}
+
+int Function::n_inputs() const { return static_cast<int>(program_->inputs.size()); }
+int Function::n_outputs() const { return static_cast<int>(program_->outputs.size()); }
+std::vector<std::shared_ptr<Apply>> Function::toposort() const {
+  std::vector<std::shared_ptr<Apply>> r;
+  for (const auto& t : program_->thunks) r.push_back(t.node);
+  return r;
+}
+std::vector<Var> Function::graph_outputs() const { return program_->fgraph->outputs(); }
+std::string Function::debugprint() const {
+  auto order = toposort();
+  return hypatia::debugprint(program_->fgraph->outputs(), {}, &order);
+}
+Profile* Function::profile() const { return program_->profile.get(); }
+const std::string& Function::name() const { return program_->name; }
+
+NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs, Backend backend) {
+  std::vector<In> ins;
+  std::vector<NDArray> args;
+  for (const auto& [var, val] : inputs) {
+    ins.emplace_back(var);
+    args.push_back(val);
+  }
+  FunctionOptions opts;
+  opts.on_unused_input = "ignore";
+  opts.backend = backend;
+  opts.allow_gc = true;
+  opts.profile = false;
+  return function(std::move(ins), {Out(v)}, opts)(args)[0];
+}
+
+NDArray get_value(const Var& shared_var, bool borrow) {
+  if (!shared_var || !shared_var->is_shared()) fail<TypeError>("get_value: the variable is not a shared variable");
+  return borrow ? shared_var->cell->value : shared_var->cell->value.copy();
+}
+
+void set_value(const Var& shared_var, NDArray value, bool borrow) {
+  if (!shared_var || !shared_var->is_shared()) fail<TypeError>("set_value: the variable is not a shared variable");
+  if (auto err = shared_var->type.check_value(value); !err.empty())
+    fail<TypeError>("set_value of shared variable '", shared_var->name, "' (", shared_var->type.str(), "): ", err);
+  shared_var->cell->value = borrow ? std::move(value) : value.copy();
+}
+
+}  // namespace hypatia

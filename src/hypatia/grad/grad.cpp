@@ -1,0 +1,362 @@
+#include "hypatia/grad/grad.h"
+
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hypatia/compile/function.h"
+#include "hypatia/core/error.h"
+#include "hypatia/graph/fgraph.h"
+#include "hypatia/graph/printing.h"
+#include "hypatia/grad/grad_ops.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/reduce.h"
+#include "hypatia/ops/shape.h"
+
+namespace hypatia {
+namespace {
+
+/// Makes a gradient fit its variable's type: same dtype, and broadcastable where the variable is.
+Var fit_grad(const Var& g, const Var& v) {
+  Var r = g;
+  if (r->ndim() != v->ndim())
+    throw InternalError("grad: a gradient of " + v->str() + " has " + std::to_string(r->ndim()) +
+                        " dimensions; expected " + std::to_string(v->ndim()));
+  if (r->dtype() != v->dtype() && is_float(v->dtype())) r = cast(r, v->dtype());
+  std::vector<int> axes;
+  for (int d = 0; d < v->ndim(); ++d)
+    if (v->type.broadcastable[d] && !r->type.broadcastable[d]) axes.push_back(d);
+  if (!axes.empty()) r = sum(r, axes, /*keepdims=*/true);
+  return r;
+}
+
+Var accumulate(const Var& a, const Var& b) {
+  if (!a) return b;
+  if (a->kind == VarKind::NullGrad) return a;
+  if (b->kind == VarKind::NullGrad) return b;
+  return add(a, b);
+}
+
+}  // namespace
+
+std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOptions& opts) {
+  if (opts.disconnected_inputs != "raise" && opts.disconnected_inputs != "warn" && opts.disconnected_inputs != "ignore")
+    fail<ValueError>("grad: disconnected_inputs must be 'raise', 'warn' or 'ignore', got '", opts.disconnected_inputs,
+                     "'");
+  if (!cost && opts.known_grads.empty()) fail<ValueError>("grad: cost is null and no known_grads were given");
+  if (cost && cost->ndim() != 0)
+    fail<TypeError>("grad: cost must be a scalar (0-d); got ", cost->type.str(),
+                    ". Sum or average it first, or pass known_grads.");
+  if (cost && !is_float(cost->dtype()))
+    fail<TypeError>("grad: cost must have a float dtype; got ", cost->type.str());
+  for (size_t i = 0; i < wrt.size(); ++i)
+    if (!wrt[i]) fail<TypeError>("grad: wrt[", i, "] is null");
+
+  // Which variables depend on some wrt (through differentiable connections)?
+  std::vector<Var> roots;
+  if (cost) roots.push_back(cost);
+  for (const auto& [v, g] : opts.known_grads) roots.push_back(v);
+  auto order = toposort(roots);
+  std::unordered_set<const Variable*> blocked;
+  for (const auto& v : opts.consider_constant) blocked.insert(v.get());
+  std::unordered_set<const Variable*> depends;
+  for (const auto& w : wrt)
+    if (!blocked.count(w.get())) depends.insert(w.get());
+  for (const auto& n : order) {
+    auto pattern = n->op->connection_pattern(*n);
+    for (int o = 0; o < n->nout(); ++o) {
+      if (blocked.count(n->output_ptr(o))) continue;
+      for (size_t i = 0; i < n->inputs.size(); ++i)
+        if (pattern[i][o] && depends.count(n->inputs[i].get())) {
+          depends.insert(n->output_ptr(o));
+          break;
+        }
+    }
+  }
+
+  std::unordered_map<const Variable*, Var> grads;
+  if (cost) grads[cost.get()] = ones_like(cost);
+  for (const auto& [v, g] : opts.known_grads) {
+    if (!v || !g) fail<TypeError>("grad: null variable in known_grads");
+    if (g->ndim() != v->ndim())
+      fail<TypeError>("grad: known gradient of ", v->str(), " has ", g->ndim(), " dimensions; expected ", v->ndim());
+    grads[v.get()] = accumulate(grads[v.get()], fit_grad(g, v));
+  }
+  std::unordered_set<const Variable*> known;
+  for (const auto& [v, g] : opts.known_grads) known.insert(v.get());
+
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Apply& n = **it;
+    bool any_out = false;
+    for (int o = 0; o < n.nout(); ++o) any_out |= grads.count(n.output_ptr(o)) && grads[n.output_ptr(o)];
+    bool any_in = false;
+    for (const auto& in : n.inputs) any_in |= depends.count(in.get()) > 0;
+    if (!any_out || !any_in) continue;
+    bool all_known = true;
+    for (int o = 0; o < n.nout(); ++o) all_known &= known.count(n.output_ptr(o)) > 0 || !grads.count(n.output_ptr(o));
+    std::vector<Var> out_grads(n.nout());
+    std::string null_reason;
+    for (int o = 0; o < n.nout(); ++o) {
+      auto g = grads.find(n.output_ptr(o));
+      if (g != grads.end() && g->second) {
+        if (g->second->kind == VarKind::NullGrad) null_reason = g->second->null_reason;
+        out_grads[o] = g->second;
+      } else if (n.nout() > 1) {
+        out_grads[o] = zeros_like(n.output(o));
+      }
+    }
+    std::vector<Var> in_grads;
+    if (!null_reason.empty()) {
+      in_grads.assign(n.inputs.size(), nullptr);
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (depends.count(n.inputs[i].get())) in_grads[i] = grad_undefined(*n.op, static_cast<int>(i), n.inputs[i]->type, null_reason);
+    } else {
+      in_grads = n.op->grad(n, out_grads);
+    }
+    if (in_grads.size() != n.inputs.size())
+      throw InternalError(n.op->name() + ": grad returned " + std::to_string(in_grads.size()) + " gradients for " +
+                          std::to_string(n.inputs.size()) + " inputs");
+    (void)all_known;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Var& in = n.inputs[i];
+      if (!depends.count(in.get()) || !in_grads[i]) continue;
+      Var g = in_grads[i]->kind == VarKind::NullGrad ? in_grads[i] : fit_grad(in_grads[i], in);
+      grads[in.get()] = accumulate(grads[in.get()], g);
+    }
+  }
+
+  std::vector<Var> result;
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    const Var& w = wrt[i];
+    auto it = grads.find(w.get());
+    if (it != grads.end() && it->second) {
+      if (it->second->kind == VarKind::NullGrad)
+        fail<NotDifferentiableError>("grad: the gradient with respect to ", w->str(), " is undefined: ",
+                                     it->second->null_reason);
+      result.push_back(it->second);
+      continue;
+    }
+    if (cost && w.get() == cost.get()) {
+      result.push_back(ones_like(cost));
+      continue;
+    }
+    std::ostringstream msg;
+    msg << "grad method was asked to compute the gradient with respect to a variable that is not part of the "
+           "computational graph of the cost, or is used only by a non-differentiable operator: "
+        << w->str() << " (wrt[" << i << "], " << w->type.str() << ")";
+    if (opts.disconnected_inputs == "raise") throw DisconnectedInputError(msg.str());
+    if (opts.disconnected_inputs == "warn") std::cerr << "hypatia warning: " << msg.str() << "\n";
+    result.push_back(zeros_like(w, is_float(w->dtype()) ? w->dtype() : DType::Float64));
+  }
+  return result;
+}
+
+Var grad(const Var& cost, const Var& wrt, const GradOptions& opts) { return grad(cost, std::vector<Var>{wrt}, opts)[0]; }
+
+std::vector<Var> Lop(const std::vector<Var>& f, const std::vector<Var>& wrt, const std::vector<Var>& eval_points) {
+  if (f.size() != eval_points.size())
+    fail<ValueError>("Lop: ", f.size(), " expressions but ", eval_points.size(), " eval points");
+  GradOptions o;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (!f[i] || !eval_points[i]) fail<TypeError>("Lop: null expression or eval point");
+    if (f[i]->ndim() != eval_points[i]->ndim())
+      fail<TypeError>("Lop: eval point ", i, " has ", eval_points[i]->ndim(), " dimensions; expression ", f[i]->str(),
+                      " has ", f[i]->ndim());
+    o.known_grads.emplace_back(f[i], eval_points[i]);
+  }
+  o.disconnected_inputs = "ignore";
+  return grad(nullptr, wrt, o);
+}
+
+std::vector<Var> Rop(const std::vector<Var>& f, const std::vector<Var>& wrt, const std::vector<Var>& eval_points) {
+  if (wrt.size() != eval_points.size())
+    fail<ValueError>("Rop: ", wrt.size(), " wrt variables but ", eval_points.size(), " eval points");
+  std::unordered_map<const Variable*, Var> tangent;
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    if (!wrt[i] || !eval_points[i]) fail<TypeError>("Rop: null wrt or eval point");
+    if (!(wrt[i]->type.ndim() == eval_points[i]->type.ndim()))
+      fail<TypeError>("Rop: eval point ", i, " has type ", eval_points[i]->type.str(), "; wrt has ", wrt[i]->type.str());
+    tangent[wrt[i].get()] = eval_points[i];
+  }
+  for (const auto& n : toposort(f)) {
+    std::vector<Var> pts(n->inputs.size());
+    bool any = false;
+    for (size_t i = 0; i < n->inputs.size(); ++i)
+      if (auto it = tangent.find(n->inputs[i].get()); it != tangent.end()) {
+        pts[i] = it->second;
+        any = true;
+      }
+    if (!any) continue;
+    auto outs = n->op->rop(*n, pts);
+    for (int o = 0; o < n->nout(); ++o)
+      if (o < static_cast<int>(outs.size()) && outs[o]) tangent[n->output_ptr(o)] = fit_grad(outs[o], n->output(o));
+  }
+  std::vector<Var> r;
+  for (const auto& v : f) {
+    auto it = tangent.find(v.get());
+    r.push_back(it != tangent.end() ? it->second : zeros_like(v));
+  }
+  return r;
+}
+
+std::vector<TensorType> MapIndexOp::make_output_types(const std::vector<Var>& in) const {
+  if (in.empty() || in[0]->ndim() != 0 || !is_integer(in[0]->dtype()))
+    fail<TypeError>("MapIndex: input 0 must be a 0-d integer count");
+  std::vector<bool> bc{false};
+  bc.insert(bc.end(), body->type.broadcastable.begin(), body->type.broadcastable.end());
+  return {TensorType(body->dtype(), bc)};
+}
+
+Var jacobian(const Var& expression, const Var& wrt) {
+  if (!expression || !wrt) fail<TypeError>("jacobian: null variable");
+  if (expression->ndim() == 0) return grad(expression, wrt);
+  Var flat = expression->ndim() == 1 ? expression : flatten(expression, 1);
+  // Row i of the jacobian is the vector-Jacobian product with the i-th unit vector.
+  Var i = variable(scalar_type(DType::Int64), "i");
+  Var n = shape_i(flat, 0);
+  Var onehot = cast(eq(arange(int_constant(0), n, int_constant(1), DType::Int64), i), flat->dtype());
+  Var body = Lop({flat}, {wrt}, {onehot})[0];
+  // The free inputs of the body (besides i) are captured from the outer graph.
+  std::vector<Var> captured;
+  std::unordered_set<const Variable*> seen{i.get()};
+  auto consider = [&](const Var& v) {
+    if (!v->owner && v->kind == VarKind::Input && seen.insert(v.get()).second) captured.push_back(v);
+  };
+  consider(body);
+  for (const auto& n : toposort({body}))
+    for (const auto& v : n->inputs) consider(v);
+  auto op = std::make_shared<MapIndexOp>(i, captured, body);
+  std::vector<Var> ins{n};
+  ins.insert(ins.end(), captured.begin(), captured.end());
+  return apply_op1(op, ins);
+}
+
+Var hessian(const Var& cost, const Var& wrt) {
+  if (!cost || cost->ndim() != 0) fail<TypeError>("hessian: cost must be a scalar (0-d)");
+  Var g = grad(cost, wrt);
+  return jacobian(g->ndim() <= 1 ? g : flatten(g, 1), wrt);
+}
+
+std::vector<TensorType> DisconnectedGradOp::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 1) fail<TypeError>("DisconnectedGrad: expected 1 input, got ", in.size());
+  return {in[0]->type};
+}
+
+std::string GradClipOp::name() const {
+  std::ostringstream os;
+  os << "GradClip{" << lo << "," << hi << "}";
+  return os.str();
+}
+
+std::vector<TensorType> GradClipOp::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 1) fail<TypeError>(name(), ": expected 1 input, got ", in.size());
+  if (!(lo <= hi)) fail<ValueError>(name(), ": lower bound ", lo, " exceeds upper bound ", hi);
+  return {in[0]->type};
+}
+
+std::vector<Var> GradClipOp::grad(const Apply& node, const std::vector<Var>& g) const {
+  return {clip(g[0], scalar_like(lo, g[0]), scalar_like(hi, g[0]))};
+}
+
+Var disconnected_grad(const Var& x) { return apply_op1(std::make_shared<DisconnectedGradOp>(), {x}); }
+Var grad_clip(const Var& x, double lo, double hi) { return apply_op1(std::make_shared<GradClipOp>(lo, hi), {x}); }
+
+// ------------------------------------------------------------------------------------------------
+// verify_grad
+
+void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const std::vector<NDArray>& point,
+                 const VerifyGradOptions& opts) {
+  std::vector<Var> vars;
+  for (size_t i = 0; i < point.size(); ++i) vars.push_back(variable(TensorType::of_value(point[i]), "input" + std::to_string(i)));
+  Var out = fn(vars);
+  if (!out) fail<ValueError>("verify_grad: fn returned a null variable");
+  if (!is_float(out->dtype())) fail<TypeError>("verify_grad: fn's output must be float; got ", out->type.str());
+  std::vector<In> ins(vars.begin(), vars.end());
+  FunctionOptions fo;
+  fo.on_unused_input = "ignore";
+  NDArray out_val = function(ins, {Out(out)}, fo)(point)[0];
+
+  std::vector<int> diff;
+  for (size_t i = 0; i < point.size(); ++i)
+    if (is_float(point[i].dtype())) diff.push_back(static_cast<int>(i));
+  if (diff.empty()) fail<ValueError>("verify_grad: no float input to differentiate");
+  const bool single = out->dtype() == DType::Float32 || std::any_of(diff.begin(), diff.end(), [&](int i) {
+                        return point[i].dtype() == DType::Float32;
+                      });
+  const double eps = opts.eps > 0 ? opts.eps : (single ? 1e-3 : 1e-6);
+  const double abs_tol = opts.abs_tol > 0 ? opts.abs_tol : (single ? 3e-2 : 1e-4);
+  const double rel_tol = opts.rel_tol > 0 ? opts.rel_tol : (single ? 3e-2 : 1e-4);
+
+  std::mt19937_64 rng(opts.seed);
+  std::uniform_real_distribution<double> u(0.5, 1.5);
+  for (int test = 0; test < opts.n_tests; ++test) {
+    // cost = sum(out * t) for a random projection t.
+    NDArray t = NDArray::empty(out_val.shape(), out->dtype());
+    for (int64_t k = 0; k < t.size(); ++k) {
+      double r = u(rng) * ((rng() & 1) ? 1 : -1);
+      if (t.dtype() == DType::Float32) t.data<float>()[k] = static_cast<float>(r);
+      else t.data<double>()[k] = r;
+    }
+    Var tv = constant(t);
+    Var cost = sum(mul(out, tv));
+    std::vector<Var> wrt;
+    for (int i : diff) wrt.push_back(vars[i]);
+    std::vector<Var> g = grad(cost, wrt, GradOptions{.disconnected_inputs = "ignore"});
+    std::vector<Out> outs{Out(cost)};
+    for (auto& gi : g) outs.emplace_back(gi);
+    Function f = function(ins, outs, fo);
+    auto analytic = f(point);
+    Function fc = function(ins, {Out(cost)}, fo);
+    for (size_t k = 0; k < diff.size(); ++k) {
+      int i = diff[k];
+      NDArray x = point[i].copy();
+      std::vector<NDArray> args = point;
+      args[i] = x;
+      NDArray a = analytic[1 + k];
+      if (!(a.shape() == x.shape()))
+        fail<GradientError>("verify_grad: gradient of input ", i, " has shape ", a.shape().str(), "; input has ",
+                            x.shape().str());
+      double max_abs = 0, max_rel = 0;
+      int64_t worst = -1;
+      for (int64_t e = 0; e < x.size(); ++e) {
+        double orig = x.get_flat(e);
+        auto set = [&](double v) {
+          if (x.dtype() == DType::Float32) x.data<float>()[e] = static_cast<float>(v);
+          else x.data<double>()[e] = v;
+        };
+        set(orig + eps);
+        double fp = fc(args)[0].get_flat(0);
+        set(orig - eps);
+        double fm = fc(args)[0].get_flat(0);
+        set(orig);
+        double num = (fp - fm) / (2 * eps);
+        double an = a.get_flat(e);
+        double ae = std::abs(an - num);
+        double re = ae / std::max(std::abs(an) + std::abs(num), 1e-300);
+        if (ae > abs_tol && re > rel_tol && (ae > max_abs || worst < 0)) {
+          max_abs = ae;
+          max_rel = re;
+          worst = e;
+        }
+        if (std::isnan(an) != std::isnan(num)) {
+          worst = e;
+          max_abs = NAN;
+        }
+      }
+      if (worst >= 0) {
+        std::ostringstream os;
+        os << "verify_grad: the analytic gradient of input " << i << " (" << x.describe()
+           << ") disagrees with finite differences at flat index " << worst << ": analytic "
+           << a.get_flat(worst) << "; max abs error " << max_abs << " (tol " << abs_tol << "), rel error " << max_rel
+           << " (tol " << rel_tol << "), eps " << eps << "\nGraph:\n"
+           << debugprint(out);
+        throw GradientError(os.str());
+      }
+    }
+  }
+}
+
+}  // namespace hypatia

@@ -1,0 +1,90 @@
+// Program: the flat, precomputed schedule that a Function runs (thunks over storage cells).
+#pragma once
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hypatia/backends/registry.h"
+#include "hypatia/graph/fgraph.h"
+
+namespace hypatia {
+
+/// Per-node timings collected when profiling is on.
+class Profile {
+ public:
+  struct NodeStats {
+    std::string op_name, op_class, apply_str;
+    double seconds = 0;
+    long calls = 0;
+  };
+  std::string function_name;
+  std::vector<NodeStats> nodes;
+  long calls = 0;
+  double call_seconds = 0;  // whole calls, including argument checks
+  double compile_seconds = 0;
+  /// Theano-style tables: per Op class, per Op, per Apply.
+  std::string summary() const;
+};
+
+/// What kind of value a storage cell holds.
+enum class CellKind : uint8_t { Input, Shared, Constant, Intermediate };
+
+/// A compiled function's schedule and storage. Built by function(); run by Function.
+class Program {
+ public:
+  struct Thunk {
+    std::unique_ptr<Kernel> kernel;
+    std::shared_ptr<Apply> node;
+    std::vector<NDArray*> in, out;
+    /// Intermediate cells whose last reader is this thunk (freed after it when gc is on).
+    std::vector<int> free_after;
+  };
+  struct InputSlot {
+    int cell;
+    TensorType type;
+    std::string name;
+    std::optional<NDArray> default_value;
+  };
+  struct SharedSlot {
+    int cell;
+    std::shared_ptr<SharedCell> shared;
+  };
+  struct UpdateSlot {
+    std::shared_ptr<SharedCell> shared;
+    Var variable;
+    int value_cell;
+    bool may_alias_leaf;
+  };
+  struct OutputSlot {
+    int cell;
+    bool borrow;
+    /// The value may share memory with an input, shared or constant cell (copy unless borrow).
+    bool may_alias_leaf;
+  };
+
+  std::string name;
+  std::unique_ptr<FunctionGraph> fgraph;
+  std::vector<NDArray> storage;
+  std::vector<CellKind> cell_kind;
+  std::vector<Thunk> thunks;
+  std::vector<InputSlot> inputs;
+  std::vector<SharedSlot> shared;
+  std::vector<UpdateSlot> updates;
+  std::vector<OutputSlot> outputs;
+  bool allow_input_downcast = false;
+  bool allow_gc = true;
+  std::unique_ptr<Profile> profile;
+
+  /// Runs one call: args.size() == inputs.size(), outs.size() == outputs.size().
+  void run(std::span<const NDArray> args, std::span<NDArray> outs);
+
+ private:
+  void bind_input(size_t i, const NDArray& arg);
+  void run_thunks();
+  void release_intermediates();
+};
+
+}  // namespace hypatia
