@@ -1,0 +1,21 @@
+// Helpers shared by the shape and subtensor op files (internal).
+#pragma once
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hypatia/graph/graph.h"
+
+namespace hypatia::detail {
+
+/// The value of a 0-d integer constant, or nullopt.
+std::optional<int64_t> constant_int(const Var& v);
+/// "(True, False)" for error messages.
+std::string bc_str(const std::vector<bool>& bc);
+/// Casts an integer 0-d variable to int64 (unchanged when it already is).
+Var as_int64(Var v);
+/// Requires a 0-d integer input; throws TypeError naming the op and the role.
+void check_int_scalar(const std::string& op, const Var& v, const char* role);
+
+}  // namespace hypatia::detail
