@@ -46,6 +46,13 @@ std::unique_ptr<Kernel> make_kernel(Backend backend, const Apply& node) {
   return (*f)(node);
 }
 
+std::vector<std::type_index> registered_op_types(Backend backend) {
+  ensure_registered();
+  std::vector<std::type_index> r;
+  for (const auto& [k, f] : table().by_backend[static_cast<int>(backend)]) r.push_back(k);
+  return r;
+}
+
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype) {
   if (cell.valid() && cell.unique() && cell.dtype() == dtype && cell.shape() == shape && cell.is_c_contiguous() &&
       cell.offset() == 0)

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <typeindex>
+#include <vector>
 
 #include "hypatia/core/ndarray.h"
 #include "hypatia/graph/graph.h"
@@ -53,6 +54,9 @@ void register_simple_kernel(Backend backend, void (*fn)(const OpT& op, const Ker
     return k;
   });
 }
+
+/// Every op type with a kernel on `backend` (for coverage tests).
+std::vector<std::type_index> registered_op_types(Backend backend);
 
 /// Makes `cell` a C-contiguous array of `shape` and `dtype`, reusing its buffer when it is
 /// already such an array that nothing else references; returns it.

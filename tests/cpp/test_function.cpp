@@ -1,0 +1,210 @@
+// function(): inputs, outputs, updates, givens, defaults, borrow, errors, gc, profiling, debugprint.
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+using testing::make_array;
+
+NDArray f32(const std::vector<double>& v, const Shape& s) { return make_array(v, s, DType::Float32); }
+
+TEST(Function, ComputesOutputsAsASingleOrSeveral) {
+  Var x = variable(vector_type(DType::Float32), "x");
+  Var y = variable(vector_type(DType::Float32), "y");
+  Function f = function({x, y}, {x + y, x * y});
+  auto r = f({f32({1, 2}, {2}), f32({3, 4}, {2})});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_ALLCLOSE(r[0], f32({4, 6}, {2}));
+  EXPECT_ALLCLOSE(r[1], f32({3, 8}, {2}));
+  EXPECT_EQ(f.n_inputs(), 2);
+  EXPECT_EQ(f.n_outputs(), 2);
+}
+
+TEST(Function, SharedVariablesAndUpdatesCommitTogether) {
+  Var m = shared(f32({2}, {1}), "m");
+  Var b = shared(f32({1}, {1}), "b");
+  Var x = variable(vector_type(DType::Float32), "x");
+  Var y = m * x + b;
+  FunctionOptions o;
+  // Both updates read the values from before the call.
+  o.updates = {{m, m + b}, {b, b * m}};
+  Function f = function({x}, {y}, o);
+  auto r = f({f32({3}, {1})});
+  EXPECT_ALLCLOSE(r[0], f32({7}, {1}));
+  EXPECT_ALLCLOSE(get_value(m), f32({3}, {1}));
+  EXPECT_ALLCLOSE(get_value(b), f32({2}, {1}));
+  f({f32({1}, {1})});
+  EXPECT_ALLCLOSE(get_value(m), f32({5}, {1}));
+  EXPECT_ALLCLOSE(get_value(b), f32({6}, {1}));
+}
+
+TEST(Function, FailedCallLeavesSharedVariablesUnchanged) {
+  Var acc = shared(f32({0, 0}, {2}), "acc");
+  Var x = variable(vector_type(DType::Float32), "x");
+  FunctionOptions o;
+  o.updates = {{acc, acc + x}};
+  Function f = function({x}, {acc * x}, o);
+  f({f32({1, 2}, {2})});
+  EXPECT_ALLCLOSE(get_value(acc), f32({1, 2}, {2}));
+  NDArray before = get_value(acc, /*borrow=*/true);
+  EXPECT_THROW(f({f32({1, 2, 3}, {3})}), ValueError);  // shape mismatch in the elementwise op
+  EXPECT_TRUE(get_value(acc, true).shares_buffer(before));
+  EXPECT_ALLCLOSE(get_value(acc), f32({1, 2}, {2}));
+}
+
+TEST(Function, UpdatesChangingTheShapeAreRefusedBeforeAnyCommit) {
+  Var a = shared(f32({1, 2}, {2}), "a");
+  Var b = shared(f32({5}, {1}), "b");
+  Var x = variable(vector_type(DType::Float32), "x");
+  FunctionOptions o;
+  o.updates = {{b, b + 1.0}, {a, x}};  // a's update is fine for any vector, b's too
+  Function f = function({x}, {}, o);
+  f({f32({7, 8, 9}, {3})});  // a vector of another length is still a valid vector value
+  EXPECT_ALLCLOSE(get_value(a), f32({7, 8, 9}, {3}));
+  EXPECT_ALLCLOSE(get_value(b), f32({6}, {1}));
+}
+
+TEST(Function, UpdateValueThatIsAnInputIsCopied) {
+  Var s = shared(f32({0, 0}, {2}), "s");
+  Var x = variable(vector_type(DType::Float32), "x");
+  FunctionOptions o;
+  o.updates = {{s, x}};
+  Function f = function({x}, {}, o);
+  NDArray arg = f32({1, 2}, {2});
+  f({arg});
+  arg.data<float>()[0] = 99;
+  EXPECT_ALLCLOSE(get_value(s), f32({1, 2}, {2}));
+}
+
+TEST(Function, GetAndSetValueBorrowSemantics) {
+  NDArray v = f32({1, 2, 3}, {3});
+  Var s = shared(v, "s");
+  EXPECT_FALSE(get_value(s, true).shares_buffer(v));  // shared() copies unless borrow
+  Var t = shared(v, "t", /*borrow=*/true);
+  EXPECT_TRUE(get_value(t, true).shares_buffer(v));
+  EXPECT_FALSE(get_value(t, false).shares_buffer(v));
+  set_value(s, f32({4, 5}, {2}));
+  EXPECT_ALLCLOSE(get_value(s), f32({4, 5}, {2}));
+  EXPECT_THROW(set_value(s, make_array({1}, {1}, DType::Float64)), TypeError);
+  EXPECT_THROW(set_value(s, f32({1, 2}, {1, 2})), TypeError);
+  Var x = variable(vector_type(DType::Float32), "x");
+  EXPECT_THROW(get_value(x), TypeError);
+}
+
+TEST(Function, OutputsAreFreshUnlessBorrowed) {
+  Var s = shared(f32({1, 2}, {2}), "s");
+  Var x = variable(vector_type(DType::Float32), "x");
+  // Returning a shared variable or an input directly must not alias them.
+  Function f = function({x}, {s, x});
+  NDArray arg = f32({5, 6}, {2});
+  auto r = f({arg});
+  EXPECT_FALSE(r[0].shares_buffer(get_value(s, true)));
+  EXPECT_FALSE(r[1].shares_buffer(arg));
+  Function g = function({x}, {Out(x + 1.0, /*borrow=*/true)}, FunctionOptions{.allow_gc = false});
+  NDArray a1 = g({arg})[0];
+  EXPECT_ALLCLOSE(a1, f32({6, 7}, {2}));
+}
+
+TEST(Function, NoGcReusesIntermediateBuffers) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  Function f = function({x}, {Out(exp(x) * 2.0, true)}, FunctionOptions{.allow_gc = false});
+  NDArray in = make_array({0, 1}, {2}, DType::Float64);
+  NDArray r1 = f({in})[0];
+  const std::byte* p1 = r1.raw();
+  r1 = NDArray();  // drop our reference so the buffer may be reused
+  NDArray r2 = f({in})[0];
+  EXPECT_EQ(r2.raw(), p1);
+}
+
+TEST(Function, DefaultsAndGivens) {
+  Var x = variable(scalar_type(DType::Float64), "x");
+  Var y = variable(scalar_type(DType::Float64), "y");
+  Function f = function({In(x), In(y, NDArray::scalar(10, DType::Float64))}, {x + y});
+  EXPECT_EQ(f({NDArray::scalar(1, DType::Float64)})[0].get_flat(0), 11);
+  EXPECT_EQ(f({NDArray::scalar(1, DType::Float64), NDArray::scalar(2, DType::Float64)})[0].get_flat(0), 3);
+  EXPECT_THROW(f({}), TypeError);
+  Var z = variable(scalar_type(DType::Float64), "z");
+  FunctionOptions o;
+  o.givens = {{y, z * 3.0}};
+  Function g = function({x, z}, {x + y}, o);
+  EXPECT_EQ(g({NDArray::scalar(1, DType::Float64), NDArray::scalar(2, DType::Float64)})[0].get_flat(0), 7);
+}
+
+TEST(Function, InputChecksNameTheInput) {
+  Var x = variable(matrix_type(DType::Float32), "x");
+  Function f = function({x}, {x * 2.0});
+  try {
+    f({make_array({1, 2}, {1, 2}, DType::Float64)});
+    FAIL();
+  } catch (const TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("input 0 ('x')"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("allow_input_downcast"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(f({f32({1, 2}, {2})}), TypeError);  // wrong ndim
+  Function g = function({x}, {x * 2.0}, FunctionOptions{.allow_input_downcast = true});
+  EXPECT_ALLCLOSE(g({make_array({1, 2}, {1, 2}, DType::Float64)})[0], f32({2, 4}, {1, 2}));
+  // A safe upcast needs no permission.
+  EXPECT_ALLCLOSE(f({make_array({1, 2}, {1, 2}, DType::Int8)})[0], f32({2, 4}, {1, 2}));
+  Var r = variable(row_type(DType::Float32), "r");
+  Function h = function({r}, {r + 1.0});
+  EXPECT_THROW(h({f32({1, 2, 3, 4}, {2, 2})}), TypeError);  // broadcastable dim must be 1
+}
+
+TEST(Function, UnusedMissingAndBadInputs) {
+  Var x = variable(vector_type(DType::Float32), "x");
+  Var y = variable(vector_type(DType::Float32), "y");
+  EXPECT_THROW(function({x, y}, {x * 2.0}), UnusedInputError);
+  EXPECT_NO_THROW(function({x, y}, {x * 2.0}, FunctionOptions{.on_unused_input = "ignore"}));
+  EXPECT_THROW(function({x}, {x + y}), MissingInputError);
+  Var s = shared(f32({1}, {1}), "s");
+  EXPECT_THROW(function({s}, {s * 2.0}), TypeError);
+  EXPECT_THROW(function({x * 2.0}, {x}), TypeError);
+  FunctionOptions o;
+  o.updates = {{x, x + 1.0}};
+  EXPECT_THROW(function({x}, {x}, o), TypeError);
+  FunctionOptions o2;
+  o2.updates = {{s, cast(s, DType::Float64)}};
+  EXPECT_THROW(function({}, {}, o2), TypeError);
+}
+
+TEST(Function, KernelErrorsCarryTheNodeContext) {
+  Var x = variable(vector_type(DType::Float32), "x");
+  Var y = variable(vector_type(DType::Float32), "y");
+  Function f = function({x, y}, {x + y});
+  try {
+    f({f32({1, 2}, {2}), f32({1, 2, 3}, {3})});
+    FAIL();
+  } catch (const ValueError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("Apply node that caused the error"), std::string::npos) << m;
+    EXPECT_NE(m.find("Inputs shapes: [(2,), (3,)]"), std::string::npos) << m;
+    EXPECT_NE(m.find("Inputs strides"), std::string::npos) << m;
+  }
+}
+
+TEST(Function, ProfileAndDebugprint) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  Function f = function({x}, {exp(x) + 1.0}, FunctionOptions{.profile = true, .name = "prof"});
+  for (int i = 0; i < 3; ++i) f({make_array({1, 2}, {2}, DType::Float64)});
+  ASSERT_NE(f.profile(), nullptr);
+  std::string s = f.profile()->summary();
+  EXPECT_NE(s.find("Elemwise{exp"), std::string::npos) << s;
+  EXPECT_NE(s.find("Class"), std::string::npos);
+  EXPECT_EQ(f.profile()->calls, 3);
+  std::string d = f.debugprint();
+  EXPECT_NE(d.find("Elemwise{add,no_inplace} [id A] ''   1"), std::string::npos) << d;
+  EXPECT_NE(d.find(" |Elemwise{exp,no_inplace} [id B] ''   0"), std::string::npos) << d;
+  EXPECT_NE(d.find(" | |x [id C]"), std::string::npos) << d;
+}
+
+TEST(Function, AllocationFreeCall) {
+  Var x = variable(vector_type(DType::Float32), "x");
+  Function f = function({x}, {x + 1.0});
+  std::vector<NDArray> args{f32({1}, {1})}, outs(1);
+  for (int i = 0; i < 3; ++i) f.call(args, outs);
+  EXPECT_ALLCLOSE(outs[0], f32({2}, {1}));
+  std::vector<NDArray> wrong(2);
+  EXPECT_THROW(f.call(args, wrong), TypeError);
+}
+
+}  // namespace
+}  // namespace hypatia
