@@ -8,6 +8,9 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DHYPATIA_WERROR=ON
 endif
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
+# Builds in other folders (CI clones) hit the same cache entries.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
 
 .PHONY: deps venv build build-asan test test-cpp test-asan demo bench format clean
 
