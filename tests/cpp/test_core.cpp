@@ -1,4 +1,5 @@
 // NDArray, dtype promotion, config.
+#include "hypatia/core/allocator.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -83,5 +84,23 @@ TEST(Config, FlagsAndRc) {
   EXPECT_EQ(c.get("allow_gc"), "False");
 }
 
+}  // namespace
+}  // namespace hypatia
+
+namespace hypatia {
+namespace {
+TEST(Allocator, SizeClassesHoldTheRequestAndAreReused) {
+  for (size_t bytes : {size_t{1}, size_t{64}, size_t{65}, size_t{300}, size_t{4097}, size_t{1} << 20, (size_t{3} << 20) + 5}) {
+    size_t cap = 0;
+    void* p = host_alloc(bytes, &cap);
+    ASSERT_NE(p, nullptr);
+    EXPECT_GE(cap, bytes);
+    EXPECT_LE(cap, bytes < 256 ? 256 : bytes + bytes / 4 + 64);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    static_cast<char*>(p)[bytes - 1] = 1;
+    host_free(p, cap);
+  }
+  host_cache_clear();
+}
 }  // namespace
 }  // namespace hypatia

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "hypatia/core/allocator.h"
 #include "hypatia/core/strided_loop.h"
 
 namespace hypatia {
@@ -65,11 +66,10 @@ NDArray NDArray::empty(const Shape& shape, DType dtype) {
     if (d < 0) fail<ValueError>("NDArray: negative dimension in shape ", shape.str());
   NDArray a;
   size_t bytes = static_cast<size_t>(shape.prod()) * hypatia::itemsize(dtype);
-  size_t alloc = ((bytes + 63) / 64) * 64;
-  if (alloc == 0) alloc = 64;
-  void* p = std::aligned_alloc(64, alloc);
+  size_t capacity = 0;
+  void* p = host_alloc(bytes, &capacity);
   if (!p) fail<ValueError>("NDArray: cannot allocate ", bytes, " bytes for shape ", shape.str());
-  a.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  a.storage_ = std::shared_ptr<void>(p, [capacity](void* q) { host_free(q, capacity); });
   a.data_ = static_cast<std::byte*>(p);
   a.shape_ = shape;
   a.strides_ = c_strides(shape, hypatia::itemsize(dtype));
