@@ -1,0 +1,165 @@
+// The CPU matrix product: OpenBLAS (sdot/ddot, sgemv/dgemv, sger/dger, sgemm/dgemm) for floats.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "hypatia/backends/cpu/blas_matmul.h"
+
+namespace hypatia {
+namespace {
+
+// A matrix operand as BLAS sees it (row-major): the stored matrix is the operand itself (NoTrans)
+// or its transpose (Trans), with leading dimension ld; `hold` keeps a contiguous copy alive.
+template <class T>
+struct MatRef {
+  const T* p;
+  CBLAS_TRANSPOSE trans;
+  blasint ld;
+  NDArray hold;
+};
+
+// A vector operand: pointer and positive increment (`hold` keeps a copy alive).
+template <class T>
+struct VecRef {
+  const T* p;
+  blasint inc;
+  NDArray hold;
+};
+
+// Whether a byte stride is usable by BLAS: positive, whole elements, at least min_elems, fits blasint.
+bool blas_stride(int64_t bytes, int64_t isz, int64_t min_elems) {
+  return bytes > 0 && bytes % isz == 0 && bytes / isz >= min_elems && bytes / isz <= INT_MAX;
+}
+
+template <class T>
+bool aligned(const NDArray& a) {
+  return reinterpret_cast<uintptr_t>(a.raw()) % alignof(T) == 0;
+}
+
+// Leading dimension of a 2-d array laid out row-major with unit stride along dim 1 (strides of
+// length-1 dims do not matter), or 0 when the layout does not fit BLAS.
+template <class T>
+blasint row_major_ld(const NDArray& a) {
+  const int64_t r = a.shape(0), c = a.shape(1), isz = sizeof(T);
+  if (!aligned<T>(a)) return 0;
+  if (c != 1 && a.strides()[1] != isz) return 0;
+  if (r == 1) return static_cast<blasint>(std::max<int64_t>(c, 1));
+  return blas_stride(a.strides()[0], isz, std::max<int64_t>(c, 1)) ? static_cast<blasint>(a.strides()[0] / isz) : 0;
+}
+
+// Folds a transposed layout into the trans flag; copies layouts BLAS cannot read.
+template <class T>
+MatRef<T> as_mat(const NDArray& a) {
+  if (blasint ld = row_major_ld<T>(a)) return {a.data<T>(), CblasNoTrans, ld, {}};
+  if (blasint ld = row_major_ld<T>(a.transpose())) return {a.data<T>(), CblasTrans, ld, {}};
+  NDArray c = a.copy();
+  return {c.data<T>(), CblasNoTrans, static_cast<blasint>(std::max<int64_t>(a.shape(1), 1)), c};
+}
+
+// Negative and zero strides are copied (BLAS reads a negative increment from the other end).
+template <class T>
+VecRef<T> as_vec(const NDArray& v) {
+  if (aligned<T>(v) && v.shape(0) <= 1) return {v.data<T>(), 1, {}};
+  if (aligned<T>(v) && blas_stride(v.strides()[0], sizeof(T), 1))
+    return {v.data<T>(), static_cast<blasint>(v.strides()[0] / static_cast<int64_t>(sizeof(T))), {}};
+  NDArray c = v.copy();
+  return {c.data<T>(), 1, c};
+}
+
+float blas_dot(blasint n, const float* x, blasint ix, const float* y, blasint iy) {
+  return cblas_sdot(n, x, ix, y, iy);
+}
+double blas_dot(blasint n, const double* x, blasint ix, const double* y, blasint iy) {
+  return cblas_ddot(n, x, ix, y, iy);
+}
+void blas_gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, float alpha, const float* a, blasint lda, const float* x,
+               blasint ix, float beta, float* y, blasint iy) {
+  cblas_sgemv(CblasRowMajor, t, m, n, alpha, a, lda, x, ix, beta, y, iy);
+}
+void blas_gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, double alpha, const double* a, blasint lda, const double* x,
+               blasint ix, double beta, double* y, blasint iy) {
+  cblas_dgemv(CblasRowMajor, t, m, n, alpha, a, lda, x, ix, beta, y, iy);
+}
+void blas_ger(blasint m, blasint n, float alpha, const float* x, blasint ix, const float* y, blasint iy, float* a,
+              blasint lda) {
+  cblas_sger(CblasRowMajor, m, n, alpha, x, ix, y, iy, a, lda);
+}
+void blas_ger(blasint m, blasint n, double alpha, const double* x, blasint ix, const double* y, blasint iy, double* a,
+              blasint lda) {
+  cblas_dger(CblasRowMajor, m, n, alpha, x, ix, y, iy, a, lda);
+}
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a,
+               blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, double alpha, const double* a,
+               blasint lda, const double* b, blasint ldb, double beta, double* c, blasint ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <class T>
+void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double alpha, double beta) {
+  const int64_t M = C.shape(0), N = C.shape(1), K = A.shape(1);
+  if (M == 0 || N == 0) return;
+  // K == 0 is beta * C (BLAS would reject the leading dimensions); huge dims exceed blasint.
+  if (K == 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX) return reference_matmul(A, B, C, alpha, beta);
+  const blasint ldc = row_major_ld<T>(C);
+  if (ldc == 0) {
+    // A column-major C is the row-major transpose: C^T = B^T A^T. Other layouts go through a copy.
+    if (row_major_ld<T>(C.transpose())) return matmul_blas<T>(B.transpose(), A.transpose(), C.transpose(), alpha, beta);
+    NDArray tmp = beta != 0 ? C.copy() : NDArray::empty(C.shape(), C.dtype());
+    matmul_blas<T>(A, B, tmp, alpha, beta);
+    C.assign(tmp);
+    return;
+  }
+  T* c = C.data<T>();
+  const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
+  const blasint m = static_cast<blasint>(M), n = static_cast<blasint>(N), k = static_cast<blasint>(K);
+  if (M == 1 && N == 1) {
+    VecRef<T> x = as_vec<T>(A.select(0, 0)), y = as_vec<T>(B.select(1, 0));
+    const T r = blas_dot(k, x.p, x.inc, y.p, y.inc);
+    c[0] = beta != 0 ? a * r + b * c[0] : a * r;
+    return;
+  }
+  if (N == 1) {  // C[:, 0] = alpha A·B[:, 0] + beta C[:, 0]
+    MatRef<T> ma = as_mat<T>(A);
+    VecRef<T> x = as_vec<T>(B.select(1, 0));
+    if (beta == 0)  // BLAS may scale NaN garbage by 0 instead of overwriting it
+      for (int64_t i = 0; i < M; ++i) c[i * ldc] = T(0);
+    const bool nt = ma.trans == CblasNoTrans;
+    blas_gemv(ma.trans, nt ? m : k, nt ? k : m, a, ma.p, ma.ld, x.p, x.inc, b, c, ldc);
+    return;
+  }
+  if (M == 1) {  // C[0, :] = alpha B^T·A[0, :] + beta C[0, :]
+    MatRef<T> mb = as_mat<T>(B);
+    VecRef<T> x = as_vec<T>(A.select(0, 0));
+    if (beta == 0) std::fill(c, c + N, T(0));
+    const bool nt = mb.trans == CblasNoTrans;
+    blas_gemv(nt ? CblasTrans : CblasNoTrans, nt ? k : n, nt ? n : k, a, mb.p, mb.ld, x.p, x.inc, b, c, 1);
+    return;
+  }
+  if (K == 1 && beta == 1) {  // rank-1 update (Ger)
+    VecRef<T> x = as_vec<T>(A.select(1, 0)), y = as_vec<T>(B.select(0, 0));
+    blas_ger(m, n, a, x.p, x.inc, y.p, y.inc, c, ldc);
+    return;
+  }
+  MatRef<T> ma = as_mat<T>(A), mb = as_mat<T>(B);
+  blas_gemm(ma.trans, mb.trans, m, n, k, a, ma.p, ma.ld, mb.p, mb.ld, b, c, ldc);
+}
+
+}  // namespace
+
+void cpu_matmul(const NDArray& A, const NDArray& B, const NDArray& C, double alpha, double beta) {
+  switch (C.dtype()) {
+    case DType::Float32:
+      return matmul_blas<float>(A, B, C, alpha, beta);
+    case DType::Float64:
+      return matmul_blas<double>(A, B, C, alpha, beta);
+    default:
+      return reference_matmul(A, B, C, alpha, beta);
+  }
+}
+
+}  // namespace hypatia
