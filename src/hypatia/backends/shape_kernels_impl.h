@@ -1,6 +1,8 @@
 // Internal: the kernel files of the shape family and helpers they share.
 #pragma once
+#include <array>
 #include <string>
+#include <vector>
 
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/ndarray.h"
@@ -9,8 +11,13 @@ namespace hypatia {
 
 /// DimShuffle, Shape, Shape_i, MakeVector, Alloc, Reshape, Split (reference/views).
 void register_shape_view_kernels();
-/// Join, ARange, Eye, Tile, Repeat (reference and CPU).
+/// Join, ARange, Eye, Tile, Repeat (reference; then the CPU ones).
 void register_shape_copy_kernels();
+/// Join, Tile, Repeat on the CPU backend.
+void register_shape_cpu_kernels();
+
+class ARange;
+class Repeat;
 
 namespace kernel_util {
 
@@ -39,6 +46,15 @@ inline int64_t offset_of(const int64_t* idx, const Strides& strides) {
   for (int d = 0; d < strides.size(); ++d) o += idx[d] * strides[d];
   return o;
 }
+
+/// Copies one element converting its dtype.
+void copy_element(std::byte* dst, DType dst_dt, const std::byte* src, DType src_dt);
+/// Checks Join's inputs and returns the output shape; errors name `op`.
+Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args);
+/// Runs ARange into args.out[0]; returns its shape.
+Shape arange_run(const ARange& op, const KernelArgs& args);
+/// Per-element repeat counts of a Repeat node's inputs (checked).
+std::vector<int64_t> repeat_counts(const Repeat& op, const KernelArgs& args);
 
 }  // namespace kernel_util
 }  // namespace hypatia

@@ -1,8 +1,47 @@
 // Kernel registration of the subtensor family (reference and CPU).
 #include "hypatia/backends/registry.h"
+#include "hypatia/backends/subtensor_engine.h"
 
 namespace hypatia {
 
-void register_subtensor_kernels() {}
+void register_subtensor_cpu_kernels();
+
+namespace {
+using subtensor_engine::Resolved;
+
+void subtensor_kernel(const Subtensor& op, const KernelArgs& args) {
+  Resolved r = subtensor_engine::resolve(op.name(), op.spec, *args.in[0], args.in.subspan(1));
+  *args.out[0] = r.view;
+}
+
+void advanced_subtensor_kernel(const AdvancedSubtensor& op, const KernelArgs& args) {
+  Resolved r = subtensor_engine::resolve(op.name(), op.spec, *args.in[0], args.in.subspan(1));
+  NDArray& out = prepare_output(*args.out[0], r.result_shape, args.in[0]->dtype());
+  subtensor_engine::gather(r, out);
+}
+
+void inc_subtensor_kernel(const IncSubtensor& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  const NDArray& y = *args.in[1];
+  if (y.dtype() != x.dtype())
+    fail<ValueError>(op.name(), ": y has dtype ", dtype_name(y.dtype()), " but x has ", dtype_name(x.dtype()));
+  if (op.inplace) {
+    *args.out[0] = x;
+  } else {
+    NDArray& out = prepare_output(*args.out[0], x.shape(), x.dtype());
+    out.assign(x);
+  }
+  Resolved r = subtensor_engine::resolve(op.name(), op.spec, *args.out[0], args.in.subspan(2));
+  subtensor_engine::scatter(op.name(), r, y, op.set_instead_of_inc);
+}
+
+}  // namespace
+
+void register_subtensor_kernels() {
+  register_simple_kernel<Subtensor>(Backend::Reference, subtensor_kernel);
+  register_simple_kernel<AdvancedSubtensor>(Backend::Reference, advanced_subtensor_kernel);
+  register_simple_kernel<IncSubtensor>(Backend::Reference, inc_subtensor_kernel);
+  register_subtensor_cpu_kernels();
+}
 
 }  // namespace hypatia

@@ -19,3 +19,12 @@ Var as_int64(Var v);
 void check_int_scalar(const std::string& op, const Var& v, const char* role);
 
 }  // namespace hypatia::detail
+
+namespace hypatia::detail {
+/// Entry i of an int vector as a 0-d int64 variable (folds constants and MakeVector inputs).
+Var vector_entry(const Var& v, int i);
+/// Entry i of a constant or MakeVector-built vector when it is a constant.
+std::optional<int64_t> vector_entry_constant(const Var& v, int i);
+/// Product of 0-d int64 variables, folding constants.
+Var shape_product(const std::vector<Var>& dims);
+}  // namespace hypatia::detail

@@ -1,4 +1,5 @@
 // Kernels of DimShuffle, Shape, Shape_i, MakeVector and Alloc (views and small copies).
+#include <optional>
 #include <sstream>
 
 #include "hypatia/backends/shape_kernels_impl.h"
@@ -112,6 +113,107 @@ std::unique_ptr<Kernel> make_alloc_kernel(const Apply& node) {
   return k;
 }
 
+// numpy's _attempt_nocopy_reshape: strides that view `a` with `shape`, when they exist.
+std::optional<Strides> nocopy_strides(const NDArray& a, const Shape& shape) {
+  std::array<int64_t, kMaxNdim> od{}, os{};
+  int ond = 0;
+  for (int i = 0; i < a.ndim(); ++i)
+    if (a.shape(i) != 1) {
+      od[ond] = a.shape(i);
+      os[ond] = a.strides()[i];
+      ++ond;
+    }
+  const int nnd = shape.size();
+  Strides ns;
+  ns.resize(nnd);
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nnd && oi < ond) {
+    int64_t np = shape[ni], op = od[oi];
+    while (np != op) {
+      if (np < op)
+        np *= shape[nj++];
+      else
+        op *= od[oj++];
+    }
+    for (int ok = oi; ok < oj - 1; ++ok)
+      if (os[ok] != od[ok + 1] * os[ok + 1]) return std::nullopt;
+    ns[nj - 1] = os[oj - 1];
+    for (int nk = nj - 1; nk > ni; --nk) ns[nk - 1] = ns[nk] * shape[nk];
+    ni = nj++;
+    oi = oj++;
+  }
+  const int64_t last = ni >= 1 ? ns[ni - 1] : static_cast<int64_t>(a.itemsize());
+  for (int nk = ni; nk < nnd; ++nk) ns[nk] = last;
+  return ns;
+}
+
+void reshape_kernel(const Reshape& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  std::vector<int64_t> req = kernel_util::read_int_vector(*args.in[1], op.name(), "the shape");
+  if (static_cast<int>(req.size()) != op.ndim)
+    fail<ValueError>(op.name(), ": the shape has ", req.size(), " entries, expected ", op.ndim);
+  Shape shape;
+  int unknown = -1;
+  int64_t known = 1;
+  for (int i = 0; i < op.ndim; ++i) {
+    if (req[i] == -1) {
+      if (unknown >= 0) fail<ValueError>(op.name(), ": can only specify one unknown dimension (-1)");
+      unknown = i;
+      shape.push_back(1);
+      continue;
+    }
+    if (req[i] < 0) fail<ValueError>(op.name(), ": invalid shape entry ", req[i]);
+    known *= req[i];
+    shape.push_back(req[i]);
+  }
+  auto mismatch = [&] {
+    std::ostringstream s;
+    s << "(";
+    for (size_t i = 0; i < req.size(); ++i) s << (i ? ", " : "") << req[i];
+    s << (req.size() == 1 ? ",)" : ")");
+    fail<ValueError>(op.name(), ": cannot reshape an array of size ", x.size(), " (", x.describe(), ") into shape ",
+                     s.str());
+  };
+  if (unknown >= 0) {
+    if (known == 0 || x.size() % known != 0) mismatch();
+    shape[unknown] = x.size() / known;
+  } else if (known != x.size()) {
+    mismatch();
+  }
+  if (x.size() == 0) {
+    *args.out[0] = x.as_strided(shape, c_strides(shape, x.itemsize()));
+    return;
+  }
+  if (auto st = nocopy_strides(x, shape)) {
+    *args.out[0] = x.as_strided(shape, *st);
+    return;
+  }
+  NDArray& out = prepare_output(*args.out[0], x.shape(), x.dtype());
+  out.assign(x);
+  out = out.as_strided(shape, c_strides(shape, x.itemsize()));
+}
+
+void split_kernel(const Split& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  std::vector<int64_t> sizes = kernel_util::read_int_vector(*args.in[1], op.name(), "the sizes");
+  if (x.ndim() <= op.axis) fail<ValueError>(op.name(), ": axis ", op.axis, " is out of range for ", x.describe());
+  if (static_cast<int>(sizes.size()) != op.n_splits)
+    fail<ValueError>(op.name(), ": expected ", op.n_splits, " split sizes, got ", sizes.size());
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) fail<ValueError>(op.name(), ": split sizes must be non-negative, got ", s);
+    total += s;
+  }
+  if (total != x.shape(op.axis))
+    fail<ValueError>(op.name(), ": the split sizes sum to ", total, " but axis ", op.axis, " of the input has length ",
+                     x.shape(op.axis), " (", x.describe(), ")");
+  int64_t off = 0;
+  for (int i = 0; i < op.n_splits; ++i) {
+    *args.out[i] = x.slice(op.axis, off, off + sizes[i], 1);
+    off += sizes[i];
+  }
+}
+
 }  // namespace
 
 void register_shape_view_kernels() {
@@ -120,8 +222,8 @@ void register_shape_view_kernels() {
   register_simple_kernel<ShapeI>(Backend::Reference, shape_i_kernel);
   register_simple_kernel<MakeVector>(Backend::Reference, make_vector_kernel);
   register_kernel(Backend::Reference, typeid(Alloc), make_alloc_kernel);
+  register_simple_kernel<Reshape>(Backend::Reference, reshape_kernel);
+  register_simple_kernel<Split>(Backend::Reference, split_kernel);
 }
-
-void register_shape_copy_kernels() {}
 
 }  // namespace hypatia

@@ -1,0 +1,70 @@
+// CPU kernels of Join, Tile and Repeat: block copies through NDArray::assign (memcpy on
+// contiguous runs) instead of per-element loops.
+#include "hypatia/backends/shape_kernels_impl.h"
+#include "hypatia/ops/shape.h"
+
+namespace hypatia {
+namespace {
+using namespace kernel_util;
+
+void join_cpu(const Join& op, const KernelArgs& args) {
+  Shape shape = join_output_shape(op.name(), op.axis, args);
+  DType dt = args.in[0]->dtype();
+  for (NDArray* x : args.in) dt = promote_types(dt, x->dtype());
+  NDArray& out = prepare_output(*args.out[0], shape, dt);
+  int64_t off = 0;
+  for (NDArray* x : args.in) {
+    const int64_t n = x->shape(op.axis);
+    if (n > 0) out.slice(op.axis, off, off + n, 1).assign(*x);
+    off += n;
+  }
+}
+
+void tile_cpu(const Tile& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  const int nd = static_cast<int>(op.reps.size());
+  if (x.ndim() > nd) fail<ValueError>(op.name(), ": the input ", x.describe(), " has more dimensions than reps");
+  const int off = nd - x.ndim();
+  Shape xs;
+  for (int i = 0; i < nd; ++i) xs.push_back(i < off ? 1 : x.shape(i - off));
+  Shape shape;
+  for (int i = 0; i < nd; ++i) shape.push_back(op.reps[i] * xs[i]);
+  NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
+  if (out.size() == 0) return;
+  const NDArray src = x.reshape(xs);
+  Shape reps(op.reps.begin(), op.reps.end());
+  for_each_index(reps, [&](const int64_t* t) {
+    NDArray dst = out;
+    for (int d = 0; d < nd; ++d) dst = dst.slice(d, t[d] * xs[d], (t[d] + 1) * xs[d], 1);
+    dst.assign(src);
+  });
+}
+
+void repeat_cpu(const Repeat& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  std::vector<int64_t> counts = repeat_counts(op, args);
+  Shape shape = x.shape();
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  shape[op.axis] = total;
+  NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
+  if (out.size() == 0) return;
+  int64_t o = 0;
+  for (size_t j = 0; j < counts.size(); ++j) {
+    if (counts[j] == 0) continue;
+    NDArray dst = out.slice(op.axis, o, o + counts[j], 1);
+    const int64_t jj = static_cast<int64_t>(j);
+    dst.assign(x.slice(op.axis, jj, jj + 1, 1).broadcast_to(dst.shape()));
+    o += counts[j];
+  }
+}
+
+}  // namespace
+
+void register_shape_cpu_kernels() {
+  register_simple_kernel<Join>(Backend::Cpu, join_cpu);
+  register_simple_kernel<Tile>(Backend::Cpu, tile_cpu);
+  register_simple_kernel<Repeat>(Backend::Cpu, repeat_cpu);
+}
+
+}  // namespace hypatia
