@@ -3,6 +3,8 @@
 
 namespace hypatia {
 
-void register_elemwise_kernels() {}
+void register_elemwise_reference_kernels();
+
+void register_elemwise_kernels() { register_elemwise_reference_kernels(); }
 
 }  // namespace hypatia

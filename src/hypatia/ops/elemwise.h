@@ -1,9 +1,11 @@
 // Elementwise ops: a scalar op lifted to tensors with numpy broadcasting (Theano's Elemwise).
 #pragma once
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "hypatia/core/ndarray.h"
 #include "hypatia/graph/graph.h"
 
 namespace hypatia {
@@ -11,16 +13,72 @@ namespace hypatia {
 /// Every scalar operation an Elemwise node can apply. Functors live in scalar_functors.h.
 enum class ScalarOpKind : uint8_t {
   // binary arithmetic
-  Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Maximum, Minimum, ArcTan2,
+  Add,
+  Sub,
+  Mul,
+  TrueDiv,
+  IntDiv,
+  Mod,
+  Pow,
+  Maximum,
+  Minimum,
+  ArcTan2,
   // comparisons and logic (output bool for comparisons)
-  Eq, Neq, Lt, Le, Gt, Ge, And, Or, Xor,
+  Eq,
+  Neq,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  Xor,
   // unary
-  Neg, Abs, Sign, Reciprocal, Sqr, Sqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p,
-  Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh, ArcTanh,
-  Sigmoid, Softplus, Erf, Erfc, Erfinv, Gamma, GammaLn, Psi, Floor, Ceil, Round, Trunc,
-  Invert, IsNan, IsInf, Cast, Identity,
+  Neg,
+  Abs,
+  Sign,
+  Reciprocal,
+  Sqr,
+  Sqrt,
+  Exp,
+  Exp2,
+  Expm1,
+  Log,
+  Log2,
+  Log10,
+  Log1p,
+  Sin,
+  Cos,
+  Tan,
+  ArcSin,
+  ArcCos,
+  ArcTan,
+  Sinh,
+  Cosh,
+  Tanh,
+  ArcSinh,
+  ArcCosh,
+  ArcTanh,
+  Sigmoid,
+  Softplus,
+  Erf,
+  Erfc,
+  Erfinv,
+  Gamma,
+  GammaLn,
+  Psi,
+  Floor,
+  Ceil,
+  Round,
+  Trunc,
+  Invert,
+  IsNan,
+  IsInf,
+  Cast,
+  Identity,
   // ternary
-  Clip, Switch,
+  Clip,
+  Switch,
 };
 
 /// Lower-case name ("add", "true_div", "switch") used in op names and error messages.
@@ -53,6 +111,18 @@ class Elemwise : public OpWithProps<Elemwise> {
 
 /// Output dtype of scalar op `k` on inputs of these dtypes (numpy rules).
 DType elemwise_output_dtype(ScalarOpKind k, const std::vector<DType>& in, DType cast_to = DType::Float64);
+
+/// The type the kernels cast inputs to before applying ScalarFn<k> (the promoted type for
+/// comparisons, the input type for isnan/isinf/cast, else the output type). Switch's condition is
+/// read as bool; this is the type of its two value inputs.
+DType elemwise_compute_dtype(ScalarOpKind k, const std::vector<DType>& in, DType out);
+
+/// The output shape of an Elemwise node at run time, given its input arrays and their static
+/// broadcastable patterns. A dim broadcasts only where the input's type says broadcastable (PyTensor's
+/// rule); throws ValueError naming `op`, every input's shape and the fix otherwise. Never allocates
+/// unless it throws.
+Shape elemwise_broadcast_shape(const Op& op, std::span<NDArray* const> in,
+                               const std::vector<std::vector<bool>>& broadcastable);
 
 /// Applies scalar op k elementwise; pads lower-ndim inputs on the left (numpy broadcasting).
 Var elemwise(ScalarOpKind k, std::vector<Var> inputs);

@@ -1,0 +1,471 @@
+// The scalar functions behind every Elemwise op, written once: the reference kernel, the CPU
+// kernel (scalar tails and non-SIMD ops), the fusion pass and code generators all use these.
+//
+// ScalarFn<K>::apply(args...) computes one element. Its arguments have the op's compute type T
+// (see elemwise_compute_dtype in elemwise.h: the promoted/upcast type the inputs are cast to),
+// except Switch whose condition is a bool; it returns the output element (bool for comparisons,
+// isnan and isinf, else T). ScalarFn<K>::supports<T> says whether T is a valid compute type.
+// Integer arithmetic wraps like numpy (no signed-overflow UB); integer division and modulo by
+// zero give 0 (numpy gives 0 with a warning).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "hypatia/core/error.h"
+#include "hypatia/ops/elemwise.h"
+
+namespace hypatia {
+
+/// X-macro listing every ScalarOpKind except Cast (whose output type is an attribute).
+#define HYP_SCALAR_KINDS(X)                                                                                        \
+  X(Add)                                                                                                           \
+  X(Sub) X(Mul) X(TrueDiv) X(IntDiv) X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2) X(Eq) X(Neq) X(Lt) X(Le) X(Gt) \
+      X(Ge) X(And) X(Or) X(Xor) X(Neg) X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log)  \
+          X(Log2) X(Log10) X(Log1p) X(Sin) X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh)     \
+              X(ArcSinh) X(ArcCosh) X(ArcTanh) X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) \
+                  X(Psi) X(Floor) X(Ceil) X(Round) X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip) X(Switch)
+
+namespace scalar {
+
+template <class T>
+inline constexpr bool is_bool_v = std::is_same_v<T, bool>;
+template <class T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !is_bool_v<T>;
+template <class T>
+inline constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+/// a + b wrapping on integer overflow (logical or for bool, like numpy).
+template <class T>
+inline T add(T a, T b) {
+  if constexpr (is_bool_v<T>)
+    return a || b;
+  else if constexpr (is_int_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else
+    return a + b;
+}
+template <class T>
+inline T sub(T a, T b) {
+  if constexpr (is_int_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  else
+    return a - b;
+}
+/// a * b wrapping on integer overflow (logical and for bool).
+template <class T>
+inline T mul(T a, T b) {
+  if constexpr (is_bool_v<T>)
+    return a && b;
+  else if constexpr (is_int_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else
+    return a * b;
+}
+template <class T>
+inline T neg(T a) {
+  if constexpr (is_int_v<T>)
+    return static_cast<T>(uint64_t{0} - static_cast<uint64_t>(a));
+  else
+    return -a;
+}
+
+/// numpy floor_divide: rounds toward minus infinity; integer division by zero gives 0.
+template <class T>
+inline T int_div(T a, T b) {
+  if constexpr (is_int_v<T>) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return neg(a);
+      T q = static_cast<T>(a / b);
+      if (static_cast<T>(a % b) != 0 && ((a < 0) != (b < 0))) q = static_cast<T>(q - 1);
+      return q;
+    } else {
+      return static_cast<T>(a / b);
+    }
+  } else {
+    // numpy's npy_divmod: exact floor of the quotient, consistent with mod().
+    if (b == 0) return a / b;
+    T m = std::fmod(a, b);
+    T div = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
+    if (div == 0) return std::copysign(T(0), a / b);
+    T fl = std::floor(div);
+    if (div - fl > T(0.5)) fl += 1;
+    return fl;
+  }
+}
+
+/// numpy remainder: the result has the divisor's sign; integer modulo by zero gives 0.
+template <class T>
+inline T mod(T a, T b) {
+  if constexpr (is_int_v<T>) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return 0;
+      T r = static_cast<T>(a % b);
+      if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+      return r;
+    } else {
+      return static_cast<T>(a % b);
+    }
+  } else {
+    T m = std::fmod(a, b);
+    if (b == 0) return m;
+    if (m != 0) {
+      if ((b < 0) != (m < 0)) m += b;
+    } else {
+      m = std::copysign(T(0), b);
+    }
+    return m;
+  }
+}
+
+/// a ** b; integers stay integers (wrapping), a negative integer exponent gives 1/a^|b| truncated.
+template <class T>
+inline T pow(T a, T b) {
+  if constexpr (is_int_v<T>) {
+    if constexpr (std::is_signed_v<T>) {
+      if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (b & 1) ? T(-1) : T(1);
+        return 0;
+      }
+    }
+    uint64_t r = 1, base = static_cast<uint64_t>(a);
+    for (uint64_t e = static_cast<uint64_t>(b); e != 0; e >>= 1) {
+      if (e & 1) r *= base;
+      base *= base;
+    }
+    return static_cast<T>(r);
+  } else {
+    return std::pow(a, b);
+  }
+}
+
+/// numpy maximum/minimum: NaN propagates.
+template <class T>
+inline T maximum(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return a + b;
+  }
+  return a < b ? b : a;
+}
+template <class T>
+inline T minimum(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return a + b;
+  }
+  return b < a ? b : a;
+}
+
+template <class T>
+inline T abs(T x) {
+  if constexpr (is_bool_v<T> || std::is_unsigned_v<T>)
+    return x;
+  else if constexpr (is_int_v<T>)
+    return x < 0 ? neg(x) : x;
+  else
+    return std::fabs(x);
+}
+
+template <class T>
+inline T sign(T x) {
+  if constexpr (std::is_unsigned_v<T>)
+    return x > 0 ? T(1) : T(0);
+  else if constexpr (is_int_v<T>)
+    return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
+  else {
+    if (std::isnan(x)) return x;
+    return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
+  }
+}
+
+/// Logistic function 1 / (1 + exp(-x)), without overflow for large |x|.
+template <class T>
+inline T sigmoid(T x) {
+  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+/// log(1 + exp(x)), accurate for large |x|.
+template <class T>
+inline T softplus(T x) {
+  if (x > 0) return x + std::log1p(std::exp(-x));
+  return std::log1p(std::exp(x));
+}
+
+/// Inverse error function in float64: a float32-accurate initial guess refined by Newton steps
+/// (on erfc in the tails, where 1 - |y| is exact).
+inline double erfinv(double y) {
+  if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
+  if (y == 1) return std::numeric_limits<double>::infinity();
+  if (y == -1) return -std::numeric_limits<double>::infinity();
+  if (y == 0) return y;
+  double w = -std::log((1.0 - y) * (1.0 + y));
+  double p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  const double ay = std::fabs(y);
+  double x = std::fabs(p * y);
+  const double two_over_sqrt_pi = 1.1283791670955126;
+  for (int it = 0; it < 3; ++it) {
+    double f = ay > 0.5 ? (1.0 - ay) - std::erfc(x) : std::erf(x) - ay;
+    double d = two_over_sqrt_pi * std::exp(-x * x);
+    if (d == 0) break;
+    x -= f / d;
+  }
+  return y < 0 ? -x : x;
+}
+
+/// Digamma (psi) in float64: reflection for x < 0, recurrence up to x >= 10, asymptotic series.
+/// psi(+0) = -inf, psi(-0) = +inf, NaN at negative integers (like scipy).
+inline double digamma(double x) {
+  constexpr double kPi = 3.141592653589793238;
+  if (std::isnan(x)) return x;
+  if (x == 0) return std::copysign(std::numeric_limits<double>::infinity(), -x);
+  if (std::isinf(x)) return x > 0 ? x : std::numeric_limits<double>::quiet_NaN();
+  double r = 0;
+  if (x < 0) {
+    double fl = std::floor(x);
+    if (x == fl) return std::numeric_limits<double>::quiet_NaN();
+    // psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi so reduce x by its integer part.
+    r = -kPi / std::tan(kPi * (x - fl));
+    x = 1 - x;
+  }
+  while (x < 10) {
+    r -= 1 / x;
+    x += 1;
+  }
+  double f = 1 / (x * x);
+  double t =
+      f *
+      (-1.0 / 12 +
+       f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 + f * (-1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
+  return r + std::log(x) - 0.5 / x + t;
+}
+
+/// log|gamma(x)| without touching the global signgam (thread-safe).
+inline double gammaln(double x) {
+  int sign;
+  return ::lgamma_r(x, &sign);
+}
+
+/// Float -> integer conversion without UB: NaN and out-of-range values give the type's minimum
+/// for signed types (what x86 gives numpy) and 0 for unsigned ones.
+template <class To, class From>
+inline To convert(From x) {
+  if constexpr (is_float_v<From> && is_int_v<To>) {
+    constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
+    constexpr double hi = static_cast<double>(std::numeric_limits<To>::max()) + 1.0;
+    double d = static_cast<double>(x);
+    if (!(d > lo - 1.0 && d < hi)) return std::is_signed_v<To> ? std::numeric_limits<To>::min() : To(0);
+    return static_cast<To>(d);
+  } else if constexpr (is_bool_v<To>) {
+    return x != From(0);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+}  // namespace scalar
+
+/// The scalar function of op kind K (specialized below).
+template <ScalarOpKind K>
+struct ScalarFn;
+
+#define HYP_SCALAR_FN(KIND, ARITY, SUPPORTS, ...) \
+  template <>                                     \
+  struct ScalarFn<ScalarOpKind::KIND> {           \
+    static constexpr int arity = ARITY;           \
+    template <class T>                            \
+    static constexpr bool supports = SUPPORTS;    \
+    __VA_ARGS__                                   \
+  };
+
+#define HYP_ANY_T true
+#define HYP_NOBOOL_T (!scalar::is_bool_v<T>)
+#define HYP_INT_T (std::is_integral_v<T>)
+#define HYP_FLOAT_T (std::is_floating_point_v<T>)
+
+#define HYP_UNARY_FLOAT(KIND, EXPR) \
+  HYP_SCALAR_FN(                    \
+      KIND, 1, HYP_FLOAT_T, template <class T> static T apply(T x) { return EXPR; })
+#define HYP_COMPARE(KIND, OP) \
+  HYP_SCALAR_FN(              \
+      KIND, 2, HYP_ANY_T, template <class T> static bool apply(T a, T b) { return a OP b; })
+
+HYP_SCALAR_FN(
+    Add, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::add(a, b); })
+HYP_SCALAR_FN(
+    Sub, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::sub(a, b); })
+HYP_SCALAR_FN(
+    Mul, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::mul(a, b); })
+HYP_SCALAR_FN(
+    TrueDiv, 2, HYP_FLOAT_T, template <class T> static T apply(T a, T b) { return a / b; })
+HYP_SCALAR_FN(
+    IntDiv, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::int_div(a, b); })
+HYP_SCALAR_FN(
+    Mod, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::mod(a, b); })
+HYP_SCALAR_FN(
+    Pow, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::pow(a, b); })
+HYP_SCALAR_FN(
+    Maximum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::maximum(a, b); })
+HYP_SCALAR_FN(
+    Minimum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::minimum(a, b); })
+HYP_SCALAR_FN(
+    ArcTan2, 2, HYP_FLOAT_T, template <class T> static T apply(T a, T b) { return std::atan2(a, b); })
+HYP_COMPARE(Eq, ==)
+HYP_COMPARE(Neq, !=)
+HYP_COMPARE(Lt, <)
+HYP_COMPARE(Le, <=)
+HYP_COMPARE(Gt, >)
+HYP_COMPARE(Ge, >=)
+HYP_SCALAR_FN(
+    And, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
+      if constexpr (scalar::is_bool_v<T>)
+        return a && b;
+      else
+        return static_cast<T>(a & b);
+    })
+HYP_SCALAR_FN(
+    Or, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
+      if constexpr (scalar::is_bool_v<T>)
+        return a || b;
+      else
+        return static_cast<T>(a | b);
+    })
+HYP_SCALAR_FN(
+    Xor, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
+      if constexpr (scalar::is_bool_v<T>)
+        return a != b;
+      else
+        return static_cast<T>(a ^ b);
+    })
+HYP_SCALAR_FN(
+    Neg, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar::neg(x); })
+HYP_SCALAR_FN(
+    Abs, 1, HYP_ANY_T, template <class T> static T apply(T x) { return scalar::abs(x); })
+HYP_SCALAR_FN(
+    Sign, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar::sign(x); })
+HYP_UNARY_FLOAT(Reciprocal, T(1) / x)
+HYP_SCALAR_FN(
+    Sqr, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar::mul(x, x); })
+HYP_UNARY_FLOAT(Sqrt, std::sqrt(x))
+HYP_UNARY_FLOAT(Exp, std::exp(x))
+HYP_UNARY_FLOAT(Exp2, std::exp2(x))
+HYP_UNARY_FLOAT(Expm1, std::expm1(x))
+HYP_UNARY_FLOAT(Log, std::log(x))
+HYP_UNARY_FLOAT(Log2, std::log2(x))
+HYP_UNARY_FLOAT(Log10, std::log10(x))
+HYP_UNARY_FLOAT(Log1p, std::log1p(x))
+HYP_UNARY_FLOAT(Sin, std::sin(x))
+HYP_UNARY_FLOAT(Cos, std::cos(x))
+HYP_UNARY_FLOAT(Tan, std::tan(x))
+HYP_UNARY_FLOAT(ArcSin, std::asin(x))
+HYP_UNARY_FLOAT(ArcCos, std::acos(x))
+HYP_UNARY_FLOAT(ArcTan, std::atan(x))
+HYP_UNARY_FLOAT(Sinh, std::sinh(x))
+HYP_UNARY_FLOAT(Cosh, std::cosh(x))
+HYP_UNARY_FLOAT(Tanh, std::tanh(x))
+HYP_UNARY_FLOAT(ArcSinh, std::asinh(x))
+HYP_UNARY_FLOAT(ArcCosh, std::acosh(x))
+HYP_UNARY_FLOAT(ArcTanh, std::atanh(x))
+HYP_UNARY_FLOAT(Sigmoid, scalar::sigmoid(x))
+HYP_UNARY_FLOAT(Softplus, scalar::softplus(x))
+HYP_UNARY_FLOAT(Erf, std::erf(x))
+HYP_UNARY_FLOAT(Erfc, std::erfc(x))
+HYP_UNARY_FLOAT(Erfinv, static_cast<T>(scalar::erfinv(static_cast<double>(x))))
+HYP_UNARY_FLOAT(Gamma, static_cast<T>(std::tgamma(static_cast<double>(x))))
+HYP_UNARY_FLOAT(GammaLn, static_cast<T>(scalar::gammaln(static_cast<double>(x))))
+HYP_UNARY_FLOAT(Psi, static_cast<T>(scalar::digamma(static_cast<double>(x))))
+HYP_UNARY_FLOAT(Floor, std::floor(x))
+HYP_UNARY_FLOAT(Ceil, std::ceil(x))
+HYP_UNARY_FLOAT(Trunc, std::trunc(x))
+// Half to even (the default rounding mode); integers are already round.
+HYP_SCALAR_FN(
+    Round, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) {
+      if constexpr (scalar::is_float_v<T>)
+        return std::nearbyint(x);
+      else
+        return x;
+    })
+HYP_SCALAR_FN(
+    Invert, 1, HYP_INT_T, template <class T> static T apply(T x) {
+      if constexpr (scalar::is_bool_v<T>)
+        return !x;
+      else
+        return static_cast<T>(~x);
+    })
+HYP_SCALAR_FN(
+    IsNan, 1, HYP_ANY_T, template <class T> static bool apply(T x) {
+      if constexpr (scalar::is_float_v<T>)
+        return std::isnan(x);
+      else
+        return false;
+    })
+HYP_SCALAR_FN(
+    IsInf, 1, HYP_ANY_T, template <class T> static bool apply(T x) {
+      if constexpr (scalar::is_float_v<T>)
+        return std::isinf(x);
+      else
+        return false;
+    })
+HYP_SCALAR_FN(
+    Identity, 1, HYP_ANY_T, template <class T> static T apply(T x) { return x; })
+// clip(x, lo, hi) = min(max(x, lo), hi), NaN propagating like numpy.
+HYP_SCALAR_FN(
+    Clip, 3, HYP_ANY_T,
+    template <class T> static T apply(T x, T lo, T hi) { return scalar::minimum(scalar::maximum(x, lo), hi); })
+HYP_SCALAR_FN(
+    Switch, 3, HYP_ANY_T, template <class T> static T apply(bool c, T a, T b) { return c ? a : b; })
+
+#undef HYP_COMPARE
+#undef HYP_UNARY_FLOAT
+#undef HYP_FLOAT_T
+#undef HYP_INT_T
+#undef HYP_NOBOOL_T
+#undef HYP_ANY_T
+#undef HYP_SCALAR_FN
+
+/// Calls f(std::integral_constant<ScalarOpKind, k>{}). Cast has no ScalarFn (its output type is an
+/// attribute): callers handle it first, and passing it throws InternalError.
+template <class F>
+decltype(auto) dispatch_scalar_kind(ScalarOpKind k, F&& f) {
+  switch (k) {
+#define HYP_KIND_CASE(K) \
+  case ScalarOpKind::K:  \
+    return f(std::integral_constant<ScalarOpKind, ScalarOpKind::K>{});
+    HYP_SCALAR_KINDS(HYP_KIND_CASE)
+#undef HYP_KIND_CASE
+    case ScalarOpKind::Cast:
+      break;
+  }
+  throw InternalError("dispatch_scalar_kind: Cast has no ScalarFn");
+}
+
+}  // namespace hypatia
