@@ -1,8 +1,15 @@
 // Kernel registration of the nnet family (reference and CPU).
+#include "hypatia/backends/reference/nnet_common.h"
 #include "hypatia/backends/registry.h"
 
 namespace hypatia {
 
-void register_nnet_kernels() {}
+void register_nnet_kernels() {
+  using namespace nnet_detail;
+  register_simple_kernel<Softmax>(Backend::Reference, &softmax_reference);
+  register_simple_kernel<CrossentropyCategorical1Hot>(Backend::Reference, &crossentropy_1hot_reference);
+  register_simple_kernel<CrossentropyCategorical1HotGrad>(Backend::Reference, &crossentropy_1hot_grad_reference);
+  register_simple_kernel<Softmax>(Backend::Cpu, &softmax_cpu);
+}
 
 }  // namespace hypatia

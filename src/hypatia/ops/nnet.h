@@ -1,5 +1,70 @@
-// nnet ops.
+// Neural-network ops (Theano's T.nnet): softmax, log_softmax, relu, cross-entropies.
+// sigmoid and softplus are elementwise ops (ops/elemwise.h), available here through that header.
 #pragma once
-#include "hypatia/graph/graph.h"
+#include <string>
+#include <vector>
 
-namespace hypatia {}  // namespace hypatia
+#include "hypatia/graph/graph.h"
+#include "hypatia/ops/elemwise.h"
+
+namespace hypatia {
+
+/// softmax (log = false) or log_softmax (log = true) along `axis` (normalized), computed stably by
+/// subtracting the max along the axis. Float inputs of ndim >= 1.
+class Softmax : public OpWithProps<Softmax> {
+ public:
+  int axis;
+  bool log;
+
+  Softmax(int normalized_axis, bool log_softmax) : axis(normalized_axis), log(log_softmax) {}
+  auto props() const { return std::make_tuple(axis, log); }
+  /// "Softmax{axis=1}", "LogSoftmax{axis=0}".
+  std::string name() const override;
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  /// softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g) (sums along the axis). Both
+  /// use only the output, so they stay finite wherever the output is.
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
+};
+
+/// Negative log-likelihood of integer labels: out[i] = -log(coding[i, labels[i]]) for a float
+/// matrix `coding` and an integer vector `labels` (one per row). A label outside [0, n_classes)
+/// throws IndexError naming the op, the row and the label.
+class CrossentropyCategorical1Hot : public OpWithProps<CrossentropyCategorical1Hot> {
+ public:
+  auto props() const { return std::make_tuple(); }
+  std::string name() const override { return "CrossentropyCategorical1Hot"; }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
+};
+
+/// Gradient of CrossentropyCategorical1Hot w.r.t. coding: inputs (g, coding, labels); output
+/// zeros shaped like coding except out[i, labels[i]] = -g[i] / coding[i, labels[i]].
+class CrossentropyCategorical1HotGrad : public OpWithProps<CrossentropyCategorical1HotGrad> {
+ public:
+  auto props() const { return std::make_tuple(); }
+  std::string name() const override { return "CrossentropyCategorical1HotGrad"; }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+};
+
+/// exp(x) / sum(exp(x)) along `axis` (negative counts from the end), computed stably.
+Var softmax(Var x, int axis = -1);
+/// log(softmax(x)) along `axis`, computed stably as x - max - log(sum(exp(x - max))).
+Var log_softmax(Var x, int axis = -1);
+/// Rectifier: max(x, 0) when alpha == 0, else the leaky rectifier x for x > 0, alpha * x below
+/// (Theano's formulas: 0.5 * (x + |x|), and 0.5 * (1 + alpha) * x + 0.5 * (1 - alpha) * |x|).
+Var relu(Var x, double alpha = 0.0);
+/// Piecewise-linear approximation of sigmoid: clip(0.2 * x + 0.5, 0, 1).
+Var hard_sigmoid(Var x);
+/// Cross-entropy between a distribution `coding_dist` (rows of a matrix) and `true_dist`: either
+/// an integer vector of labels, one per row (-log(coding[i, label[i]])), or a matrix of the same
+/// shape holding one-hot rows or probabilities (-sum(true * log(coding)) per row).
+Var categorical_crossentropy(Var coding_dist, Var true_dist);
+/// Elementwise -(target * log(output) + (1 - target) * log(1 - output)).
+Var binary_crossentropy(Var output, Var target);
+
+}  // namespace hypatia

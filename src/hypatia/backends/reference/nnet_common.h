@@ -1,0 +1,36 @@
+// Kernels of the nnet family (declarations shared by the registration file).
+#pragma once
+#include "hypatia/backends/registry.h"
+#include "hypatia/ops/nnet.h"
+
+namespace hypatia::nnet_detail {
+
+/// Reference (naive) kernels: the test oracle.
+void softmax_reference(const Softmax& op, const KernelArgs& args);
+void crossentropy_1hot_reference(const CrossentropyCategorical1Hot& op, const KernelArgs& args);
+void crossentropy_1hot_grad_reference(const CrossentropyCategorical1HotGrad& op, const KernelArgs& args);
+/// CPU kernel: rows along the axis made contiguous, OpenMP over rows above a size threshold.
+void softmax_cpu(const Softmax& op, const KernelArgs& args);
+
+/// Reads label i (any integer dtype) of a labels vector.
+int64_t label_at(const NDArray& labels, int64_t i);
+/// Checks that coding has as many rows as labels has entries and every label is in
+/// [0, n_classes); throws ValueError / IndexError naming `who`, the row and the label.
+void check_labels(const char* who, const NDArray& coding, const NDArray& labels);
+
+}  // namespace hypatia::nnet_detail
+
+namespace hypatia::nnet_detail {
+
+/// Calls f(float{}) or f(double{}) for a float dtype; throws TypeError naming `who` otherwise.
+template <class F>
+void dispatch_float(DType dt, const std::string& who, F&& f) {
+  if (dt == DType::Float32)
+    f(float{});
+  else if (dt == DType::Float64)
+    f(double{});
+  else
+    fail<TypeError>(who, ": expected a float array, got ", dtype_name(dt));
+}
+
+}  // namespace hypatia::nnet_detail

@@ -1,0 +1,103 @@
+// Reference kernels of the nnet family: naive loops in double precision (the test oracle).
+#include <cmath>
+#include <vector>
+
+#include "hypatia/backends/reference/nnet_common.h"
+
+namespace hypatia::nnet_detail {
+
+int64_t label_at(const NDArray& labels, int64_t i) {
+  return dispatch_dtype(labels.dtype(), [&](auto t) -> int64_t {
+    using L = decltype(t);
+    return static_cast<int64_t>(*reinterpret_cast<const L*>(labels.raw() + i * labels.strides()[0]));
+  });
+}
+
+void check_labels(const char* who, const NDArray& coding, const NDArray& labels) {
+  if (coding.ndim() != 2 || labels.ndim() != 1 || coding.shape(0) != labels.shape(0))
+    fail<ValueError>(who, ": expected coding_dist of shape (n, n_classes) and labels of shape (n,), got coding_dist ",
+                     coding.describe(), " and labels ", labels.describe());
+  const int64_t k = coding.shape(1);
+  for (int64_t i = 0; i < labels.shape(0); ++i) {
+    int64_t y = label_at(labels, i);
+    if (y < 0 || y >= k)
+      fail<IndexError>(who, ": label ", y, " at row ", i, " is out of range for ", k,
+                       " classes (expected 0 <= label < ", k, ")");
+  }
+}
+
+void softmax_reference(const Softmax& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  NDArray& out = prepare_output(*args.out[0], x.shape(), x.dtype());
+  const int64_t n = x.shape(op.axis);
+  if (x.size() == 0) return;
+  const int64_t rows = x.size() / n;
+  // Walk the rows in C order over the other axes.
+  std::vector<int> other;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (d != op.axis) other.push_back(d);
+  dispatch_float(x.dtype(), op.name(), [&](auto t) {
+    using T = decltype(t);
+    {
+      std::vector<double> v(n);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t rem = r, xoff = 0, ooff = 0;
+        for (int k = static_cast<int>(other.size()) - 1; k >= 0; --k) {
+          int d = other[k];
+          xoff += (rem % x.shape(d)) * x.strides()[d];
+          ooff += (rem % x.shape(d)) * out.strides()[d];
+          rem /= x.shape(d);
+        }
+        double m = -INFINITY;
+        for (int64_t i = 0; i < n; ++i) {
+          v[i] = *reinterpret_cast<const T*>(x.raw() + xoff + i * x.strides()[op.axis]);
+          m = std::max(m, v[i]);
+        }
+        double s = 0;
+        for (int64_t i = 0; i < n; ++i) s += std::exp(v[i] - m);
+        for (int64_t i = 0; i < n; ++i) {
+          double y = op.log ? (v[i] - m) - std::log(s) : std::exp(v[i] - m) / s;
+          *reinterpret_cast<T*>(out.raw() + ooff + i * out.strides()[op.axis]) = static_cast<T>(y);
+        }
+      }
+    }
+  });
+}
+
+void crossentropy_1hot_reference(const CrossentropyCategorical1Hot& op, const KernelArgs& args) {
+  const NDArray& coding = *args.in[0];
+  const NDArray& labels = *args.in[1];
+  check_labels("CrossentropyCategorical1Hot", coding, labels);
+  NDArray& out = prepare_output(*args.out[0], {coding.shape(0)}, coding.dtype());
+  dispatch_float(coding.dtype(), op.name(), [&](auto t) {
+    using T = decltype(t);
+    for (int64_t i = 0; i < coding.shape(0); ++i) {
+      int64_t y = label_at(labels, i);
+      T c = *reinterpret_cast<const T*>(coding.raw() + i * coding.strides()[0] + y * coding.strides()[1]);
+      out.data<T>()[i] = static_cast<T>(-std::log(static_cast<double>(c)));
+    }
+  });
+}
+
+void crossentropy_1hot_grad_reference(const CrossentropyCategorical1HotGrad& op, const KernelArgs& args) {
+  const NDArray& g = *args.in[0];
+  const NDArray& coding = *args.in[1];
+  const NDArray& labels = *args.in[2];
+  check_labels("CrossentropyCategorical1HotGrad", coding, labels);
+  if (g.ndim() != 1 || g.shape(0) != coding.shape(0))
+    fail<ValueError>("CrossentropyCategorical1HotGrad: expected g of shape (", coding.shape(0), ",), got ",
+                     g.describe());
+  NDArray& out = prepare_output(*args.out[0], coding.shape(), coding.dtype());
+  out.fill(0);
+  dispatch_float(coding.dtype(), op.name(), [&](auto t) {
+    using T = decltype(t);
+    for (int64_t i = 0; i < coding.shape(0); ++i) {
+      int64_t y = label_at(labels, i);
+      T c = *reinterpret_cast<const T*>(coding.raw() + i * coding.strides()[0] + y * coding.strides()[1]);
+      T gi = *reinterpret_cast<const T*>(g.raw() + i * g.strides()[0]);
+      out.data<T>()[i * coding.shape(1) + y] = static_cast<T>(-gi / c);
+    }
+  });
+}
+
+}  // namespace hypatia::nnet_detail

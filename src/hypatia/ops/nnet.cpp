@@ -1,0 +1,143 @@
+// Neural-network ops and builders.
+#include "hypatia/ops/nnet.h"
+
+#include <sstream>
+
+#include "hypatia/ops/reduce.h"
+#include "hypatia/ops/shape.h"
+
+namespace hypatia {
+
+// ---------------------------------------------------------------------------------------------
+// Softmax / LogSoftmax
+
+std::string Softmax::name() const {
+  std::ostringstream os;
+  os << (log ? "LogSoftmax" : "Softmax") << "{axis=" << axis << "}";
+  return os.str();
+}
+
+std::vector<TensorType> Softmax::make_output_types(const std::vector<Var>& inputs) const {
+  if (inputs.size() != 1) fail<TypeError>(name(), ": expected 1 input, got ", inputs.size());
+  const TensorType& t = inputs[0]->type;
+  if (!is_float(t.dtype)) fail<TypeError>(name(), ": expected a float tensor, got ", t.str());
+  if (axis < 0 || axis >= t.ndim())
+    fail<TypeError>(name(), ": expected an input with more than ", axis, " dims, got ", t.str());
+  return {t};
+}
+
+std::vector<ShapeVars> Softmax::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  return {in[0]};
+}
+
+std::vector<Var> Softmax::grad(const Apply& node, const std::vector<Var>& output_grads) const {
+  const Var& g = output_grads[0];
+  if (!g) return {nullptr};
+  Var y = const_cast<Apply&>(node).output(0);
+  if (!log) return {mul(y, sub(g, sum(mul(g, y), std::vector<int>{axis}, true)))};
+  return {sub(g, mul(exp(y), sum(g, std::vector<int>{axis}, true)))};
+}
+
+std::vector<Var> Softmax::rop(const Apply& node, const std::vector<Var>& eval_points) const {
+  const Var& v = eval_points[0];
+  if (!v) return {nullptr};
+  Var y = const_cast<Apply&>(node).output(0);
+  if (!log) return {mul(y, sub(v, sum(mul(v, y), std::vector<int>{axis}, true)))};
+  return {sub(v, sum(mul(exp(y), v), std::vector<int>{axis}, true))};
+}
+
+Var softmax(Var x, int axis) {
+  const char* who = "softmax";
+  if (x->ndim() == 0) fail<TypeError>(who, ": expected a tensor with at least 1 dim, got ", x->type.str());
+  return apply_op1(std::make_shared<Softmax>(normalize_axis(axis, x->ndim(), who), false), {x});
+}
+
+Var log_softmax(Var x, int axis) {
+  const char* who = "log_softmax";
+  if (x->ndim() == 0) fail<TypeError>(who, ": expected a tensor with at least 1 dim, got ", x->type.str());
+  return apply_op1(std::make_shared<Softmax>(normalize_axis(axis, x->ndim(), who), true), {x});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Categorical cross-entropy with integer labels
+
+namespace {
+void check_coding_and_labels(const std::string& who, const Var& coding, const Var& labels) {
+  if (coding->ndim() != 2 || !is_float(coding->dtype()))
+    fail<TypeError>(who, ": expected coding_dist to be a float matrix, got ", coding->type.str());
+  if (labels->ndim() != 1 || !is_integer(labels->dtype()))
+    fail<TypeError>(who, ": expected labels to be an integer vector, got ", labels->type.str());
+}
+}  // namespace
+
+std::vector<TensorType> CrossentropyCategorical1Hot::make_output_types(const std::vector<Var>& inputs) const {
+  if (inputs.size() != 2) fail<TypeError>(name(), ": expected 2 inputs (coding_dist, labels), got ", inputs.size());
+  check_coding_and_labels(name(), inputs[0], inputs[1]);
+  return {TensorType(inputs[0]->dtype(), {inputs[0]->type.broadcastable[0]})};
+}
+
+std::vector<ShapeVars> CrossentropyCategorical1Hot::infer_shape(const Apply& node,
+                                                                const std::vector<ShapeVars>& in) const {
+  return {{in[0][0]}};
+}
+
+std::vector<std::vector<bool>> CrossentropyCategorical1Hot::connection_pattern(const Apply& node) const {
+  return {{true}, {false}};
+}
+
+std::vector<Var> CrossentropyCategorical1Hot::grad(const Apply& node, const std::vector<Var>& output_grads) const {
+  const Var& g = output_grads[0];
+  if (!g) return {nullptr, nullptr};
+  Var gc = g->dtype() == node.inputs[0]->dtype() ? g : cast(g, node.inputs[0]->dtype());
+  return {apply_op1(std::make_shared<CrossentropyCategorical1HotGrad>(), {gc, node.inputs[0], node.inputs[1]}),
+          nullptr};
+}
+
+std::vector<TensorType> CrossentropyCategorical1HotGrad::make_output_types(const std::vector<Var>& inputs) const {
+  if (inputs.size() != 3) fail<TypeError>(name(), ": expected 3 inputs (g, coding_dist, labels), got ", inputs.size());
+  check_coding_and_labels(name(), inputs[1], inputs[2]);
+  if (inputs[0]->ndim() != 1 || inputs[0]->dtype() != inputs[1]->dtype())
+    fail<TypeError>(name(), ": expected g to be a ", dtype_name(inputs[1]->dtype()), " vector, got ",
+                    inputs[0]->type.str());
+  return {inputs[1]->type};
+}
+
+std::vector<ShapeVars> CrossentropyCategorical1HotGrad::infer_shape(const Apply& node,
+                                                                    const std::vector<ShapeVars>& in) const {
+  return {in[1]};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builders from elementwise ops
+
+Var relu(Var x, double alpha) {
+  if (alpha == 0.0) return mul(scalar_like(0.5, x), add(x, abs(x)));
+  Var f1 = scalar_like(0.5 * (1 + alpha), x);
+  Var f2 = scalar_like(0.5 * (1 - alpha), x);
+  return add(mul(f1, x), mul(f2, abs(x)));
+}
+
+Var hard_sigmoid(Var x) {
+  Var y = add(mul(scalar_like(0.2, x), x), scalar_like(0.5, x));
+  return clip(y, scalar_like(0.0, y), scalar_like(1.0, y));
+}
+
+Var categorical_crossentropy(Var coding_dist, Var true_dist) {
+  if (is_integer(true_dist->dtype()) && true_dist->ndim() == coding_dist->ndim() - 1) {
+    check_coding_and_labels("categorical_crossentropy", coding_dist, true_dist);
+    return apply_op1(std::make_shared<CrossentropyCategorical1Hot>(), {coding_dist, true_dist});
+  }
+  if (true_dist->ndim() != coding_dist->ndim() || coding_dist->ndim() < 1)
+    fail<TypeError>(
+        "categorical_crossentropy: expected true_dist to be an integer vector of labels or a tensor "
+        "like coding_dist ",
+        coding_dist->type.str(), ", got ", true_dist->type.str());
+  return neg(sum(mul(true_dist, log(coding_dist)), std::vector<int>{coding_dist->ndim() - 1}));
+}
+
+Var binary_crossentropy(Var output, Var target) {
+  Var one = scalar_like(1.0, output);
+  return neg(add(mul(target, log(output)), mul(sub(one, target), log(sub(one, output)))));
+}
+
+}  // namespace hypatia

@@ -1,0 +1,291 @@
+// nnet ops: OpInfo entries (softmax, log_softmax, relu, cross-entropies), exact values, stability
+// on large inputs, error paths and gradients.
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+using testing::make_array;
+using testing::OpInfo;
+using testing::OpSample;
+using testing::random_array;
+using testing::random_strided;
+
+std::vector<OpSample> softmax_samples(DType dt) {
+  return {
+      {"vector (5)", {random_array({5}, dt, -2, 2, 1)}},
+      {"matrix (3,4)", {random_array({3, 4}, dt, -2, 2, 2)}},
+      {"strided (3,4)", {random_strided({3, 4}, dt, -2, 2, 3)}},
+      {"transposed (4,3)", {random_array({3, 4}, dt, -2, 2, 4).transpose()}},
+      {"broadcastable (1,4)", {random_array({1, 4}, dt, -2, 2, 5)}},
+      {"zero-size (0,3)", {NDArray::zeros({0, 3}, dt)}},
+  };
+}
+std::vector<OpSample> softmax_samples_3d(DType dt) {
+  return {
+      {"tensor3 (2,3,4)", {random_array({2, 3, 4}, dt, -2, 2, 6)}},
+      {"strided (2,3,2)", {random_strided({2, 3, 2}, dt, -2, 2, 7)}},
+      {"large magnitude (2,3,2)", {random_array({2, 3, 2}, dt, -1000, 1000, 8)}, false},
+  };
+}
+
+HYP_OPINFO({
+    .name = "softmax",
+    .build = [](const std::vector<Var>& v) { return softmax(v[0]); },
+    .samples = softmax_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "softmax_axis0",
+    .build = [](const std::vector<Var>& v) { return softmax(v[0], 0); },
+    .samples = softmax_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "softmax_axis1_3d",
+    .build = [](const std::vector<Var>& v) { return softmax(v[0], 1); },
+    .samples = softmax_samples_3d,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "log_softmax",
+    .build = [](const std::vector<Var>& v) { return log_softmax(v[0]); },
+    .samples = softmax_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "log_softmax_axis_neg3_3d",
+    .build = [](const std::vector<Var>& v) { return log_softmax(v[0], -3); },
+    .samples = softmax_samples_3d,
+    .dtypes = testing::kFloatTypes,
+});
+
+/// Values at least 0.1 away from the kink at 0, of both signs.
+std::vector<OpSample> relu_samples(DType dt) {
+  NDArray a = make_array({-1.5, -0.3, 0.2, 0.7, 1.9, -0.8}, {2, 3}, dt);
+  return {{"matrix (2,3)", {a}},
+          {"transposed (3,2)", {a.transpose()}},
+          {"0-d", {make_array({-0.4}, {}, dt)}},
+          {"zero-size (0,2)", {NDArray::zeros({0, 2}, dt)}}};
+}
+HYP_OPINFO({
+    .name = "relu",
+    .build = [](const std::vector<Var>& v) { return relu(v[0]); },
+    .samples = relu_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "relu_leaky",
+    .build = [](const std::vector<Var>& v) { return relu(v[0], 0.1); },
+    .samples = relu_samples,
+    .dtypes = testing::kFloatTypes,
+});
+
+/// A probability-like matrix (entries in [0.1, 1)) and labels.
+std::vector<OpSample> crossentropy_label_samples(DType dt) {
+  return {
+      {"matrix (4,3)", {random_array({4, 3}, dt, 0.1, 1, 9), NDArray::from_vector<int64_t>({0, 2, 1, 2})}},
+      {"strided (3,3), int32 labels",
+       {random_strided({3, 3}, dt, 0.1, 1, 10), NDArray::from_vector<int32_t>({2, 0, 1})}},
+      {"one row", {random_array({1, 5}, dt, 0.1, 1, 11), NDArray::from_vector<int64_t>({4})}},
+      {"zero rows", {NDArray::zeros({0, 3}, dt), NDArray::empty({0}, DType::Int64)}},
+  };
+}
+HYP_OPINFO({
+    .name = "categorical_crossentropy_labels",
+    .build = [](const std::vector<Var>& v) { return categorical_crossentropy(v[0], v[1]); },
+    .samples = crossentropy_label_samples,
+    .dtypes = testing::kFloatTypes,
+    .expected =
+        [](const std::vector<NDArray>& in) {
+          NDArray out = NDArray::empty({in[0].shape(0)}, in[0].dtype());
+          for (int64_t i = 0; i < in[0].shape(0); ++i) {
+            int64_t y = static_cast<int64_t>(in[1].get_flat(i));
+            double v = -std::log(in[0].get_flat(i * in[0].shape(1) + y));
+            dispatch_dtype(out.dtype(), [&](auto t) { out.data<decltype(t)>()[i] = static_cast<decltype(t)>(v); });
+          }
+          return out;
+        },
+    .grad_inputs = {0},
+});
+HYP_OPINFO({
+    .name = "categorical_crossentropy_labels_grad",
+    .build = [](const std::vector<Var>& v) { return grad(sum(categorical_crossentropy(v[0], v[1])), v[0]); },
+    .samples = crossentropy_label_samples,
+    .dtypes = testing::kFloatTypes,
+    .differentiable = false,
+});
+
+std::vector<OpSample> crossentropy_dist_samples(DType dt) {
+  return {
+      {"matrix (3,4)", {random_array({3, 4}, dt, 0.1, 1, 12), random_array({3, 4}, dt, 0, 1, 13)}},
+      {"one-hot true (2,3)", {random_strided({2, 3}, dt, 0.1, 1, 14), make_array({0, 1, 0, 1, 0, 0}, {2, 3}, dt)}},
+  };
+}
+HYP_OPINFO({
+    .name = "categorical_crossentropy_dist",
+    .build = [](const std::vector<Var>& v) { return categorical_crossentropy(v[0], v[1]); },
+    .samples = crossentropy_dist_samples,
+    .dtypes = testing::kFloatTypes,
+});
+
+std::vector<OpSample> binary_crossentropy_samples(DType dt) {
+  return {
+      {"matrix (2,3)", {random_array({2, 3}, dt, 0.1, 0.9, 15), random_array({2, 3}, dt, 0, 1, 16)}},
+      {"broadcast target (3)", {random_strided({2, 3}, dt, 0.1, 0.9, 17), random_array({3}, dt, 0, 1, 18)}},
+      {"0-d", {make_array({0.3}, {}, dt), make_array({1}, {}, dt)}},
+  };
+}
+HYP_OPINFO({
+    .name = "binary_crossentropy",
+    .build = [](const std::vector<Var>& v) { return binary_crossentropy(v[0], v[1]); },
+    .samples = binary_crossentropy_samples,
+    .dtypes = testing::kFloatTypes,
+});
+
+// ------------------------------------------------------------------------------------------------
+// Targeted tests
+
+TEST(Nnet, SoftmaxValues) {
+  Var x = variable(matrix_type(DType::Float64), "x");
+  NDArray v = make_array({0, 0, std::log(2.0), std::log(3.0), 0, std::log(4.0)}, {2, 3}, DType::Float64);
+  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+    EXPECT_ALLCLOSE(eval(softmax(x), {{x, v}}, b),
+                    make_array({0.25, 0.25, 0.5, 0.375, 0.125, 0.5}, {2, 3}, DType::Float64));
+    EXPECT_ALLCLOSE(eval(log_softmax(x), {{x, v}}, b), make_array({std::log(0.25), std::log(0.25), std::log(0.5),
+                                                                   std::log(0.375), std::log(0.125), std::log(0.5)},
+                                                                  {2, 3}, DType::Float64));
+    EXPECT_ALLCLOSE(eval(softmax(x, 0), {{x, v}}, b),
+                    make_array({1.0 / 4, 1.0 / 2, 2.0 / 6, 3.0 / 4, 1.0 / 2, 4.0 / 6}, {2, 3}, DType::Float64));
+  }
+  EXPECT_EQ(softmax(x)->owner->op->name(), "Softmax{axis=1}");
+  EXPECT_EQ(log_softmax(x, 0)->owner->op->name(), "LogSoftmax{axis=0}");
+}
+
+TEST(Nnet, SoftmaxIsStableOnLargeInputs) {
+  for (DType dt : testing::kFloatTypes) {
+    Var x = variable(matrix_type(dt), "x");
+    NDArray v = make_array({1000, -1000, 999, 1000, 1000, 1000}, {2, 3}, dt);
+    for (Backend b : {Backend::Reference, Backend::Cpu}) {
+      NDArray s = eval(softmax(x), {{x, v}}, b);
+      NDArray ls = eval(log_softmax(x), {{x, v}}, b);
+      for (int64_t i = 0; i < 6; ++i) {
+        EXPECT_TRUE(std::isfinite(s.get_flat(i)));
+        EXPECT_TRUE(std::isfinite(ls.get_flat(i)));
+      }
+      EXPECT_NEAR(ls.get_flat(1), -2000 - std::log1p(std::exp(-1.0)), 1e-3);
+      EXPECT_NEAR(s.get_flat(3), 1.0 / 3, 1e-6);
+    }
+    // Gradients stay finite too (they use only the outputs).
+    Var gs = grad(sum(mul(softmax(x), x)), x);
+    Var gl = grad(sum(mul(log_softmax(x), x)), x);
+    NDArray a = eval(gs, {{x, v}}), b = eval(gl, {{x, v}});
+    for (int64_t i = 0; i < 6; ++i) {
+      EXPECT_TRUE(std::isfinite(a.get_flat(i)));
+      EXPECT_TRUE(std::isfinite(b.get_flat(i)));
+    }
+  }
+  NDArray big = random_array({3, 4}, DType::Float64, -1000, 1000, 21);
+  EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return softmax(v[0]); }, {big}));
+  EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return log_softmax(v[0]); }, {big}));
+}
+
+TEST(Nnet, SoftmaxGradientsAndRop) {
+  NDArray a = random_array({3, 4}, DType::Float64, -2, 2, 22);
+  EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return softmax(v[0], 0); }, {a}));
+  EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return log_softmax(v[0], -1); }, {a}));
+  // Second derivative through the composite gradient.
+  EXPECT_NO_THROW(
+      verify_grad([](const std::vector<Var>& v) { return grad(sum(mul(softmax(v[0]), v[0])), v[0]); }, {a}));
+  Var x = variable(matrix_type(DType::Float64), "x");
+  Var ev = variable(matrix_type(DType::Float64), "v");
+  NDArray vv = random_array({3, 4}, DType::Float64, -1, 1, 23);
+  for (bool log : {false, true}) {
+    Var y = log ? log_softmax(x) : softmax(x);
+    Var r = Rop({y}, {x}, {ev})[0];
+    // The R_op equals the directional derivative: central differences along v.
+    NDArray rv = eval(r, {{x, a}, {ev, vv}});
+    const double h = 1e-6;
+    NDArray xp = a.copy(), xm = a.copy();
+    for (int64_t i = 0; i < 12; ++i) {
+      xp.data<double>()[i] += h * vv.get_flat(i);
+      xm.data<double>()[i] -= h * vv.get_flat(i);
+    }
+    NDArray fp = eval(y, {{x, xp}}), fm = eval(y, {{x, xm}});
+    for (int64_t o = 0; o < 12; ++o) EXPECT_NEAR(rv.get_flat(o), (fp.get_flat(o) - fm.get_flat(o)) / (2 * h), 1e-6);
+  }
+}
+
+TEST(Nnet, CategoricalCrossentropyValues) {
+  Var c = variable(matrix_type(DType::Float64), "c");
+  Var y = variable(vector_type(DType::Int64), "y");
+  Var t = variable(matrix_type(DType::Float64), "t");
+  NDArray cv = make_array({0.5, 0.25, 0.25, 0.1, 0.1, 0.8}, {2, 3}, DType::Float64);
+  NDArray yv = NDArray::from_vector<int64_t>({1, 2});
+  NDArray expect = make_array({-std::log(0.25), -std::log(0.8)}, {2}, DType::Float64);
+  EXPECT_ALLCLOSE(eval(categorical_crossentropy(c, y), {{c, cv}, {y, yv}}), expect);
+  NDArray onehot = make_array({0, 1, 0, 0, 0, 1}, {2, 3}, DType::Float64);
+  EXPECT_ALLCLOSE(eval(categorical_crossentropy(c, t), {{c, cv}, {t, onehot}}), expect);
+  // Gradient w.r.t. coding: -1/c at the label, 0 elsewhere.
+  Var g = grad(sum(categorical_crossentropy(c, y)), c);
+  EXPECT_ALLCLOSE(eval(g, {{c, cv}, {y, yv}}), make_array({0, -4, 0, 0, 0, -1.25}, {2, 3}, DType::Float64));
+  EXPECT_NO_THROW(verify_grad(
+      [](const std::vector<Var>& v) {
+        return categorical_crossentropy(softmax(v[0]), constant(NDArray::from_vector<int64_t>({1, 2})));
+      },
+      {random_array({2, 3}, DType::Float64, -2, 2, 24)}));
+}
+
+TEST(Nnet, CrossentropyErrorPaths) {
+  Var c = variable(matrix_type(DType::Float64), "c");
+  Var y = variable(vector_type(DType::Int64), "y");
+  NDArray cv = make_array({0.5, 0.25, 0.25, 0.1, 0.1, 0.8}, {2, 3}, DType::Float64);
+  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+    try {
+      eval(categorical_crossentropy(c, y), {{c, cv}, {y, NDArray::from_vector<int64_t>({0, 3})}}, b);
+      ADD_FAILURE() << "label out of range did not throw";
+    } catch (const IndexError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("CrossentropyCategorical1Hot"), std::string::npos) << m;
+      EXPECT_NE(m.find("label 3 at row 1"), std::string::npos) << m;
+    }
+    EXPECT_THROW(eval(categorical_crossentropy(c, y), {{c, cv}, {y, NDArray::from_vector<int64_t>({-1, 0})}}, b),
+                 IndexError);
+    EXPECT_THROW(eval(categorical_crossentropy(c, y), {{c, cv}, {y, NDArray::from_vector<int64_t>({0, 1, 2})}}, b),
+                 ValueError);
+  }
+  EXPECT_THROW(categorical_crossentropy(variable(vector_type(DType::Float64)), variable(scalar_type(DType::Int64))),
+               TypeError);
+  EXPECT_THROW(categorical_crossentropy(c, variable(tensor3_type(DType::Float64))), TypeError);
+  try {
+    apply_op1(std::make_shared<CrossentropyCategorical1Hot>(), {c, variable(vector_type(DType::Float32))});
+    ADD_FAILURE();
+  } catch (const TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("CrossentropyCategorical1Hot"), std::string::npos) << e.what();
+  }
+  try {
+    softmax(variable(scalar_type(DType::Float64)));
+    ADD_FAILURE();
+  } catch (const TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("softmax"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(softmax(c, 2), IndexError);
+  EXPECT_THROW(log_softmax(variable(matrix_type(DType::Int32))), TypeError);
+}
+
+TEST(Nnet, ReluBinaryCrossentropyHardSigmoid) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var t = variable(vector_type(DType::Float64), "t");
+  NDArray v = make_array({-3, 0, 3}, {3}, DType::Float64);
+  EXPECT_ALLCLOSE(eval(relu(x), {{x, v}}), make_array({0, 0, 3}, {3}, DType::Float64));
+  EXPECT_ALLCLOSE(eval(relu(x, 0.1), {{x, v}}), make_array({-0.3, 0, 3}, {3}, DType::Float64));
+  EXPECT_ALLCLOSE(eval(hard_sigmoid(x), {{x, v}}), make_array({0, 0.5, 1}, {3}, DType::Float64));
+  NDArray o = make_array({0.25, 0.5}, {2}, DType::Float64);
+  NDArray tv = make_array({1, 0}, {2}, DType::Float64);
+  EXPECT_ALLCLOSE(eval(binary_crossentropy(x, t), {{x, o}, {t, tv}}),
+                  make_array({-std::log(0.25), -std::log(0.5)}, {2}, DType::Float64));
+  EXPECT_ALLCLOSE(eval(sigmoid(x), {{x, make_array({0}, {1}, DType::Float64)}}),
+                  make_array({0.5}, {1}, DType::Float64));
+}
+
+}  // namespace
+}  // namespace hypatia
