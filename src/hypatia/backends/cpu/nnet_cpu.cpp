@@ -1,5 +1,8 @@
 // CPU kernels of the nnet family: softmax / log_softmax rows with SIMD exp (Highway, dynamic
 // dispatch) and OpenMP over rows above a size threshold.
+#include <cmath>
+#include <limits>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "hypatia/backends/cpu/nnet_cpu.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

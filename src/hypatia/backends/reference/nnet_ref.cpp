@@ -1,4 +1,5 @@
 // Reference kernels of the nnet family: naive loops in double precision (the test oracle).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -38,27 +39,26 @@ void softmax_reference(const Softmax& op, const KernelArgs& args) {
     if (d != op.axis) other.push_back(d);
   dispatch_float(x.dtype(), op.name(), [&](auto t) {
     using T = decltype(t);
-    {
-      std::vector<double> v(n);
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t rem = r, xoff = 0, ooff = 0;
-        for (int k = static_cast<int>(other.size()) - 1; k >= 0; --k) {
-          int d = other[k];
-          xoff += (rem % x.shape(d)) * x.strides()[d];
-          ooff += (rem % x.shape(d)) * out.strides()[d];
-          rem /= x.shape(d);
-        }
-        double m = -INFINITY;
-        for (int64_t i = 0; i < n; ++i) {
-          v[i] = *reinterpret_cast<const T*>(x.raw() + xoff + i * x.strides()[op.axis]);
-          m = std::max(m, v[i]);
-        }
-        double s = 0;
-        for (int64_t i = 0; i < n; ++i) s += std::exp(v[i] - m);
-        for (int64_t i = 0; i < n; ++i) {
-          double y = op.log ? (v[i] - m) - std::log(s) : std::exp(v[i] - m) / s;
-          *reinterpret_cast<T*>(out.raw() + ooff + i * out.strides()[op.axis]) = static_cast<T>(y);
-        }
+    std::vector<double> v(n);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t rem = r, xoff = 0, ooff = 0;
+      for (int k = static_cast<int>(other.size()) - 1; k >= 0; --k) {
+        int d = other[k];
+        xoff += (rem % x.shape(d)) * x.strides()[d];
+        ooff += (rem % x.shape(d)) * out.strides()[d];
+        rem /= x.shape(d);
+      }
+      // A NaN is skipped by the max but then makes the whole row NaN through the sum.
+      double m = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) {
+        v[i] = *reinterpret_cast<const T*>(x.raw() + xoff + i * x.strides()[op.axis]);
+        m = std::max(m, v[i]);
+      }
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += std::exp(v[i] - m);
+      for (int64_t i = 0; i < n; ++i) {
+        double y = op.log ? (v[i] - m) - std::log(s) : std::exp(v[i] - m) / s;
+        *reinterpret_cast<T*>(out.raw() + ooff + i * out.strides()[op.axis]) = static_cast<T>(y);
       }
     }
   });
