@@ -23,7 +23,7 @@ std::vector<Var> make_vars(const std::vector<NDArray>& inputs) {
   return vars;
 }
 
-std::vector<std::pair<Var, NDArray>> bind(const std::vector<Var>& vars, const std::vector<NDArray>& inputs) {
+std::vector<std::pair<Var, NDArray>> bind_inputs(const std::vector<Var>& vars, const std::vector<NDArray>& inputs) {
   std::vector<std::pair<Var, NDArray>> r;
   for (size_t i = 0; i < vars.size(); ++i) r.emplace_back(vars[i], inputs[i]);
   return r;
@@ -43,8 +43,8 @@ TEST_P(OpInfoTest, CpuMatchesReference) {
       SCOPED_TRACE(op.name + " " + std::string(dtype_name(dt)) + " " + s.desc);
       auto vars = make_vars(s.inputs);
       Var out = op.build(vars);
-      NDArray ref = eval(out, bind(vars, s.inputs), Backend::Reference);
-      NDArray cpu = eval(out, bind(vars, s.inputs), Backend::Cpu);
+      NDArray ref = eval(out, bind_inputs(vars, s.inputs), Backend::Reference);
+      NDArray cpu = eval(out, bind_inputs(vars, s.inputs), Backend::Cpu);
       EXPECT_EQ(cpu.dtype(), out->dtype());
       EXPECT_EQ(ref.dtype(), out->dtype());
       EXPECT_EQ(out->type.check_value(cpu), "");
@@ -67,11 +67,11 @@ TEST_P(OpInfoTest, InferShapeMatchesComputedShape) {
       auto shapes = node.op->infer_shape(node, in_shapes);
       if (shapes.empty()) continue;
       ASSERT_EQ(static_cast<int>(shapes.size()), node.nout());
-      NDArray value = eval(out, bind(vars, s.inputs));
+      NDArray value = eval(out, bind_inputs(vars, s.inputs));
       const ShapeVars& sv = shapes[out->index];
       ASSERT_EQ(static_cast<int>(sv.size()), value.ndim()) << node.op->name();
       for (int d = 0; d < value.ndim(); ++d) {
-        NDArray len = eval(sv[d], bind(vars, s.inputs));
+        NDArray len = eval(sv[d], bind_inputs(vars, s.inputs));
         EXPECT_EQ(len.ndim(), 0);
         EXPECT_EQ(static_cast<int64_t>(len.get_flat(0)), value.shape(d)) << node.op->name() << " axis " << d;
       }

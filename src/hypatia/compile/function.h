@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hypatia/backends/registry.h"
+#include "hypatia/compile/profile.h"
 #include "hypatia/graph/graph.h"
 
 namespace hypatia {
@@ -56,7 +57,6 @@ struct FunctionOptions {
 };
 
 class Program;
-class Profile;
 
 /// A compiled function. Calls are not thread-safe on one Function.
 class Function {

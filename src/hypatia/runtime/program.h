@@ -8,26 +8,10 @@
 #include <vector>
 
 #include "hypatia/backends/registry.h"
+#include "hypatia/compile/profile.h"
 #include "hypatia/graph/fgraph.h"
 
 namespace hypatia {
-
-/// Per-node timings collected when profiling is on.
-class Profile {
- public:
-  struct NodeStats {
-    std::string op_name, op_class, apply_str;
-    double seconds = 0;
-    long calls = 0;
-  };
-  std::string function_name;
-  std::vector<NodeStats> nodes;
-  long calls = 0;
-  double call_seconds = 0;  // whole calls, including argument checks
-  double compile_seconds = 0;
-  /// Theano-style tables: per Op class, per Op, per Apply.
-  std::string summary() const;
-};
 
 /// What kind of value a storage cell holds.
 enum class CellKind : uint8_t { Input, Shared, Constant, Intermediate };
