@@ -2,6 +2,10 @@
 // the reference kernel (and the entry's own expected values), infer_shape against the computed
 // shape, and the gradient against finite differences. A coverage test fails when an op has a
 // kernel but no entry.
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
 #include <set>
 #include <typeindex>
 
@@ -139,7 +143,11 @@ TEST(OpInfoCoverage, EveryOpWithAKernelHasAnEntry) {
   std::set<std::type_index> elsewhere{typeid(DisconnectedGradOp), typeid(GradClipOp), typeid(MapIndexOp)};
   std::vector<std::string> missing;
   for (auto t : registered_op_types(Backend::Reference))
-    if (!covered.count(t) && !elsewhere.count(t)) missing.push_back(t.name());
+    if (!covered.count(t) && !elsewhere.count(t)) {
+      int status = 0;
+      std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
+      missing.push_back(status == 0 ? name.get() : t.name());
+    }
   EXPECT_TRUE(missing.empty()) << "ops with kernels but no OpInfo entry: " << ::testing::PrintToString(missing);
 }
 
