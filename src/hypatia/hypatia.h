@@ -7,6 +7,7 @@
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
 #include "hypatia/grad/grad.h"
+#include "hypatia/graph/constructors.h"
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/graph/graph.h"
 #include "hypatia/graph/printing.h"

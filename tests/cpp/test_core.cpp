@@ -104,3 +104,25 @@ TEST(Allocator, SizeClassesHoldTheRequestAndAreReused) {
 }
 }  // namespace
 }  // namespace hypatia
+
+namespace hypatia {
+namespace {
+TEST(Constructors, FloatXAndPrefixes) {
+  Config saved = config();
+  config().floatX = DType::Float32;
+  EXPECT_EQ(matrix("m")->type, matrix_type(DType::Float32));
+  EXPECT_EQ(matrix("m", DType::Int64)->type, matrix_type(DType::Int64));
+  config().floatX = DType::Float64;
+  EXPECT_EQ(vector()->type, vector_type(DType::Float64));
+  EXPECT_EQ(fmatrix("x")->type, matrix_type(DType::Float32));
+  EXPECT_EQ(dtensor4()->type, tensor4_type(DType::Float64));
+  EXPECT_EQ(irow()->type, row_type(DType::Int32));
+  EXPECT_EQ(lcol()->type, col_type(DType::Int64));
+  EXPECT_EQ(bscalar()->type, scalar_type(DType::Int8));
+  EXPECT_EQ(wtensor3()->type, tensor3_type(DType::Int16));
+  EXPECT_EQ(fmatrix("x")->name, "x");
+  EXPECT_EQ(row()->type.str(), "TensorType(float64, row)");
+  config() = saved;
+}
+}  // namespace
+}  // namespace hypatia
