@@ -189,6 +189,27 @@ TEST(Nnet, SoftmaxIsStableOnLargeInputs) {
   EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return log_softmax(v[0]); }, {big}));
 }
 
+TEST(Nnet, SoftmaxNanRowsAndThreadedPaths) {
+  Var x = variable(matrix_type(DType::Float32), "x");
+  NDArray v = make_array({1, NAN, 2, 0, 1, 2}, {2, 3}, DType::Float32);
+  for (Backend b : {Backend::Reference, Backend::Cpu})
+    for (bool log : {false, true}) {
+      NDArray y = eval(log ? log_softmax(x) : softmax(x), {{x, v}}, b);
+      for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(y.get_flat(i)));
+      for (int64_t i = 3; i < 6; ++i) EXPECT_TRUE(std::isfinite(y.get_flat(i)));
+    }
+  long saved = config().openmp_elemwise_minsize;
+  config().openmp_elemwise_minsize = 1;
+  Var t = variable(tensor3_type(DType::Float32), "t");
+  NDArray a = random_array({3, 37, 5}, DType::Float32, -5, 5, 30);
+  for (int axis : {0, 1, 2})
+    for (bool log : {false, true}) {
+      Var y = log ? log_softmax(t, axis) : softmax(t, axis);
+      EXPECT_ALLCLOSE(eval(y, {{t, a}}, Backend::Cpu), eval(y, {{t, a}}, Backend::Reference), 1e-5, 1e-6);
+    }
+  config().openmp_elemwise_minsize = saved;
+}
+
 TEST(Nnet, SoftmaxGradientsAndRop) {
   NDArray a = random_array({3, 4}, DType::Float64, -2, 2, 22);
   EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return softmax(v[0], 0); }, {a}));

@@ -11,6 +11,7 @@ void register_reduce_kernels() {
   register_simple_kernel<CumOp>(Backend::Reference, &cum_op_reference);
   register_simple_kernel<Reduce>(Backend::Cpu, &reduce_cpu);
   register_simple_kernel<ArgReduce>(Backend::Cpu, &arg_reduce_cpu);
+  register_simple_kernel<CumOp>(Backend::Cpu, &cum_op_cpu);
 }
 
 }  // namespace hypatia

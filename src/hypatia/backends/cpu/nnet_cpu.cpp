@@ -1,5 +1,7 @@
-// CPU kernels of the nnet family: softmax / log_softmax rows with SIMD exp (Highway, dynamic
-// dispatch) and OpenMP over rows above a size threshold.
+// CPU kernels of the nnet family: softmax / log_softmax with SIMD exp (Highway, dynamic dispatch)
+// and OpenMP above a size threshold. The input (made C-contiguous) is viewed as (outer, n, inner)
+// with n the softmax axis: inner == 1 runs along contiguous rows, else along blocks of columns
+// whose loads stay contiguous.
 #include <cmath>
 #include <limits>
 
@@ -14,6 +16,12 @@ HWY_BEFORE_NAMESPACE();
 namespace hypatia::nnet_detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// exp(v - m), or v itself where v is NaN (so that a NaN reaches the sum and the whole row).
+template <class D, class V>
+HWY_INLINE V ExpShifted(D d, V v, V m) {
+  return hn::IfThenElse(hn::IsNaN(v), v, hn::Exp(d, hn::Sub(v, m)));
+}
+
 /// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements.
 template <class T>
 void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log) {
@@ -27,23 +35,19 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
     m = hn::GetLane(hn::MaxOfLanes(d, vm));
   }
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  // A NaN anywhere makes the whole row NaN (as the reference does).
   const auto vmax = hn::Set(d, m);
   auto vs = hn::Zero(d);
-  double s = 0;
   for (i = 0; i + L <= n; i += L) {
-    auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vmax));
+    auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
     if (!log) hn::StoreU(e, d, y + i);
     vs = hn::Add(vs, e);
   }
-  s = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, vs)));
+  double s = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, vs)));
   for (; i < n; ++i) {
-    T e = std::exp(x[i] - m);
+    T e = std::isnan(x[i]) ? x[i] : std::exp(x[i] - m);
     if (!log) y[i] = e;
     s += static_cast<double>(e);
   }
-  for (size_t k = 0; k < n; ++k)
-    if (x[k] != x[k]) s = std::numeric_limits<double>::quiet_NaN();
   if (log) {
     const T shift = static_cast<T>(static_cast<double>(m) + std::log(s));
     const auto vshift = hn::Set(d, shift);
@@ -57,8 +61,60 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
   }
 }
 
+/// Softmax along the rows of a block: x[k * inner + c] for k < n and c < w (w columns of a
+/// row-major (n, inner) slab). m and s are scratch of w elements.
+template <class T>
+void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_t inner, size_t w, bool log,
+                     T* HWY_RESTRICT m, T* HWY_RESTRICT s) {
+  const hn::ScalableTag<T> d;
+  const size_t L = hn::Lanes(d);
+  size_t c = 0;
+  for (; c + L <= w; c += L) {
+    auto vm = hn::LoadU(d, x + c);
+    for (size_t k = 1; k < n; ++k) vm = hn::Max(vm, hn::LoadU(d, x + k * inner + c));
+    hn::StoreU(vm, d, m + c);
+  }
+  for (; c < w; ++c) {
+    T mc = x[c];
+    for (size_t k = 1; k < n; ++k) mc = x[k * inner + c] > mc ? x[k * inner + c] : mc;
+    m[c] = mc;
+  }
+  for (c = 0; c < w; ++c) s[c] = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const T* xk = x + k * inner;
+    T* yk = y + k * inner;
+    for (c = 0; c + L <= w; c += L) {
+      auto e = ExpShifted(d, hn::LoadU(d, xk + c), hn::LoadU(d, m + c));
+      if (!log) hn::StoreU(e, d, yk + c);
+      hn::StoreU(hn::Add(hn::LoadU(d, s + c), e), d, s + c);
+    }
+    for (; c < w; ++c) {
+      T e = std::isnan(xk[c]) ? xk[c] : std::exp(xk[c] - m[c]);
+      if (!log) yk[c] = e;
+      s[c] += e;
+    }
+  }
+  // Turn s into the factor (softmax) or the shift (log_softmax) for each column.
+  for (c = 0; c < w; ++c) s[c] = log ? m[c] + std::log(s[c]) : T(1) / s[c];
+  for (size_t k = 0; k < n; ++k) {
+    const T* xk = x + k * inner;
+    T* yk = y + k * inner;
+    for (c = 0; c + L <= w; c += L) {
+      auto f = hn::LoadU(d, s + c);
+      hn::StoreU(log ? hn::Sub(hn::LoadU(d, xk + c), f) : hn::Mul(hn::LoadU(d, yk + c), f), d, yk + c);
+    }
+    for (; c < w; ++c) yk[c] = log ? xk[c] - s[c] : yk[c] * s[c];
+  }
+}
+
 void SoftmaxRowF32(const float* x, float* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
 void SoftmaxRowF64(const double* x, double* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
+void SoftmaxColumnsF32(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s) {
+  SoftmaxColumnsT(x, y, n, inner, w, log, m, s);
+}
+void SoftmaxColumnsF64(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s) {
+  SoftmaxColumnsT(x, y, n, inner, w, log, m, s);
+}
 
 }  // namespace hypatia::nnet_detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -66,6 +122,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "hypatia/backends/reference/nnet_common.h"
@@ -75,39 +132,58 @@ namespace hypatia::nnet_detail {
 
 HWY_EXPORT(SoftmaxRowF32);
 HWY_EXPORT(SoftmaxRowF64);
+HWY_EXPORT(SoftmaxColumnsF32);
+HWY_EXPORT(SoftmaxColumnsF64);
 
 namespace {
 void softmax_row(const float* x, float* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(x, y, n, log); }
 void softmax_row(const double* x, double* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF64)(x, y, n, log); }
+void softmax_columns(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF32)(x, y, n, inner, w, log, m, s);
+}
+void softmax_columns(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF64)(x, y, n, inner, w, log, m, s);
+}
+
+/// Columns per block in the column path: the block's m and s stay in L1.
+constexpr int64_t kColumnBlock = 512;
 }  // namespace
 
 void softmax_cpu(const Softmax& op, const KernelArgs& args) {
   const NDArray& x0 = *args.in[0];
   NDArray& out = prepare_output(*args.out[0], x0.shape(), x0.dtype());
   if (x0.size() == 0) return;
-  // Rows along the axis, contiguous: the input itself when the axis is last and the array
-  // C-contiguous, else a copy with the axis moved last (written back through a view).
-  const int nd = x0.ndim();
-  const bool direct = op.axis == nd - 1 && x0.is_c_contiguous();
-  std::vector<int> perm;
-  for (int d = 0; d < nd; ++d)
-    if (d != op.axis) perm.push_back(d);
-  perm.push_back(op.axis);
-  NDArray x = direct ? x0 : x0.transpose(perm).copy();
-  NDArray y = direct ? out : NDArray::empty(x.shape(), x.dtype());
-  const int64_t n = x0.shape(op.axis);
-  const int64_t rows = x.size() / n;
+  NDArray x = x0.ascontiguous();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < op.axis; ++d) outer *= x.shape(d);
+  for (int d = op.axis + 1; d < x.ndim(); ++d) inner *= x.shape(d);
+  const int64_t n = x.shape(op.axis);
   const int threads = x.size() >= config().openmp_elemwise_minsize
                           ? (config().num_threads > 0 ? config().num_threads : omp_get_max_threads())
                           : 1;
   dispatch_float(x.dtype(), op.name(), [&](auto t) {
     using T = decltype(t);
     const T* xp = x.data<T>();
-    T* yp = y.data<T>();
+    T* yp = out.data<T>();
+    if (inner == 1) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t r = 0; r < rows; ++r) softmax_row(xp + r * n, yp + r * n, static_cast<size_t>(n), op.log);
+      for (int64_t r = 0; r < outer; ++r) softmax_row(xp + r * n, yp + r * n, static_cast<size_t>(n), op.log);
+      return;
+    }
+    const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+      std::vector<T> m(kColumnBlock), s(kColumnBlock);
+#pragma omp for schedule(static)
+      for (int64_t task = 0; task < outer * blocks; ++task) {
+        const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
+        const int64_t w = std::min(kColumnBlock, inner - c0);
+        const int64_t base = o * n * inner + c0;
+        softmax_columns(xp + base, yp + base, static_cast<size_t>(n), static_cast<size_t>(inner),
+                        static_cast<size_t>(w), op.log, m.data(), s.data());
+      }
+    }
   });
-  if (!direct) out.transpose(perm).assign(y);
 }
 
 }  // namespace hypatia::nnet_detail

@@ -1,10 +1,12 @@
-// CPU kernels of the reduce family: one strided pass over the input in memory order, with
+// CPU kernels of the reduce family. Reductions: one strided pass over the input in memory order, with
 // vectorizable inner loops (a contiguous run folded into one accumulator, or accumulated into a
-// contiguous row of accumulators) and OpenMP threads above a size threshold.
+// contiguous row of accumulators) and OpenMP threads above a size threshold. Cumulative ops and
+// argmax/argmin: contiguous rows or column blocks.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -15,29 +17,24 @@
 namespace hypatia::reduce_detail {
 namespace {
 
+/// Independent accumulators in a contiguous fold: enough to hide the add latency and to fill the
+/// vector registers (the fixed-length inner loop vectorizes); it also splits float sums into
+/// shorter partial sums, which keeps them accurate.
+constexpr int kFoldLanes = 16;
+
 /// Folds n elements of q (byte stride `stride`) into v.
 template <ReduceKind K, class In, class Acc>
 Acc fold_run(Acc v, const std::byte* q, int64_t stride, int64_t n) {
   using R = Reducer<K, In>;
-  if (stride == static_cast<int64_t>(sizeof(In))) {
+  if (stride == static_cast<int64_t>(sizeof(In)) && n >= 2 * kFoldLanes) {
     const In* p = reinterpret_cast<const In*>(q);
-    if constexpr (K == ReduceKind::Sum) {
-#pragma omp simd reduction(+ : v)
-      for (int64_t i = 0; i < n; ++i) v += static_cast<Acc>(p[i]);
-    } else if constexpr (K == ReduceKind::Prod) {
-#pragma omp simd reduction(* : v)
-      for (int64_t i = 0; i < n; ++i) v *= static_cast<Acc>(p[i]);
-    } else if constexpr ((K == ReduceKind::Max || K == ReduceKind::Min) && !std::is_floating_point_v<In>) {
-      if constexpr (K == ReduceKind::Max) {
-#pragma omp simd reduction(max : v)
-        for (int64_t i = 0; i < n; ++i) v = p[i] > v ? p[i] : v;
-      } else {
-#pragma omp simd reduction(min : v)
-        for (int64_t i = 0; i < n; ++i) v = p[i] < v ? p[i] : v;
-      }
-    } else {
-      for (int64_t i = 0; i < n; ++i) v = R::step(v, p[i]);
-    }
+    Acc lanes[kFoldLanes];
+    for (int j = 0; j < kFoldLanes; ++j) lanes[j] = R::init();
+    int64_t i = 0;
+    for (; i + kFoldLanes <= n; i += kFoldLanes)
+      for (int j = 0; j < kFoldLanes; ++j) lanes[j] = R::step(lanes[j], p[i + j]);
+    for (; i < n; ++i) v = R::step(v, p[i]);
+    for (int j = 0; j < kFoldLanes; ++j) v = R::combine(v, lanes[j]);
     return v;
   }
   for (int64_t i = 0; i < n; ++i, q += stride) v = R::step(v, *reinterpret_cast<const In*>(q));
@@ -170,33 +167,111 @@ void reduce_into(const NDArray& x, const std::vector<int>& axes, const NDArray& 
   }
 }
 
+/// Whether v replaces the current extreme b (a NaN b stays: the first NaN wins, like numpy).
 template <class In>
-void arg_reduce_last_axis(const ArgReduce& op, const NDArray& x, NDArray& out, int64_t rows, int64_t n) {
-  // x is C-contiguous, viewed as (rows, n).
-  const In* base = x.data<In>();
-  int64_t* o = out.data<int64_t>();
-  const int threads = x.size() >= config().openmp_elemwise_minsize ? max_threads() : 1;
+inline bool arg_better(bool is_max, In v, In b) {
+  if constexpr (std::is_floating_point_v<In>) {
+    if (b != b) return false;
+    if (v != v) return true;
+  }
+  return is_max ? v > b : v < b;
+}
+
+/// Columns per block in the column paths.
+constexpr int64_t kColumnBlock = 512;
+
+/// argmax/argmin over a C-contiguous x viewed as (outer, n, inner), n > 0, into out (outer, inner).
+template <class In>
+void arg_contiguous(bool is_max, const In* x, int64_t* out, int64_t outer, int64_t n, int64_t inner, int threads) {
+  if (inner == 1) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (int64_t r = 0; r < rows; ++r) {
-    const In* p = base + r * n;
-    int64_t best = 0;
-    In bv = p[0];
-    bool stop = false;
-    if constexpr (std::is_floating_point_v<In>) stop = std::isnan(bv);
-    for (int64_t i = 1; i < n && !stop; ++i) {
-      In v = p[i];
-      if constexpr (std::is_floating_point_v<In>) {
-        if (std::isnan(v)) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const In* p = x + o * n;
+      int64_t best = 0;
+      In bv = p[0];
+      for (int64_t i = 1; i < n; ++i)
+        if (arg_better(is_max, p[i], bv)) {
           best = i;
-          break;
+          bv = p[i];
         }
+      out[o] = best;
+    }
+    return;
+  }
+  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    // Not std::vector: In may be bool.
+    std::unique_ptr<In[]> bv(new In[kColumnBlock]);
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < outer * blocks; ++task) {
+      const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
+      const int64_t w = std::min(kColumnBlock, inner - c0);
+      int64_t* bi = out + o * inner + c0;
+      const In* x0 = x + o * n * inner + c0;
+      for (int64_t c = 0; c < w; ++c) {
+        bv[c] = x0[c];
+        bi[c] = 0;
       }
-      if (op.is_max ? v > bv : v < bv) {
-        best = i;
-        bv = v;
+      for (int64_t k = 1; k < n; ++k) {
+        const In* xk = x0 + k * inner;
+        for (int64_t c = 0; c < w; ++c)
+          if (arg_better(is_max, xk[c], bv[c])) {
+            bv[c] = xk[c];
+            bi[c] = k;
+          }
       }
     }
-    o[r] = best;
+  }
+}
+
+/// Output element type of a cumulative op on In (cum_dtype at compile time).
+template <class In>
+using CumOut =
+    std::conditional_t<std::is_floating_point_v<In>, In,
+                       std::conditional_t<std::is_unsigned_v<In> && !std::is_same_v<In, bool>, uint64_t, int64_t>>;
+
+/// Cumulative op over a C-contiguous x viewed as (outer, n, inner), into the C-contiguous y.
+template <class In>
+void cum_contiguous(const CumOp& op, const In* x, CumOut<In>* y, int64_t outer, int64_t n, int64_t inner, int threads) {
+  using Acc = SumAcc<In>;
+  using Out = CumOut<In>;
+  const bool mul = op.is_mul, rev = op.reverse;
+  if (inner == 1) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int64_t o = 0; o < outer; ++o) {
+      const In* xr = x + o * n;
+      Out* yr = y + o * n;
+      Acc acc = mul ? Acc(1) : Acc(0);
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = rev ? n - 1 - k : k;
+        acc = mul ? acc * static_cast<Acc>(xr[i]) : acc + static_cast<Acc>(xr[i]);
+        yr[i] = static_cast<Out>(acc);
+      }
+    }
+    return;
+  }
+  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<Acc> acc(kColumnBlock);
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < outer * blocks; ++task) {
+      const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
+      const int64_t w = std::min(kColumnBlock, inner - c0);
+      std::fill(acc.begin(), acc.begin() + w, mul ? Acc(1) : Acc(0));
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t off = (o * n + (rev ? n - 1 - k : k)) * inner + c0;
+        const In* xk = x + off;
+        Out* yk = y + off;
+        Acc* a = acc.data();
+        if (mul) {
+          for (int64_t c = 0; c < w; ++c) yk[c] = static_cast<Out>(a[c] *= static_cast<Acc>(xk[c]));
+        } else {
+          for (int64_t c = 0; c < w; ++c) yk[c] = static_cast<Out>(a[c] += static_cast<Acc>(xk[c]));
+        }
+      }
+    }
   }
 }
 
@@ -225,17 +300,40 @@ void reduce_cpu(const Reduce& op, const KernelArgs& args) {
 }
 
 void arg_reduce_cpu(const ArgReduce& op, const KernelArgs& args) {
-  const NDArray& x = *args.in[0];
-  const bool last = !op.axis || *op.axis == x.ndim() - 1;
-  if (!last || !x.is_c_contiguous() || x.size() == 0) {
-    arg_reduce_reference(op, args);
-    return;
-  }
-  check_arg_reduce_input(op, x);
-  Shape out_shape = op.axis ? reduced_shape(x.shape(), {*op.axis}) : Shape{};
+  const NDArray& x0 = *args.in[0];
+  check_arg_reduce_input(op, x0);
+  Shape out_shape = op.axis ? reduced_shape(x0.shape(), {*op.axis}) : Shape{};
   NDArray& out = prepare_output(*args.out[0], out_shape, DType::Int64);
-  const int64_t n = op.axis ? x.shape(*op.axis) : x.size();
-  dispatch_dtype(x.dtype(), [&](auto t) { arg_reduce_last_axis<decltype(t)>(op, x, out, x.size() / n, n); });
+  if (out.size() == 0) return;
+  NDArray x = x0.ascontiguous();
+  // All axes flattened: one row of every element.
+  int64_t outer = 1, inner = 1, n = x.size();
+  if (op.axis) {
+    n = x.shape(*op.axis);
+    for (int d = 0; d < *op.axis; ++d) outer *= x.shape(d);
+    for (int d = *op.axis + 1; d < x.ndim(); ++d) inner *= x.shape(d);
+  }
+  const int threads = x.size() >= config().openmp_elemwise_minsize ? max_threads() : 1;
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using In = decltype(t);
+    arg_contiguous<In>(op.is_max, x.data<In>(), out.data<int64_t>(), outer, n, inner, threads);
+  });
+}
+
+void cum_op_cpu(const CumOp& op, const KernelArgs& args) {
+  const NDArray& x0 = *args.in[0];
+  NDArray& out = prepare_output(*args.out[0], x0.shape(), cum_dtype(op, x0.dtype()));
+  if (x0.size() == 0) return;
+  NDArray x = x0.ascontiguous();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < op.axis; ++d) outer *= x.shape(d);
+  for (int d = op.axis + 1; d < x.ndim(); ++d) inner *= x.shape(d);
+  const int threads = x.size() >= config().openmp_elemwise_minsize ? max_threads() : 1;
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using In = decltype(t);
+    HYP_ASSERT(dtype_of<CumOut<In>>() == out.dtype(), op.name(), " output dtype");
+    cum_contiguous<In>(op, x.data<In>(), out.data<CumOut<In>>(), outer, x.shape(op.axis), inner, threads);
+  });
 }
 
 }  // namespace hypatia::reduce_detail

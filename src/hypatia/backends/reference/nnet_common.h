@@ -9,7 +9,7 @@ namespace hypatia::nnet_detail {
 void softmax_reference(const Softmax& op, const KernelArgs& args);
 void crossentropy_1hot_reference(const CrossentropyCategorical1Hot& op, const KernelArgs& args);
 void crossentropy_1hot_grad_reference(const CrossentropyCategorical1HotGrad& op, const KernelArgs& args);
-/// CPU kernel: rows along the axis made contiguous, OpenMP over rows above a size threshold.
+/// CPU kernel: SIMD rows (last axis) or column blocks (other axes), OpenMP above a size threshold.
 void softmax_cpu(const Softmax& op, const KernelArgs& args);
 
 /// Reads label i (any integer dtype) of a labels vector.

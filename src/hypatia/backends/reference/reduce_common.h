@@ -64,10 +64,10 @@ template <class In>
 struct Reducer<ReduceKind::Max, In> {
   using Acc = In;
   static Acc init() { return lowest_value<In>(); }
-  /// NaN propagates (numpy): a NaN x replaces the accumulator, a NaN accumulator stays.
+  /// NaN propagates (numpy): a NaN x (x != x) replaces the accumulator, a NaN accumulator stays.
   static Acc step(Acc a, In x) {
     if constexpr (std::is_floating_point_v<In>)
-      return (x > a || std::isnan(x)) ? x : a;
+      return (x > a || x != x) ? x : a;
     else
       return x > a ? x : a;
   }
@@ -80,7 +80,7 @@ struct Reducer<ReduceKind::Min, In> {
   static Acc init() { return highest_value<In>(); }
   static Acc step(Acc a, In x) {
     if constexpr (std::is_floating_point_v<In>)
-      return (x < a || std::isnan(x)) ? x : a;
+      return (x < a || x != x) ? x : a;
     else
       return x < a ? x : a;
   }
@@ -148,5 +148,6 @@ void cum_op_reference(const CumOp& op, const KernelArgs& args);
 /// CPU kernels: threaded, vectorizable inner loops.
 void reduce_cpu(const Reduce& op, const KernelArgs& args);
 void arg_reduce_cpu(const ArgReduce& op, const KernelArgs& args);
+void cum_op_cpu(const CumOp& op, const KernelArgs& args);
 
 }  // namespace hypatia::reduce_detail
