@@ -97,10 +97,12 @@ struct AllocKernel final : Kernel {
     for (int i = 0; i < v.ndim(); ++i) {
       const int64_t vs = v.shape(i), os = shape[off + i];
       if (vs == os) continue;
-      if (vs != 1 || (i < static_cast<int>(value_bc.size()) && !value_bc[i]))
-        fail<ValueError>("Alloc: cannot broadcast the value ", v.describe(), " (broadcastable ",
-                         value_bc.size() == static_cast<size_t>(v.ndim()) ? "as typed" : "unknown", ") to the shape ",
-                         shape.str(), ": dimension ", i, " has length ", vs);
+      if (vs != 1)
+        fail<ValueError>("Alloc: cannot broadcast the value ", v.describe(), " to the shape ", shape.str(),
+                         ": value dimension ", i, " has length ", vs);
+      if (i < static_cast<int>(value_bc.size()) && !value_bc[i])
+        fail<ValueError>("Alloc: cannot broadcast the value ", v.describe(), " to the shape ", shape.str(),
+                         ": value dimension ", i, " has length 1 but is not broadcastable in the value's type");
     }
     NDArray& out = prepare_output(*args.out[0], shape, v.dtype());
     out.assign(v.broadcast_to(shape));
