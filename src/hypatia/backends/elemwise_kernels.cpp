@@ -4,7 +4,11 @@
 namespace hypatia {
 
 void register_elemwise_reference_kernels();
+void register_elemwise_cpu_kernels();
 
-void register_elemwise_kernels() { register_elemwise_reference_kernels(); }
+void register_elemwise_kernels() {
+  register_elemwise_reference_kernels();
+  register_elemwise_cpu_kernels();
+}
 
 }  // namespace hypatia

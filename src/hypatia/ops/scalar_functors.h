@@ -9,6 +9,7 @@
 // zero give 0 (numpy gives 0 with a warning).
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -20,15 +21,18 @@
 namespace hypatia {
 
 /// X-macro listing every ScalarOpKind except Cast (whose output type is an attribute).
-#define HYP_SCALAR_KINDS(X)                                                                                        \
-  X(Add)                                                                                                           \
-  X(Sub) X(Mul) X(TrueDiv) X(IntDiv) X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2) X(Eq) X(Neq) X(Lt) X(Le) X(Gt) \
-      X(Ge) X(And) X(Or) X(Xor) X(Neg) X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log)  \
-          X(Log2) X(Log10) X(Log1p) X(Sin) X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh)     \
-              X(ArcSinh) X(ArcCosh) X(ArcTanh) X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) \
-                  X(Psi) X(Floor) X(Ceil) X(Round) X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip) X(Switch)
+#define HYP_SCALAR_KINDS(X)                                                                                           \
+  X(Add)                                                                                                              \
+  X(Sub)                                                                                                              \
+  X(Mul)                                                                                                              \
+  X(TrueDiv)                                                                                                          \
+  X(IntDiv) X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2) X(Eq) X(Neq) X(Lt) X(Le) X(Gt) X(Ge) X(And) X(Or) X(Xor)   \
+      X(Neg) X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log10) X(Log1p)     \
+          X(Sin) X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh) X(ArcSinh) X(ArcCosh) X(ArcTanh) \
+              X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) X(Psi) X(Floor) X(Ceil) X(Round)    \
+                  X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip) X(Switch)
 
-namespace scalar {
+namespace scalar_math {
 
 template <class T>
 inline constexpr bool is_bool_v = std::is_same_v<T, bool>;
@@ -233,11 +237,23 @@ inline double erfinv(double y) {
   const double ay = std::fabs(y);
   double x = std::fabs(p * y);
   const double two_over_sqrt_pi = 1.1283791670955126;
-  for (int it = 0; it < 3; ++it) {
-    double f = ay > 0.5 ? (1.0 - ay) - std::erfc(x) : std::erf(x) - ay;
-    double d = two_over_sqrt_pi * std::exp(-x * x);
-    if (d == 0) break;
-    x -= f / d;
+  if (ay <= 0.5) {
+    for (int it = 0; it < 4; ++it) {
+      const double dx = (std::erf(x) - ay) / (two_over_sqrt_pi * std::exp(-x * x));
+      x -= dx;
+      if (std::fabs(dx) <= 1e-17 * x) break;
+    }
+  } else {
+    // In the tail solve log(erfc(x)) = log(1 - |y|) (1 - |y| is exact): nearly quadratic in x, so
+    // Newton converges fast even from a rough guess.
+    const double target = std::log(1.0 - ay);
+    for (int it = 0; it < 40; ++it) {
+      const double ec = std::erfc(x);
+      if (ec == 0) break;
+      const double dx = (std::log(ec) - target) / (-two_over_sqrt_pi * std::exp(-x * x) / ec);
+      x -= dx;
+      if (std::fabs(dx) <= 1e-16 * x) break;
+    }
   }
   return y < 0 ? -x : x;
 }
@@ -292,7 +308,7 @@ inline To convert(From x) {
   }
 }
 
-}  // namespace scalar
+}  // namespace scalar_math
 
 /// The scalar function of op kind K (specialized below).
 template <ScalarOpKind K>
@@ -308,7 +324,7 @@ struct ScalarFn;
   };
 
 #define HYP_ANY_T true
-#define HYP_NOBOOL_T (!scalar::is_bool_v<T>)
+#define HYP_NOBOOL_T (!scalar_math::is_bool_v<T>)
 #define HYP_INT_T (std::is_integral_v<T>)
 #define HYP_FLOAT_T (std::is_floating_point_v<T>)
 
@@ -320,23 +336,23 @@ struct ScalarFn;
       KIND, 2, HYP_ANY_T, template <class T> static bool apply(T a, T b) { return a OP b; })
 
 HYP_SCALAR_FN(
-    Add, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::add(a, b); })
+    Add, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::add(a, b); })
 HYP_SCALAR_FN(
-    Sub, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::sub(a, b); })
+    Sub, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::sub(a, b); })
 HYP_SCALAR_FN(
-    Mul, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::mul(a, b); })
+    Mul, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::mul(a, b); })
 HYP_SCALAR_FN(
     TrueDiv, 2, HYP_FLOAT_T, template <class T> static T apply(T a, T b) { return a / b; })
 HYP_SCALAR_FN(
-    IntDiv, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::int_div(a, b); })
+    IntDiv, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::int_div(a, b); })
 HYP_SCALAR_FN(
-    Mod, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::mod(a, b); })
+    Mod, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::mod(a, b); })
 HYP_SCALAR_FN(
-    Pow, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar::pow(a, b); })
+    Pow, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::pow(a, b); })
 HYP_SCALAR_FN(
-    Maximum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::maximum(a, b); })
+    Maximum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::maximum(a, b); })
 HYP_SCALAR_FN(
-    Minimum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar::minimum(a, b); })
+    Minimum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::minimum(a, b); })
 HYP_SCALAR_FN(
     ArcTan2, 2, HYP_FLOAT_T, template <class T> static T apply(T a, T b) { return std::atan2(a, b); })
 HYP_COMPARE(Eq, ==)
@@ -347,34 +363,34 @@ HYP_COMPARE(Gt, >)
 HYP_COMPARE(Ge, >=)
 HYP_SCALAR_FN(
     And, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
-      if constexpr (scalar::is_bool_v<T>)
+      if constexpr (scalar_math::is_bool_v<T>)
         return a && b;
       else
         return static_cast<T>(a & b);
     })
 HYP_SCALAR_FN(
     Or, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
-      if constexpr (scalar::is_bool_v<T>)
+      if constexpr (scalar_math::is_bool_v<T>)
         return a || b;
       else
         return static_cast<T>(a | b);
     })
 HYP_SCALAR_FN(
     Xor, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
-      if constexpr (scalar::is_bool_v<T>)
+      if constexpr (scalar_math::is_bool_v<T>)
         return a != b;
       else
         return static_cast<T>(a ^ b);
     })
 HYP_SCALAR_FN(
-    Neg, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar::neg(x); })
+    Neg, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar_math::neg(x); })
 HYP_SCALAR_FN(
-    Abs, 1, HYP_ANY_T, template <class T> static T apply(T x) { return scalar::abs(x); })
+    Abs, 1, HYP_ANY_T, template <class T> static T apply(T x) { return scalar_math::abs(x); })
 HYP_SCALAR_FN(
-    Sign, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar::sign(x); })
+    Sign, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar_math::sign(x); })
 HYP_UNARY_FLOAT(Reciprocal, T(1) / x)
 HYP_SCALAR_FN(
-    Sqr, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar::mul(x, x); })
+    Sqr, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar_math::mul(x, x); })
 HYP_UNARY_FLOAT(Sqrt, std::sqrt(x))
 HYP_UNARY_FLOAT(Exp, std::exp(x))
 HYP_UNARY_FLOAT(Exp2, std::exp2(x))
@@ -395,42 +411,42 @@ HYP_UNARY_FLOAT(Tanh, std::tanh(x))
 HYP_UNARY_FLOAT(ArcSinh, std::asinh(x))
 HYP_UNARY_FLOAT(ArcCosh, std::acosh(x))
 HYP_UNARY_FLOAT(ArcTanh, std::atanh(x))
-HYP_UNARY_FLOAT(Sigmoid, scalar::sigmoid(x))
-HYP_UNARY_FLOAT(Softplus, scalar::softplus(x))
+HYP_UNARY_FLOAT(Sigmoid, scalar_math::sigmoid(x))
+HYP_UNARY_FLOAT(Softplus, scalar_math::softplus(x))
 HYP_UNARY_FLOAT(Erf, std::erf(x))
 HYP_UNARY_FLOAT(Erfc, std::erfc(x))
-HYP_UNARY_FLOAT(Erfinv, static_cast<T>(scalar::erfinv(static_cast<double>(x))))
+HYP_UNARY_FLOAT(Erfinv, static_cast<T>(scalar_math::erfinv(static_cast<double>(x))))
 HYP_UNARY_FLOAT(Gamma, static_cast<T>(std::tgamma(static_cast<double>(x))))
-HYP_UNARY_FLOAT(GammaLn, static_cast<T>(scalar::gammaln(static_cast<double>(x))))
-HYP_UNARY_FLOAT(Psi, static_cast<T>(scalar::digamma(static_cast<double>(x))))
+HYP_UNARY_FLOAT(GammaLn, static_cast<T>(scalar_math::gammaln(static_cast<double>(x))))
+HYP_UNARY_FLOAT(Psi, static_cast<T>(scalar_math::digamma(static_cast<double>(x))))
 HYP_UNARY_FLOAT(Floor, std::floor(x))
 HYP_UNARY_FLOAT(Ceil, std::ceil(x))
 HYP_UNARY_FLOAT(Trunc, std::trunc(x))
 // Half to even (the default rounding mode); integers are already round.
 HYP_SCALAR_FN(
     Round, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) {
-      if constexpr (scalar::is_float_v<T>)
+      if constexpr (scalar_math::is_float_v<T>)
         return std::nearbyint(x);
       else
         return x;
     })
 HYP_SCALAR_FN(
     Invert, 1, HYP_INT_T, template <class T> static T apply(T x) {
-      if constexpr (scalar::is_bool_v<T>)
+      if constexpr (scalar_math::is_bool_v<T>)
         return !x;
       else
         return static_cast<T>(~x);
     })
 HYP_SCALAR_FN(
     IsNan, 1, HYP_ANY_T, template <class T> static bool apply(T x) {
-      if constexpr (scalar::is_float_v<T>)
+      if constexpr (scalar_math::is_float_v<T>)
         return std::isnan(x);
       else
         return false;
     })
 HYP_SCALAR_FN(
     IsInf, 1, HYP_ANY_T, template <class T> static bool apply(T x) {
-      if constexpr (scalar::is_float_v<T>)
+      if constexpr (scalar_math::is_float_v<T>)
         return std::isinf(x);
       else
         return false;
@@ -439,8 +455,9 @@ HYP_SCALAR_FN(
     Identity, 1, HYP_ANY_T, template <class T> static T apply(T x) { return x; })
 // clip(x, lo, hi) = min(max(x, lo), hi), NaN propagating like numpy.
 HYP_SCALAR_FN(
-    Clip, 3, HYP_ANY_T,
-    template <class T> static T apply(T x, T lo, T hi) { return scalar::minimum(scalar::maximum(x, lo), hi); })
+    Clip, 3, HYP_ANY_T, template <class T> static T apply(T x, T lo, T hi) {
+      return scalar_math::minimum(scalar_math::maximum(x, lo), hi);
+    })
 HYP_SCALAR_FN(
     Switch, 3, HYP_ANY_T, template <class T> static T apply(bool c, T a, T b) { return c ? a : b; })
 
@@ -451,6 +468,38 @@ HYP_SCALAR_FN(
 #undef HYP_NOBOOL_T
 #undef HYP_ANY_T
 #undef HYP_SCALAR_FN
+
+namespace scalar_detail {
+template <ScalarOpKind K, class T>
+auto result_probe() {
+  using Fn = ScalarFn<K>;
+  if constexpr (K == ScalarOpKind::Switch)
+    return Fn::apply(false, T{}, T{});
+  else if constexpr (Fn::arity == 1)
+    return Fn::apply(T{});
+  else if constexpr (Fn::arity == 2)
+    return Fn::apply(T{}, T{});
+  else
+    return Fn::apply(T{}, T{}, T{});
+}
+}  // namespace scalar_detail
+
+/// The output element type of ScalarFn<K> on compute type T.
+template <ScalarOpKind K, class T>
+using scalar_result_t = decltype(scalar_detail::result_probe<K, T>());
+
+/// How ScalarFn<K>'s input i is read: bool for Switch's condition, else the compute type T.
+template <ScalarOpKind K, class T, int I>
+using scalar_input_t = std::conditional_t<K == ScalarOpKind::Switch && I == 0, bool, T>;
+
+/// Loads an element; a bool is read as a byte != 0, so any non-zero byte is true.
+template <class T>
+inline T load_element(const std::byte* p) {
+  if constexpr (std::is_same_v<T, bool>)
+    return *reinterpret_cast<const uint8_t*>(p) != 0;
+  else
+    return *reinterpret_cast<const T*>(p);
+}
 
 /// Calls f(std::integral_constant<ScalarOpKind, k>{}). Cast has no ScalarFn (its output type is an
 /// attribute): callers handle it first, and passing it throws InternalError.

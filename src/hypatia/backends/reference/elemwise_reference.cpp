@@ -11,14 +11,6 @@
 namespace hypatia {
 namespace {
 
-template <class T>
-T load(const std::byte* p) {
-  if constexpr (std::is_same_v<T, bool>)
-    return *reinterpret_cast<const uint8_t*>(p) != 0;
-  else
-    return *reinterpret_cast<const T*>(p);
-}
-
 /// Calls body(output element pointer, input element pointers) for every element of `out`.
 template <class F>
 void for_each_element(const std::vector<NDArray>& xs, const NDArray& out, F&& body) {
@@ -48,16 +40,16 @@ void reference_loop(const std::vector<NDArray>& xs, const NDArray& out) {
   using Fn = ScalarFn<Kd>;
   for_each_element(xs, out, [](std::byte* o, const std::array<const std::byte*, 3>& p) {
     if constexpr (Kd == ScalarOpKind::Switch) {
-      auto r = Fn::apply(load<bool>(p[0]), load<T>(p[1]), load<T>(p[2]));
+      auto r = Fn::apply(load_element<bool>(p[0]), load_element<T>(p[1]), load_element<T>(p[2]));
       *reinterpret_cast<decltype(r)*>(o) = r;
     } else if constexpr (Fn::arity == 1) {
-      auto r = Fn::apply(load<T>(p[0]));
+      auto r = Fn::apply(load_element<T>(p[0]));
       *reinterpret_cast<decltype(r)*>(o) = r;
     } else if constexpr (Fn::arity == 2) {
-      auto r = Fn::apply(load<T>(p[0]), load<T>(p[1]));
+      auto r = Fn::apply(load_element<T>(p[0]), load_element<T>(p[1]));
       *reinterpret_cast<decltype(r)*>(o) = r;
     } else {
-      auto r = Fn::apply(load<T>(p[0]), load<T>(p[1]), load<T>(p[2]));
+      auto r = Fn::apply(load_element<T>(p[0]), load_element<T>(p[1]), load_element<T>(p[2]));
       *reinterpret_cast<decltype(r)*>(o) = r;
     }
   });
@@ -70,7 +62,7 @@ void compute(const Elemwise& op, DType compute_dt, const std::vector<NDArray>& x
       dispatch_dtype(out.dtype(), [&](auto to) {
         using To = decltype(to);
         for_each_element(xs, out, [](std::byte* o, const std::array<const std::byte*, 3>& p) {
-          *reinterpret_cast<To*>(o) = scalar::convert<To>(load<From>(p[0]));
+          *reinterpret_cast<To*>(o) = scalar_math::convert<To>(load_element<From>(p[0]));
         });
       });
     });

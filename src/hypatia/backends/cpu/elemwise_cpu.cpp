@@ -1,0 +1,257 @@
+// CPU kernel of Elemwise: one function per (scalar op, compute type) resolved when the kernel is
+// built, driven by StridedLoop (broadcast dims get stride 0, mergeable dims merge, so same-shape
+// contiguous operands become one flat run). Flat runs of float32/float64 use the Highway loops,
+// other flat runs simple loops the compiler vectorizes, the rest a strided scalar loop. Above
+// config().openmp_elemwise_minsize elements the runs are split across OpenMP threads.
+#include <omp.h>
+
+#include <array>
+#include <vector>
+
+#include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/backends/registry.h"
+#include "hypatia/core/config.h"
+#include "hypatia/core/error.h"
+#include "hypatia/core/strided_loop.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/scalar_functors.h"
+
+namespace hypatia {
+namespace {
+
+/// Computes n elements: out (byte stride os) from up to 3 inputs (byte strides is[k]).
+using InnerFn = void (*)(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n,
+                         bool simd);
+
+template <ScalarOpKind Kd, class T>
+void elemwise_inner(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n, bool simd) {
+  using Fn = ScalarFn<Kd>;
+  using R = scalar_result_t<Kd, T>;
+  using I0 = scalar_input_t<Kd, T, 0>;
+  constexpr int N = Fn::arity;
+  auto ld = [&](int k, int64_t i) -> T { return load_element<T>(in[k] + i * is[k]); };
+  bool flat = os == static_cast<int64_t>(sizeof(R));
+  for (int k = 0; k < N; ++k) {
+    const int64_t sz = (Kd == ScalarOpKind::Switch && k == 0) ? 1 : static_cast<int64_t>(sizeof(T));
+    flat = flat && (is[k] == 0 || is[k] == sz);
+  }
+  if (flat) {
+    R* o = reinterpret_cast<R*>(out);
+    if constexpr (std::is_floating_point_v<T> && std::is_same_v<R, T> && N <= 2) {
+      if (simd) {
+        if constexpr (N == 1) {
+          if (is[0] != 0) return simd_unary(Kd, dtype_of<T>(), in[0], out, n);
+        } else {
+          if (is[0] != 0 || is[1] != 0)
+            return simd_binary(Kd, dtype_of<T>(), in[0], is[0] == 0, in[1], is[1] == 0, out, n);
+        }
+      }
+    }
+    if constexpr (N == 1) {
+      const T* a = reinterpret_cast<const T*>(in[0]);
+      if constexpr (std::is_same_v<T, bool>) {
+        for (int64_t i = 0; i < n; ++i) o[i] = Fn::apply(ld(0, i));
+      } else if (is[0] != 0) {
+        for (int64_t i = 0; i < n; ++i) o[i] = Fn::apply(a[i]);
+      } else {
+        const R v = Fn::apply(a[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = v;
+      }
+      return;
+    } else if constexpr (N == 2 && !std::is_same_v<T, bool>) {
+      const T* a = reinterpret_cast<const T*>(in[0]);
+      const T* b = reinterpret_cast<const T*>(in[1]);
+      if (is[0] != 0 && is[1] != 0) {
+        for (int64_t i = 0; i < n; ++i) o[i] = Fn::apply(a[i], b[i]);
+      } else if (is[0] == 0 && is[1] != 0) {
+        const T av = a[0];
+        for (int64_t i = 0; i < n; ++i) o[i] = Fn::apply(av, b[i]);
+      } else if (is[0] != 0) {
+        const T bv = b[0];
+        for (int64_t i = 0; i < n; ++i) o[i] = Fn::apply(a[i], bv);
+      } else {
+        const R v = Fn::apply(a[0], b[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = v;
+      }
+      return;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    R r;
+    if constexpr (N == 1)
+      r = Fn::apply(ld(0, i));
+    else if constexpr (N == 2)
+      r = Fn::apply(ld(0, i), ld(1, i));
+    else
+      r = Fn::apply(load_element<I0>(in[0] + i * is[0]), ld(1, i), ld(2, i));
+    *reinterpret_cast<R*>(out + i * os) = r;
+  }
+}
+
+template <class From, class To>
+void cast_inner(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n, bool) {
+  if (os == static_cast<int64_t>(sizeof(To)) && is[0] == static_cast<int64_t>(sizeof(From)) &&
+      !std::is_same_v<From, bool>) {
+    To* o = reinterpret_cast<To*>(out);
+    const From* a = reinterpret_cast<const From*>(in[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = scalar_math::convert<To>(a[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<To*>(out + i * os) = scalar_math::convert<To>(load_element<From>(in[0] + i * is[0]));
+}
+
+/// The inner function of `op` for compute type `compute`, and the dtype it writes.
+std::pair<InnerFn, DType> pick_inner(const Elemwise& op, DType compute) {
+  if (op.scalar == ScalarOpKind::Cast) {
+    InnerFn f = dispatch_dtype(compute, [&](auto from) {
+      return dispatch_dtype(op.cast_to, [&](auto to) -> InnerFn { return &cast_inner<decltype(from), decltype(to)>; });
+    });
+    return {f, op.cast_to};
+  }
+  return dispatch_scalar_kind(op.scalar, [&](auto kc) {
+    constexpr ScalarOpKind Kd = decltype(kc)::value;
+    return dispatch_dtype(compute, [&](auto t) -> std::pair<InnerFn, DType> {
+      using T = decltype(t);
+      if constexpr (ScalarFn<Kd>::template supports<T>)
+        return {&elemwise_inner<Kd, T>, dtype_of<scalar_result_t<Kd, T>>()};
+      else
+        return {nullptr, compute};
+    });
+  });
+}
+
+class ElemwiseCpuKernel final : public Kernel {
+ public:
+  explicit ElemwiseCpuKernel(const Apply& node) : op_(static_cast<const Elemwise&>(*node.op)) {
+    std::vector<DType> dts;
+    for (const Var& v : node.inputs) {
+      bc_.push_back(v->type.broadcastable);
+      dts.push_back(v->dtype());
+    }
+    out_dtype_ = node.output_ptr(0)->dtype();
+    const DType compute = elemwise_compute_dtype(op_.scalar, dts, out_dtype_);
+    auto [fn, writes] = pick_inner(op_, compute);
+    HYP_ASSERT(fn != nullptr, op_.name(), ": no scalar function for compute type ", dtype_name(compute));
+    HYP_ASSERT(writes == out_dtype_, op_.name(), ": scalar function writes ", dtype_name(writes), ", node says ",
+               dtype_name(out_dtype_));
+    inner_ = fn;
+    simd_ = simd_supports(op_.scalar, compute);
+    for (size_t i = 0; i < dts.size(); ++i)
+      want_[i] = (op_.scalar == ScalarOpKind::Switch && i == 0) ? DType::Bool : compute;
+  }
+
+  void run(const KernelArgs& args) override {
+    const Shape shape = elemwise_broadcast_shape(op_, args.in, bc_);
+    const int n_in = static_cast<int>(args.in.size());
+    std::array<const NDArray*, 3> src{};
+    for (int i = 0; i < n_in; ++i) {
+      const NDArray& a = *args.in[i];
+      if (a.dtype() == want_[i]) {
+        src[i] = &a;
+      } else {
+        NDArray& s = prepare_output(scratch_[i], a.shape(), want_[i]);
+        s.assign(a);
+        src[i] = &s;
+      }
+    }
+    NDArray* out;
+    if (op_.inplace >= 0) {
+      const NDArray& target = *args.in[op_.inplace];
+      if (!(target.shape() == shape) || target.dtype() != out_dtype_)
+        fail<ValueError>(op_.name(), ": the overwritten input ", op_.inplace, " is ", target.describe(),
+                         " but the output is ", dtype_name(out_dtype_), " ", shape.str());
+      if (!args.out[0]->shares_buffer(target) || args.out[0]->raw() != target.raw() ||
+          !(args.out[0]->strides() == target.strides()) || !(args.out[0]->shape() == shape))
+        *args.out[0] = target;
+      out = args.out[0];
+    } else {
+      out = &prepare_output(*args.out[0], shape, out_dtype_);
+    }
+    std::array<Strides, 4> st;
+    std::array<std::byte*, 4> base{};
+    st[0] = out->strides();
+    base[0] = out->raw();
+    for (int i = 0; i < n_in; ++i) {
+      st[i + 1] = src[i]->strides();
+      for (int d = 0; d < shape.size(); ++d)
+        if (src[i]->shape(d) != shape[d]) st[i + 1][d] = 0;
+      base[i + 1] = src[i]->raw();
+    }
+    const int64_t total = shape.prod();
+    switch (n_in) {
+      case 1:
+        return run_loop<2>(shape, st, base, total);
+      case 2:
+        return run_loop<3>(shape, st, base, total);
+      default:
+        return run_loop<4>(shape, st, base, total);
+    }
+  }
+
+ private:
+  template <int M>
+  void run_loop(const Shape& shape, const std::array<Strides, 4>& st, const std::array<std::byte*, 4>& base,
+                int64_t total) const {
+    std::array<const Strides*, M> sp;
+    std::array<std::byte*, M> b;
+    for (int k = 0; k < M; ++k) {
+      sp[k] = &st[k];
+      b[k] = base[k];
+    }
+    StridedLoop<M> loop(shape, sp);
+    if (loop.empty()) return;
+    const InnerFn fn = inner_;
+    const bool simd = simd_;
+    auto body = [fn, simd](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
+      fn(p[0], s[0], p.data() + 1, s.data() + 1, n, simd);
+    };
+    const Config& cfg = config();
+    if (total < cfg.openmp_elemwise_minsize) return loop.run(b, body);
+    const int nt = cfg.num_threads > 0 ? cfg.num_threads : omp_get_max_threads();
+    if (nt <= 1) return loop.run(b, body);
+    const int64_t outer = loop.outer_size();
+    if (outer >= nt) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+      for (int t = 0; t < nt; ++t) loop.run(b, body, outer * t / nt, outer * (t + 1) / nt);
+      return;
+    }
+    // Few long runs: split each run into chunks.
+    const int64_t per_run = (nt + outer - 1) / outer;
+    const int64_t tasks = outer * per_run;
+    const int64_t len = loop.inner_size();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t r = t / per_run, c = t % per_run;
+      const int64_t lo = len * c / per_run, hi = len * (c + 1) / per_run;
+      if (hi <= lo) continue;
+      loop.run(
+          b,
+          [&](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t) {
+            std::array<std::byte*, M> q;
+            for (int k = 0; k < M; ++k) q[k] = p[k] + lo * s[k];
+            fn(q[0], s[0], q.data() + 1, s.data() + 1, hi - lo, simd);
+          },
+          r, r + 1);
+    }
+  }
+
+  const Elemwise& op_;
+  std::vector<std::vector<bool>> bc_;
+  DType out_dtype_;
+  std::array<DType, 3> want_{};
+  std::array<NDArray, 3> scratch_;
+  InnerFn inner_ = nullptr;
+  bool simd_ = false;
+};
+
+}  // namespace
+
+/// Registers the CPU Elemwise kernel.
+void register_elemwise_cpu_kernels() {
+  register_kernel(Backend::Cpu, typeid(Elemwise), [](const Apply& node) -> std::unique_ptr<Kernel> {
+    return std::make_unique<ElemwiseCpuKernel>(node);
+  });
+}
+
+}  // namespace hypatia

@@ -1,0 +1,367 @@
+// Highway SIMD loops for float32/float64 elementwise ops, compiled for several x86 targets and
+// picked at run time (HWY_DYNAMIC_DISPATCH). The contrib math functions are only valid on part of
+// the real line; the fix-ups below give numpy's results outside it (inf, 0, NaN), and sin/cos fall
+// back to std:: for vectors holding |x| > 39000.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "hypatia/backends/cpu/elemwise_simd.cpp"
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS HWY_SSSE3
+#endif
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "hypatia/backends/cpu/elemwise_simd.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace hypatia {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class T>
+struct Limits {
+  // exp(x) overflows above hi and is 0 below lo.
+  static constexpr T exp_hi = sizeof(T) == 4 ? T(88.72283935546875) : T(709.782712893384);
+  static constexpr T exp_lo = sizeof(T) == 4 ? T(-103.972084045410) : T(-745.1332191019412);
+  static constexpr T trig_max = T(39000);
+};
+
+template <class D, class V>
+HWY_INLINE V ExpFixed(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const V xc = hn::Min(hn::Max(x, hn::Set(d, Limits<T>::exp_lo)), hn::Set(d, T(Limits<T>::exp_hi)));
+  V r = hn::Exp(d, xc);
+  if constexpr (sizeof(T) == 8) {
+    // Highway's float64 Exp is valid up to 706 only: exp(x) = exp(x / 2)^2 above 700.
+    const auto big = hn::Gt(xc, hn::Set(d, T(700)));
+    if (!hn::AllFalse(d, big)) {
+      const V h = hn::Exp(d, hn::Mul(xc, hn::Set(d, T(0.5))));
+      r = hn::IfThenElse(big, hn::Mul(h, h), r);
+    }
+  }
+  r = hn::IfThenElse(hn::Gt(x, hn::Set(d, Limits<T>::exp_hi)), inf, r);
+  r = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, Limits<T>::exp_lo)), r);
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+template <class D, class V>
+HWY_INLINE V Expm1Fixed(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V lo = hn::Set(d, T(-50));
+  const V hi = hn::Set(d, T(50));
+  V r = hn::Expm1(d, hn::Min(hn::Max(x, lo), hi));
+  // Beyond +-50, expm1(x) rounds to exp(x) (or -1) in both precisions.
+  const auto big = hn::Gt(x, hi);
+  if (!hn::AllFalse(d, big)) r = hn::IfThenElse(big, ExpFixed(d, x), r);
+  r = hn::IfThenElse(hn::Lt(x, lo), hn::Set(d, T(-1)), r);
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+/// log for x > 0 including subnormals; log(0) = -inf, log(x < 0) = NaN, log(inf) = inf.
+template <class D, class V>
+HWY_INLINE V LogFixed(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V zero = hn::Zero(d);
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const auto tiny = hn::Lt(x, hn::Set(d, std::numeric_limits<T>::min()));
+  // Scale subnormals into the normal range: log(x) = log(x * 2^s) - s log 2.
+  const T scale_exp = sizeof(T) == 4 ? T(32) : T(64);
+  const V xs = hn::IfThenElse(tiny, hn::Mul(x, hn::Set(d, std::ldexp(T(1), static_cast<int>(scale_exp)))), x);
+  const V safe =
+      hn::IfThenElse(hn::Gt(xs, zero), hn::Min(xs, hn::Set(d, std::numeric_limits<T>::max())), hn::Set(d, T(1)));
+  V r = hn::Log(d, safe);
+  r = hn::Sub(r, hn::IfThenElseZero(tiny, hn::Set(d, scale_exp * T(0.693147180559945309417232121458))));
+  r = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), r);
+  r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  const auto bad = hn::Or(hn::Lt(x, zero), hn::IsNaN(x));
+  return hn::IfThenElse(bad, hn::Set(d, std::numeric_limits<T>::quiet_NaN()), r);
+}
+
+/// log1p on [-1, inf]: Highway's Log1p is documented for x >= 0; below 0 use log(1 + x) corrected
+/// for the rounding of 1 + x.
+template <class D, class V>
+HWY_INLINE V Log1pFixed(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V zero = hn::Zero(d);
+  const V one = hn::Set(d, T(1));
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const V pos = hn::Log1p(d, hn::Min(hn::Max(x, zero), hn::Set(d, std::numeric_limits<T>::max())));
+  // u = 1 + x rounded; log(u) * x / (u - 1) corrects the rounding error (Goldberg's trick).
+  const V u = hn::Add(one, x);
+  const V um1 = hn::Sub(u, one);
+  const V lu = hn::Log(d, hn::IfThenElse(hn::Gt(u, zero), u, one));
+  const V neg =
+      hn::IfThenElse(hn::Eq(um1, zero), x, hn::Div(hn::Mul(lu, x), hn::IfThenElse(hn::Eq(um1, zero), one, um1)));
+  V r = hn::IfThenElse(hn::Lt(x, zero), neg, pos);
+  r = hn::IfThenElse(hn::Eq(x, hn::Set(d, T(-1))), hn::Neg(inf), r);
+  r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  const auto bad = hn::Or(hn::Lt(x, hn::Set(d, T(-1))), hn::IsNaN(x));
+  return hn::IfThenElse(bad, hn::Set(d, std::numeric_limits<T>::quiet_NaN()), r);
+}
+
+template <class D, class V>
+HWY_INLINE V TanhFixed(D d, V x) {
+  using T = hn::TFromD<D>;
+  // tanh saturates to +-1 well before |x| = 20; clamping keeps inf out of the polynomial.
+  const V xc = hn::Min(hn::Max(x, hn::Set(d, T(-20))), hn::Set(d, T(20)));
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Tanh(d, xc));
+}
+
+/// 1 / (1 + exp(-x)) as exp(-|x|) based forms that never overflow.
+template <class D, class V>
+HWY_INLINE V SigmoidV(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V one = hn::Set(d, T(1));
+  const V e = ExpFixed(d, hn::Neg(hn::Abs(x)));
+  const V den = hn::Add(one, e);
+  V r = hn::IfThenElse(hn::Ge(x, hn::Zero(d)), hn::Div(one, den), hn::Div(e, den));
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+/// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
+template <class D, class V>
+HWY_INLINE V SoftplusV(D d, V x) {
+  const V e = ExpFixed(d, hn::Neg(hn::Abs(x)));
+  V r = hn::Add(hn::Max(x, hn::Zero(d)), hn::Log1p(d, e));
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+template <ScalarOpKind K, class D, class V>
+HWY_INLINE V ApplyUnary(D d, V x) {
+  if constexpr (K == ScalarOpKind::Exp)
+    return ExpFixed(d, x);
+  else if constexpr (K == ScalarOpKind::Expm1)
+    return Expm1Fixed(d, x);
+  else if constexpr (K == ScalarOpKind::Log)
+    return LogFixed(d, x);
+  else if constexpr (K == ScalarOpKind::Log1p)
+    return Log1pFixed(d, x);
+  else if constexpr (K == ScalarOpKind::Tanh)
+    return TanhFixed(d, x);
+  else if constexpr (K == ScalarOpKind::Sigmoid)
+    return SigmoidV(d, x);
+  else if constexpr (K == ScalarOpKind::Softplus)
+    return SoftplusV(d, x);
+  else if constexpr (K == ScalarOpKind::Sqrt)
+    return hn::Sqrt(x);
+  else if constexpr (K == ScalarOpKind::Neg)
+    return hn::Neg(x);
+  else if constexpr (K == ScalarOpKind::Abs)
+    return hn::Abs(x);
+  else if constexpr (K == ScalarOpKind::Sqr)
+    return hn::Mul(x, x);
+  else if constexpr (K == ScalarOpKind::Sin)
+    return hn::Sin(d, x);
+  else
+    return hn::Cos(d, x);
+}
+
+/// Whether a vector must take the scalar path (sin/cos outside Highway's valid range, or NaN).
+template <ScalarOpKind K, class D, class V>
+HWY_INLINE bool NeedsScalar(D d, V x) {
+  if constexpr (K == ScalarOpKind::Sin || K == ScalarOpKind::Cos) {
+    using T = hn::TFromD<D>;
+    return !hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, Limits<T>::trig_max)));
+  } else {
+    return false;
+  }
+}
+
+template <ScalarOpKind K, class T>
+HWY_INLINE T ScalarUnary(T x) {
+  if constexpr (K == ScalarOpKind::Sin)
+    return std::sin(x);
+  else
+    return std::cos(x);
+}
+
+template <ScalarOpKind K, class T>
+HWY_NOINLINE void UnaryLoop(const T* in, T* out, size_t n) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto x = hn::LoadU(d, in + i);
+    if (NeedsScalar<K>(d, x)) {
+      for (size_t j = 0; j < N; ++j) out[i + j] = ScalarUnary<K>(in[i + j]);
+      continue;
+    }
+    hn::StoreU(ApplyUnary<K>(d, x), d, out + i);
+  }
+  if (i < n) {
+    // The tail goes through the same vector code on a padded copy.
+    HWY_ALIGN T buf[HWY_MAX_BYTES / sizeof(T)] = {};
+    std::memcpy(buf, in + i, (n - i) * sizeof(T));
+    const auto x = hn::Load(d, buf);
+    if (NeedsScalar<K>(d, x)) {
+      for (size_t j = i; j < n; ++j) out[j] = ScalarUnary<K>(in[j]);
+      return;
+    }
+    hn::Store(ApplyUnary<K>(d, x), d, buf);
+    std::memcpy(out + i, buf, (n - i) * sizeof(T));
+  }
+}
+
+template <ScalarOpKind K, class D, class V>
+HWY_INLINE V ApplyBinary(D d, V a, V b) {
+  if constexpr (K == ScalarOpKind::Add)
+    return hn::Add(a, b);
+  else if constexpr (K == ScalarOpKind::Sub)
+    return hn::Sub(a, b);
+  else if constexpr (K == ScalarOpKind::Mul)
+    return hn::Mul(a, b);
+  else if constexpr (K == ScalarOpKind::TrueDiv)
+    return hn::Div(a, b);
+  else {
+    // numpy's maximum/minimum propagate NaN; x86 max/min do not.
+    const V r = K == ScalarOpKind::Maximum ? hn::Max(a, b) : hn::Min(a, b);
+    return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), r);
+  }
+}
+
+template <ScalarOpKind K, class T>
+HWY_NOINLINE void BinaryLoop(const T* a, bool a_scalar, const T* b, bool b_scalar, T* out, size_t n) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d);
+  const auto av = hn::Set(d, a[0]);
+  const auto bv = hn::Set(d, b[0]);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto x = a_scalar ? av : hn::LoadU(d, a + i);
+    const auto y = b_scalar ? bv : hn::LoadU(d, b + i);
+    hn::StoreU(ApplyBinary<K>(d, x, y), d, out + i);
+  }
+  if (i < n) {
+    HWY_ALIGN T ba[HWY_MAX_BYTES / sizeof(T)] = {};
+    HWY_ALIGN T bb[HWY_MAX_BYTES / sizeof(T)] = {};
+    if (!a_scalar) std::memcpy(ba, a + i, (n - i) * sizeof(T));
+    if (!b_scalar) std::memcpy(bb, b + i, (n - i) * sizeof(T));
+    const auto x = a_scalar ? av : hn::Load(d, ba);
+    const auto y = b_scalar ? bv : hn::Load(d, bb);
+    hn::Store(ApplyBinary<K>(d, x, y), d, ba);
+    std::memcpy(out + i, ba, (n - i) * sizeof(T));
+  }
+}
+
+template <class T>
+void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n) {
+  const T* x = static_cast<const T*>(in);
+  T* y = static_cast<T*>(out);
+  const size_t m = static_cast<size_t>(n);
+  switch (k) {
+#define HYP_SIMD_UNARY(KIND) \
+  case ScalarOpKind::KIND:   \
+    return UnaryLoop<ScalarOpKind::KIND, T>(x, y, m);
+    HYP_SIMD_UNARY(Exp)
+    HYP_SIMD_UNARY(Expm1)
+    HYP_SIMD_UNARY(Log)
+    HYP_SIMD_UNARY(Log1p)
+    HYP_SIMD_UNARY(Tanh)
+    HYP_SIMD_UNARY(Sigmoid)
+    HYP_SIMD_UNARY(Softplus)
+    HYP_SIMD_UNARY(Sqrt)
+    HYP_SIMD_UNARY(Neg)
+    HYP_SIMD_UNARY(Abs)
+    HYP_SIMD_UNARY(Sqr)
+    HYP_SIMD_UNARY(Sin)
+    HYP_SIMD_UNARY(Cos)
+#undef HYP_SIMD_UNARY
+    default:
+      return;
+  }
+}
+
+template <class T>
+void BinaryT(ScalarOpKind k, const void* a, bool as, const void* b, bool bs, void* out, int64_t n) {
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  T* z = static_cast<T*>(out);
+  const size_t m = static_cast<size_t>(n);
+  switch (k) {
+#define HYP_SIMD_BINARY(KIND) \
+  case ScalarOpKind::KIND:    \
+    return BinaryLoop<ScalarOpKind::KIND, T>(x, as, y, bs, z, m);
+    HYP_SIMD_BINARY(Add)
+    HYP_SIMD_BINARY(Sub)
+    HYP_SIMD_BINARY(Mul)
+    HYP_SIMD_BINARY(TrueDiv)
+    HYP_SIMD_BINARY(Maximum)
+    HYP_SIMD_BINARY(Minimum)
+#undef HYP_SIMD_BINARY
+    default:
+      return;
+  }
+}
+
+void UnaryF32(ScalarOpKind k, const void* in, void* out, int64_t n) { UnaryT<float>(k, in, out, n); }
+void UnaryF64(ScalarOpKind k, const void* in, void* out, int64_t n) { UnaryT<double>(k, in, out, n); }
+void BinaryF32(ScalarOpKind k, const void* a, bool as, const void* b, bool bs, void* out, int64_t n) {
+  BinaryT<float>(k, a, as, b, bs, out, n);
+}
+void BinaryF64(ScalarOpKind k, const void* a, bool as, const void* b, bool bs, void* out, int64_t n) {
+  BinaryT<double>(k, a, as, b, bs, out, n);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace hypatia
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hypatia {
+
+HWY_EXPORT(UnaryF32);
+HWY_EXPORT(UnaryF64);
+HWY_EXPORT(BinaryF32);
+HWY_EXPORT(BinaryF64);
+
+bool simd_supports(ScalarOpKind k, DType dt) {
+  if (dt != DType::Float32 && dt != DType::Float64) return false;
+  switch (k) {
+    case ScalarOpKind::Exp:
+    case ScalarOpKind::Expm1:
+    case ScalarOpKind::Log:
+    case ScalarOpKind::Log1p:
+    case ScalarOpKind::Tanh:
+    case ScalarOpKind::Sigmoid:
+    case ScalarOpKind::Softplus:
+    case ScalarOpKind::Sqrt:
+    case ScalarOpKind::Neg:
+    case ScalarOpKind::Abs:
+    case ScalarOpKind::Sqr:
+    case ScalarOpKind::Sin:
+    case ScalarOpKind::Cos:
+    case ScalarOpKind::Add:
+    case ScalarOpKind::Sub:
+    case ScalarOpKind::Mul:
+    case ScalarOpKind::TrueDiv:
+    case ScalarOpKind::Maximum:
+    case ScalarOpKind::Minimum:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void simd_unary(ScalarOpKind k, DType dt, const void* in, void* out, int64_t n) {
+  if (dt == DType::Float32)
+    HWY_DYNAMIC_DISPATCH(UnaryF32)(k, in, out, n);
+  else
+    HWY_DYNAMIC_DISPATCH(UnaryF64)(k, in, out, n);
+}
+
+void simd_binary(ScalarOpKind k, DType dt, const void* a, bool a_scalar, const void* b, bool b_scalar, void* out,
+                 int64_t n) {
+  if (dt == DType::Float32)
+    HWY_DYNAMIC_DISPATCH(BinaryF32)(k, a, a_scalar, b, b_scalar, out, n);
+  else
+    HWY_DYNAMIC_DISPATCH(BinaryF64)(k, a, a_scalar, b, b_scalar, out, n);
+}
+
+}  // namespace hypatia
+#endif  // HWY_ONCE
