@@ -318,8 +318,42 @@ HYP_OPINFO({.name = "repeat_flat",
                 },
             .dtypes = {DType::Float64}});
 
+HYP_OPINFO({.name = "rebroadcast",
+            .build = [](const std::vector<Var>& x) { return addbroadcast(unbroadcast(x[0], {0}), {0}); },
+            .samples =
+                [](DType dt) {
+                  return std::vector<OpSample>{{"(1,3)", {rnd({1, 3}, dt, 55)}},
+                                               {"strided (1,4)", {rnd_strided({1, 4}, dt, 56)}},
+                                               {"zero-size (1,0)", {NDArray::zeros({1, 0}, dt)}}};
+                },
+            .dtypes = {DType::Int32, DType::Float32, DType::Float64}});
+
 // ------------------------------------------------------------------------------------------------
 // Exact values and properties
+
+TEST(Shape, RebroadcastSqueezeExpandSwap) {
+  Var x = variable(matrix_type(DType::Float64), "x");
+  Var b = addbroadcast(x, {-1});
+  EXPECT_EQ(b->owner->op->name(), "Rebroadcast{?,1}");
+  EXPECT_EQ(b->type, TensorType(DType::Float64, {false, true}));
+  EXPECT_EQ(patternbroadcast(x, {false, false}), x);
+  EXPECT_EQ(unbroadcast(b, {1})->type, x->type);
+  NDArray v = make_array({1, 2, 3}, {3, 1}, DType::Float64);
+  EXPECT_ALLCLOSE(ev(squeeze(b), {{x, v}}), make_array({1, 2, 3}, {3}, DType::Float64));
+  EXPECT_ERROR(ValueError, ev(b, {{x, NDArray::zeros({2, 2}, DType::Float64)}}),
+               "Rebroadcast{?,1}: axis 1 is marked broadcastable");
+  EXPECT_ERROR(TypeError, patternbroadcast(x, {true}), "Rebroadcast");
+  Var e = expand_dims(x, -1);
+  EXPECT_EQ(e->type.broadcastable, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(ev(e, {{x, v}}).shape(), (Shape{3, 1, 1}));
+  Var t = variable(tensor3_type(DType::Float64), "t");
+  EXPECT_EQ(swapaxes(t, 0, -1)->owner->op->name(), "DimShuffle{2,1,0}");
+  EXPECT_ERROR(IndexError, swapaxes(t, 0, 3), "swapaxes");
+  // Gradients keep the input's broadcastable pattern.
+  Var r = variable(row_type(DType::Float64), "r");
+  Var g = grad(sum(concatenate({r, x}, 0)), r);
+  EXPECT_EQ(g->type, r->type);
+}
 
 TEST(Shape, DimShuffleNameTypeAndView) {
   Var x = variable(TensorType(DType::Float32, {false, true, false}), "x");

@@ -167,6 +167,104 @@ Var transpose(Var x, std::vector<int> perm) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Rebroadcast and friends
+
+std::string Rebroadcast::name() const {
+  std::string s = "Rebroadcast{";
+  for (size_t i = 0; i < flags.size(); ++i) {
+    if (i) s += ",";
+    s += flags[i] < 0 ? "?" : std::to_string(flags[i]);
+  }
+  return s + "}";
+}
+
+std::vector<TensorType> Rebroadcast::make_output_types(const std::vector<Var>& inputs) const {
+  if (inputs.size() != 1) fail<TypeError>(name(), ": expected 1 input, got ", inputs.size());
+  const TensorType& t = inputs[0]->type;
+  if (t.ndim() != static_cast<int>(flags.size()))
+    fail<TypeError>(name(), ": expected an input of ", flags.size(), " dimensions, got ", t.str());
+  TensorType r = t;
+  for (int i = 0; i < t.ndim(); ++i)
+    if (flags[i] >= 0) r.broadcastable[i] = flags[i] == 1;
+  return {r};
+}
+
+std::vector<ShapeVars> Rebroadcast::infer_shape(const Apply&, const std::vector<ShapeVars>& in) const {
+  ShapeVars s = in[0];
+  for (size_t i = 0; i < flags.size(); ++i)
+    if (flags[i] == 1) s[i] = int_constant(1);
+  return {s};
+}
+
+std::vector<Var> Rebroadcast::grad(const Apply& node, const std::vector<Var>& output_grads) const {
+  if (!output_grads[0]) return {nullptr};
+  return {patternbroadcast(output_grads[0], node.inputs[0]->type.broadcastable)};
+}
+
+std::vector<Var> Rebroadcast::rop(const Apply& node, const std::vector<Var>& eval_points) const {
+  if (!eval_points[0]) return {nullptr};
+  return {patternbroadcast(eval_points[0], node.output_ptr(0)->type.broadcastable)};
+}
+
+Var patternbroadcast(Var x, const std::vector<bool>& bc) {
+  if (!x) fail<TypeError>("patternbroadcast: input is null");
+  if (static_cast<int>(bc.size()) != x->ndim())
+    fail<TypeError>("Rebroadcast: pattern ", bc_str(bc), " does not match an input of type ", x->type.str());
+  std::vector<int> flags(bc.size(), -1);
+  bool any = false;
+  for (size_t i = 0; i < bc.size(); ++i)
+    if (bc[i] != x->type.broadcastable[i]) {
+      flags[i] = bc[i] ? 1 : 0;
+      any = true;
+    }
+  if (!any) return x;
+  return apply_op1(std::make_shared<Rebroadcast>(flags), {x});
+}
+
+Var addbroadcast(Var x, const std::vector<int>& axes) {
+  if (!x) fail<TypeError>("addbroadcast: input is null");
+  std::vector<bool> bc = x->type.broadcastable;
+  for (int a : axes) bc[normalize_axis(a, x->ndim(), "addbroadcast")] = true;
+  return patternbroadcast(x, bc);
+}
+
+Var unbroadcast(Var x, const std::vector<int>& axes) {
+  if (!x) fail<TypeError>("unbroadcast: input is null");
+  std::vector<bool> bc = x->type.broadcastable;
+  for (int a : axes) bc[normalize_axis(a, x->ndim(), "unbroadcast")] = false;
+  return patternbroadcast(x, bc);
+}
+
+Var squeeze(Var x) {
+  if (!x) fail<TypeError>("squeeze: input is null");
+  std::vector<int> pat;
+  for (int i = 0; i < x->ndim(); ++i)
+    if (!x->type.broadcastable[i]) pat.push_back(i);
+  if (static_cast<int>(pat.size()) == x->ndim()) return x;
+  return dimshuffle(x, pat);
+}
+
+Var expand_dims(Var x, int axis) {
+  if (!x) fail<TypeError>("expand_dims: input is null");
+  const int ax = normalize_axis(axis, x->ndim() + 1, "expand_dims");
+  std::vector<int> pat;
+  for (int i = 0; i < x->ndim(); ++i) pat.push_back(i);
+  pat.insert(pat.begin() + ax, -1);
+  return dimshuffle(x, pat);
+}
+
+Var swapaxes(Var x, int a, int b) {
+  if (!x) fail<TypeError>("swapaxes: input is null");
+  const int nd = x->ndim();
+  a = normalize_axis(a, nd, "swapaxes");
+  b = normalize_axis(b, nd, "swapaxes");
+  std::vector<int> perm;
+  for (int i = 0; i < nd; ++i) perm.push_back(i);
+  std::swap(perm[a], perm[b]);
+  return dimshuffle(x, perm);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Shape, Shape_i, MakeVector
 
 std::vector<TensorType> ShapeOp::make_output_types(const std::vector<Var>& inputs) const {
@@ -343,7 +441,7 @@ Var sum_to_type(Var g, const TensorType& target) {
     if (!identity) r = dimshuffle(r, pattern);
   }
   if (r->dtype() != target.dtype && is_float(target.dtype)) r = cast(r, target.dtype);
-  return r;
+  return patternbroadcast(r, target.broadcastable);
 }
 
 }  // namespace hypatia

@@ -174,6 +174,22 @@ class Repeat : public OpWithProps<Repeat> {
   std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
 };
 
+/// Theano's Rebroadcast: a view of its input with some axes' broadcastable flags changed.
+/// `flags[i]` is -1 (unchanged), 0 (not broadcastable) or 1 (broadcastable: checked at run time to
+/// have length 1).
+class Rebroadcast : public OpWithProps<Rebroadcast> {
+ public:
+  std::vector<int> flags;
+  explicit Rebroadcast(std::vector<int> f) : flags(std::move(f)) {}
+  auto props() const { return std::make_tuple(flags); }
+  std::string name() const override;  // "Rebroadcast{?,1}"
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
+  AliasMap view_map() const override { return {{0}}; }
+};
+
 /// DimShuffle of x: pattern entries are input axes or -1 for a new broadcastable axis.
 Var dimshuffle(Var x, std::vector<int> pattern);
 /// Reverses the axes when perm is empty.
@@ -228,6 +244,19 @@ Var tile(Var x, const std::vector<int64_t>& reps);
 Var repeat(Var x, Var repeats, std::optional<int> axis = std::nullopt);
 /// numpy.repeat with a constant count; axis nullopt flattens first.
 Var repeat(Var x, int64_t repeats, std::optional<int> axis = std::nullopt);
+
+/// x with the broadcastable pattern `bc` (Theano's patternbroadcast); x itself when it already has it.
+Var patternbroadcast(Var x, const std::vector<bool>& bc);
+/// x with `axes` made broadcastable (checked at run time to have length 1).
+Var addbroadcast(Var x, const std::vector<int>& axes);
+/// x with `axes` made not broadcastable.
+Var unbroadcast(Var x, const std::vector<int>& axes);
+/// Drops the broadcastable axes of x (numpy.squeeze on the axes the type knows have length 1).
+Var squeeze(Var x);
+/// Inserts a broadcastable axis at `axis` (numpy.expand_dims; negative counts from the end of the result).
+Var expand_dims(Var x, int axis);
+/// Swaps two axes.
+Var swapaxes(Var x, int a, int b);
 
 /// 0-d int64 constant.
 Var int_constant(int64_t v);

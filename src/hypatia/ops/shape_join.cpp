@@ -211,7 +211,8 @@ std::vector<Var> Join::grad(const Apply& node, const std::vector<Var>& output_gr
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     const Var& x = node.inputs[k];
     if (!is_float(x->dtype())) continue;
-    g[k] = parts[k]->dtype() == x->dtype() ? parts[k] : cast(parts[k], x->dtype());
+    g[k] = patternbroadcast(parts[k]->dtype() == x->dtype() ? parts[k] : cast(parts[k], x->dtype()),
+                            x->type.broadcastable);
   }
   return g;
 }
@@ -291,7 +292,7 @@ std::vector<Var> Split::grad(const Apply& node, const std::vector<Var>& output_g
   Var g = concatenate(parts, axis);
   const Var& x = node.inputs[0];
   if (g->dtype() != x->dtype()) g = cast(g, x->dtype());
-  return {g, nullptr};
+  return {patternbroadcast(g, x->type.broadcastable), nullptr};
 }
 
 std::vector<Var> Split::rop(const Apply& node, const std::vector<Var>& eval_points) const {

@@ -59,6 +59,16 @@ void dimshuffle_kernel(const DimShuffle& op, const KernelArgs& args) {
   *args.out[0] = x.as_strided(shape, strides);
 }
 
+void rebroadcast_kernel(const Rebroadcast& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  if (x.ndim() != static_cast<int>(op.flags.size()))
+    fail<ValueError>(op.name(), ": expected an input of ", op.flags.size(), " dimensions, got ", x.describe());
+  for (int i = 0; i < x.ndim(); ++i)
+    if (op.flags[i] == 1 && x.shape(i) != 1)
+      fail<ValueError>(op.name(), ": axis ", i, " is marked broadcastable but the input has shape ", x.shape().str());
+  *args.out[0] = x;
+}
+
 void shape_kernel(const ShapeOp&, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
   NDArray& out = prepare_output(*args.out[0], Shape{x.ndim()}, DType::Int64);
@@ -220,6 +230,7 @@ void split_kernel(const Split& op, const KernelArgs& args) {
 
 void register_shape_view_kernels() {
   register_simple_kernel<DimShuffle>(Backend::Reference, dimshuffle_kernel);
+  register_simple_kernel<Rebroadcast>(Backend::Reference, rebroadcast_kernel);
   register_simple_kernel<ShapeOp>(Backend::Reference, shape_kernel);
   register_simple_kernel<ShapeI>(Backend::Reference, shape_i_kernel);
   register_simple_kernel<MakeVector>(Backend::Reference, make_vector_kernel);
