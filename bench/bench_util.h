@@ -3,6 +3,7 @@
 #pragma once
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -14,14 +15,18 @@
 
 namespace hypatia::bench {
 
-/// Console output as usual, plus the real time per iteration (ns) of every benchmark by name.
+/// Console output as usual, plus the best real time per iteration (ns) of every benchmark by name,
+/// over repetitions (the minimum is the least disturbed by other load on the machine).
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
   std::map<std::string, double> ns_per_iter;
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs)
-      if (r.run_type == Run::RT_Iteration && r.iterations > 0)
-        ns_per_iter[r.benchmark_name()] = r.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration || r.iterations == 0) continue;
+      const double ns = r.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      auto [it, fresh] = ns_per_iter.emplace(r.benchmark_name(), ns);
+      if (!fresh) it->second = std::min(it->second, ns);
+    }
     ConsoleReporter::ReportRuns(runs);
   }
 };

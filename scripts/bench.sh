@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every C++ benchmark program in $1/bench (default build/bench), then the numpy baselines,
-# printing each benchmark's ratio against its baseline measured in the same run.
+# printing each benchmark's ratio against its baseline measured in the same run (best of 3 repetitions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -17,7 +17,7 @@ for prog in "${progs[@]}"; do
   [ -x "$prog" ] || continue
   name=$(basename "$prog")
   echo "== $name =="
-  "$prog" --benchmark_min_time=0.5 --benchmark_out="$out/$name.json" --benchmark_out_format=json
+  "$prog" --benchmark_min_time=0.3 --benchmark_repetitions=3 --benchmark_out="$out/$name.json" --benchmark_out_format=json
   echo
 done
 echo "== numpy baselines =="
