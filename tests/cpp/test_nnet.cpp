@@ -198,6 +198,17 @@ TEST(Nnet, SoftmaxNanRowsAndThreadedPaths) {
       for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(y.get_flat(i)));
       for (int64_t i = 3; i < 6; ++i) EXPECT_TRUE(std::isfinite(y.get_flat(i)));
     }
+  // A row of -inf has no finite max: NaN, like numpy's exp(x - max) / sum.
+  NDArray ninf =
+      make_array({-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0},
+                 {1, 10}, DType::Float32);
+  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+    NDArray y = eval(softmax(x), {{x, ninf}}, b);
+    EXPECT_EQ(y.get_flat(9), 1.0);
+    EXPECT_EQ(y.get_flat(0), 0.0);
+    NDArray all_ninf = eval(softmax(x), {{x, NDArray::full({2, 9}, DType::Float32, -INFINITY)}}, b);
+    for (int64_t i = 0; i < 18; ++i) EXPECT_TRUE(std::isnan(all_ninf.get_flat(i)));
+  }
   long saved = config().openmp_elemwise_minsize;
   config().openmp_elemwise_minsize = 1;
   Var t = variable(tensor3_type(DType::Float32), "t");

@@ -16,10 +16,12 @@ HWY_BEFORE_NAMESPACE();
 namespace hypatia::nnet_detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// exp(v - m), or v itself where v is NaN (so that a NaN reaches the sum and the whole row).
+/// exp(v - m), or NaN where v - m is NaN (a NaN input, or an all -inf row), so that the NaN reaches
+/// the sum and the whole row like in the reference (the SIMD exp does not propagate NaN).
 template <class D, class V>
 HWY_INLINE V ExpShifted(D d, V v, V m) {
-  return hn::IfThenElse(hn::IsNaN(v), v, hn::Exp(d, hn::Sub(v, m)));
+  const V diff = hn::Sub(v, m);
+  return hn::IfThenElse(hn::IsNaN(diff), diff, hn::Exp(d, diff));
 }
 
 /// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements.
@@ -44,7 +46,7 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
   }
   double s = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, vs)));
   for (; i < n; ++i) {
-    T e = std::isnan(x[i]) ? x[i] : std::exp(x[i] - m);
+    T e = std::exp(x[i] - m);
     if (!log) y[i] = e;
     s += static_cast<double>(e);
   }
@@ -89,7 +91,7 @@ void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_
       hn::StoreU(hn::Add(hn::LoadU(d, s + c), e), d, s + c);
     }
     for (; c < w; ++c) {
-      T e = std::isnan(xk[c]) ? xk[c] : std::exp(xk[c] - m[c]);
+      T e = std::exp(xk[c] - m[c]);
       if (!log) yk[c] = e;
       s[c] += e;
     }
