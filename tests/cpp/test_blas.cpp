@@ -636,6 +636,24 @@ TEST(BlasGrad, RopMatchesTheLinearization) {
   EXPECT_ALLCLOSE(eval(rb, in3), eval(batched_dot(ep, q) + batched_dot(p, eq), in3));
 }
 
+TEST(BlasGrad, GradientsKeepTheInputType) {
+  Var z = variable(row_type(DType::Float32), "z"), x = variable(matrix_type(DType::Float32), "x");
+  Var y = variable(matrix_type(DType::Float32), "y");
+  Var a = variable(scalar_type(DType::Float64), "a");
+  auto g = grad(sum(gemm(z, a, x, y, constant(1.0, DType::Float32))), {z, a, x, y});
+  EXPECT_EQ(g[0]->type, z->type);
+  EXPECT_EQ(g[1]->type, a->type);
+  EXPECT_EQ(g[2]->type, x->type);
+  EXPECT_EQ(g[3]->type, y->type);
+  std::vector<std::pair<Var, NDArray>> in{{z, rnd({1, 3}, DType::Float32, 1)},
+                                          {a, scalar(2, DType::Float64)},
+                                          {x, rnd({1, 2}, DType::Float32, 2)},
+                                          {y, rnd({2, 3}, DType::Float32, 3)}};
+  NDArray gx = eval(g[2], in);
+  EXPECT_EQ(gx.shape(), (Shape{1, 2}));
+  EXPECT_EQ(eval(g[1], in).dtype(), DType::Float64);
+}
+
 TEST(BlasGrad, IntegerInputsHaveNoGradient) {
   Var i = variable(vector_type(DType::Int32), "i"), x = variable(vector_type(DType::Float64), "x");
   Var g = grad(dot(i, x), x);

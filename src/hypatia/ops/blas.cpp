@@ -28,11 +28,12 @@ void check_ndim(const Op& op, const Var& v, int ndim, const char* what) {
   if (v->ndim() != ndim) fail<TypeError>(op.name(), ": expected ", what, " with ndim ", ndim, ", got ", v->type.str());
 }
 
-// The gradient of a differentiable input has the input's dtype; integer inputs get none.
+// The gradient of a differentiable input has the input's type (dtype and broadcastable pattern);
+// integer inputs get none.
 Var fit_grad(Var g, const Var& like) {
   if (!g || !is_float(like->dtype())) return nullptr;
   if (g->dtype() != like->dtype()) g = cast(g, like->dtype());
-  return g;
+  return patternbroadcast(g, like->type.broadcastable);
 }
 
 // a + b where either may be null (a zero).
