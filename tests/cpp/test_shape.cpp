@@ -328,8 +328,31 @@ HYP_OPINFO({.name = "rebroadcast",
                 },
             .dtypes = {DType::Int32, DType::Float32, DType::Float64}});
 
+HYP_OPINFO({.name = "roll_flip",
+            .build = [](const std::vector<Var>& x) { return flip(roll(x[0], int64_t{-4}, 1), 0); },
+            .samples =
+                [](DType dt) {
+                  return std::vector<OpSample>{{"(2,3)", {rnd({2, 3}, dt, 57)}},
+                                               {"strided (3,5)", {rnd_strided({3, 5}, dt, 58)}},
+                                               {"zero-size (2,0)", {NDArray::zeros({2, 0}, dt)}}};
+                },
+            .dtypes = {DType::Int64, DType::Float64}});
+
 // ------------------------------------------------------------------------------------------------
 // Exact values and properties
+
+TEST(Shape, RollAndFlipValues) {
+  Var x = variable(vector_type(DType::Int64), "x");
+  NDArray v = i64({0, 1, 2, 3, 4});
+  EXPECT_ALLCLOSE(ev(roll(x, int64_t{2}), {{x, v}}), i64({3, 4, 0, 1, 2}));
+  EXPECT_ALLCLOSE(ev(roll(x, int64_t{-6}), {{x, v}}), i64({1, 2, 3, 4, 0}));
+  EXPECT_ALLCLOSE(ev(roll(x, int64_t{5}), {{x, v}}), v);
+  EXPECT_ALLCLOSE(ev(flip(x, 0), {{x, v}}), i64({4, 3, 2, 1, 0}));
+  Var m = variable(matrix_type(DType::Int64), "m");
+  EXPECT_ALLCLOSE(ev(roll(m, int64_t{1}), {{m, make_array({0, 1, 2, 3}, {2, 2}, DType::Int64)}}),
+                  make_array({3, 0, 1, 2}, {2, 2}, DType::Int64));
+  EXPECT_ERROR(TypeError, roll(x, constant(1.0, DType::Float64), 0), "roll");
+}
 
 TEST(Shape, RebroadcastSqueezeExpandSwap) {
   Var x = variable(matrix_type(DType::Float64), "x");

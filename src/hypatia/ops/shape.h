@@ -258,6 +258,14 @@ Var expand_dims(Var x, int axis);
 /// Swaps two axes.
 Var swapaxes(Var x, int a, int b);
 
+/// numpy.roll: elements shifted by `shift` (symbolic 0-d integer) along axis, wrapping around;
+/// the flattened array when axis is nullopt.
+Var roll(Var x, Var shift, std::optional<int> axis = std::nullopt);
+/// numpy.roll with a constant shift.
+Var roll(Var x, int64_t shift, std::optional<int> axis = std::nullopt);
+/// numpy.flip along one axis (a view with a negative stride).
+Var flip(Var x, int axis);
+
 /// 0-d int64 constant.
 Var int_constant(int64_t v);
 

@@ -547,4 +547,35 @@ Var repeat(Var x, int64_t repeats, std::optional<int> axis) {
   return repeat(std::move(x), int_constant(repeats), axis);
 }
 
+// ---------------------------------------------------------------------------------------------
+// roll, flip
+
+Var roll(Var x, Var shift, std::optional<int> axis) {
+  if (!x || !shift) fail<TypeError>("roll: an input is null");
+  detail::check_int_scalar("roll", shift, "the shift");
+  if (!axis) {
+    if (x->ndim() == 0) return x;
+    return reshape(roll(flatten(x, 1), shift, 0), make_vector(shape_vars(x)), x->ndim());
+  }
+  if (x->ndim() == 0) fail<TypeError>("roll: cannot roll a 0-d tensor along an axis");
+  const int ax = normalize_axis(*axis, x->ndim(), "roll");
+  // x[k:] followed by x[:k] along the axis, with k = n - shift mod n (0 when n is 0).
+  Var n = shape_i(x, ax);
+  Var k = sub(n, mod(as_int64(shift), maximum(n, int_constant(1))));
+  std::vector<Index> head(ax, all()), tail(ax, all());
+  head.push_back(sl(k, {}));
+  tail.push_back(sl({}, k));
+  return concatenate({subtensor(x, head), subtensor(x, tail)}, ax);
+}
+
+Var roll(Var x, int64_t shift, std::optional<int> axis) { return roll(std::move(x), int_constant(shift), axis); }
+
+Var flip(Var x, int axis) {
+  if (!x) fail<TypeError>("flip: input is null");
+  const int ax = normalize_axis(axis, x->ndim(), "flip");
+  std::vector<Index> idx(ax, all());
+  idx.push_back(sl({}, {}, -1));
+  return subtensor(x, idx);
+}
+
 }  // namespace hypatia
