@@ -68,6 +68,18 @@ void BM_seed000_all_shared_update(benchmark::State& state) {
 }
 BENCHMARK(BM_seed000_all_shared_update)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// What a dot + add -> Gemm rewrite would compile seed 000 to: one Gemm with beta = 1 (m, b shared).
+void BM_seed000_explicit_gemm(benchmark::State& state) {
+  const Seed000Data& d = data();
+  Var m = shared(d.m, "m"), b = shared(d.b, "b"), x = variable(matrix_type(DType::Float32), "x");
+  Var one = constant(1.0, DType::Float32);
+  Function f = function({x}, {gemm(b, one, m, x, one)});
+  std::vector<NDArray> args{d.x};
+  for (auto _ : state) benchmark::DoNotOptimize(f(args)[0].raw());
+  set_flops(state);
+}
+BENCHMARK(BM_seed000_explicit_gemm)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 }  // namespace hypatia::bench
 
@@ -75,5 +87,6 @@ int main(int argc, char** argv) {
   return hypatia::bench::run_with_ratios(argc, argv,
                                          {{"BM_seed000_all_inputs/real_time", "BM_raw_sgemm/real_time"},
                                           {"BM_seed000_m_b_shared/real_time", "BM_raw_sgemm/real_time"},
-                                          {"BM_seed000_all_shared_update/real_time", "BM_raw_sgemm/real_time"}});
+                                          {"BM_seed000_all_shared_update/real_time", "BM_raw_sgemm/real_time"},
+                                          {"BM_seed000_explicit_gemm/real_time", "BM_raw_sgemm/real_time"}});
 }
