@@ -628,6 +628,18 @@ TEST(BlasGrad, RopMatchesTheLinearization) {
   Var rg = Rop({gemm(z, a, x, y, b)}, {z, a, x, y, b}, {ez, ea, ex, ey, eb})[0];
   Var want = b * ez + eb * z + a * (dot(ex, y) + dot(x, ey)) + ea * dot(x, y);
   EXPECT_ALLCLOSE(eval(rg, in), eval(want, in));
+  Var u = variable(vector_type(f), "u"), v = variable(vector_type(f), "v");
+  Var eu = variable(vector_type(f), "eu"), ev = variable(vector_type(f), "ev");
+  for (auto& kv : std::vector<std::pair<Var, NDArray>>{
+           {u, rnd({2}, f, 7)}, {v, rnd({3}, f, 8)}, {eu, rnd({2}, f, 9)}, {ev, rnd({3}, f, 10)}})
+    in.push_back(kv);
+  // Gemv: z <- u (2,), A <- x (2, 3), x <- v (3,); Ger: A <- z (2, 2) is replaced by x (2, 3).
+  Var rv = Rop({gemv(u, a, x, v, b)}, {u, a, x, v, b}, {eu, ea, ex, ev, eb})[0];
+  Var want_v = b * eu + eb * u + a * (dot(ex, v) + dot(x, ev)) + ea * dot(x, v);
+  EXPECT_ALLCLOSE(eval(rv, in), eval(want_v, in));
+  Var rr = Rop({ger(x, a, u, v)}, {x, a, u, v}, {ex, ea, eu, ev})[0];
+  Var want_r = ex + a * (outer(eu, v) + outer(u, ev)) + ea * outer(u, v);
+  EXPECT_ALLCLOSE(eval(rr, in), eval(want_r, in));
   Var p = variable(tensor3_type(f), "p"), q = variable(tensor3_type(f), "q");
   Var ep = variable(tensor3_type(f), "ep"), eq = variable(tensor3_type(f), "eq");
   std::vector<std::pair<Var, NDArray>> in3{
