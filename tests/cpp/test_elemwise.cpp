@@ -148,7 +148,8 @@ const bool kRegistered = [] {
       {"erfinv", erfinv, nullptr, {-0.9, 0.9}},
       {"gamma", gamma, [](double x) { return std::tgamma(x); }, {0.5, 4}},
       {"gammaln", gammaln, [](double x) { return std::lgamma(x); }, {0.5, 5}},
-      {"psi", psi, nullptr, {0.5, 5}, kF, false},
+      {"psi", psi, nullptr, {0.5, 5}},
+      {"trigamma", trigamma, nullptr, {0.5, 5}, kF, false},
       {"floor", floor, [](double x) { return std::floor(x); }, {-3, 3}, kF, false},
       {"ceil", ceil, [](double x) { return std::ceil(x); }, {-3, 3}, kF, false},
       {"trunc", trunc, [](double x) { return std::trunc(x); }, {-3, 3}, kF, false},
@@ -556,8 +557,12 @@ TEST(Elemwise, ExactSpecialValues) {
   for (size_t i = 0; i < xs.size(); ++i) {
     const double got = inv.get_flat(i), ay = std::fabs(ys[i]);
     // The tails are ill-conditioned (y is rounded near +-1): check the residual of 1 - |y| instead.
-    if (std::fabs(xs[i]) <= 1) EXPECT_NEAR(got, xs[i], 4e-16 + 4e-16 * std::fabs(xs[i])) << i;
-    if (ay > 0.5) EXPECT_NEAR(std::erfc(std::fabs(got)), 1 - ay, 1e-14 * (1 - ay)) << i;
+    if (std::fabs(xs[i]) <= 1) {
+      EXPECT_NEAR(got, xs[i], 4e-16 + 4e-16 * std::fabs(xs[i])) << i;
+    }
+    if (ay > 0.5) {
+      EXPECT_NEAR(std::erfc(std::fabs(got)), 1 - ay, 1e-14 * (1 - ay)) << i;
+    }
     EXPECT_EQ(std::signbit(got), std::signbit(xs[i])) << i;
   }
   NDArray e1 = ev(erfinv(x), {1, -1, 1.5, 0});
@@ -830,9 +835,19 @@ TEST(ElemwiseGrad, ModAndIntDivWhereSmooth) {
   EXPECT_EQ(run1(grad(sum(int_div(x, scalar_like(2, x))), x), {{x, a}}).get_flat(0), 0);
 }
 
-TEST(ElemwiseGrad, PsiGradientIsUndefined) {
+TEST(ElemwiseGrad, PsiUsesTrigammaWhoseGradientIsUndefined) {
   Var x = fvar(1);
-  EXPECT_THROW(grad(sum(psi(x)), x), NotDifferentiableError);
+  NDArray xv = testing::make_array({1, 0.5, -0.5, 30, -2.5}, {5}, DType::Float64);
+  NDArray g = run1(grad(sum(psi(x)), x), {{x, xv}});
+  const double pi2 = M_PI * M_PI;
+  EXPECT_NEAR(g.get_flat(0), pi2 / 6, 1e-14);
+  EXPECT_NEAR(g.get_flat(1), pi2 / 2, 1e-14);
+  EXPECT_NEAR(g.get_flat(2), pi2 / 2 + 4, 1e-13);  // psi1(-1/2) = pi^2/2 + 4
+  EXPECT_NEAR(g.get_flat(3), 0.033895060357616, 1e-12);
+  EXPECT_NEAR(g.get_flat(4), pi2 / 2 + 4 + 4.0 / 9 + 4.0 / 25, 1e-12);
+  EXPECT_EQ(run1(trigamma(x), {{x, testing::make_array({0, -3}, {2}, DType::Float64)}}).get_flat(1),
+            std::numeric_limits<double>::infinity());
+  EXPECT_THROW(grad(sum(trigamma(x)), x), NotDifferentiableError);
 }
 
 TEST(ElemwiseRop, MatchesDirectionalDerivative) {

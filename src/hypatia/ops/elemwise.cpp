@@ -126,6 +126,8 @@ KindInfo kind_info(K k) {
       return {"gammaln", 1};
     case K::Psi:
       return {"psi", 1};
+    case K::TriGamma:
+      return {"tri_gamma", 1};
     case K::Floor:
       return {"floor", 1};
     case K::Ceil:
@@ -188,6 +190,7 @@ bool is_float_op(K k) {
     case K::Gamma:
     case K::GammaLn:
     case K::Psi:
+    case K::TriGamma:
     case K::Floor:
     case K::Ceil:
     case K::Trunc:
@@ -359,6 +362,8 @@ Var partial_times(const Elemwise& op, const std::vector<Var>& x, const Var& z, c
       return mul(mul(g, c(std::sqrt(M_PI) / 2.0, g)), exp(sqr(z)));
     case K::Gamma:
       return mul(mul(g, z), psi(a));
+    case K::Psi:
+      return mul(g, trigamma(a));
     case K::GammaLn:
       return mul(g, psi(a));
     case K::Identity:
@@ -469,9 +474,9 @@ std::vector<Var> Elemwise::grad(const Apply& node, const std::vector<Var>& outpu
       res[i] = zeros_like(x[i]);
       continue;
     }
-    if (scalar == K::Psi) {
+    if (scalar == K::TriGamma) {
       res[i] = grad_undefined(*this, static_cast<int>(i), x[i]->type,
-                              "the gradient of psi needs the trigamma function, which is not implemented");
+                              "the gradient of trigamma needs polygamma of order 2, which is not implemented");
       continue;
     }
     Var gi = partial_times(*this, x, z, g, static_cast<int>(i));
@@ -489,8 +494,9 @@ std::vector<Var> Elemwise::rop(const Apply& node, const std::vector<Var>& eval_p
   Var total;
   for (size_t i = 0; i < x.size() && i < eval_points.size(); ++i) {
     if (!eval_points[i] || !cp[i][0]) continue;
-    if (scalar == K::Psi)
-      fail<NotDifferentiableError>(name(), ": the R-op of psi needs the trigamma function, which is not implemented");
+    if (scalar == K::TriGamma)
+      fail<NotDifferentiableError>(name(),
+                                   ": the R-op of trigamma needs polygamma of order 2, which is not implemented");
     Var t = partial_times(*this, x, z, eval_points[i], static_cast<int>(i));
     if (!t) continue;
     total = total ? add(total, t) : t;
@@ -618,6 +624,7 @@ Var erfinv(Var x) { return elemwise(K::Erfinv, {std::move(x)}); }
 Var gamma(Var x) { return elemwise(K::Gamma, {std::move(x)}); }
 Var gammaln(Var x) { return elemwise(K::GammaLn, {std::move(x)}); }
 Var psi(Var x) { return elemwise(K::Psi, {std::move(x)}); }
+Var trigamma(Var x) { return elemwise(K::TriGamma, {std::move(x)}); }
 Var floor(Var x) { return elemwise(K::Floor, {std::move(x)}); }
 Var ceil(Var x) { return elemwise(K::Ceil, {std::move(x)}); }
 Var round(Var x) { return elemwise(K::Round, {std::move(x)}); }

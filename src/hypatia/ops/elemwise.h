@@ -67,6 +67,7 @@ enum class ScalarOpKind : uint8_t {
   Gamma,
   GammaLn,
   Psi,
+  TriGamma,
   Floor,
   Ceil,
   Round,
@@ -179,6 +180,8 @@ Var erfinv(Var x);
 Var gamma(Var x);
 Var gammaln(Var x);
 Var psi(Var x);
+/// Trigamma, the derivative of psi (polygamma of order 1).
+Var trigamma(Var x);
 Var floor(Var x);
 Var ceil(Var x);
 Var round(Var x);  // half to even, like numpy

@@ -26,11 +26,12 @@ namespace hypatia {
   X(Sub)                                                                                                              \
   X(Mul)                                                                                                              \
   X(TrueDiv)                                                                                                          \
-  X(IntDiv) X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2) X(Eq) X(Neq) X(Lt) X(Le) X(Gt) X(Ge) X(And) X(Or) X(Xor)   \
-      X(Neg) X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log10) X(Log1p)     \
-          X(Sin) X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh) X(ArcSinh) X(ArcCosh) X(ArcTanh) \
-              X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) X(Psi) X(Floor) X(Ceil) X(Round)    \
-                  X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip) X(Switch)
+  X(IntDiv)                                                                                                           \
+  X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2) X(Eq) X(Neq) X(Lt) X(Le) X(Gt) X(Ge) X(And) X(Or) X(Xor) X(Neg)      \
+      X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log10) X(Log1p) X(Sin)     \
+          X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh) X(ArcSinh) X(ArcCosh) X(ArcTanh)        \
+              X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) X(Psi) X(TriGamma) X(Floor) X(Ceil) \
+                  X(Round) X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip) X(Switch)
 
 namespace scalar_math {
 
@@ -285,6 +286,30 @@ inline double digamma(double x) {
   return r + std::log(x) - 0.5 / x + t;
 }
 
+/// Trigamma (psi') in float64: reflection for x < 0, recurrence up to x >= 10, asymptotic series.
+/// +inf at the poles (x = 0, -1, -2 ...).
+inline double trigamma(double x) {
+  constexpr double kPi = 3.141592653589793238;
+  if (std::isnan(x)) return x;
+  if (x == -std::numeric_limits<double>::infinity()) return std::numeric_limits<double>::quiet_NaN();
+  if (x <= 0 && x == std::floor(x)) return std::numeric_limits<double>::infinity();
+  if (x < 0) {
+    // psi1(x) + psi1(1 - x) = pi^2 / sin^2(pi x); sin^2 has period 1 so reduce x first.
+    const double s = std::sin(kPi * (x - std::floor(x)));
+    return kPi * kPi / (s * s) - trigamma(1 - x);
+  }
+  double r = 0;
+  while (x < 10) {
+    r += 1 / (x * x);
+    x += 1;
+  }
+  const double f = 1 / (x * x);
+  const double t =
+      f * (1.0 / 6 +
+           f * (-1.0 / 30 + f * (1.0 / 42 + f * (-1.0 / 30 + f * (5.0 / 66 + f * (-691.0 / 2730 + f * (7.0 / 6)))))));
+  return r + 1 / x + 0.5 * f + t / x;
+}
+
 /// log|gamma(x)| without touching the global signgam (thread-safe).
 inline double gammaln(double x) {
   int sign;
@@ -419,6 +444,7 @@ HYP_UNARY_FLOAT(Erfinv, static_cast<T>(scalar_math::erfinv(static_cast<double>(x
 HYP_UNARY_FLOAT(Gamma, static_cast<T>(std::tgamma(static_cast<double>(x))))
 HYP_UNARY_FLOAT(GammaLn, static_cast<T>(scalar_math::gammaln(static_cast<double>(x))))
 HYP_UNARY_FLOAT(Psi, static_cast<T>(scalar_math::digamma(static_cast<double>(x))))
+HYP_UNARY_FLOAT(TriGamma, static_cast<T>(scalar_math::trigamma(static_cast<double>(x))))
 HYP_UNARY_FLOAT(Floor, std::floor(x))
 HYP_UNARY_FLOAT(Ceil, std::ceil(x))
 HYP_UNARY_FLOAT(Trunc, std::trunc(x))
