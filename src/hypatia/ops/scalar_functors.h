@@ -21,17 +21,16 @@
 namespace hypatia {
 
 /// X-macro listing every ScalarOpKind except Cast (whose output type is an attribute).
-#define HYP_SCALAR_KINDS(X)                                                                                           \
-  X(Add)                                                                                                              \
-  X(Sub)                                                                                                              \
-  X(Mul)                                                                                                              \
-  X(TrueDiv)                                                                                                          \
-  X(IntDiv)                                                                                                           \
-  X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2) X(Eq) X(Neq) X(Lt) X(Le) X(Gt) X(Ge) X(And) X(Or) X(Xor) X(Neg)      \
-      X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log10) X(Log1p) X(Sin)     \
-          X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh) X(ArcSinh) X(ArcCosh) X(ArcTanh)        \
-              X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) X(Psi) X(TriGamma) X(Floor) X(Ceil) \
-                  X(Round) X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip) X(Switch)
+// clang-format off
+#define HYP_SCALAR_KINDS(X)                                                                              \
+  X(Add) X(Sub) X(Mul) X(TrueDiv) X(IntDiv) X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2)               \
+  X(Eq) X(Neq) X(Lt) X(Le) X(Gt) X(Ge) X(And) X(Or) X(Xor)                                               \
+  X(Neg) X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log10)     \
+  X(Log1p) X(Sin) X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh) X(ArcSinh)        \
+  X(ArcCosh) X(ArcTanh) X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) X(Psi)      \
+  X(TriGamma) X(Floor) X(Ceil) X(Round) X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip)        \
+  X(Switch)
+// clang-format on
 
 namespace scalar_math {
 
