@@ -148,7 +148,7 @@ template <class D, class V>
 HWY_INLINE V SigmoidV(D d, V x) {
   using T = hn::TFromD<D>;
   const V one = hn::Set(d, T(1));
-  const V e = ExpFixed(d, hn::Neg(hn::Abs(x)));
+  const V e = ExpFast(d, hn::Neg(hn::Abs(x)));
   const V den = hn::Add(one, e);
   V r = hn::IfThenElse(hn::Ge(x, hn::Zero(d)), hn::Div(one, den), hn::Div(e, den));
   return hn::IfThenElse(hn::IsNaN(x), x, r);
@@ -157,7 +157,7 @@ HWY_INLINE V SigmoidV(D d, V x) {
 /// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
 template <class D, class V>
 HWY_INLINE V SoftplusV(D d, V x) {
-  const V e = ExpFixed(d, hn::Neg(hn::Abs(x)));
+  const V e = ExpFast(d, hn::Neg(hn::Abs(x)));
   V r = hn::Add(hn::Max(x, hn::Zero(d)), hn::Log1p(d, e));
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
