@@ -53,7 +53,9 @@ TEST_P(OpInfoTest, CpuMatchesReference) {
       EXPECT_EQ(ref.dtype(), out->dtype());
       EXPECT_EQ(out->type.check_value(cpu), "");
       EXPECT_ALLCLOSE(cpu, ref, rtol(out->dtype()), atol(out->dtype()));
-      if (op.expected) EXPECT_ALLCLOSE(cpu, op.expected(s.inputs), rtol(out->dtype()), atol(out->dtype()));
+      if (op.expected) {
+        EXPECT_ALLCLOSE(cpu, op.expected(s.inputs), rtol(out->dtype()), atol(out->dtype()));
+      }
     }
 }
 

@@ -25,7 +25,6 @@ NDArray rnd_strided(const Shape& s, DType dt, uint64_t seed) {
   return random_strided(s, dt, lo, hi, seed);
 }
 NDArray i64(const std::vector<double>& v) { return make_array(v, Shape{static_cast<int64_t>(v.size())}, DType::Int64); }
-NDArray i64s(double v) { return NDArray::scalar(v, DType::Int64); }
 
 NDArray ev(const Var& v, const std::vector<std::pair<Var, NDArray>>& in = {}, Backend b = Backend::Cpu) {
   return eval(v, in, b);
