@@ -138,10 +138,46 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   for (const Var& orphan : fg.orphans())
     add_cell(orphan, orphan->is_shared() ? CellKind::Shared : CellKind::Constant);
 
+  // Nodes whose inputs are all constants (e.g. the DimShuffle that broadcasts the 1 of `x + 1`)
+  // run once, here: their outputs become constant cells and the schedule skips them. Outputs
+  // larger than kMaxFoldedElements stay computed per call, as Theano's constant folding does for
+  // allocations, so that a function does not hold a large constant.
+  constexpr int64_t kMaxFoldedElements = int64_t{1} << 16;
+  {
+    std::vector<std::shared_ptr<Apply>> kept;
+    for (const auto& n : order) {
+      bool foldable = n->op->destroy_map().empty();
+      for (const auto& v : n->inputs) {
+        auto it = cell_of.find(v.get());
+        foldable = foldable && it != cell_of.end() && program->cell_kind[it->second] == CellKind::Constant;
+      }
+      if (foldable) {
+        std::vector<NDArray> in_vals, out_vals(n->nout());
+        for (const auto& v : n->inputs) in_vals.push_back(program->storage[cell_of.at(v.get())]);
+        std::vector<NDArray*> in_ptrs, out_ptrs;
+        for (auto& a : in_vals) in_ptrs.push_back(&a);
+        for (auto& a : out_vals) out_ptrs.push_back(&a);
+        make_kernel(opts.backend, *n)->run(KernelArgs{in_ptrs, out_ptrs});
+        for (const auto& a : out_vals) foldable = foldable && a.valid() && a.size() <= kMaxFoldedElements;
+        if (foldable) {
+          for (int o = 0; o < n->nout(); ++o) {
+            int c = add_cell(n->output(o), CellKind::Constant);
+            program->storage[c] = std::move(out_vals[o]);
+          }
+          continue;
+        }
+      }
+      kept.push_back(n);
+    }
+    order = std::move(kept);
+  }
+
   // Alias analysis: may a variable share memory with a leaf (input, shared, constant)?
   std::unordered_map<const Variable*, bool> alias_leaf;
   auto aliases = [&](const Var& v) {
     if (!v->owner) return true;
+    if (auto c = cell_of.find(v.get()); c != cell_of.end() && program->cell_kind[c->second] == CellKind::Constant)
+      return true;
     auto it = alias_leaf.find(v.get());
     return it != alias_leaf.end() && it->second;
   };
@@ -158,7 +194,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     for (size_t o = 0; o < dm.size(); ++o)
       for (int i : dm[o]) {
         const Var& victim = n->inputs[i];
-        if (!victim->owner || fg.clients(victim.get()).size() > 1)
+        if (!victim->owner || cell_of.count(victim.get()) || fg.clients(victim.get()).size() > 1)
           fail<ValueError>(label, ": ", n->op->name(), " overwrites its input ", i, " (", victim->str(),
                            ") which is a function input, shared variable, constant, or is read elsewhere; "
                            "use the op's non in-place form");
@@ -201,6 +237,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   }
   program->allow_input_downcast = opts.allow_input_downcast;
   program->allow_gc = opts.allow_gc.value_or(config().allow_gc);
+  program->finalize();
   if (opts.profile.value_or(config().profile)) {
     program->profile = std::make_unique<Profile>();
     program->profile->function_name = opts.name;

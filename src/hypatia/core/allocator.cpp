@@ -82,6 +82,8 @@ void host_free(void* p, size_t capacity) {
   std::free(p);
 }
 
+void host_alloc_class_capacity(size_t bytes, size_t* capacity) { size_class(bytes, capacity); }
+
 void host_cache_clear() {
   if (ThreadCache* c = cache()) {
     for (auto& l : c->lists) {

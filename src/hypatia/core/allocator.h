@@ -10,6 +10,8 @@ namespace hypatia {
 void* host_alloc(size_t bytes, size_t* capacity);
 /// Returns a buffer from host_alloc (cached for reuse up to a per-thread limit).
 void host_free(void* p, size_t capacity);
+/// The capacity (size class) host_alloc would give for `bytes`.
+void host_alloc_class_capacity(size_t bytes, size_t* capacity);
 /// Frees every cached buffer of the calling thread.
 void host_cache_clear();
 

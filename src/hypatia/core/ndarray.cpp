@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <numeric>
 #include <sstream>
 
@@ -61,6 +62,39 @@ int normalize_axis(int axis, int ndim, const char* who) {
   return axis < 0 ? axis + ndim : axis;
 }
 
+namespace {
+
+struct BufferDeleter {
+  size_t capacity;
+  void operator()(void* q) const { host_free(q, capacity); }
+};
+
+/// Allocator for shared_ptr control blocks, backed by host_alloc's per-thread size classes.
+template <class T>
+struct CachedAllocator {
+  using value_type = T;
+  CachedAllocator() = default;
+  template <class U>
+  CachedAllocator(const CachedAllocator<U>&) {}
+  T* allocate(size_t n) {
+    size_t cap = 0;
+    void* p = host_alloc(n * sizeof(T), &cap);
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) {
+    size_t cap = 0;
+    host_alloc_class_capacity(n * sizeof(T), &cap);
+    host_free(p, cap);
+  }
+  template <class U>
+  bool operator==(const CachedAllocator<U>&) const {
+    return true;
+  }
+};
+
+}  // namespace
+
 NDArray NDArray::empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
     if (d < 0) fail<ValueError>("NDArray: negative dimension in shape ", shape.str());
@@ -69,7 +103,9 @@ NDArray NDArray::empty(const Shape& shape, DType dtype) {
   size_t capacity = 0;
   void* p = host_alloc(bytes, &capacity);
   if (!p) fail<ValueError>("NDArray: cannot allocate ", bytes, " bytes for shape ", shape.str());
-  a.storage_ = std::shared_ptr<void>(p, [capacity](void* q) { host_free(q, capacity); });
+  // The shared_ptr control block comes from the same per-thread cache as the data, so that a
+  // repeated call allocates nothing from malloc.
+  a.storage_ = std::shared_ptr<void>(p, BufferDeleter{capacity}, CachedAllocator<char>{});
   a.data_ = static_cast<std::byte*>(p);
   a.shape_ = shape;
   a.strides_ = c_strides(shape, hypatia::itemsize(dtype));

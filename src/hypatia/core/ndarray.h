@@ -86,6 +86,11 @@ class NDArray {
                       DType dtype);
 
   bool valid() const { return static_cast<bool>(storage_); }
+  /// Drops the reference to the buffer (the array becomes invalid) without touching shape/strides.
+  void reset() {
+    storage_.reset();
+    data_ = nullptr;
+  }
   DType dtype() const { return dtype_; }
   int ndim() const { return shape_.size(); }
   const Shape& shape() const { return shape_; }

@@ -109,11 +109,16 @@ void Program::run_thunks() {
   }
 }
 
-void Program::release_intermediates() {
+void Program::finalize() {
+  release_cells.clear();
   for (size_t c = 0; c < storage.size(); ++c)
     if (cell_kind[c] == CellKind::Input || cell_kind[c] == CellKind::Shared ||
         (allow_gc && cell_kind[c] == CellKind::Intermediate))
-      storage[c] = NDArray();
+      release_cells.push_back(static_cast<int>(c));
+}
+
+void Program::release_intermediates() {
+  for (int c : release_cells) storage[c].reset();
 }
 
 void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {

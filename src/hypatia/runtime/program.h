@@ -58,9 +58,14 @@ class Program {
   std::vector<SharedSlot> shared;
   std::vector<UpdateSlot> updates;
   std::vector<OutputSlot> outputs;
+  /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.
+  std::vector<int> release_cells;
   bool allow_input_downcast = false;
   bool allow_gc = true;
   std::unique_ptr<Profile> profile;
+
+  /// Fills release_cells from cell_kind and allow_gc (call once the cells are final).
+  void finalize();
 
   /// Runs one call: args.size() == inputs.size(), outs.size() == outputs.size().
   void run(std::span<const NDArray> args, std::span<NDArray> outs);
