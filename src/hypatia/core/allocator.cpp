@@ -34,22 +34,33 @@ int size_class(size_t bytes, size_t* capacity) {
   return 4 + (e - 8) * 4 + static_cast<int>(sub);
 }
 
+struct ThreadCache;
+/// The hot per-thread pointer: trivially constructible and in the initial-exec TLS model, so that
+/// reading it costs one instruction instead of a __tls_get_addr call from this shared library.
+struct TlsSlot {
+  ThreadCache* cache;
+  bool dead;
+};
+__attribute__((tls_model("initial-exec"))) thread_local TlsSlot tls_slot = {nullptr, false};
+
 struct ThreadCache {
   std::array<std::vector<void*>, kClasses> lists;
   size_t cached = 0;
   ~ThreadCache() {
     for (auto& l : lists)
       for (void* p : l) std::free(p);
-    alive = false;
+    tls_slot = {nullptr, true};
   }
-  static thread_local bool alive;
 };
-thread_local bool ThreadCache::alive = true;
 
-ThreadCache* cache() {
+[[gnu::noinline]] ThreadCache* init_cache() {
+  if (tls_slot.dead) return nullptr;  // the thread is exiting
   static thread_local ThreadCache c;
-  return ThreadCache::alive ? &c : nullptr;
+  tls_slot.cache = &c;
+  return &c;
 }
+
+inline ThreadCache* cache() { return tls_slot.cache ? tls_slot.cache : init_cache(); }
 
 }  // namespace
 

@@ -8,9 +8,8 @@ namespace hypatia {
 namespace {
 constexpr std::array<std::string_view, kNumDTypes> kNames = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"};
-constexpr std::array<size_t, kNumDTypes> kSizes = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
 
-int bits(DType dt) { return static_cast<int>(kSizes[static_cast<int>(dt)]) * 8; }
+int bits(DType dt) { return static_cast<int>(itemsize(dt)) * 8; }
 
 DType signed_of_bits(int b) {
   switch (b) {
@@ -22,7 +21,6 @@ DType signed_of_bits(int b) {
 }
 }  // namespace
 
-size_t itemsize(DType dt) { return kSizes[static_cast<int>(dt)]; }
 std::string_view dtype_name(DType dt) { return kNames[static_cast<int>(dt)]; }
 
 DType dtype_from_name(std::string_view name) {

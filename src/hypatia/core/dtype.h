@@ -26,7 +26,11 @@ enum class DType : uint8_t {
 inline constexpr int kNumDTypes = 11;
 
 /// Size of one element in bytes.
-size_t itemsize(DType dt);
+/// Bytes per element.
+inline size_t itemsize(DType dt) {
+  constexpr uint8_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+  return kSizes[static_cast<int>(dt)];
+}
 /// numpy's name: "float32", "int64", "bool" ...
 std::string_view dtype_name(DType dt);
 /// Parses a numpy dtype name; throws TypeError on an unknown name.

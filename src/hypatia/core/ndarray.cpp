@@ -13,10 +13,7 @@
 
 namespace hypatia {
 
-void Dims::push_back(int64_t x) {
-  if (n_ >= kMaxNdim) fail<ValueError>("arrays may have at most ", kMaxNdim, " dimensions");
-  v_[n_++] = x;
-}
+void Dims::too_many_dims() { fail<ValueError>("arrays may have at most ", kMaxNdim, " dimensions"); }
 void Dims::insert(int pos, int64_t x) {
   push_back(0);
   for (int i = n_ - 1; i > pos; --i) v_[i] = v_[i - 1];
@@ -25,16 +22,6 @@ void Dims::insert(int pos, int64_t x) {
 void Dims::erase(int pos) {
   for (int i = pos; i + 1 < n_; ++i) v_[i] = v_[i + 1];
   --n_;
-}
-void Dims::resize(int n, int64_t fill) {
-  if (n > kMaxNdim) fail<ValueError>("arrays may have at most ", kMaxNdim, " dimensions");
-  for (int i = n_; i < n; ++i) v_[i] = fill;
-  n_ = n;
-}
-int64_t Dims::prod() const {
-  int64_t p = 1;
-  for (int i = 0; i < n_; ++i) p *= v_[i];
-  return p;
 }
 std::string Dims::str() const {
   std::ostringstream os;
@@ -45,16 +32,6 @@ std::string Dims::str() const {
   return os.str();
 }
 
-Strides c_strides(const Shape& shape, size_t itemsize) {
-  Strides s;
-  s.resize(shape.size());
-  int64_t acc = static_cast<int64_t>(itemsize);
-  for (int i = shape.size() - 1; i >= 0; --i) {
-    s[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
-  }
-  return s;
-}
 
 int normalize_axis(int axis, int ndim, const char* who) {
   if (axis < -ndim || axis >= std::max(ndim, 0) || (ndim == 0))

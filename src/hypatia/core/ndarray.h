@@ -35,18 +35,30 @@ class Dims {
   int64_t* begin() { return v_.data(); }
   int64_t* end() { return v_.data() + n_; }
   int64_t back() const { return v_[n_ - 1]; }
-  void push_back(int64_t x);
+  void push_back(int64_t x) {
+    if (n_ >= kMaxNdim) too_many_dims();
+    v_[n_++] = x;
+  }
   void insert(int pos, int64_t x);
   void erase(int pos);
-  void resize(int n, int64_t fill = 0);
+  void resize(int n, int64_t fill = 0) {
+    if (n > kMaxNdim) too_many_dims();
+    for (int i = n_; i < n; ++i) v_[i] = fill;
+    n_ = n;
+  }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
   /// Product of the entries (1 for none).
-  int64_t prod() const;
+  int64_t prod() const {
+    int64_t p = 1;
+    for (int i = 0; i < n_; ++i) p *= v_[i];
+    return p;
+  }
   bool operator==(const Dims& o) const { return n_ == o.n_ && std::equal(begin(), end(), o.begin()); }
   /// "(2, 3)" like numpy.
   std::string str() const;
 
  private:
+  [[noreturn]] static void too_many_dims();
   template <class It>
   void assign(It b, It e) {
     n_ = 0;
@@ -59,7 +71,16 @@ using Shape = Dims;
 using Strides = Dims;
 
 /// C-order (row-major) byte strides for a shape.
-Strides c_strides(const Shape& shape, size_t itemsize);
+inline Strides c_strides(const Shape& shape, size_t itemsize) {
+  Strides s;
+  s.resize(shape.size());
+  int64_t acc = static_cast<int64_t>(itemsize);
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  return s;
+}
 
 /// An n-dimensional array. Copies share the buffer (like numpy views); use copy() for a deep copy.
 class NDArray {

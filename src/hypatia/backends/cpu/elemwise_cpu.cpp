@@ -168,6 +168,28 @@ class ElemwiseCpuKernel final : public Kernel {
     } else {
       out = &prepare_output(*args.out[0], shape, out_dtype_);
     }
+    const int64_t total = shape.prod();
+    // Fast path: C-contiguous operands of the output's shape (or single elements), below the
+    // threading threshold: one call of the inner loop, no stride bookkeeping.
+    if (total < config().openmp_elemwise_minsize && out->is_c_contiguous()) {
+      bool flat = true;
+      std::array<const std::byte*, 3> p{};
+      std::array<int64_t, 3> ps{};
+      for (int i = 0; i < n_in && flat; ++i) {
+        const NDArray& a = *src[i];
+        if (a.size() == 1 && total != 1) {
+          ps[i] = 0;
+        } else {
+          flat = a.shape() == shape && a.is_c_contiguous();
+          ps[i] = static_cast<int64_t>(itemsize(a.dtype()));
+        }
+        p[i] = a.raw();
+      }
+      if (flat) {
+        if (total > 0) inner_(out->raw(), static_cast<int64_t>(itemsize(out_dtype_)), p.data(), ps.data(), total, simd_);
+        return;
+      }
+    }
     std::array<Strides, 4> st;
     std::array<std::byte*, 4> base{};
     st[0] = out->strides();
@@ -178,7 +200,6 @@ class ElemwiseCpuKernel final : public Kernel {
         if (src[i]->shape(d) != shape[d]) st[i + 1][d] = 0;
       base[i + 1] = src[i]->raw();
     }
-    const int64_t total = shape.prod();
     switch (n_in) {
       case 1:
         return run_loop<2>(shape, st, base, total);
