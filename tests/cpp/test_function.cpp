@@ -231,5 +231,32 @@ TEST(Function, AllocationFreeCall) {
   EXPECT_THROW(f.call(args, wrong), TypeError);
 }
 
+TEST(Function, CallReusesTheCallersUnsharedOutputBuffers) {
+  Var x = variable(vector_type(DType::Float32), "x");
+  for (bool borrow : {false, true}) {
+    Function f = function({x}, {Out(exp(x), borrow)});
+    std::vector<NDArray> args{f32({0, 1, 2}, {3})}, outs(1);
+    f.call(args, outs);
+    const std::byte* first = outs[0].raw();
+    f.call(args, outs);
+    EXPECT_EQ(outs[0].raw(), first) << "borrow=" << borrow;  // reused: nothing else held it
+    EXPECT_NEAR(outs[0].get_flat(2), std::exp(2.0), 1e-5);
+    NDArray kept = outs[0];  // the caller keeps the result: the next call must not overwrite it
+    f.call(std::vector<NDArray>{f32({1, 1, 1}, {3})}, outs);
+    EXPECT_NE(outs[0].raw(), kept.raw());
+    EXPECT_NEAR(kept.get_flat(0), 1.0, 1e-6);
+    EXPECT_NEAR(outs[0].get_flat(0), std::exp(1.0), 1e-5);
+    // A buffer of the wrong shape is dropped, not written out of bounds.
+    f.call(std::vector<NDArray>{f32({1, 1, 1, 1, 1}, {5})}, outs);
+    EXPECT_EQ(outs[0].shape(), (Shape{5}));
+    // Arguments are never reused as outputs, even when passed as the output slot.
+    NDArray in = f32({0, 0, 0}, {3});
+    std::vector<NDArray> io{in};
+    f.call(io, io);
+    EXPECT_NEAR(in.get_flat(0), 0.0, 1e-6);
+    EXPECT_NEAR(io[0].get_flat(0), 1.0, 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace hypatia

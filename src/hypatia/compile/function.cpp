@@ -272,6 +272,11 @@ std::vector<NDArray> Function::operator()(const std::vector<NDArray>& args) {
   if (args.size() > ins.size())
     fail<TypeError>(fn_label(program_->name), ": got ", args.size(), " arguments but the function has ", ins.size(),
                     " inputs");
+  std::vector<NDArray> outs(program_->outputs.size());
+  if (args.size() == ins.size()) {
+    program_->run(args, outs);
+    return outs;
+  }
   std::vector<NDArray> all(ins.size());
   for (size_t i = 0; i < ins.size(); ++i) {
     if (i < args.size()) all[i] = args[i];
@@ -281,7 +286,6 @@ std::vector<NDArray> Function::operator()(const std::vector<NDArray>& args) {
                       ins[i].name.empty() ? "" : " ('" + ins[i].name + "')", " (", ins[i].type.str(),
                       ") which has no default value");
   }
-  std::vector<NDArray> outs(program_->outputs.size());
   program_->run(all, outs);
   return outs;
 }

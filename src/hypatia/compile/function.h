@@ -69,6 +69,9 @@ class Function {
   /// Runs with positional arguments (defaults fill the rest); returns the outputs.
   std::vector<NDArray> operator()(const std::vector<NDArray>& args = {});
   /// Allocation-free call: args.size() == number of inputs, outs.size() == number of outputs.
+  /// An array already in outs[i] that nothing else references (no copy or view of it is alive)
+  /// is reused as the storage of output i when its shape and dtype fit, so a loop that passes the
+  /// same `outs` back allocates nothing. After a call that throws, outs holds no values.
   void call(std::span<const NDArray> args, std::span<NDArray> outs);
   /// Number of inputs and outputs.
   int n_inputs() const;

@@ -41,6 +41,10 @@ int normalize_axis(int axis, int ndim, const char* who) {
 
 namespace {
 
+struct alignas(64) SmallBuffer {
+  std::byte bytes[64];
+};
+
 struct BufferDeleter {
   size_t capacity;
   void operator()(void* q) const { host_free(q, capacity); }
@@ -77,6 +81,16 @@ NDArray NDArray::empty(const Shape& shape, DType dtype) {
     if (d < 0) fail<ValueError>("NDArray: negative dimension in shape ", shape.str());
   NDArray a;
   size_t bytes = static_cast<size_t>(shape.prod()) * hypatia::itemsize(dtype);
+  if (bytes <= sizeof(SmallBuffer)) {
+    // One allocation holds the control block and the data.
+    auto b = std::allocate_shared<SmallBuffer>(CachedAllocator<SmallBuffer>{});
+    a.data_ = b->bytes;
+    a.storage_ = std::move(b);
+    a.shape_ = shape;
+    a.strides_ = c_strides(shape, hypatia::itemsize(dtype));
+    a.dtype_ = dtype;
+    return a;
+  }
   size_t capacity = 0;
   void* p = host_alloc(bytes, &capacity);
   if (!p) fail<ValueError>("NDArray: cannot allocate ", bytes, " bytes for shape ", shape.str());

@@ -127,6 +127,13 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   try {
     for (size_t i = 0; i < args.size(); ++i) bind_input(i, args[i]);
     for (const SharedSlot& s : shared) storage[s.cell] = s.shared->value;
+    // The caller's previous outputs, when nothing else holds them, become this call's output buffers.
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      NDArray& cell = storage[outputs[i].cell];
+      if (cell_kind[outputs[i].cell] == CellKind::Intermediate && !cell.valid() && outs[i].valid() && outs[i].unique())
+        cell = std::move(outs[i]);
+      outs[i].reset();
+    }
     run_thunks();
     // Updates: check every new value before committing any, so a failure changes nothing.
     std::vector<NDArray> new_values;

@@ -38,7 +38,7 @@ void elemwise_inner(std::byte* out, int64_t os, const std::byte* const* in, cons
   if (flat) {
     R* o = reinterpret_cast<R*>(out);
     if constexpr (std::is_floating_point_v<T> && std::is_same_v<R, T> && N <= 2) {
-      if (simd) {
+      if (simd && n >= 8) {  // a few elements are cheaper without the dispatch
         if constexpr (N == 1) {
           if (is[0] != 0) return simd_unary(Kd, dtype_of<T>(), in[0], out, n);
         } else {
