@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 namespace hypatia {
@@ -55,9 +56,12 @@ struct ThreadCache {
 
 [[gnu::noinline]] ThreadCache* init_cache() {
   if (tls_slot.dead) return nullptr;  // the thread is exiting
-  static thread_local ThreadCache c;
-  tls_slot.cache = &c;
-  return &c;
+  // On the heap: an initial-exec variable puts the library's whole TLS block in glibc's static TLS
+  // surplus, which is a few hundred bytes for libraries loaded by dlopen (Python's import of
+  // hypatia._core); a 4.6 KB ThreadCache there makes the load fail.
+  static thread_local std::unique_ptr<ThreadCache> c(new ThreadCache);
+  tls_slot.cache = c.get();
+  return c.get();
 }
 
 inline ThreadCache* cache() { return tls_slot.cache ? tls_slot.cache : init_cache(); }
