@@ -12,13 +12,15 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: deps venv build build-asan test test-cpp test-asan demo bench format clean
+.PHONY: deps venv build build-asan test test-cpp test-asan test-python demo bench format clean
 
 deps:
 	@bash scripts/install_deps.sh
 
+# .venv with numpy, pytest, hypothesis, nanobind, scikit-build-core, and the hypatia package built
+# from this tree (build dir build-python/, kept between runs).
 venv: deps
-	@bash scripts/setup_venv.sh
+	@HYPATIA_WERROR=$(if $(filter true,$(CI)),ON,OFF) JOBS=$(JOBS) bash scripts/setup_venv.sh
 
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
@@ -34,8 +36,12 @@ test-cpp: build
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
-# Every C++ test, then the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: test-cpp test-asan
+test-python: venv
+	.venv/bin/python -m pytest -q tests/python
+
+# Every C++ test, the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+# Python tests against the installed package.
+test: test-cpp test-asan test-python
 
 demo: build venv
 	@bash scripts/demo.sh $(BUILD)

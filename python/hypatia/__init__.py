@@ -1,0 +1,37 @@
+"""Hypatia: Theano's API on a C++20 symbolic tensor compiler.
+
+    import hypatia
+    import hypatia.tensor as T
+    x = T.fvector('x')
+    f = hypatia.function([x], T.exp(x) + 1)
+    f(numpy.ones(3, dtype='float32'))
+"""
+import os as _os
+
+from hypatia import _core
+from hypatia._core import (  # noqa: F401
+    Apply,
+    DisconnectedInputError,
+    FunctionGraph,
+    GradientError,
+    HypatiaError,
+    InternalError,
+    MissingInputError,
+    NullTypeGradError,
+    Op,
+    UnusedInputError,
+    Variable,
+)
+from hypatia.configparser import change_flags, config  # noqa: F401
+from hypatia import tensor  # noqa: F401
+from hypatia import compile  # noqa: F401,A004
+from hypatia.compile import Function, In, Mode, Out, function, shared  # noqa: F401
+from hypatia import gradient, printing  # noqa: F401
+from hypatia.gradient import Lop, Rop, grad  # noqa: F401
+from hypatia.printing import debugprint, pp  # noqa: F401
+from hypatia.tensor.basic import Constant, SharedVariable  # noqa: F401
+
+__version__ = "0.1.0"
+
+# Nodes record where in user code they were built ("file:line"), for error messages.
+_core.install_trace_hook(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)

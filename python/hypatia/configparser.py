@@ -1,0 +1,89 @@
+"""hypatia.config: Theano's settings on the C++ engine's Config.
+
+Values come from defaults < ~/.hypatiarc < HYPATIA_FLAGS (``key=value,key=value``, like
+THEANO_FLAGS) < code (``hypatia.config.floatX = 'float32'``). Every read and write goes to the
+C++ Config, so C++ and Python always agree.
+"""
+import contextlib
+
+from hypatia import _core
+
+_BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites"})
+_INT_KEYS = frozenset({"openmp_elemwise_minsize", "num_threads"})
+_KEYS = (
+    "floatX",
+    "device",
+    "mode",
+    "optimizer",
+    "allow_gc",
+    "profile",
+    "exception_verbosity",
+    "compute_test_value",
+    "openmp_elemwise_minsize",
+    "num_threads",
+    "print_rewrites",
+)
+
+
+def _to_text(key, value):
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if key == "floatX" and not isinstance(value, str):
+        import numpy as np
+
+        return np.dtype(value).name
+    return str(value)
+
+
+class Config:
+    """Attribute access to the engine's settings (``config.floatX``, ``config.allow_gc`` ...)."""
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            text = _core.config_get(name)
+        except ValueError:
+            raise AttributeError(f"hypatia.config has no option {name!r}") from None
+        if name in _BOOL_KEYS:
+            return text == "True"
+        if name in _INT_KEYS:
+            return int(text)
+        return text
+
+    def __setattr__(self, name, value):
+        _core.config_set(name, _to_text(name, value))
+
+    def __dir__(self):
+        return list(_KEYS)
+
+    def __str__(self):
+        return "\n".join(f"{k} = {getattr(self, k)}" for k in _KEYS)
+
+    def change_flags(self, **kwargs):
+        """Context manager (and decorator) that sets options and restores them afterwards."""
+        return change_flags(**kwargs)
+
+
+class change_flags(contextlib.ContextDecorator):
+    """``with change_flags(floatX='float32'): ...`` sets options for the block (Theano's helper)."""
+
+    def __init__(self, **kwargs):
+        self._new = kwargs
+        self._old = {}
+
+    def __enter__(self):
+        self._old = {k: getattr(config, k) for k in self._new}
+        for k, v in self._new.items():
+            setattr(config, k, v)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self._old.items():
+            setattr(config, k, v)
+        return False
+
+
+config = Config()
+
+__all__ = ["config", "change_flags", "Config"]

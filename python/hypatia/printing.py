@@ -1,0 +1,87 @@
+"""hypatia.printing: debugprint (the C++ graph printer) and pp (an infix pretty-printer)."""
+import sys
+
+from hypatia import _core
+
+Variable = _core.Variable
+
+
+def _collect(obj, variables, texts, print_type, depth):
+    if isinstance(obj, Variable):
+        variables.append(obj)
+    elif isinstance(obj, _core.Apply):
+        variables.extend(obj.outputs)
+    elif isinstance(obj, _core.Function):
+        _flush(variables, texts, print_type, depth)
+        texts.append(obj.debugprint_text())
+    elif isinstance(obj, _core.FunctionGraph):
+        _flush(variables, texts, print_type, depth)
+        texts.append(_core.debugprint_fgraph(obj, print_type, depth))
+    elif hasattr(obj, "toposort") and hasattr(obj, "_fn"):  # f.maker.fgraph
+        _flush(variables, texts, print_type, depth)
+        texts.append(obj._fn.debugprint_text())
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _collect(o, variables, texts, print_type, depth)
+    else:
+        raise TypeError(f"debugprint cannot print a {type(obj).__name__}")
+
+
+def _flush(variables, texts, print_type, depth):
+    if variables:
+        texts.append(_core.debugprint(list(variables), print_type, depth))
+        variables.clear()
+
+
+def debugprint(obj, depth=-1, print_type=False, file=None, ids="CHAR", stop_on_name=False, done=None,
+               print_storage=False, print_clients=False, used_ids=None):
+    """Prints a graph as Theano's indented tree: a variable, an Apply, a compiled function, a
+    FunctionGraph, or a list of them. file=None prints to stdout; file='str' returns the text."""
+    variables, texts = [], []
+    _collect(obj, variables, texts, print_type, depth)
+    _flush(variables, texts, print_type, depth)
+    text = "".join(texts)
+    if file == "str":
+        return text
+    out = sys.stdout if file is None else file
+    out.write(text)
+    return out
+
+
+_INFIX = {"add": ("+", 1), "sub": ("-", 1), "mul": ("*", 2), "true_div": ("/", 2), "int_div": ("//", 2),
+          "mod": ("%", 2), "pow": ("**", 3), "eq": ("==", 0), "neq": ("!=", 0), "lt": ("<", 0),
+          "le": ("<=", 0), "gt": (">", 0), "ge": (">=", 0), "and": ("&", 0), "or": ("|", 0), "xor": ("^", 0)}
+
+
+def _pp(v, parent_prec):
+    node = v.owner
+    if node is None:
+        return str(v)
+    op = node.op
+    args = node.inputs
+    if isinstance(op, _core.Elemwise):
+        name = op.scalar_op
+        if name in _INFIX and len(args) == 2:
+            sym, prec = _INFIX[name]
+            s = f"{_pp(args[0], prec)} {sym} {_pp(args[1], prec + 1)}"
+            return f"({s})" if prec <= parent_prec else s
+        if name == "neg":
+            return f"-{_pp(args[0], 4)}"
+        return f"{name}({', '.join(_pp(a, -1) for a in args)})"
+    if isinstance(op, _core.DimShuffle):
+        pattern = op.new_order
+        if list(pattern) == list(reversed(range(args[0].ndim))) and args[0].ndim == 2:
+            return f"{_pp(args[0], 5)}.T"
+        if [p for p in pattern if p != "x"] == list(range(args[0].ndim)):
+            return _pp(args[0], parent_prec)  # only pads broadcastable axes
+    return f"{op.name}({', '.join(_pp(a, -1) for a in args)})"
+
+
+def pp(var):
+    """An infix, one-line rendering of a variable's graph: '((x * TensorConstant{2.0}) + y)'."""
+    if isinstance(var, (list, tuple)):
+        return "\n".join(pp(v) for v in var)
+    return _pp(var, -1)
+
+
+__all__ = ["debugprint", "pp"]

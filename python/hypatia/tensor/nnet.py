@@ -1,0 +1,74 @@
+"""hypatia.tensor.nnet (T.nnet): Theano's neural-network ops."""
+from hypatia import _core
+from hypatia.tensor.basic import _operands, as_tensor_variable, sigmoid, softplus  # noqa: F401
+
+Softmax = _core.Softmax
+CrossentropyCategorical1Hot = _core.CrossentropyCategorical1Hot
+CrossentropyCategorical1HotGrad = _core.CrossentropyCategorical1HotGrad
+
+ultra_fast_sigmoid = sigmoid
+
+
+def hard_sigmoid(x):
+    """clip(0.2 * x + 0.5, 0, 1)."""
+    return _core.hard_sigmoid(as_tensor_variable(x))
+
+
+def relu(x, alpha=0):
+    """max(x, 0), or the leaky rectifier alpha * x below 0 when alpha != 0."""
+    return _core.relu(as_tensor_variable(x), float(alpha))
+
+
+def elu(x, alpha=1):
+    """x for x > 0, alpha * (exp(x) - 1) below."""
+    x = as_tensor_variable(x)
+    a, one = _operands(x, alpha, 1)[1:]
+    return _core.switch(_core.gt(x, _core.scalar_like(0, x)), x, _core.mul(a, _core.sub(_core.exp(x), one)))
+
+
+def softsign(x):
+    """x / (1 + |x|)."""
+    x = as_tensor_variable(x)
+    return _core.true_div(x, _core.add(_core.scalar_like(1, x), _core.abs(x)))
+
+
+def softmax(c, axis=-1):
+    """exp(c) / sum(exp(c)) along axis (the last by default), computed stably."""
+    return _core.softmax(as_tensor_variable(c), int(axis))
+
+
+def log_softmax(c, axis=-1):
+    """log(softmax(c)) along axis, computed stably."""
+    return _core.log_softmax(as_tensor_variable(c), int(axis))
+
+
+logsoftmax = log_softmax
+
+
+def softmax_with_bias(x, b):
+    """softmax(x + b) row by row."""
+    x, b = _operands(x, b)
+    return _core.softmax(_core.add(x, b), -1)
+
+
+def categorical_crossentropy(coding_dist, true_dist):
+    """-log(coding_dist[i, label[i]]) for integer labels, or -sum(true * log(coding)) per row."""
+    return _core.categorical_crossentropy(as_tensor_variable(coding_dist), as_tensor_variable(true_dist))
+
+
+def crossentropy_categorical_1hot(coding_dist, true_one_of_n):
+    return categorical_crossentropy(coding_dist, true_one_of_n)
+
+
+def binary_crossentropy(output, target):
+    """-(target * log(output) + (1 - target) * log(1 - output)) elementwise."""
+    output, target = _operands(output, target)
+    return _core.binary_crossentropy(output, target)
+
+
+def sigmoid_binary_crossentropy(output, target):
+    """binary_crossentropy(sigmoid(output), target), computed stably through softplus."""
+    output, target = _operands(output, target)
+    one = _core.scalar_like(1, target)
+    return _core.add(_core.mul(target, _core.softplus(_core.neg(output))),
+                     _core.mul(_core.sub(one, target), _core.softplus(output)))

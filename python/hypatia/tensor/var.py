@@ -1,0 +1,175 @@
+"""Theano's TensorVariable methods and Python operators, attached to hypatia._core.Variable.
+
+Operators take Python scalars (a dtype that fits the other operand, numpy's rule) and numpy
+arrays (constants of their own dtype) on either side. ``==`` is identity, as in Theano: use
+T.eq for the elementwise comparison.
+"""
+from hypatia import _core
+from hypatia.tensor import basic as B
+
+Variable = _core.Variable
+
+
+def _binop(fn, reflected=False):
+    if reflected:
+        def op(self, other):
+            b, a = B._operands(self, other)
+            return fn(a, b)
+    else:
+        def op(self, other):
+            a, b = B._operands(self, other)
+            return fn(a, b)
+    return op
+
+
+_OPERATORS = {
+    "add": _core.add,
+    "sub": _core.sub,
+    "mul": _core.mul,
+    "truediv": _core.true_div,
+    "floordiv": _core.int_div,
+    "mod": _core.mod,
+    "pow": _core.pow,
+    "matmul": _core.dot,
+    "and": _core.and_,
+    "or": _core.or_,
+    "xor": _core.xor,
+}
+for _name, _fn in _OPERATORS.items():
+    setattr(Variable, f"__{_name}__", _binop(_fn))
+    setattr(Variable, f"__r{_name}__", _binop(_fn, reflected=True))
+for _name, _fn in {"lt": _core.lt, "le": _core.le, "gt": _core.gt, "ge": _core.ge}.items():
+    setattr(Variable, f"__{_name}__", _binop(_fn))
+del _name, _fn
+
+Variable.__neg__ = lambda self: _core.neg(self)
+Variable.__pos__ = lambda self: self
+Variable.__abs__ = lambda self: _core.abs(self)
+Variable.__invert__ = lambda self: _core.invert(self)
+# numpy defers to these operators instead of treating a Variable as an object array.
+Variable.__array_ufunc__ = None
+Variable.__array_priority__ = 1000
+
+
+def _bool(self):
+    raise TypeError("Variables do not support boolean operations (a symbolic value has no truth value yet); "
+                    "use T.switch, or compare with T.eq / T.lt ...")
+
+
+def _len(self):
+    raise TypeError("object of type 'TensorVariable' has no len(); use x.shape[0] for its symbolic length")
+
+
+def _iter(self):
+    try:
+        n = B.get_vector_length(self)
+    except (TypeError, ValueError):
+        raise TypeError("TensorType does not support iteration: the length of this variable is not known "
+                        "while the graph is built") from None
+    for i in range(n):
+        yield self[i]
+
+
+Variable.__bool__ = _bool
+Variable.__len__ = _len
+Variable.__iter__ = _iter
+Variable.__getitem__ = lambda self, key: B.subtensor(self, key)
+
+
+class _Tag:
+    """Free-form annotations (Theano's var.tag)."""
+
+    def __repr__(self):
+        return f"Tag({self.__dict__})"
+
+
+def _tag(self):
+    d = self.__dict__
+    if "_tag" not in d:
+        d["_tag"] = _Tag()
+    return d["_tag"]
+
+
+def _transpose(self, *axes):
+    if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+        axes = axes[0]
+    return B.transpose(self, axes if axes else None)
+
+
+def _eval(self, inputs_to_values=None):
+    """Computes the value of this variable given values of the free inputs it depends on."""
+    from hypatia.compile import function
+
+    inputs_to_values = inputs_to_values or {}
+    keys = list(inputs_to_values)
+    f = function(keys, self, on_unused_input="ignore")
+    return f(*[inputs_to_values[k] for k in keys])
+
+
+def _get_value(self, borrow=False, return_internal_type=False):
+    """The value of a shared variable (a copy unless borrow=True)."""
+    return _core.get_value(self, borrow)
+
+
+def _set_value(self, value, borrow=False):
+    """Replaces the value of a shared variable (copied unless borrow=True)."""
+    _core.set_value(self, value, borrow)
+
+
+def _copy(self, name=None):
+    r = B.tensor_copy(self)
+    if name is not None:
+        r.name = name
+    return r
+
+
+_METHODS = {
+    "T": property(lambda self: _core.transpose(self, [])),
+    "transpose": _transpose,
+    "dimshuffle": lambda self, *pattern: B.dimshuffle(self, *pattern),
+    "reshape": lambda self, shape, ndim=None: B.reshape(self, shape, ndim),
+    "flatten": lambda self, ndim=1: B.flatten(self, ndim),
+    "ravel": lambda self: B.flatten(self, 1),
+    "sum": lambda self, axis=None, dtype=None, keepdims=False, acc_dtype=None: B.sum(self, axis, dtype, keepdims),
+    "prod": lambda self, axis=None, dtype=None, keepdims=False, acc_dtype=None: B.prod(self, axis, dtype, keepdims),
+    "mean": lambda self, axis=None, dtype=None, keepdims=False, acc_dtype=None: B.mean(self, axis, dtype,
+                                                                                      keepdims=keepdims),
+    "var": lambda self, axis=None, ddof=0, keepdims=False, corrected=False: B.var(self, axis, ddof, keepdims),
+    "std": lambda self, axis=None, ddof=0, keepdims=False, corrected=False: B.std(self, axis, ddof, keepdims),
+    "max": lambda self, axis=None, keepdims=False: B.max(self, axis, keepdims),
+    "min": lambda self, axis=None, keepdims=False: B.min(self, axis, keepdims),
+    "argmax": lambda self, axis=None, keepdims=False: B.argmax(self, axis, keepdims),
+    "argmin": lambda self, axis=None, keepdims=False: B.argmin(self, axis, keepdims),
+    "all": lambda self, axis=None, keepdims=False: B.all(self, axis, keepdims),
+    "any": lambda self, axis=None, keepdims=False: B.any(self, axis, keepdims),
+    "cumsum": lambda self, axis=None: B.cumsum(self, axis),
+    "cumprod": lambda self, axis=None: B.cumprod(self, axis),
+    "norm": lambda self, L=2, axis=None: B.norm(self, L, axis),
+    "astype": lambda self, dtype: B.cast(self, dtype),
+    "clip": lambda self, a_min, a_max: B.clip(self, a_min, a_max),
+    "dot": lambda self, other: B.dot(self, other),
+    "round": lambda self, mode=None: B.round(self, mode),
+    "squeeze": lambda self: B.squeeze(self),
+    "swapaxes": lambda self, a, b: B.swapaxes(self, a, b),
+    "repeat": lambda self, repeats, axis=None: B.repeat(self, repeats, axis),
+    "take": lambda self, indices, axis=None, mode="raise": B.take(self, indices, axis, mode),
+    "fill": lambda self, value: B.fill(self, value),
+    "zeros_like": lambda self, dtype=None: B.zeros_like(self, dtype),
+    "ones_like": lambda self, dtype=None: B.ones_like(self, dtype),
+    "conj": lambda self: self,
+    "real": property(lambda self: self),
+    "copy": _copy,
+    "eval": _eval,
+    "shape": property(lambda self: _core.shape(self)),
+    "size": property(lambda self: B.prod(_core.shape(self))),
+    "tag": property(_tag),
+    "get_value": _get_value,
+    "set_value": _set_value,
+    "value": property(lambda self: self.data),
+}
+for _name, _m in _METHODS.items():
+    setattr(Variable, _name, _m)
+del _name, _m
+
+# Theano's name for the variable class.
+TensorVariable = Variable

@@ -1,0 +1,212 @@
+// Function: a compiled hypatia::Function whose call runs in C++ from the type's call slot: the
+// arguments are viewed in place (numpy arrays) or converted (other values) into preallocated
+// NDArray slots, Function::call runs, and the outputs come back as numpy arrays that own a
+// reference to the C++ buffers. No Python code runs between the caller and the kernels.
+#include <string>
+
+#include "bindings.h"
+
+namespace hypatia::python {
+namespace {
+
+/// A compiled function with what the Python call needs beside the C++ Function.
+struct PyFunction {
+  Function fn;
+  std::vector<TensorType> input_types;
+  std::vector<std::string> input_names;
+  std::vector<std::optional<NDArray>> defaults;
+  Downcast downcast = Downcast::None;
+  /// Outputs were given as one variable (return one array) rather than a list.
+  bool unpack_single = false;
+  /// Argument and output slots, reused by every call that is not re-entrant.
+  std::vector<NDArray> args, outs;
+  bool busy = false;
+
+  PyFunction(Function f) : fn(std::move(f)) {}
+
+  std::string input_label(size_t i) const {
+    std::string s = "function '" + (fn.name().empty() ? std::string("<unnamed>") : fn.name()) + "': input " +
+                    std::to_string(i);
+    if (!input_names[i].empty()) s += " ('" + input_names[i] + "')";
+    return s;
+  }
+
+  /// numpy arrays are viewed as they are (Function::call checks ndim, broadcastable and dtype);
+  /// other values go through Theano's filter.
+  NDArray convert(PyObject* obj, size_t i) const {
+    if (is_numpy_array(obj)) return to_ndarray(obj);
+    return filter_value(obj, input_types[i], downcast, input_label(i).c_str());
+  }
+
+  PyObject* call(PyObject* args_tuple, PyObject* kwargs, std::vector<NDArray>& a, std::vector<NDArray>& o) {
+    const size_t n_in = input_types.size();
+    const size_t nargs = static_cast<size_t>(PyTuple_GET_SIZE(args_tuple));
+    if (nargs > n_in)
+      fail<TypeError>("function '", fn.name().empty() ? "<unnamed>" : fn.name(), "': got ", nargs,
+                      " positional arguments but the function has ", n_in, " inputs");
+    for (size_t i = 0; i < nargs; ++i) a[i] = convert(PyTuple_GET_ITEM(args_tuple, i), i);
+    if (kwargs && PyDict_GET_SIZE(kwargs) > 0) {
+      PyObject *key, *value;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        const char* k = PyUnicode_AsUTF8(key);
+        if (!k) throw nb::python_error();
+        size_t i = 0;
+        while (i < n_in && input_names[i] != k) ++i;
+        if (i == n_in) fail<TypeError>("function got an unexpected keyword argument '", k, "'");
+        if (a[i].valid()) fail<TypeError>("function got multiple values for input '", k, "'");
+        a[i] = convert(value, i);
+      }
+    }
+    for (size_t i = nargs; i < n_in; ++i) {
+      if (a[i].valid()) continue;
+      if (!defaults[i])
+        fail<TypeError>(input_label(i), " (", input_types[i].str(),
+                        ") is missing: it was not given and has no default value");
+      a[i] = *defaults[i];
+    }
+    fn.call(a, o);
+    for (NDArray& x : a) x = NDArray();
+    if (unpack_single) {
+      PyObject* r = to_numpy(o[0]);
+      o[0] = NDArray();
+      return r;
+    }
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(o.size()));
+    if (!list) return nullptr;
+    for (size_t i = 0; i < o.size(); ++i) {
+      PyObject* r = to_numpy(o[i]);
+      o[i] = NDArray();
+      if (!r) {
+        Py_DECREF(list);
+        return nullptr;
+      }
+      PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), r);
+    }
+    return list;
+  }
+};
+
+/// The type's tp_call: the whole per-call path.
+PyObject* function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  PyFunction* f = nb::inst_ptr<PyFunction>(self);
+  if (f->busy) {
+    // Re-entrant call (from a callback during a call): use fresh slots.
+    std::vector<NDArray> a(f->args.size()), o(f->outs.size());
+    try {
+      return f->call(args, kwargs, a, o);
+    } catch (...) {
+      set_python_error(std::current_exception());
+      return nullptr;
+    }
+  }
+  f->busy = true;
+  PyObject* r = nullptr;
+  try {
+    r = f->call(args, kwargs, f->args, f->outs);
+  } catch (...) {
+    for (NDArray& x : f->args) x = NDArray();
+    for (NDArray& x : f->outs) x = NDArray();
+    set_python_error(std::current_exception());
+  }
+  f->busy = false;
+  return r;
+}
+
+PyType_Slot function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(function_call)}, {0, nullptr}};
+
+using InSpec = std::tuple<Var, std::string, nb::object, bool, bool>;  // variable, name, value, borrow, mutable
+using OutSpec = std::pair<Var, bool>;                                  // variable, borrow
+
+PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>& outputs,
+                    const std::vector<std::pair<Var, Var>>& updates, const std::vector<std::pair<Var, Var>>& givens,
+                    std::optional<bool> allow_input_downcast, std::optional<bool> profile,
+                    std::optional<bool> allow_gc, const std::string& name, const std::string& on_unused_input,
+                    const std::string& backend, bool unpack_single) {
+  const Downcast downcast =
+      !allow_input_downcast ? Downcast::None : (*allow_input_downcast ? Downcast::Yes : Downcast::No);
+  std::vector<In> ins;
+  std::vector<TensorType> types;
+  std::vector<std::string> names;
+  std::vector<std::optional<NDArray>> defaults;
+  for (const auto& [var, in_name, value, borrow, mut] : inputs) {
+    if (!var) throw TypeError("function: an input is None");
+    In in(var);
+    in.name = in_name;
+    in.borrow = borrow;
+    in.mutable_ = mut;
+    if (!value.is_none()) {
+      std::string who = "function: the default value of input '" + (in_name.empty() ? var->str() : in_name) + "'";
+      in.value = filter_value(value.ptr(), var->type, downcast, who.c_str());
+    }
+    defaults.push_back(in.value);
+    types.push_back(var->type);
+    names.push_back(in_name.empty() ? var->name : in_name);
+    ins.push_back(std::move(in));
+  }
+  std::vector<Out> outs;
+  for (const auto& [var, borrow] : outputs) outs.emplace_back(var, borrow);
+  FunctionOptions opts;
+  opts.updates = updates;
+  opts.givens = givens;
+  opts.allow_input_downcast = downcast == Downcast::Yes;
+  opts.profile = profile;
+  opts.allow_gc = allow_gc;
+  opts.name = name;
+  opts.on_unused_input = on_unused_input;
+  if (backend == "reference") opts.backend = Backend::Reference;
+  else if (backend != "cpu") fail<ValueError>("function: unknown backend '", backend, "' (cpu or reference)");
+  auto* f = new PyFunction(function(std::move(ins), std::move(outs), std::move(opts)));
+  f->input_types = std::move(types);
+  f->input_names = std::move(names);
+  f->defaults = std::move(defaults);
+  f->downcast = downcast;
+  f->unpack_single = unpack_single && outputs.size() == 1;
+  f->args.resize(f->input_types.size());
+  f->outs.resize(outputs.size());
+  return f;
+}
+
+}  // namespace
+
+void init_function(nb::module_& m) {
+  nb::class_<Profile>(m, "Profile", "Per-node timings of a compiled function.")
+      .def("summary_text", &Profile::summary, "Theano-style profile tables.")
+      .def_ro("function_name", &Profile::function_name)
+      .def_ro("calls", &Profile::calls)
+      .def_ro("call_seconds", &Profile::call_seconds)
+      .def_ro("compile_seconds", &Profile::compile_seconds)
+      .def_prop_ro("nodes", [](const Profile& p) {
+        nb::list l;
+        for (const auto& n : p.nodes) {
+          nb::dict d;
+          d["op_name"] = n.op_name;
+          d["op_class"] = n.op_class;
+          d["apply"] = n.apply_str;
+          d["seconds"] = n.seconds;
+          d["calls"] = n.calls;
+          l.append(d);
+        }
+        return l;
+      });
+
+  nb::class_<PyFunction>(m, "Function", nb::type_slots(function_slots), nb::dynamic_attr(),
+                         "A compiled function: call it with the input values (positional, or by input name).")
+      .def_prop_ro("name", [](const PyFunction& f) { return f.fn.name(); })
+      .def_prop_ro("n_inputs", [](const PyFunction& f) { return f.fn.n_inputs(); })
+      .def_prop_ro("n_outputs", [](const PyFunction& f) { return f.fn.n_outputs(); })
+      .def_prop_ro("input_names", [](const PyFunction& f) { return f.input_names; })
+      .def_prop_ro("unpack_single", [](const PyFunction& f) { return f.unpack_single; })
+      .def("toposort", [](const PyFunction& f) { return f.fn.toposort(); }, "The compiled graph's nodes, in order.")
+      .def("graph_outputs", [](const PyFunction& f) { return f.fn.graph_outputs(); },
+           "The compiled graph's outputs, then the update values.")
+      .def("debugprint_text", [](const PyFunction& f) { return f.fn.debugprint(); })
+      .def_prop_ro("profile", [](const PyFunction& f) { return f.fn.profile(); }, nb::rv_policy::reference_internal);
+
+  m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a,
+        "allow_input_downcast"_a.none(), "profile"_a.none(), "allow_gc"_a.none(), "name"_a, "on_unused_input"_a,
+        "backend"_a, "unpack_single"_a, nb::rv_policy::take_ownership,
+        "Compiles inputs (variable, name, default, borrow, mutable), outputs (variable, borrow), updates and givens.");
+}
+
+}  // namespace hypatia::python

@@ -1,0 +1,308 @@
+// TensorType, Variable, Apply, the Op classes, FunctionGraph, constants, shared variables,
+// debugprint and the trace hook.
+#include <string>
+
+#include "bindings.h"
+// After Python.h (through bindings.h).
+#include <frameobject.h>
+#include "hypatia/grad/grad_ops.h"
+
+// Apply holds unique_ptrs (std::is_copy_constructible says yes through std::vector, wrongly).
+template <>
+struct nanobind::detail::is_copy_constructible<hypatia::Apply> : std::false_type {};
+
+namespace hypatia::python {
+namespace {
+
+nb::tuple bool_tuple(const std::vector<bool>& v) {
+  nb::list l;
+  for (bool b : v) l.append(nb::bool_(b));
+  return nb::tuple(l);
+}
+
+const char* kind_name(VarKind k) {
+  switch (k) {
+    case VarKind::Input: return "input";
+    case VarKind::Output: return "output";
+    case VarKind::Constant: return "constant";
+    case VarKind::Shared: return "shared";
+    case VarKind::NullGrad: return "nullgrad";
+  }
+  return "?";
+}
+
+/// {output index: [input indices]} as Theano's view_map / destroy_map.
+nb::dict alias_dict(const AliasMap& m) {
+  nb::dict d;
+  for (size_t o = 0; o < m.size(); ++o)
+    if (!m[o].empty()) d[nb::int_(o)] = nb::cast(m[o]);
+  return d;
+}
+
+std::string apply_str(const Apply& a) {
+  std::string s = a.op->name() + "(";
+  for (size_t i = 0; i < a.inputs.size(); ++i) s += (i ? ", " : "") + a.inputs[i]->str();
+  return s + ")";
+}
+
+/// Files under this prefix (the hypatia package) are skipped when recording where a node was built.
+std::string g_trace_skip_prefix;
+
+/// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
+std::string python_trace() {
+  if (!Py_IsInitialized() || !PyGILState_Check()) return {};
+  PyFrameObject* f = PyEval_GetFrame();
+  if (!f) return {};
+  Py_INCREF(f);
+  std::string result;
+  while (f) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    if (!file) PyErr_Clear();
+    bool inside = !file || (!g_trace_skip_prefix.empty() && std::string_view(file).starts_with(g_trace_skip_prefix));
+    if (!inside) result = std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(f));
+    Py_DECREF(code);
+    PyFrameObject* back = inside ? PyFrame_GetBack(f) : nullptr;
+    Py_DECREF(f);
+    f = back;
+  }
+  return result;
+}
+
+/// One index bound: None, an integer, or a 0-d integer Variable.
+IndexBound to_bound(nb::handle h) {
+  if (h.is_none()) return {};
+  if (nb::isinstance<Variable>(h)) return IndexBound(nb::cast<Var>(h));
+  return IndexBound(static_cast<int64_t>(nb::cast<int64_t>(nb::int_(h))));
+}
+
+/// One entry of a Python index tuple (arrays and lists were made Variables by the caller).
+Index to_index(nb::handle h) {
+  if (h.is_none()) return newaxis();
+  if (h.ptr() == Py_Ellipsis) return ellipsis();
+  if (PySlice_Check(h.ptr()))
+    return sl(to_bound(h.attr("start")), to_bound(h.attr("stop")), to_bound(h.attr("step")));
+  if (nb::isinstance<Variable>(h)) return Index(nb::cast<Var>(h));
+  if (PyBool_Check(h.ptr())) fail<IndexError>("subtensor: a bool index is not supported; use a boolean array");
+  if (PyIndex_Check(h.ptr())) return Index(static_cast<int64_t>(nb::cast<int64_t>(nb::int_(h))));
+  fail<IndexError>("subtensor: cannot index with ", nb::cast<std::string>(nb::repr(h)),
+                   "; use integers, slices, None, Ellipsis or integer/boolean arrays");
+}
+
+template <class T>
+using OpClass = nb::class_<T, Op>;
+
+}  // namespace
+
+/// Converts a Python index tuple (already normalized to a tuple) to the C++ index list.
+std::vector<Index> to_index_list(const nb::tuple& key) {
+  std::vector<Index> idx;
+  for (nb::handle h : key) idx.push_back(to_index(h));
+  return idx;
+}
+
+void init_graph(nb::module_& m) {
+  nb::class_<TensorType>(m, "TensorType", "The static type of a symbolic tensor: dtype and broadcastable pattern.")
+      .def(nb::init<DType, std::vector<bool>>(), "dtype"_a, "broadcastable"_a)
+      .def_prop_ro("dtype", [](const TensorType& t) { return t.dtype; })
+      .def_prop_ro("broadcastable", [](const TensorType& t) { return bool_tuple(t.broadcastable); })
+      .def_prop_ro("ndim", &TensorType::ndim)
+      .def("__call__", [](const TensorType& t, std::optional<std::string> name) { return variable(t, name.value_or("")); },
+           "name"_a = nb::none(), "A new symbolic variable of this type.")
+      .def("make_variable",
+           [](const TensorType& t, std::optional<std::string> name) { return variable(t, name.value_or("")); },
+           "name"_a = nb::none())
+      .def("check_value", &TensorType::check_value, "Empty when the array is a valid value, else what is wrong.")
+      .def("__eq__", [](const TensorType& a, nb::handle b) {
+        return nb::isinstance<TensorType>(b) && a == nb::cast<const TensorType&>(b);
+      })
+      .def("__ne__", [](const TensorType& a, nb::handle b) {
+        return !(nb::isinstance<TensorType>(b) && a == nb::cast<const TensorType&>(b));
+      })
+      .def("__hash__",
+           [](const TensorType& t) {
+             size_t h = std::hash<int>()(static_cast<int>(t.dtype));
+             for (bool b : t.broadcastable) hash_combine(h, b ? 2 : 1);
+             return h;
+           })
+      .def("__str__", &TensorType::str)
+      .def("__repr__", &TensorType::str);
+
+  nb::class_<Variable>(m, "Variable", nb::dynamic_attr(),
+                       "A typed symbolic value: a free input, an op's output, a constant or a shared variable.")
+      .def_prop_ro("type", [](const Variable& v) { return v.type; })
+      .def_prop_rw(
+          "name", [](const Variable& v) -> nb::object {
+            return v.name.empty() ? nb::object(nb::none()) : nb::object(nb::str(v.name.c_str()));
+          },
+          [](Variable& v, std::optional<std::string> n) { v.name = n.value_or(""); }, nb::arg("name").none())
+      .def_prop_ro("kind", [](const Variable& v) { return kind_name(v.kind); })
+      .def_prop_ro("owner", [](const Variable& v) { return v.owner_ptr(); })
+      .def_prop_ro("index", [](const Variable& v) { return v.index; })
+      .def_prop_ro("ndim", &Variable::ndim)
+      .def_prop_ro("dtype", [](const Variable& v) { return v.type.dtype; })
+      .def_prop_ro("broadcastable", [](const Variable& v) { return bool_tuple(v.type.broadcastable); })
+      .def_prop_ro("id", [](const Variable& v) { return v.id; })
+      .def_prop_ro("created_at", [](const Variable& v) { return v.trace; })
+      .def_prop_ro(
+          "data",
+          [](const Variable& v) -> nb::object {
+            if (!v.is_constant()) throw nb::attribute_error("only constants have .data");
+            return nb::steal(to_numpy(v.data, /*writeable=*/false));
+          },
+          "The value of a constant (a read-only numpy view).")
+      .def_prop_ro("null_reason", [](const Variable& v) { return v.null_reason; })
+      .def("__str__", &Variable::str)
+      .def("__repr__", &Variable::str);
+
+  nb::class_<Apply>(m, "Apply", "An application of an Op to input variables.")
+      .def_prop_ro("op", [](const Apply& a) { return std::const_pointer_cast<Op>(a.op); })
+      .def_prop_ro("inputs", [](const Apply& a) { return a.inputs; })
+      .def_prop_ro("outputs", [](Apply& a) { return a.outputs(); })
+      .def_prop_ro("nout", &Apply::nout)
+      .def_prop_ro("id", [](const Apply& a) { return a.id; })
+      .def_prop_ro("created_at", [](const Apply& a) { return a.trace; })
+      .def("output", &Apply::output)
+      .def("__str__", &apply_str)
+      .def("__repr__", &apply_str);
+
+  nb::class_<Op>(m, "Op", "An operation on tensors (immutable; equal ops have equal attributes).")
+      .def_prop_ro("name", &Op::name)
+      .def_prop_ro("view_map", [](const Op& o) { return alias_dict(o.view_map()); })
+      .def_prop_ro("destroy_map", [](const Op& o) { return alias_dict(o.destroy_map()); })
+      .def(
+          "make_node",
+          [](std::shared_ptr<Op> op, const std::vector<Var>& inputs) {
+            auto outs = apply_op(op, inputs);
+            return outs.empty() ? nullptr : outs[0]->owner_ptr();
+          },
+          "inputs"_a, "Applies the op to input variables; returns the Apply node.")
+      .def("__eq__", [](const Op& a, nb::handle b) { return nb::isinstance<Op>(b) && a.equals(nb::cast<const Op&>(b)); })
+      .def("__ne__",
+           [](const Op& a, nb::handle b) { return !(nb::isinstance<Op>(b) && a.equals(nb::cast<const Op&>(b))); })
+      .def("__hash__", &Op::hash)
+      .def("__str__", &Op::name)
+      .def("__repr__", &Op::name);
+
+  OpClass<Elemwise>(m, "Elemwise", "A scalar op lifted to tensors with broadcasting (Theano's Elemwise).")
+      .def_prop_ro("scalar_op", [](const Elemwise& e) { return std::string(scalar_op_name(e.scalar)); })
+      .def_prop_ro("inplace_pattern", [](const Elemwise& e) {
+        nb::dict d;
+        if (e.inplace >= 0) d[nb::int_(0)] = nb::int_(e.inplace);
+        return d;
+      });
+  OpClass<Reduce>(m, "CAReduce", "A reduction over some axes (sum, prod, max, min, all, any).")
+      .def_prop_ro("scalar_op", [](const Reduce& r) { return std::string(reduce_kind_name(r.kind)); })
+      .def_prop_ro("axis", [](const Reduce& r) { return r.axes; })
+      .def_prop_ro("dtype", [](const Reduce& r) { return r.dtype; });
+  OpClass<ArgReduce>(m, "ArgReduce").def_prop_ro("axis", [](const ArgReduce& r) { return r.axis; });
+  OpClass<CumOp>(m, "CumOp").def_prop_ro("axis", [](const CumOp& c) { return c.axis; });
+  OpClass<DimShuffle>(m, "DimShuffle")
+      .def_prop_ro("new_order",
+                   [](const DimShuffle& d) {
+                     nb::list l;
+                     for (int p : d.pattern) l.append(p < 0 ? nb::object(nb::str("x")) : nb::object(nb::int_(p)));
+                     return nb::tuple(l);
+                   })
+      .def_prop_ro("input_broadcastable", [](const DimShuffle& d) { return bool_tuple(d.input_broadcastable); });
+  OpClass<ShapeOp>(m, "Shape");
+  OpClass<ShapeI>(m, "Shape_i").def_prop_ro("i", [](const ShapeI& s) { return s.i; });
+  OpClass<MakeVector>(m, "MakeVector");
+  OpClass<Alloc>(m, "Alloc");
+  OpClass<Reshape>(m, "Reshape").def_prop_ro("ndim", [](const Reshape& r) { return r.ndim; });
+  OpClass<Join>(m, "Join").def_prop_ro("axis", [](const Join& j) { return j.axis; });
+  OpClass<Split>(m, "Split").def_prop_ro("len_splits", [](const Split& s) { return s.n_splits; });
+  OpClass<ARange>(m, "ARange");
+  OpClass<Eye>(m, "Eye");
+  OpClass<Tile>(m, "Tile");
+  OpClass<Repeat>(m, "RepeatOp");
+  OpClass<Rebroadcast>(m, "Rebroadcast");
+  OpClass<Subtensor>(m, "Subtensor");
+  OpClass<AdvancedSubtensor>(m, "AdvancedSubtensor");
+  OpClass<IncSubtensor>(m, "IncSubtensor")
+      .def_prop_ro("set_instead_of_inc", [](const IncSubtensor& o) { return o.set_instead_of_inc; })
+      .def_prop_ro("inplace", [](const IncSubtensor& o) { return o.inplace; })
+      .def_prop_ro("advanced", [](const IncSubtensor& o) { return o.advanced; });
+  OpClass<Softmax>(m, "Softmax").def_prop_ro("log", [](const Softmax& s) { return s.log; });
+  OpClass<CrossentropyCategorical1Hot>(m, "CrossentropyCategorical1Hot");
+  OpClass<CrossentropyCategorical1HotGrad>(m, "CrossentropyCategorical1HotGrad");
+  OpClass<Dot>(m, "Dot");
+  OpClass<Gemm>(m, "Gemm");
+  OpClass<Gemv>(m, "Gemv");
+  OpClass<Ger>(m, "Ger");
+  OpClass<BatchedDot>(m, "BatchedDot");
+  OpClass<DisconnectedGradOp>(m, "DisconnectedGrad");
+  OpClass<GradClipOp>(m, "GradClip");
+  OpClass<MapIndexOp>(m, "MapIndex");
+
+  nb::class_<FunctionGraph>(m, "FunctionGraph", "A graph with fixed inputs and outputs (cloned unless clone=False).")
+      .def(nb::init<std::vector<Var>, std::vector<Var>, bool>(), "inputs"_a, "outputs"_a, "clone"_a = true)
+      .def_prop_ro("inputs", &FunctionGraph::inputs)
+      .def_prop_ro("outputs", &FunctionGraph::outputs)
+      .def("toposort", &FunctionGraph::toposort)
+      .def("orphans", &FunctionGraph::orphans)
+      .def(
+          "clients",
+          [](const FunctionGraph& fg, const Var& v) {
+            nb::list l;
+            for (const Client& c : fg.clients(v.get()))
+              l.append(nb::make_tuple(c.node ? nb::cast(c.node->shared_from_this()) : nb::object(nb::str("output")),
+                                      c.index));
+            return l;
+          },
+          "Uses of a variable: (Apply, input index), or ('output', output index).")
+      .def("replace", &FunctionGraph::replace, "old"_a, "new"_a, "reason"_a = "")
+      .def_prop_ro("apply_nodes", &FunctionGraph::toposort)
+      .def("__len__", &FunctionGraph::num_nodes);
+
+  m.def("variable", &variable, "type"_a, "name"_a = "");
+  m.def("constant", nb::overload_cast<NDArray, std::string>(&constant), "value"_a, "name"_a = "");
+  m.def("shared", &shared, "value"_a, "name"_a = "", "borrow"_a = false,
+        "broadcastable"_a = std::vector<bool>{});
+  m.def("get_value", &get_value, "shared_var"_a, "borrow"_a = false);
+  m.def(
+      "set_value",
+      [](const Var& v, nb::handle value, bool borrow) {
+        if (!v || !v->is_shared()) throw TypeError("set_value: the variable is not a shared variable");
+        std::string who = "set_value of shared variable '" + v->name + "'";
+        set_value(v, filter_value(value.ptr(), v->type, Downcast::None, who.c_str()), borrow);
+      },
+      "shared_var"_a, "value"_a, "borrow"_a = false);
+  m.def(
+      "filter_value",
+      [](nb::handle value, const TensorType& type, std::optional<bool> allow_downcast) {
+        Downcast d = !allow_downcast ? Downcast::None : (*allow_downcast ? Downcast::Yes : Downcast::No);
+        NDArray a = filter_value(value.ptr(), type, d, "filter");
+        if (auto err = type.check_value(a); !err.empty()) throw TypeError("filter: " + err);
+        return a;
+      },
+      "value"_a, "type"_a, "allow_downcast"_a = nb::none(), "Theano's TensorType.filter.");
+  m.def("as_ndarray", [](nb::handle v) { return to_ndarray(v.ptr()); },
+        "The NDArray Hypatia sees for a value, as numpy (a view of numpy arrays that fit).");
+  m.def(
+      "debugprint",
+      [](const std::vector<Var>& outputs, bool print_type, int depth) {
+        return debugprint(outputs, DebugPrintOptions{.print_type = print_type, .depth = depth});
+      },
+      "outputs"_a, "print_type"_a = false, "depth"_a = -1);
+  m.def(
+      "debugprint_fgraph",
+      [](const FunctionGraph& fg, bool print_type, int depth) {
+        return debugprint(fg, DebugPrintOptions{.print_type = print_type, .depth = depth});
+      },
+      "fgraph"_a, "print_type"_a = false, "depth"_a = -1);
+  m.def("clone_graph", [](const std::vector<Var>& outputs, const std::vector<std::pair<Var, Var>>& replace) {
+    return clone_graph(outputs, replace);
+  }, "outputs"_a, "replace"_a = std::vector<std::pair<Var, Var>>{});
+  m.def("toposort", &toposort, "outputs"_a);
+  m.def(
+      "install_trace_hook",
+      [](std::string skip_prefix) {
+        g_trace_skip_prefix = std::move(skip_prefix);
+        set_trace_hook(&python_trace);
+      },
+      "skip_prefix"_a, "Records 'file:line' of the user code that builds each node (frames under skip_prefix skipped).");
+  m.def("remove_trace_hook", [] { set_trace_hook(nullptr); });
+}
+
+}  // namespace hypatia::python

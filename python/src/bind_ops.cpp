@@ -1,0 +1,164 @@
+// Every op builder of the core, one line each. The hypatia package gives them Theano's names and
+// signatures (Python scalars and arrays become constants there).
+#include <string>
+
+#include "bindings.h"
+
+namespace hypatia::python {
+namespace {
+
+struct Unary {
+  const char* name;
+  Var (*fn)(Var);
+};
+struct Binary {
+  const char* name;
+  Var (*fn)(Var, Var);
+};
+
+const Unary kUnary[] = {
+    {"neg", &hypatia::neg},         {"abs", &hypatia::abs},         {"sign", &hypatia::sign},
+    {"reciprocal", &hypatia::reciprocal}, {"sqr", &hypatia::sqr}, {"sqrt", &hypatia::sqrt},
+    {"exp", &hypatia::exp},         {"exp2", &hypatia::exp2},       {"expm1", &hypatia::expm1},
+    {"log", &hypatia::log},         {"log2", &hypatia::log2},       {"log10", &hypatia::log10},
+    {"log1p", &hypatia::log1p},     {"sin", &hypatia::sin},         {"cos", &hypatia::cos},
+    {"tan", &hypatia::tan},         {"arcsin", &hypatia::arcsin},   {"arccos", &hypatia::arccos},
+    {"arctan", &hypatia::arctan},   {"sinh", &hypatia::sinh},       {"cosh", &hypatia::cosh},
+    {"tanh", &hypatia::tanh},       {"arcsinh", &hypatia::arcsinh}, {"arccosh", &hypatia::arccosh},
+    {"arctanh", &hypatia::arctanh}, {"sigmoid", &hypatia::sigmoid}, {"softplus", &hypatia::softplus},
+    {"erf", &hypatia::erf},         {"erfc", &hypatia::erfc},       {"erfinv", &hypatia::erfinv},
+    {"gamma", &hypatia::gamma},     {"gammaln", &hypatia::gammaln}, {"psi", &hypatia::psi},
+    {"trigamma", &hypatia::trigamma}, {"floor", &hypatia::floor}, {"ceil", &hypatia::ceil},
+    {"round", &hypatia::round},     {"trunc", &hypatia::trunc},     {"invert", &hypatia::invert},
+    {"isnan", &hypatia::isnan},     {"isinf", &hypatia::isinf},     {"hard_sigmoid", &hypatia::hard_sigmoid},
+    {"shape", &hypatia::shape},     {"squeeze", &hypatia::squeeze},
+};
+
+const Binary kBinary[] = {
+    {"add", &hypatia::add},
+    {"sub", &hypatia::sub},
+    {"mul", &hypatia::mul},
+    {"true_div", &hypatia::true_div},
+    {"int_div", &hypatia::int_div},
+    {"mod", &hypatia::mod},
+    {"pow", &hypatia::pow},
+    {"maximum", &hypatia::maximum},
+    {"minimum", &hypatia::minimum},
+    {"arctan2", &hypatia::arctan2},
+    {"eq", &hypatia::eq},
+    {"neq", &hypatia::neq},
+    {"lt", &hypatia::lt},
+    {"le", &hypatia::le},
+    {"gt", &hypatia::gt},
+    {"ge", &hypatia::ge},
+    {"and_", &hypatia::and_},
+    {"or_", &hypatia::or_},
+    {"xor", &hypatia::xor_},
+    {"dot", &hypatia::dot},
+    {"outer", &hypatia::outer},
+    {"batched_dot", &hypatia::batched_dot},
+    {"fill", &hypatia::fill},
+    {"categorical_crossentropy", &hypatia::categorical_crossentropy},
+    {"binary_crossentropy", &hypatia::binary_crossentropy},
+    {"set_subtensor", &hypatia::set_subtensor},
+    {"inc_subtensor", &hypatia::inc_subtensor},
+};
+
+ScalarOpKind scalar_kind(const std::string& name) {
+  for (int k = 0; k <= static_cast<int>(ScalarOpKind::Switch); ++k)
+    if (scalar_op_name(static_cast<ScalarOpKind>(k)) == name) return static_cast<ScalarOpKind>(k);
+  fail<ValueError>("elemwise: unknown scalar op '", name, "'");
+}
+
+}  // namespace
+
+void init_ops(nb::module_& m) {
+  for (const Unary& u : kUnary) m.def(u.name, u.fn, "x"_a);
+  for (const Binary& b : kBinary) m.def(b.name, b.fn, "a"_a, "b"_a);
+
+  // Elementwise.
+  m.def(
+      "elemwise", [](const std::string& op, std::vector<Var> inputs) { return elemwise(scalar_kind(op), inputs); },
+      "scalar_op"_a, "inputs"_a, "Applies a scalar op by name ('add', 'exp', 'switch', ...) elementwise.");
+  m.def(
+      "scalar_op_names",
+      [] {
+        std::vector<std::string> r;
+        for (int k = 0; k <= static_cast<int>(ScalarOpKind::Switch); ++k)
+          r.emplace_back(scalar_op_name(static_cast<ScalarOpKind>(k)));
+        return r;
+      },
+      "Every scalar op an Elemwise node can apply.");
+  m.def("cast", &cast, "x"_a, "dtype"_a);
+  m.def("clip", &clip, "x"_a, "lo"_a, "hi"_a);
+  m.def("switch", &switch_, "cond"_a, "a"_a, "b"_a);
+  m.def("scalar_like", &scalar_like, "value"_a, "like"_a,
+        "A 0-d constant holding value with a dtype that fits `like` (numpy's rule for Python scalars).");
+  m.def("relu", &relu, "x"_a, "alpha"_a = 0.0);
+  m.def("softmax", &softmax, "x"_a, "axis"_a = -1);
+  m.def("log_softmax", &log_softmax, "x"_a, "axis"_a = -1);
+
+  // Reductions.
+  m.def("sum", &sum, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false, "dtype"_a = nb::none());
+  m.def("prod", &prod, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false, "dtype"_a = nb::none());
+  m.def("mean", &mean, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false);
+  m.def("var", &var, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false, "ddof"_a = 0);
+  m.def("std", &hypatia::std, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false, "ddof"_a = 0);
+  m.def("max", &hypatia::max, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false);
+  m.def("min", &hypatia::min, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false);
+  m.def("all", nb::overload_cast<Var, Axes, bool>(&hypatia::all), "x"_a, "axes"_a = nb::none(), "keepdims"_a = false);
+  m.def("any", &hypatia::any, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false);
+  m.def("argmax", &argmax, "x"_a, "axis"_a = nb::none(), "keepdims"_a = false);
+  m.def("argmin", &argmin, "x"_a, "axis"_a = nb::none(), "keepdims"_a = false);
+  m.def("cumsum", &cumsum, "x"_a, "axis"_a = nb::none());
+  m.def("cumprod", &cumprod, "x"_a, "axis"_a = nb::none());
+
+  // Shape.
+  m.def("dimshuffle", &dimshuffle, "x"_a, "pattern"_a, "pattern: input axes, -1 for a new broadcastable axis.");
+  m.def("transpose", &transpose, "x"_a, "perm"_a = std::vector<int>{});
+  m.def("shape_i", &shape_i, "x"_a, "i"_a);
+  m.def("shape_vars", &shape_vars, "x"_a);
+  m.def("make_vector", &make_vector, "scalars"_a);
+  m.def("reshape", nb::overload_cast<Var, const std::vector<int64_t>&>(&reshape), "x"_a, "shape"_a);
+  m.def("reshape_symbolic", nb::overload_cast<Var, Var, int>(&reshape), "x"_a, "shape"_a, "ndim"_a);
+  m.def("flatten", &flatten, "x"_a, "ndim"_a = 1);
+  m.def("concatenate", &concatenate, "xs"_a, "axis"_a = 0);
+  m.def("stack", &stack, "xs"_a, "axis"_a = 0);
+  m.def("split", nb::overload_cast<Var, Var, int, int>(&split), "x"_a, "sizes"_a, "n_splits"_a, "axis"_a = 0);
+  m.def("alloc", &alloc, "value"_a, "shape"_a);
+  m.def("zeros", &zeros, "shape"_a, "dtype"_a);
+  m.def("ones", &ones, "shape"_a, "dtype"_a);
+  m.def("zeros_like", &zeros_like, "x"_a, "dtype"_a = nb::none());
+  m.def("ones_like", &ones_like, "x"_a, "dtype"_a = nb::none());
+  m.def("arange", nb::overload_cast<Var, Var, Var, DType>(&arange), "start"_a, "stop"_a, "step"_a, "dtype"_a);
+  m.def("eye", nb::overload_cast<Var, Var, Var, DType>(&eye), "n"_a, "m"_a, "k"_a, "dtype"_a);
+  m.def("tile", &tile, "x"_a, "reps"_a);
+  m.def("repeat", nb::overload_cast<Var, Var, std::optional<int>>(&repeat), "x"_a, "repeats"_a,
+        "axis"_a = nb::none());
+  m.def("patternbroadcast", &patternbroadcast, "x"_a, "broadcastable"_a);
+  m.def("addbroadcast", &addbroadcast, "x"_a, "axes"_a);
+  m.def("unbroadcast", &unbroadcast, "x"_a, "axes"_a);
+  m.def("expand_dims", &expand_dims, "x"_a, "axis"_a);
+  m.def("swapaxes", &swapaxes, "x"_a, "a"_a, "b"_a);
+  m.def("roll", nb::overload_cast<Var, Var, std::optional<int>>(&roll), "x"_a, "shift"_a, "axis"_a = nb::none());
+  m.def("flip", &flip, "x"_a, "axis"_a);
+  m.def("int_constant", &int_constant, "value"_a);
+
+  // Indexing.
+  m.def(
+      "subtensor", [](Var x, const nb::tuple& key) { return subtensor(std::move(x), to_index_list(key)); }, "x"_a,
+      "key"_a, "x[key] with numpy semantics; key holds ints, slices, None, Ellipsis and Variables.");
+  m.def("disconnected_grad", &disconnected_grad, "x"_a);
+  m.def("take", &take, "a"_a, "indices"_a, "axis"_a = nb::none());
+
+  // Linear algebra.
+  m.def("gemm", &gemm, "z"_a, "alpha"_a, "x"_a, "y"_a, "beta"_a);
+  m.def("gemv", &gemv, "z"_a, "alpha"_a, "A"_a, "x"_a, "beta"_a);
+  m.def("ger", &ger, "A"_a, "alpha"_a, "x"_a, "y"_a);
+  m.def("tensordot", nb::overload_cast<Var, Var, int>(&tensordot), "a"_a, "b"_a, "axes"_a = 2);
+  m.def("tensordot_axes",
+        nb::overload_cast<Var, Var, const std::vector<int>&, const std::vector<int>&>(&tensordot), "a"_a, "b"_a,
+        "a_axes"_a, "b_axes"_a);
+}
+
+}  // namespace hypatia::python

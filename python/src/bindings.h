@@ -1,0 +1,28 @@
+// Shared declarations of the binding files: one init function per area, called by module.cpp.
+#pragma once
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "errors.h"
+#include "hypatia/hypatia.h"
+#include "interop.h"
+
+namespace hypatia::python {
+namespace nb = nanobind;
+using namespace nb::literals;
+
+void init_graph(nb::module_& m);     // TensorType, Variable, Apply, Op classes, constant, shared, debugprint
+void init_ops(nb::module_& m);       // every op builder of the core
+void init_grad(nb::module_& m);      // grad, Lop, Rop, jacobian, hessian, verify_grad ...
+void init_function(nb::module_& m);  // Function (the per-call path), Profile
+void init_config(nb::module_& m);    // config get/set
+
+/// A Python index tuple (ints, slices, None, Ellipsis, Variables) as the C++ index list.
+std::vector<Index> to_index_list(const nb::tuple& key);
+
+}  // namespace hypatia::python

@@ -1,0 +1,262 @@
+// numpy <-> NDArray. The only file that uses numpy's C API.
+#define PY_ARRAY_UNIQUE_SYMBOL hypatia_numpy_api
+#include "interop.h"
+
+#include <numpy/arrayobject.h>
+
+#include <cmath>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "errors.h"
+
+namespace hypatia::python {
+namespace {
+
+/// Drops a reference to a Python object when the last NDArray viewing its memory goes away.
+/// It may run without the GIL (a thread that released it), so it takes the GIL itself.
+struct PyRefDeleter {
+  PyObject* obj;
+  void operator()(void*) const noexcept {
+    if (!Py_IsInitialized()) return;
+    PyGILState_STATE s = PyGILState_Ensure();
+    Py_DECREF(obj);
+    PyGILState_Release(s);
+  }
+};
+
+/// numpy array base object that owns a reference to an NDArray's buffer.
+struct BufferOwner {
+  PyObject ob_base;
+  std::shared_ptr<void> storage;
+};
+PyTypeObject* g_owner_type = nullptr;
+
+void owner_dealloc(PyObject* self) {
+  PyTypeObject* tp = Py_TYPE(self);
+  reinterpret_cast<BufferOwner*>(self)->storage.~shared_ptr();
+  PyObject_Free(self);
+  Py_DECREF(tp);
+}
+
+PyArray_Descr* g_descr[kNumDTypes] = {};
+
+int npy_type_of(DType dt) {
+  switch (dt) {
+    case DType::Bool: return NPY_BOOL;
+    case DType::Int8: return NPY_INT8;
+    case DType::Int16: return NPY_INT16;
+    case DType::Int32: return NPY_INT32;
+    case DType::Int64: return NPY_INT64;
+    case DType::UInt8: return NPY_UINT8;
+    case DType::UInt16: return NPY_UINT16;
+    case DType::UInt32: return NPY_UINT32;
+    case DType::UInt64: return NPY_UINT64;
+    case DType::Float32: return NPY_FLOAT32;
+    case DType::Float64: return NPY_FLOAT64;
+  }
+  return NPY_FLOAT64;
+}
+
+/// Hypatia's dtype for a numpy descr (by kind and size, so int64 and longlong agree), or nullopt.
+std::optional<DType> dtype_of_descr(PyArray_Descr* d) {
+  const npy_intp size = PyDataType_ELSIZE(d);
+  switch (d->kind) {
+    case 'b': return DType::Bool;
+    case 'i':
+      if (size == 1) return DType::Int8;
+      if (size == 2) return DType::Int16;
+      if (size == 4) return DType::Int32;
+      if (size == 8) return DType::Int64;
+      break;
+    case 'u':
+      if (size == 1) return DType::UInt8;
+      if (size == 2) return DType::UInt16;
+      if (size == 4) return DType::UInt32;
+      if (size == 8) return DType::UInt64;
+      break;
+    case 'f':
+      if (size == 4) return DType::Float32;
+      if (size == 8) return DType::Float64;
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+std::string descr_name(PyArray_Descr* d) {
+  nb::object s = nb::steal(PyObject_Str(reinterpret_cast<PyObject*>(d)));
+  if (!s.is_valid()) {
+    PyErr_Clear();
+    return "?";
+  }
+  return nb::cast<std::string>(s);
+}
+
+[[noreturn]] void unsupported_dtype(PyArray_Descr* d) {
+  fail<TypeError>("hypatia supports bool, int8..int64, uint8..uint64, float32 and float64 arrays; got dtype ",
+                  descr_name(d));
+}
+
+/// Views `arr` (a numpy array with a supported, native, aligned dtype) in place. Takes a new
+/// reference to it for the NDArray's lifetime.
+NDArray wrap_array(PyArrayObject* arr, DType dt) {
+  const int nd = PyArray_NDIM(arr);
+  if (nd > kMaxNdim) fail<ValueError>("hypatia arrays have at most ", kMaxNdim, " dimensions; got ", nd);
+  Shape shape;
+  Strides strides;
+  shape.resize(nd);
+  strides.resize(nd);
+  const npy_intp* dims = PyArray_DIMS(arr);
+  const npy_intp* st = PyArray_STRIDES(arr);
+  for (int i = 0; i < nd; ++i) {
+    shape[i] = dims[i];
+    strides[i] = st[i];
+  }
+  void* data = PyArray_DATA(arr);
+  Py_INCREF(arr);
+  // The shared_ptr points at element 0, so the NDArray's offset is 0.
+  std::shared_ptr<void> owner(data, PyRefDeleter{reinterpret_cast<PyObject*>(arr)});
+  return NDArray::wrap(std::move(owner), data, shape, strides, dt);
+}
+
+/// The dtype of `arr` when it can be viewed in place, else nullopt.
+std::optional<DType> viewable_dtype(PyArrayObject* arr) {
+  if (!PyArray_ISALIGNED(arr) || !PyArray_ISNOTSWAPPED(arr)) return std::nullopt;
+  return dtype_of_descr(PyArray_DESCR(arr));
+}
+
+bool same_values(const NDArray& a, const NDArray& b) {
+  if (!(a.shape() == b.shape())) return false;
+  for (int64_t i = 0, n = a.size(); i < n; ++i) {
+    double x = a.get_flat(i), y = b.get_flat(i);
+    if (x != y && !(std::isnan(x) && std::isnan(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void init_interop(nb::module_& m) {
+  if (_import_array() < 0) throw nb::python_error();
+  for (int i = 0; i < kNumDTypes; ++i) g_descr[i] = PyArray_DescrFromType(npy_type_of(static_cast<DType>(i)));
+  static PyType_Slot slots[] = {{Py_tp_dealloc, reinterpret_cast<void*>(owner_dealloc)},
+                                {Py_tp_doc, const_cast<char*>("Owner of a Hypatia buffer viewed by numpy arrays.")},
+                                {0, nullptr}};
+  static PyType_Spec spec = {"hypatia._core.BufferOwner", sizeof(BufferOwner), 0, Py_TPFLAGS_DEFAULT, slots};
+  g_owner_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+  if (!g_owner_type) throw nb::python_error();
+  m.attr("BufferOwner") = nb::handle(reinterpret_cast<PyObject*>(g_owner_type));
+}
+
+bool is_numpy_array(PyObject* obj) { return PyArray_Check(obj); }
+
+NDArray to_ndarray(PyObject* obj) {
+  if (PyArray_Check(obj)) {
+    auto* arr = reinterpret_cast<PyArrayObject*>(obj);
+    if (auto dt = viewable_dtype(arr)) return wrap_array(arr, *dt);
+    if (!dtype_of_descr(PyArray_DESCR(arr))) unsupported_dtype(PyArray_DESCR(arr));
+  }
+  PyObject* conv = PyArray_FromAny(obj, nullptr, 0, 0, NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED, nullptr);
+  if (!conv) throw nb::python_error();
+  nb::object hold = nb::steal(conv);
+  auto* arr = reinterpret_cast<PyArrayObject*>(conv);
+  auto dt = viewable_dtype(arr);
+  if (!dt) unsupported_dtype(PyArray_DESCR(arr));
+  return wrap_array(arr, *dt);
+}
+
+NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, const char* who) {
+  const bool is_array = PyArray_Check(obj);
+  NDArray a = to_ndarray(obj);
+  const DType want = type.dtype;
+  if (a.dtype() == want) return a;
+  if (downcast == Downcast::Yes || can_cast_safely(a.dtype(), want)) return a.astype(want);
+  if (!is_array) {
+    NDArray conv = a.astype(want);
+    if (same_values(conv, a)) return conv;
+    if (downcast == Downcast::None && PyFloat_Check(obj) && want == config().floatX) return conv;
+    fail<TypeError>(who, ": the value ", nb::cast<std::string>(nb::repr(nb::handle(obj))), " cannot be converted to ",
+                    dtype_name(want), " (", type.str(), ") without losing precision. Pass allow_input_downcast=True "
+                    "(or allow_downcast=True) or convert the data to ", dtype_name(want), ".");
+  }
+  fail<TypeError>(who, ": expected an array of dtype ", dtype_name(want), " (", type.str(), ") but got ",
+                  dtype_name(a.dtype()), "; casting would lose precision. Pass allow_input_downcast=True, or "
+                  "convert the data with .astype('", dtype_name(want), "').");
+}
+
+PyObject* to_numpy(const NDArray& a, bool writeable) {
+  if (!a.valid()) {
+    PyErr_SetString(PyExc_ValueError, "hypatia: cannot convert an empty (invalid) NDArray to numpy");
+    return nullptr;
+  }
+  npy_intp dims[kMaxNdim], strides[kMaxNdim];
+  const int nd = a.ndim();
+  for (int i = 0; i < nd; ++i) {
+    dims[i] = a.shape(i);
+    strides[i] = a.strides()[i];
+  }
+  PyArray_Descr* d = g_descr[static_cast<int>(a.dtype())];
+  Py_INCREF(d);
+  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, strides, a.raw(),
+                                       writeable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
+  if (!arr) return nullptr;
+  PyObject* base;
+  if (auto* del = std::get_deleter<PyRefDeleter>(a.storage())) {
+    // The buffer is a numpy array's: make it the base, so numpy sees one chain of views.
+    base = del->obj;
+    Py_INCREF(base);
+  } else {
+    auto* o = PyObject_New(BufferOwner, g_owner_type);
+    if (!o) {
+      Py_DECREF(arr);
+      return nullptr;
+    }
+    new (&o->storage) std::shared_ptr<void>(a.storage());
+    base = reinterpret_cast<PyObject*>(o);
+  }
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(arr), base) < 0) {
+    Py_DECREF(arr);
+    return nullptr;
+  }
+  return arr;
+}
+
+std::optional<DType> dtype_from_python(PyObject* obj) {
+  if (PyUnicode_Check(obj)) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(obj, &n);
+    if (!s) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    if (std::string_view(s, n) == "floatX") return config().floatX;
+  }
+  if (obj == Py_None) return std::nullopt;
+  PyArray_Descr* d = nullptr;
+  if (!PyArray_DescrConverter(obj, &d)) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  auto dt = dtype_of_descr(d);
+  Py_DECREF(d);
+  return dt;
+}
+
+}  // namespace hypatia::python
+
+namespace nanobind::detail {
+bool type_caster<hypatia::NDArray>::from_python(handle src, uint32_t flags, cleanup_list*) noexcept {
+  if (!(flags & static_cast<uint32_t>(cast_flags::convert)) && !hypatia::python::is_numpy_array(src.ptr()))
+    return false;
+  try {
+    value = hypatia::python::to_ndarray(src.ptr());
+    return true;
+  } catch (const python_error&) {
+    return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+}  // namespace nanobind::detail

@@ -1,0 +1,14 @@
+// hypatia._core: the nanobind module. Each binding forwards to one call of the C++ API.
+#include "bindings.h"
+
+NB_MODULE(_core, m) {
+  using namespace hypatia::python;
+  m.doc() = "Hypatia's C++ engine (thin bindings; the Theano-style API is the hypatia package)";
+  init_errors(m);
+  init_interop(m);
+  init_config(m);
+  init_graph(m);
+  init_ops(m);
+  init_grad(m);
+  init_function(m);
+}
