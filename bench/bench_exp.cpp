@@ -44,11 +44,25 @@ void BM_exp_hypatia_borrow(benchmark::State& state) {
 }
 BENCHMARK(BM_exp_hypatia_borrow)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// Function::call with the previous result passed back: no allocation per call.
+void BM_exp_hypatia_call(benchmark::State& state) {
+  Var x = shared(input(), "x");
+  Function f = function({}, {exp(x)});
+  std::vector<NDArray> outs(1);
+  for (auto _ : state) {
+    f.call({}, outs);
+    benchmark::DoNotOptimize(outs[0].raw());
+  }
+  state.SetItemsProcessed(state.iterations() * kLen);
+}
+BENCHMARK(BM_exp_hypatia_call)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 }  // namespace
 }  // namespace hypatia::bench
 
 int main(int argc, char** argv) {
   return hypatia::bench::run_with_ratios(argc, argv,
                                          {{"BM_exp_hypatia/real_time", "BM_exp_std_loop/real_time"},
-                                          {"BM_exp_hypatia_borrow/real_time", "BM_exp_std_loop/real_time"}});
+                                          {"BM_exp_hypatia_borrow/real_time", "BM_exp_std_loop/real_time"},
+                                          {"BM_exp_hypatia_call/real_time", "BM_exp_std_loop/real_time"}});
 }

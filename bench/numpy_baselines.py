@@ -27,11 +27,15 @@ def numpy_timings():
     big = 16 * 1024 * 1024
     a, bb, c, d = (rng.uniform(-1, 1, big).astype(np.float32) for _ in range(4))
     one = np.full(1, 2.0, dtype=np.float32)
+    t_exp = best_ns(lambda: np.exp(v))
+    t_add = best_ns(lambda: one + 1)
     return {
         "seed000 dot(m, x) + b (1000x1000 float32)": ("BM_seed000_m_b_shared/real_time",
                                                       best_ns(lambda: np.dot(m, x) + b, 2.0)),
-        "seed001 exp (230,400 float32)": ("BM_exp_hypatia/real_time", best_ns(lambda: np.exp(v))),
-        "x + 1 (1 float32)": ("BM_call_overhead_operator/real_time", best_ns(lambda: one + 1)),
+        "seed001 exp (230,400 float32)": ("BM_exp_hypatia/real_time", t_exp),
+        "seed001 exp, Function::call (no allocation)": ("BM_exp_hypatia_call/real_time", t_exp),
+        "x + 1 (1 float32), operator()": ("BM_call_overhead_operator/real_time", t_add),
+        "x + 1 (1 float32), Function::call": ("BM_call_overhead_call/real_time", t_add),
         "tanh(a*b + c) - exp(d) (16M float32)": ("BM_fused_tanh_exp/real_time",
                                                  best_ns(lambda: np.tanh(a * bb + c) - np.exp(d), 2.0)),
     }
