@@ -216,6 +216,20 @@ HWY_NOINLINE void UnaryLoop(const T* in, T* out, size_t n) {
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
+  // Two independent vectors per step, so that the long dependency chains of the polynomial
+  // approximations overlap.
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto x0 = hn::LoadU(d, in + i);
+    const auto x1 = hn::LoadU(d, in + i + N);
+    if (NeedsScalar<K>(d, x0) || NeedsScalar<K>(d, x1)) {
+      for (size_t j = 0; j < 2 * N; ++j) out[i + j] = ScalarUnary<K>(in[i + j]);
+      continue;
+    }
+    const auto y0 = ApplyUnary<K>(d, x0);
+    const auto y1 = ApplyUnary<K>(d, x1);
+    hn::StoreU(y0, d, out + i);
+    hn::StoreU(y1, d, out + i + N);
+  }
   for (; i + N <= n; i += N) {
     const auto x = hn::LoadU(d, in + i);
     if (NeedsScalar<K>(d, x)) {
