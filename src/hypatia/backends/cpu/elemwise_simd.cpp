@@ -64,7 +64,13 @@ HWY_INLINE V ExpF32Core(D d, V x) {
   p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894E-2f));
   p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459E-1f));
   p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201E-1f));
-  const V e = hn::Add(hn::MulAdd(hn::Mul(p, r), r, r), hn::Set(d, 1.0f));
+  // 1 + r + r^2 P(r) as 1 + r (1 + r P(r)): two FMAs.
+  const V one = hn::Set(d, 1.0f);
+  const V e = hn::MulAdd(hn::MulAdd(p, r, one), r, one);
+#if HWY_TARGET <= HWY_AVX3
+  // AVX-512: e * 2^n in one instruction.
+  if constexpr (std::is_same_v<V, hn::Vec512<float>>) return V{_mm512_scalef_ps(e.raw, n.raw)};
+#endif
   const auto bits = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));
   return hn::Mul(e, hn::BitCast(d, bits));
 }
