@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the seed programs in C++ and their numpy baselines side by side.
+# Runs the seed programs in C++ and their numpy baselines side by side, then the same seeds through
+# the Python front end (each times itself beside numpy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -11,3 +12,12 @@ echo
 echo "== seed 001: exp over 230,400 float32, 1000 calls =="
 "$build"/examples/cpp/seed001_exp
 $py examples/python/numpy_baselines.py seed001
+echo
+echo "== Python (import hypatia as theano): seed 000, the four variants =="
+$py examples/python/seed000_linear.py 1000 30
+echo
+echo "== Python: seed 001, exp over a shared vector, with and without Out(borrow=True) =="
+$py examples/python/seed001_exp.py
+echo
+echo "== Python: seed 003, a 2-3-2 tanh network on two moons, gradient descent =="
+$py examples/python/seed003_mlp.py

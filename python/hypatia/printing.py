@@ -63,8 +63,7 @@ def _pp(v, parent_prec):
         name = op.scalar_op
         if name in _INFIX and len(args) == 2:
             sym, prec = _INFIX[name]
-            s = f"{_pp(args[0], prec)} {sym} {_pp(args[1], prec + 1)}"
-            return f"({s})" if prec <= parent_prec else s
+            return f"({_pp(args[0], prec)} {sym} {_pp(args[1], prec)})"
         if name == "neg":
             return f"-{_pp(args[0], 4)}"
         return f"{name}({', '.join(_pp(a, -1) for a in args)})"

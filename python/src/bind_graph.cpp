@@ -92,6 +92,29 @@ Index to_index(nb::handle h) {
 template <class T>
 using OpClass = nb::class_<T, Op>;
 
+/// Theano's idx_list: an int or slice(start, stop, step) per entry, with "input" for a symbolic
+/// bound, None for a new axis, "int_array" / "bool_array" for advanced entries.
+nb::list idx_list(const IndexSpec& spec) {
+  auto bound = [](IndexEntry::Bound b, int64_t v) -> nb::object {
+    if (b == IndexEntry::Bound::None) return nb::none();
+    if (b == IndexEntry::Bound::Input) return nb::str("input");
+    return nb::int_(v);
+  };
+  nb::list l;
+  for (const IndexEntry& e : spec) {
+    switch (e.kind) {
+      case IndexEntry::Kind::Int: l.append(bound(e.a, e.av)); break;
+      case IndexEntry::Kind::Slice:
+        l.append(nb::steal(PySlice_New(bound(e.a, e.av).ptr(), bound(e.b, e.bv).ptr(), bound(e.c, e.cv).ptr())));
+        break;
+      case IndexEntry::Kind::NewAxis: l.append(nb::none()); break;
+      case IndexEntry::Kind::IntArray: l.append(nb::str("int_array")); break;
+      case IndexEntry::Kind::BoolArray: l.append(nb::str("bool_array")); break;
+    }
+  }
+  return l;
+}
+
 }  // namespace
 
 /// Converts a Python index tuple (already normalized to a tuple) to the C++ index list.
@@ -143,7 +166,7 @@ void init_graph(nb::module_& m) {
       .def_prop_ro("dtype", [](const Variable& v) { return v.type.dtype; })
       .def_prop_ro("broadcastable", [](const Variable& v) { return bool_tuple(v.type.broadcastable); })
       .def_prop_ro("id", [](const Variable& v) { return v.id; })
-      .def_prop_ro("created_at", [](const Variable& v) { return v.trace; })
+      .def_prop_ro("created_at", [](const Variable& v) { return v.trace.empty() && v.owner ? v.owner->trace : v.trace; })
       .def_prop_ro(
           "data",
           [](const Variable& v) -> nb::object {
@@ -217,9 +240,12 @@ void init_graph(nb::module_& m) {
   OpClass<Tile>(m, "Tile");
   OpClass<Repeat>(m, "RepeatOp");
   OpClass<Rebroadcast>(m, "Rebroadcast");
-  OpClass<Subtensor>(m, "Subtensor");
-  OpClass<AdvancedSubtensor>(m, "AdvancedSubtensor");
+  OpClass<Subtensor>(m, "Subtensor").def_prop_ro("idx_list", [](const Subtensor& o) { return idx_list(o.spec); });
+  OpClass<AdvancedSubtensor>(m, "AdvancedSubtensor").def_prop_ro("idx_list", [](const AdvancedSubtensor& o) {
+    return idx_list(o.spec);
+  });
   OpClass<IncSubtensor>(m, "IncSubtensor")
+      .def_prop_ro("idx_list", [](const IncSubtensor& o) { return idx_list(o.spec); })
       .def_prop_ro("set_instead_of_inc", [](const IncSubtensor& o) { return o.set_instead_of_inc; })
       .def_prop_ro("inplace", [](const IncSubtensor& o) { return o.inplace; })
       .def_prop_ro("advanced", [](const IncSubtensor& o) { return o.advanced; });
@@ -256,9 +282,16 @@ void init_graph(nb::module_& m) {
       .def("__len__", &FunctionGraph::num_nodes);
 
   m.def("variable", &variable, "type"_a, "name"_a = "");
-  m.def("constant", nb::overload_cast<NDArray, std::string>(&constant), "value"_a, "name"_a = "");
-  m.def("shared", &shared, "value"_a, "name"_a = "", "borrow"_a = false,
-        "broadcastable"_a = std::vector<bool>{});
+  m.def(
+      "constant", [](nb::handle value, std::string name) { return constant(to_ndarray(value.ptr()), std::move(name)); },
+      "value"_a, "name"_a = "", "A constant holding the value (numpy arrays viewed, other values converted).");
+  m.def(
+      "shared",
+      [](nb::handle value, std::string name, bool borrow, std::vector<bool> broadcastable) {
+        return shared(to_ndarray(value.ptr()), std::move(name), borrow, std::move(broadcastable));
+      },
+      "value"_a, "name"_a = "", "borrow"_a = false, "broadcastable"_a = std::vector<bool>{},
+      "A shared variable holding the value (copied unless borrow: then a numpy array is used in place).");
   m.def("get_value", &get_value, "shared_var"_a, "borrow"_a = false);
   m.def(
       "set_value",

@@ -153,12 +153,16 @@ void init_interop(nb::module_& m) {
 bool is_numpy_array(PyObject* obj) { return PyArray_Check(obj); }
 
 NDArray to_ndarray(PyObject* obj) {
+  PyArray_Descr* want = nullptr;  // numpy's choice for non-arrays
   if (PyArray_Check(obj)) {
     auto* arr = reinterpret_cast<PyArrayObject*>(obj);
     if (auto dt = viewable_dtype(arr)) return wrap_array(arr, *dt);
-    if (!dtype_of_descr(PyArray_DESCR(arr))) unsupported_dtype(PyArray_DESCR(arr));
+    auto dt = dtype_of_descr(PyArray_DESCR(arr));
+    if (!dt) unsupported_dtype(PyArray_DESCR(arr));
+    want = g_descr[static_cast<int>(*dt)];  // byte-swapped or misaligned: a native, aligned copy
+    Py_INCREF(want);                         // (PyArray_FromAny steals it)
   }
-  PyObject* conv = PyArray_FromAny(obj, nullptr, 0, 0, NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED, nullptr);
+  PyObject* conv = PyArray_FromAny(obj, want, 0, 0, NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED, nullptr);
   if (!conv) throw nb::python_error();
   nb::object hold = nb::steal(conv);
   auto* arr = reinterpret_cast<PyArrayObject*>(conv);

@@ -191,6 +191,10 @@ def get_vector_length(v):
             return v.owner.inputs[0].ndim
         if isinstance(op, _core.MakeVector):
             return len(v.owner.inputs)
+        if isinstance(op, _core.Subtensor) and len(op.idx_list) == 1:
+            entry = op.idx_list[0]
+            if isinstance(entry, slice) and "input" not in (entry.start, entry.stop, entry.step):
+                return len(range(get_vector_length(v.owner.inputs[0]))[entry])
     raise ValueError(f"length of {v} cannot be determined while the graph is built")
 
 
@@ -613,9 +617,13 @@ def join(axis, *tensors_list):
 def stack(*tensors, **kwargs):
     """Stacks tensors of one shape along a new axis: stack([a, b], axis=0) (or stack(a, b))."""
     axis = kwargs.pop("axis", 0)
+    if "tensors" in kwargs:
+        tensors = (kwargs.pop("tensors"),)
     if kwargs:
         raise TypeError(f"stack: unexpected arguments {sorted(kwargs)}")
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+    if len(tensors) == 2 and isinstance(tensors[0], (list, tuple)) and isinstance(tensors[1], numbers.Integral):
+        tensors, axis = tensors  # stack([a, b], axis)
+    elif len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tensors[0]
     if len(tensors) == 0:
         raise ValueError("stack: nothing to stack")
@@ -809,7 +817,13 @@ def _index_key(key):
 
 def subtensor(x, key):
     """x[key] with numpy semantics (basic indexing gives a view)."""
-    return _core.subtensor(as_tensor_variable(x), _index_key(key))
+    x = as_tensor_variable(x)
+    r = _core.subtensor(x, _index_key(key))
+    if r is x and x.ndim > 0:
+        # x[:] and x[...] select everything; keep a view node (Subtensor{0:}) so that
+        # set_subtensor(x[:], y) knows what was indexed, as in Theano.
+        r = _core.subtensor(x, (slice(0, None),))
+    return r
 
 
 def set_subtensor(x, y, inplace=False, tolerate_inplace_aliasing=False):

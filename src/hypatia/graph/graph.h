@@ -28,8 +28,9 @@ struct SharedCell {
   NDArray value;
 };
 
-/// A typed symbolic value.
-class Variable {
+/// A typed symbolic value. Leaves are created by std::make_shared, so shared_from_this() gives the
+/// handle that owns them (bindings use it instead of wrapping the raw pointer in a new owner).
+class Variable : public std::enable_shared_from_this<Variable> {
  public:
   TensorType type;
   std::string name;

@@ -1,0 +1,275 @@
+"""function(), In, Out, shared variables, updates, givens, and Theano's error cases."""
+import io
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import hypatia
+import hypatia.tensor as T
+from hypatia import In, Out, function, shared
+
+
+def test_single_output_vs_list():
+    x = T.dvector("x")
+    f1 = function([x], x * 2)
+    f2 = function([x], [x * 2])
+    f3 = function([x], [x * 2, x + 1])
+    f4 = function([x], Out(x * 2))
+    a = np.array([1.0, 2.0])
+    assert isinstance(f1(a), np.ndarray)
+    assert isinstance(f2(a), list) and len(f2(a)) == 1
+    assert isinstance(f3(a), list) and len(f3(a)) == 2
+    assert isinstance(f4(a), np.ndarray)
+    assert function([x], [], on_unused_input="ignore")(a) == []
+
+
+def test_inputs_must_be_a_list():
+    x = T.dvector("x")
+    with pytest.raises(TypeError, match="list"):
+        function(x, x * 2)
+
+
+def test_defaults_names_and_keywords():
+    x, y = T.dscalars("x", "y")
+    f = function([x, In(y, value=1.0)], x + y)
+    assert f(2.0) == 3.0
+    assert f(2.0, 5.0) == 7.0
+    assert f(2.0, y=10.0) == 12.0
+    assert f(y=1.5, x=1.0) == 2.5
+    g = function([In(x, name="alpha", value=3.0), y], x * y)
+    assert g(y=2.0) == 6.0
+    assert g(y=1.0, alpha=4.0) == 4.0
+    with pytest.raises(TypeError, match="multiple values"):
+        g(1.0, alpha=4.0)
+    with pytest.raises(TypeError, match="missing"):
+        f()
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        f(1.0, z=2.0)
+    with pytest.raises(TypeError, match="multiple values"):
+        f(1.0, x=2.0)
+    with pytest.raises(TypeError, match="positional arguments"):
+        f(1.0, 2.0, 3.0)
+
+
+def test_shared_get_set_value_and_borrow():
+    a = np.arange(4.0)
+    s = shared(a, name="s")
+    assert isinstance(s, T.TensorSharedVariable)
+    assert not isinstance(s, T.TensorConstant)
+    v = s.get_value()
+    assert not np.shares_memory(v, a)  # shared() copies without borrow
+    np.testing.assert_array_equal(v, a)
+    sb = shared(a, borrow=True)
+    assert np.shares_memory(sb.get_value(borrow=True), a)  # borrow=True: no copy either way
+    assert not np.shares_memory(sb.get_value(), a)
+    s.set_value(np.ones(4))
+    np.testing.assert_array_equal(s.get_value(), np.ones(4))
+    b = np.full(4, 7.0)
+    s.set_value(b, borrow=True)
+    assert np.shares_memory(s.get_value(borrow=True), b)
+    with pytest.raises(TypeError):
+        s.set_value(np.ones((2, 2)))
+    s.set_value([1, 2, 3, 4])  # lists convert exactly
+    np.testing.assert_array_equal(s.get_value(), [1, 2, 3, 4])
+    f32 = shared(np.zeros(2, np.float32))
+    with pytest.raises(TypeError, match="float32"):
+        f32.set_value(np.ones(2))  # a float64 array would lose precision
+    f32.set_value([0.5, 1.5])  # exactly representable values are accepted
+    scalar = shared(0.5)
+    assert scalar.ndim == 0 and scalar.dtype == "float64"
+    assert shared(3).dtype == "int64"
+    assert shared(np.zeros((1, 3)), broadcastable=(True, False)).broadcastable == (True, False)
+
+
+def test_updates_forms_and_atomicity():
+    count = shared(np.int64(0), name="count")
+    acc = shared(np.zeros(2), name="acc")
+    x = T.dvector("x")
+    f = function([x], acc, updates=OrderedDict([(count, count + 1), (acc, acc + x)]))
+    out = f(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(out, [0.0, 0.0])  # outputs see the values before the updates
+    f(np.array([1.0, 2.0]))
+    assert count.get_value() == 2
+    np.testing.assert_array_equal(acc.get_value(), [2.0, 4.0])
+    g = function([], [], updates=[(count, count * 10)])
+    g()
+    assert count.get_value() == 20
+    h = function([], updates={count: count - 1})
+    h()
+    assert count.get_value() == 19
+    # Swaps read the old values of both.
+    a, b = shared(np.array([1.0])), shared(np.array([2.0]))
+    function([], updates=[(a, b), (b, a)])()
+    assert a.get_value()[0] == 2.0 and b.get_value()[0] == 1.0
+    # A failing call changes no shared variable.
+    idx = T.lscalar("i")
+    k = function([idx], [], updates=[(acc, T.set_subtensor(acc[idx], 5.0)), (count, count + 1)])
+    with pytest.raises(IndexError):
+        k(7)
+    assert count.get_value() == 19
+    np.testing.assert_array_equal(acc.get_value(), [2.0, 4.0])
+    with pytest.raises(TypeError, match="shared"):
+        function([x], updates=[(x, x + 1)])
+    with pytest.raises(TypeError):
+        function([], updates=[(acc, T.cast(acc, "float32"))])
+
+
+def test_givens():
+    x, y = T.dscalars("x", "y")
+    s = shared(np.float64(3.0))
+    z = x * y + s
+    f = function([x], z, givens={y: x + 1})
+    assert f(2.0) == 2.0 * 3.0 + 3.0
+    g = function([x, y], z, givens=[(s, x)])
+    assert g(2.0, 5.0) == 12.0
+    data = shared(np.arange(10.0))
+    i = T.lscalar("i")
+    batch = T.dvector("batch")
+    h = function([i], batch.sum(), givens={batch: data[i * 2:(i + 1) * 2]})
+    assert h(1) == 2.0 + 3.0
+
+
+def test_out_borrow_returns_internal_storage():
+    x = T.dvector("x")
+    f = function([x], Out(T.exp(x), borrow=True))
+    a = np.zeros(3)
+    r1 = f(a)
+    np.testing.assert_array_equal(r1, np.ones(3))
+    g = function([x], T.exp(x))
+    r2, r3 = g(a), g(a)
+    assert not np.shares_memory(r2, r3)  # without borrow every call returns a fresh array
+
+
+def test_theano_error_cases():
+    x = T.fvector("x")
+    f = function([x], x * 2)
+    with pytest.raises(TypeError, match="allow_input_downcast"):
+        f(np.ones(3, dtype=np.float64))
+    assert function([x], x * 2, allow_input_downcast=True)(np.ones(3)).dtype == np.float32
+    np.testing.assert_array_equal(f(np.ones(3, dtype=np.int16)), [2, 2, 2])  # a safe upcast is fine
+    np.testing.assert_array_equal(f([1.0, 2.0]), [2.0, 4.0])  # a list converts exactly
+    with pytest.raises(TypeError, match="dimensions"):
+        f(np.ones((2, 2), dtype=np.float32))
+    r = T.frow("r")
+    with pytest.raises(TypeError, match="broadcastable"):
+        function([r], r + 1)(np.ones((2, 3), np.float32))
+    y = T.fvector("y")
+    with pytest.raises(hypatia.UnusedInputError):
+        function([x, y], x * 2)
+    assert issubclass(hypatia.UnusedInputError, ValueError)
+    function([x, y], x * 2, on_unused_input="ignore")
+    with pytest.raises(hypatia.MissingInputError):
+        function([x], x + y)
+    assert issubclass(hypatia.MissingInputError, ValueError)
+    with pytest.raises(TypeError):
+        f(np.ones(3, dtype=np.complex64))
+    with pytest.raises(ValueError, match="twice"):
+        function([x, x], x)
+    i = T.iscalar("i")
+    g = function([i], i + 1)
+    with pytest.raises(TypeError, match="precision"):
+        g(1.5)
+    assert g(3) == 4
+
+
+def test_runtime_errors_name_the_node():
+    x, y = T.dvectors("x", "y")
+    f = function([x, y], x + y)
+    with pytest.raises(ValueError) as e:
+        f(np.ones(2), np.ones(3))
+    msg = str(e.value)
+    assert "Elemwise{add" in msg and "Inputs shapes" in msg
+    assert "test_function.py" in msg  # where the node was built
+
+
+def test_python_scalars_follow_theano_filter_rules():
+    x = T.fscalar("x")
+    f = function([x], x * 2)
+    assert f(1.5) == 3.0  # exactly representable in float32
+    with hypatia.change_flags(floatX="float32"):
+        assert f(1.1).dtype == np.float32  # a Python float may be downcast to floatX
+    with hypatia.change_flags(floatX="float64"):
+        with pytest.raises(TypeError, match="precision"):
+            f(1.1)
+    assert function([x], x * 2, allow_input_downcast=True)(1.1).dtype == np.float32
+    y = T.dscalar("y")
+    assert function([y], y + 1)(2) == 3.0
+
+
+def test_maker_fgraph_toposort_and_debugprint():
+    m = T.fmatrix("m")
+    b = shared(np.ones((2, 2), np.float32), name="b")
+    y = T.dot(m, m) + b
+    f = function([m], y, name="lin")
+    nodes = f.maker.fgraph.toposort()
+    assert [type(n.op).__name__ for n in nodes][-1] == "Elemwise"
+    assert any(isinstance(n.op, T.Elemwise) for n in nodes)
+    assert "Elemwise{add" in repr(nodes)
+    assert f.maker.fgraph.inputs == [m] or f.maker.fgraph.inputs[0] is m
+    text = hypatia.printing.debugprint(f, file="str")
+    assert "dot" in text and "[id A]" in text
+    buf = io.StringIO()
+    hypatia.printing.debugprint(y, file=buf, print_type=True)
+    assert "TensorType(float32, matrix)" in buf.getvalue()
+    assert hypatia.pp(m * 2 + 1).startswith("((m * TensorConstant")
+
+
+def test_profile_summary(capsys):
+    x = T.dvector("x")
+    f = function([x], T.exp(x) + 1, profile=True, name="prof")
+    for _ in range(3):
+        f(np.ones(10))
+    p = f.profile
+    assert p.calls == 3
+    text = p.summary_text()
+    assert "Function profiling" in text and "prof" in text and "Elemwise{exp" in text
+    import sys
+
+    p.summary(file=sys.stdout)
+    assert "Apply" in capsys.readouterr().out
+    assert function([x], x + 1).profile is None
+
+
+def test_config_roundtrip():
+    cfg = hypatia.config
+    assert cfg.floatX in ("float32", "float64")
+    old = cfg.floatX
+    with hypatia.change_flags(floatX="float32"):
+        assert cfg.floatX == "float32"
+        assert T.matrix().dtype == "float32"
+        assert T.constant(1.5).dtype == "float32"
+    assert cfg.floatX == old
+    assert isinstance(cfg.allow_gc, bool)
+    with pytest.raises(ValueError):
+        cfg.floatX = "float16"
+    with pytest.raises(AttributeError):
+        cfg.no_such_option
+    with hypatia.change_flags(allow_gc=False):
+        x = T.dvector()
+        f = function([x], T.exp(x) * 2)
+        np.testing.assert_allclose(f(np.zeros(3)), 2 * np.ones(3))
+        np.testing.assert_allclose(f(np.zeros(3)), 2 * np.ones(3))
+
+
+def test_mode_argument():
+    x = T.dvector("x")
+    for mode in (None, "FAST_RUN", "FAST_COMPILE", "REFERENCE", hypatia.Mode(linker="reference")):
+        np.testing.assert_allclose(function([x], T.exp(x), mode=mode)(np.zeros(2)), [1.0, 1.0])
+    with pytest.raises(ValueError):
+        function([x], x, mode="NO_SUCH_MODE")
+
+
+def test_eval_and_default_update():
+    x = T.dvector("x")
+    assert (x * 2).eval({x: np.array([1.0])})[0] == 2.0
+    s = shared(np.float64(0.0))
+    assert (s + 1).eval() == 1.0
+    s.default_update = s + 1
+    f = function([], s)
+    f()
+    f()
+    assert s.get_value() == 2.0
+    g = function([], s, no_default_updates=True)
+    g()
+    assert s.get_value() == 2.0

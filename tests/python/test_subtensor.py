@@ -1,0 +1,128 @@
+"""numpy-style indexing of variables: basic indices (slices with negative steps, ints, None,
+Ellipsis), integer arrays, boolean masks, symbolic bounds, set_subtensor / inc_subtensor."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, basic_indices, integer_array_indices
+
+import hypatia
+import hypatia.tensor as T
+from util import input_for, layouts, random_array, seeds, with_layout
+
+
+@given(data=st.data(), shape=array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5), layout=layouts,
+       seed=seeds)
+def test_basic_indexing_matches_numpy(data, shape, layout, seed):
+    idx = data.draw(basic_indices(shape, allow_newaxis=True, allow_ellipsis=True), label="index")
+    a = with_layout(random_array(np.random.RandomState(seed), shape, "float64"), layout)
+    x = input_for(shape, "float64", "x")
+    out = hypatia.function([x], x[idx])(a)
+    np.testing.assert_array_equal(out, a[idx])
+
+
+@given(data=st.data(), shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), seed=seeds)
+def test_integer_array_indexing_matches_numpy(data, shape, seed):
+    idx = data.draw(integer_array_indices(shape, result_shape=array_shapes(min_dims=0, max_dims=2, max_side=3)),
+                    label="index")
+    a = random_array(np.random.RandomState(seed), shape, "int32")
+    x = input_for(shape, "int32", "x")
+    out = hypatia.function([x], x[idx])(a)
+    np.testing.assert_array_equal(out, a[idx])
+
+
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), seed=seeds)
+def test_boolean_mask_matches_numpy(shape, seed):
+    rng = np.random.RandomState(seed)
+    a = random_array(rng, shape, "float32")
+    mask = rng.rand(*shape) > 0.5
+    x = input_for(shape, "float32", "x")
+    m = T.TensorType("bool", [False] * len(shape))("m")
+    f = hypatia.function([x, m], [x[m], x[x > 0]])
+    got_mask, got_pos = f(a, mask)
+    np.testing.assert_array_equal(got_mask, a[mask])
+    np.testing.assert_array_equal(got_pos, a[a > 0])
+
+
+def test_mixed_and_symbolic_indices():
+    x = T.dtensor3("x")
+    i = T.lscalar("i")
+    idx = T.lvector("idx")
+    a = np.arange(60.0).reshape(3, 4, 5)
+    f = hypatia.function([x, i, idx], [x[i], x[-1, i:, ::-2], x[:, idx], x[1:3, idx, None], x[..., i], x[[0, 2]],
+                                       x[i:i + 2, 1]])
+    r = f(a, 1, np.array([3, 0, 3]))
+    np.testing.assert_array_equal(r[0], a[1])
+    np.testing.assert_array_equal(r[1], a[-1, 1:, ::-2])
+    np.testing.assert_array_equal(r[2], a[:, [3, 0, 3]])
+    np.testing.assert_array_equal(r[3], a[1:3, [3, 0, 3], None])
+    np.testing.assert_array_equal(r[4], a[..., 1])
+    np.testing.assert_array_equal(r[5], a[[0, 2]])
+    np.testing.assert_array_equal(r[6], a[1:3, 1])
+
+
+def test_index_errors():
+    x = T.dmatrix("x")
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+    with pytest.raises(IndexError):
+        x[1.5]
+    f = hypatia.function([x], x[5])
+    with pytest.raises(IndexError):
+        f(np.zeros((2, 2)))
+
+
+@given(data=st.data(), shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), seed=seeds)
+def test_set_and_inc_subtensor_basic(data, shape, seed):
+    idx = data.draw(basic_indices(shape, allow_newaxis=False, allow_ellipsis=True), label="index")
+    rng = np.random.RandomState(seed)
+    a = random_array(rng, shape, "float64")
+    region = a[idx]
+    y = random_array(rng, np.shape(region), "float64")
+    x = input_for(shape, "float64", "x")
+    vy = input_for(np.shape(region), "float64", "y")
+    f = hypatia.function([x, vy], [T.set_subtensor(x[idx], vy), T.inc_subtensor(x[idx], vy),
+                                   T.set_subtensor(x[idx], 0.5)])
+    s, inc, s2 = f(a, y)
+    want = a.copy()
+    want[idx] = y
+    np.testing.assert_array_equal(s, want)
+    want = a.copy()
+    want[idx] += y
+    np.testing.assert_allclose(inc, want)
+    want = a.copy()
+    want[idx] = 0.5
+    np.testing.assert_array_equal(s2, want)
+
+
+def test_inc_subtensor_repeated_indices_accumulate():
+    x = T.dvector("x")
+    idx = T.lvector("idx")
+    y = T.dvector("y")
+    f = hypatia.function([x, idx, y], [T.inc_subtensor(x[idx], y), T.set_subtensor(x[idx], y)])
+    a = np.zeros(4)
+    i = np.array([0, 2, 0, 3])
+    v = np.array([1.0, 2.0, 3.0, 4.0])
+    inc, st_ = f(a, i, v)
+    want = a.copy()
+    np.add.at(want, i, v)
+    np.testing.assert_array_equal(inc, want)
+    assert st_[2] == 2.0 and st_[3] == 4.0
+
+
+def test_take():
+    x = T.dmatrix("x")
+    a = np.arange(12.0).reshape(3, 4)
+    f = hypatia.function([x], [T.take(x, [2, 0], axis=1), T.take(x, [5, 1]), x.take([1], axis=0)])
+    r = f(a)
+    np.testing.assert_array_equal(r[0], np.take(a, [2, 0], axis=1))
+    np.testing.assert_array_equal(r[1], np.take(a, [5, 1]))
+    np.testing.assert_array_equal(r[2], a[[1]])
+
+
+def test_basic_index_output_is_a_view_op():
+    x = T.dmatrix("x")
+    node = x[1:, ::-1].owner
+    assert isinstance(node.op, T.Subtensor)
+    assert node.op.view_map == {0: [0]}
+    assert isinstance(x[[0, 1]].owner.op, T.AdvancedSubtensor)
