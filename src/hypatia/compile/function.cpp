@@ -12,6 +12,7 @@
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/graph/printing.h"
+#include "hypatia/rewrite/rewriter.h"
 #include "hypatia/runtime/program.h"
 
 namespace hypatia {
@@ -117,6 +118,14 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     if (orphan->kind == VarKind::Input)
       fail<MissingInputError>(label, ": the graph needs variable '", orphan->str(), "' (", orphan->type.str(),
                               ") which is not among the inputs; add it to the inputs or give it a value with givens");
+
+  // 2. The rewrite pipeline.
+  {
+    RewriteOptions ro = rewrite_options_from_config(opts.mode.value_or(""));
+    if (!opts.mode && opts.backend == Backend::Reference) ro.mode = "NONE";
+    program->rewrite_stats = rewrite_graph(fg, ro);
+    order = fg.toposort();
+  }
 
   // 4. Storage cells: one per variable.
   std::unordered_map<const Variable*, int> cell_of;

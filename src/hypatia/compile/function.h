@@ -54,6 +54,10 @@ struct FunctionOptions {
   std::string on_unused_input = "raise";
   /// Kernel backend (Reference: the naive oracle kernels).
   Backend backend = Backend::Cpu;
+  /// Rewrite pipeline: "FAST_RUN", "FAST_COMPILE" or "NONE". Default: config().mode (and
+  /// optimizer) for the CPU backend, "NONE" for the reference backend (the test oracle runs
+  /// graphs as written).
+  std::optional<std::string> mode;
 };
 
 class Program;

@@ -71,6 +71,10 @@ void Config::set(std::string_view key, std::string_view value) {
     num_threads = static_cast<int>(parse_long(key, v));
   } else if (key == "print_rewrites") {
     print_rewrites = parse_bool(key, v);
+  } else if (key == "optimizer_including") {
+    optimizer_including = v;
+  } else if (key == "optimizer_excluding") {
+    optimizer_excluding = v;
   } else {
     fail<ValueError>("config: unknown option '", key, "'");
   }
@@ -88,6 +92,8 @@ std::string Config::get(std::string_view key) const {
   if (key == "openmp_elemwise_minsize") return std::to_string(openmp_elemwise_minsize);
   if (key == "num_threads") return std::to_string(num_threads);
   if (key == "print_rewrites") return print_rewrites ? "True" : "False";
+  if (key == "optimizer_including") return optimizer_including;
+  if (key == "optimizer_excluding") return optimizer_excluding;
   fail<ValueError>("config: unknown option '", key, "'");
 }
 

@@ -29,6 +29,9 @@ struct Config {
   /// Threads for Hypatia's own kernels (0: OpenMP's default).
   int num_threads = 0;
   bool print_rewrites = false;
+  /// Rewrites (names or tags, ':'-separated) added to / removed from the mode's pipeline.
+  std::string optimizer_including;
+  std::string optimizer_excluding;
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Applies "key=value,key=value" (the HYPATIA_FLAGS format).

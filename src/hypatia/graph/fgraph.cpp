@@ -1,5 +1,6 @@
 #include "hypatia/graph/fgraph.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "hypatia/core/error.h"
@@ -77,14 +78,10 @@ std::vector<std::shared_ptr<Apply>> toposort(const std::vector<Var>& outputs) {
 FunctionGraph::FunctionGraph(std::vector<Var> inputs, std::vector<Var> outputs, bool clone)
     : inputs_(std::move(inputs)) {
   outputs_ = clone ? clone_graph(outputs) : std::move(outputs);
-  rebuild();
-}
-
-void FunctionGraph::rebuild() {
-  nodes_ = hypatia::toposort(outputs_);
-  clients_.clear();
-  for (const auto& n : nodes_)
+  for (const auto& n : hypatia::toposort(outputs_)) {
+    nodes_.emplace(n.get(), n);
     for (size_t i = 0; i < n->inputs.size(); ++i) clients_[n->inputs[i].get()].push_back({n.get(), static_cast<int>(i)});
+  }
   for (size_t i = 0; i < outputs_.size(); ++i) clients_[outputs_[i].get()].push_back({nullptr, static_cast<int>(i)});
 }
 
@@ -94,7 +91,22 @@ const std::vector<Client>& FunctionGraph::clients(const Variable* v) const {
   return it == clients_.end() ? kNone : it->second;
 }
 
-std::vector<std::shared_ptr<Apply>> FunctionGraph::toposort() const { return nodes_; }
+std::vector<std::shared_ptr<Apply>> FunctionGraph::toposort() const { return hypatia::toposort(outputs_); }
+
+std::shared_ptr<Apply> FunctionGraph::node_ptr(const Apply* node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+bool FunctionGraph::has_clients(const Apply* node) const {
+  for (int o = 0; o < node->nout(); ++o)
+    if (!clients(node->output_ptr(o)).empty()) return true;
+  return false;
+}
+
+void FunctionGraph::remove_listener(GraphListener* l) {
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), l), listeners_.end());
+}
 
 std::vector<Var> FunctionGraph::orphans() const {
   std::unordered_set<const Variable*> ins;
@@ -105,10 +117,54 @@ std::vector<Var> FunctionGraph::orphans() const {
     if (v->owner || ins.count(v.get()) || !seen.insert(v.get()).second) return;
     r.push_back(v);
   };
-  for (const auto& n : nodes_)
+  for (const auto& n : toposort())
     for (const auto& v : n->inputs) visit(v);
   for (const auto& v : outputs_) visit(v);
   return r;
+}
+
+void FunctionGraph::import_var(const Var& v) {
+  Apply* owner = v->owner;
+  if (!owner || nodes_.count(owner)) return;
+  // Iterative post-order, so that deep replacement graphs do not overflow the stack.
+  std::vector<std::pair<Apply*, size_t>> stack{{owner, 0}};
+  std::unordered_set<const Apply*> on_stack{owner};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      Apply* in = node->inputs[next++]->owner;
+      if (in && !nodes_.count(in) && on_stack.insert(in).second) stack.push_back({in, 0});
+      continue;
+    }
+    Apply* n = node;
+    stack.pop_back();
+    nodes_.emplace(n, n->shared_from_this());
+    for (size_t i = 0; i < n->inputs.size(); ++i) clients_[n->inputs[i].get()].push_back({n, static_cast<int>(i)});
+    for (GraphListener* l : listeners_) l->on_import(n);
+  }
+}
+
+void FunctionGraph::prune(Apply* root) {
+  std::vector<Apply*> work{root};
+  while (!work.empty()) {
+    Apply* node = work.back();
+    work.pop_back();
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || has_clients(node)) continue;
+    std::shared_ptr<Apply> keep = it->second;  // alive until its listeners have seen it
+    nodes_.erase(it);
+    for (int o = 0; o < node->nout(); ++o) clients_.erase(node->output_ptr(o));
+    for (size_t i = 0; i < node->inputs.size(); ++i) {
+      const Variable* in = node->inputs[i].get();
+      auto& cl = clients_[in];
+      cl.erase(std::remove_if(cl.begin(), cl.end(),
+                              [&](const Client& c) { return c.node == node && c.index == static_cast<int>(i); }),
+               cl.end());
+      if (cl.empty()) clients_.erase(in);
+      if (in->owner) work.push_back(in->owner);
+    }
+    for (GraphListener* l : listeners_) l->on_prune(node);
+  }
 }
 
 void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::string& reason) {
@@ -116,13 +172,21 @@ void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::s
     fail<TypeError>("FunctionGraph.replace", reason.empty() ? "" : " (" + reason + ")", ": the replacement of ",
                     old_var->str(), " has type ", new_var->type.str(), " but the variable has type ",
                     old_var->type.str());
+  if (old_var.get() == new_var.get()) return;
   auto it = clients_.find(old_var.get());
   if (it == clients_.end()) return;
-  for (const Client& c : it->second) {
+  std::vector<Client> moved = std::move(it->second);
+  clients_.erase(it);
+  for (const Client& c : moved) {
     if (c.node) c.node->inputs[c.index] = new_var;
     else outputs_[c.index] = new_var;
   }
-  rebuild();
+  import_var(new_var);
+  auto& dst = clients_[new_var.get()];
+  dst.insert(dst.end(), moved.begin(), moved.end());
+  for (const Client& c : moved)
+    for (GraphListener* l : listeners_) l->on_change_input(c.node, c.index, old_var, new_var);
+  if (old_var->owner) prune(old_var->owner);
 }
 
 }  // namespace hypatia

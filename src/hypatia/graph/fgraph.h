@@ -26,8 +26,22 @@ std::vector<Var> clone_graph(const std::vector<Var>& outputs, const std::vector<
 /// Every Apply between the leaves and `outputs`, inputs before users.
 std::vector<std::shared_ptr<Apply>> toposort(const std::vector<Var>& outputs);
 
+/// Receives a FunctionGraph's changes (the rewrite driver's worklist, the destroy handler).
+class GraphListener {
+ public:
+  virtual ~GraphListener() = default;
+  /// `node` entered the graph (its inputs are already in it).
+  virtual void on_import(Apply* node) {}
+  /// `node` left the graph (none of its outputs has a client any more).
+  virtual void on_prune(Apply* node) {}
+  /// Input `index` of `node` (or graph output `index` when node is null) changed from old to new.
+  virtual void on_change_input(Apply* node, int index, const Var& old_var, const Var& new_var) {}
+};
+
 /// A graph with fixed inputs and outputs. It owns its Apply nodes (built by clone_graph unless
-/// clone is false) and keeps, for every variable, the list of its clients.
+/// clone is false) and keeps, for every variable, the list of its clients. Rewrites edit it with
+/// replace(), which updates clients incrementally: nodes of the replacement enter the graph and
+/// nodes left without clients leave it.
 class FunctionGraph {
  public:
   FunctionGraph(std::vector<Var> inputs, std::vector<Var> outputs, bool clone = true);
@@ -45,12 +59,22 @@ class FunctionGraph {
   /// naming `reason` otherwise.
   void replace(const Var& old_var, const Var& new_var, const std::string& reason = "");
   size_t num_nodes() const { return nodes_.size(); }
+  /// Whether `node` is part of the graph now.
+  bool contains(const Apply* node) const { return nodes_.count(node) > 0; }
+  /// The graph's owning handle of `node` (null when it is not in the graph).
+  std::shared_ptr<Apply> node_ptr(const Apply* node) const;
+  /// Whether some client of some output of `node` exists (false: the node is dead).
+  bool has_clients(const Apply* node) const;
+  void add_listener(GraphListener* l) { listeners_.push_back(l); }
+  void remove_listener(GraphListener* l);
 
  private:
-  void rebuild();
+  void import_var(const Var& v);
+  void prune(Apply* node);
   std::vector<Var> inputs_, outputs_;
-  std::vector<std::shared_ptr<Apply>> nodes_;
+  std::unordered_map<const Apply*, std::shared_ptr<Apply>> nodes_;
   std::unordered_map<const Variable*, std::vector<Client>> clients_;
+  std::vector<GraphListener*> listeners_;
 };
 
 }  // namespace hypatia

@@ -1,5 +1,6 @@
 // Neural-network ops and builders.
 #include "hypatia/ops/nnet.h"
+#include "hypatia/ops/subtensor.h"
 
 #include <sstream>
 
@@ -125,6 +126,10 @@ Var hard_sigmoid(Var x) {
 Var categorical_crossentropy(Var coding_dist, Var true_dist) {
   if (is_integer(true_dist->dtype()) && true_dist->ndim() == coding_dist->ndim() - 1) {
     check_coding_and_labels("categorical_crossentropy", coding_dist, true_dist);
+    if (const Apply* n = coding_dist->owner; n && typeid(*n->op) == typeid(Softmax) && coding_dist->ndim() == 2) {
+      const auto& sm = static_cast<const Softmax&>(*n->op);
+      if (!sm.log && sm.axis == 1) return softmax_crossentropy_labels(n->inputs[0], true_dist);
+    }
     return apply_op1(std::make_shared<CrossentropyCategorical1Hot>(), {coding_dist, true_dist});
   }
   if (true_dist->ndim() != coding_dist->ndim() || coding_dist->ndim() < 1)
@@ -133,6 +138,15 @@ Var categorical_crossentropy(Var coding_dist, Var true_dist) {
         "like coding_dist ",
         coding_dist->type.str(), ", got ", true_dist->type.str());
   return neg(sum(mul(true_dist, log(coding_dist)), std::vector<int>{coding_dist->ndim() - 1}));
+}
+
+Var softmax_crossentropy_labels(Var logits, Var labels) {
+  if (logits->ndim() != 2 || !is_float(logits->dtype()))
+    fail<TypeError>("softmax_crossentropy_labels: expected a float matrix of logits, got ", logits->type.str());
+  check_coding_and_labels("softmax_crossentropy_labels", logits, labels);
+  Var ls = log_softmax(logits, 1);
+  Var rows = arange(int_constant(0), shape_i(logits, 0), int_constant(1), DType::Int64);
+  return neg(subtensor(ls, {Index(rows), Index(labels)}));
 }
 
 Var binary_crossentropy(Var output, Var target) {

@@ -64,6 +64,10 @@ Var hard_sigmoid(Var x);
 /// an integer vector of labels, one per row (-log(coding[i, label[i]])), or a matrix of the same
 /// shape holding one-hot rows or probabilities (-sum(true * log(coding)) per row).
 Var categorical_crossentropy(Var coding_dist, Var true_dist);
+/// -log_softmax(logits)[i, labels[i]] for a float matrix of logits and integer labels: the stable
+/// form of categorical_crossentropy(softmax(logits), labels), whose gradient, softmax - onehot, never
+/// divides by a probability. categorical_crossentropy builds it when its coding_dist is a softmax.
+Var softmax_crossentropy_labels(Var logits, Var labels);
 /// Elementwise -(target * log(output) + (1 - target) * log(1 - output)).
 Var binary_crossentropy(Var output, Var target);
 

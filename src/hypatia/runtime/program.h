@@ -10,6 +10,7 @@
 #include "hypatia/backends/registry.h"
 #include "hypatia/compile/profile.h"
 #include "hypatia/graph/fgraph.h"
+#include "hypatia/rewrite/rewriter.h"
 
 namespace hypatia {
 
@@ -63,6 +64,8 @@ class Program {
   bool allow_input_downcast = false;
   bool allow_gc = true;
   std::unique_ptr<Profile> profile;
+  /// What the rewrite pipeline did at compile time.
+  RewriteStats rewrite_stats;
 
   /// Fills release_cells from cell_kind and allow_gc (call once the cells are final).
   void finalize();

@@ -1,0 +1,347 @@
+// merge, constant folding, canonicalize, stabilize and specialize.
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "hypatia/backends/registry.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/nnet.h"
+#include "hypatia/ops/reduce.h"
+#include "hypatia/ops/shape.h"
+#include "hypatia/ops/subtensor.h"
+#include "hypatia/rewrite/rewrite_util.h"
+
+namespace hypatia::rewrite {
+
+const Elemwise* elemwise_op(const Apply* n) {
+  if (!n || typeid(*n->op) != typeid(Elemwise)) return nullptr;
+  const auto* e = static_cast<const Elemwise*>(n->op.get());
+  return e->inplace < 0 ? e : nullptr;
+}
+
+const Elemwise* elemwise_of(const Var& v, ScalarOpKind k) {
+  const Elemwise* e = v ? elemwise_op(v->owner) : nullptr;
+  return e && e->scalar == k ? e : nullptr;
+}
+
+std::optional<double> scalar_constant(const Var& v) {
+  Var x = v;
+  while (x->owner && typeid(*x->owner->op) == typeid(DimShuffle)) x = x->owner->inputs[0];
+  if (!x->is_constant() || x->data.size() == 0 || x->data.size() > 4096) return std::nullopt;
+  const double first = x->data.get_flat(0);
+  for (int64_t i = 1; i < x->data.size(); ++i)
+    if (!(x->data.get_flat(i) == first)) return std::nullopt;
+  return first;
+}
+
+Var as_type(Var x, const TensorType& t) {
+  if (!x) return nullptr;
+  if (x->type == t) return x;
+  if (x->ndim() != t.ndim()) return nullptr;
+  for (int d = 0; d < t.ndim(); ++d)
+    if (x->type.broadcastable[d] && !t.broadcastable[d]) return nullptr;  // x would need broadcasting
+  if (x->dtype() != t.dtype) x = cast(x, t.dtype);
+  if (x->type == t) return x;
+  return patternbroadcast(x, t.broadcastable);
+}
+
+std::optional<std::vector<Var>> one(Var v) {
+  if (!v) return std::nullopt;
+  return std::vector<Var>{std::move(v)};
+}
+
+Var typed_constant(NDArray value, const TensorType& t) {
+  auto v = std::make_shared<Variable>(t, VarKind::Constant);
+  v->data = std::move(value);
+  return v;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// merge: one node per (op, inputs), one constant per value.
+
+std::string constant_key(const Var& v) {
+  const NDArray& a = v->data;
+  std::string key = v->type.str() + a.shape().str();
+  NDArray c = a.ascontiguous();
+  key.append(reinterpret_cast<const char*>(c.raw()), static_cast<size_t>(c.nbytes()));
+  return key;
+}
+
+bool merge_pass(FunctionGraph& fg) {
+  bool changed = false;
+  std::unordered_map<std::string, Var> consts;
+  for (const Var& v : fg.orphans()) {
+    if (!v->is_constant() || v->data.size() > 65536) continue;
+    auto [it, fresh] = consts.emplace(constant_key(v), v);
+    if (!fresh && it->second->type == v->type) {
+      fg.replace(v, it->second, "merge");
+      changed = true;
+    }
+  }
+  std::unordered_map<size_t, std::vector<Apply*>> seen;
+  for (const auto& n : fg.toposort()) {
+    if (!fg.contains(n.get())) continue;
+    if (!n->op->destroy_map().empty()) continue;
+    size_t h = n->op->hash();
+    for (const auto& in : n->inputs) hash_combine(h, std::hash<const void*>()(in.get()));
+    auto& bucket = seen[h];
+    Apply* same = nullptr;
+    for (Apply* m : bucket) {
+      if (!fg.contains(m) || m->inputs.size() != n->inputs.size() || !m->op->equals(*n->op)) continue;
+      bool eq = true;
+      for (size_t i = 0; i < m->inputs.size() && eq; ++i) eq = m->inputs[i].get() == n->inputs[i].get();
+      if (eq) {
+        same = m;
+        break;
+      }
+    }
+    if (!same) {
+      bucket.push_back(n.get());
+      continue;
+    }
+    for (int o = 0; o < n->nout(); ++o) fg.replace(n->output(o), same->output(o), "merge");
+    changed = true;
+  }
+  return changed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// constant folding
+
+constexpr int64_t kMaxFoldElements = 65536;
+
+std::optional<std::vector<Var>> constant_fold(FunctionGraph&, Apply& n) {
+  if (n.inputs.empty() || !n.op->destroy_map().empty()) return std::nullopt;
+  for (const auto& in : n.inputs)
+    if (!in->is_constant()) return std::nullopt;
+  // Allocations of a large result are not folded (the graph would hold the big constant).
+  if (typeid(*n.op) == typeid(Alloc)) {
+    int64_t total = 1;
+    for (size_t i = 1; i < n.inputs.size(); ++i) total *= std::max<int64_t>(1, static_cast<int64_t>(n.inputs[i]->data.get_flat(0)));
+    if (total > kMaxFoldElements) return std::nullopt;
+  }
+  std::vector<NDArray> in_vals, out_vals(n.nout());
+  for (const auto& v : n.inputs) in_vals.push_back(v->data);
+  std::vector<NDArray*> in_ptrs, out_ptrs;
+  for (auto& a : in_vals) in_ptrs.push_back(&a);
+  for (auto& a : out_vals) out_ptrs.push_back(&a);
+  try {
+    make_kernel(Backend::Cpu, n)->run(KernelArgs{in_ptrs, out_ptrs});
+  } catch (const Error&) {
+    return std::nullopt;  // the error surfaces when the function runs, with its context
+  }
+  std::vector<Var> r;
+  for (int o = 0; o < n.nout(); ++o) {
+    NDArray& a = out_vals[o];
+    if (!a.valid() || a.size() > kMaxFoldElements) return std::nullopt;
+    const TensorType& t = n.output_ptr(o)->type;
+    if (!t.check_value(a).empty()) return std::nullopt;
+    r.push_back(typed_constant(a.copy(), t));  // a copy: the value must not alias an input constant
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// canonicalize
+
+bool is_const(const Var& v, double value) {
+  auto c = scalar_constant(v);
+  return c && *c == value;
+}
+
+std::optional<std::vector<Var>> canonical_elemwise(FunctionGraph&, Apply& n) {
+  const Elemwise* e = elemwise_op(&n);
+  if (!e) return std::nullopt;
+  const TensorType& out = n.output_ptr(0)->type;
+  const auto& in = n.inputs;
+  switch (e->scalar) {
+    case ScalarOpKind::Add:
+      if (is_const(in[1], 0)) return one(as_type(in[0], out));
+      if (is_const(in[0], 0)) return one(as_type(in[1], out));
+      break;
+    case ScalarOpKind::Sub:
+      if (is_const(in[1], 0)) return one(as_type(in[0], out));
+      if (in[0].get() == in[1].get()) return one(as_type(zeros_like(in[0], out.dtype), out));
+      break;
+    case ScalarOpKind::Mul:
+      for (int k = 0; k < 2; ++k) {
+        // (a / s) * s -> a: cancels the division the gradients of log and of a quotient leave
+        // (log(sigmoid(x)) differentiates to g / sigmoid(x) * sigmoid(x) * (1 - sigmoid(x))).
+        if (elemwise_of(in[k], ScalarOpKind::TrueDiv) && in[k]->owner->inputs[1].get() == in[1 - k].get())
+          if (Var a = as_type(in[k]->owner->inputs[0], out)) return one(a);
+        if (is_const(in[k], 1)) return one(as_type(in[1 - k], out));
+        if (is_const(in[k], 0)) return one(as_type(zeros_like(in[1 - k], out.dtype), out));
+      }
+      break;
+    case ScalarOpKind::TrueDiv:
+      if (is_const(in[1], 1)) return one(as_type(in[0], out));
+      break;
+    case ScalarOpKind::Neg:
+      if (const Elemwise* inner = elemwise_of(in[0], ScalarOpKind::Neg)) {
+        (void)inner;
+        return one(as_type(in[0]->owner->inputs[0], out));
+      }
+      break;
+    case ScalarOpKind::Cast:
+      if (in[0]->dtype() == e->cast_to) return one(as_type(in[0], out));
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<Var>> canonical_dimshuffle(FunctionGraph&, Apply& n) {
+  const auto& ds = static_cast<const DimShuffle&>(*n.op);
+  const Var& x = n.inputs[0];
+  // Identity.
+  bool identity = static_cast<int>(ds.pattern.size()) == x->ndim();
+  for (size_t i = 0; i < ds.pattern.size() && identity; ++i) identity = ds.pattern[i] == static_cast<int>(i);
+  if (identity) return one(as_type(x, n.output_ptr(0)->type));
+  // DimShuffle of DimShuffle: one DimShuffle of the innermost input.
+  if (x->owner && typeid(*x->owner->op) == typeid(DimShuffle)) {
+    const auto& inner = static_cast<const DimShuffle&>(*x->owner->op);
+    std::vector<int> composed;
+    for (int p : ds.pattern) composed.push_back(p < 0 ? -1 : inner.pattern[p]);
+    return one(as_type(dimshuffle(x->owner->inputs[0], composed), n.output_ptr(0)->type));
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// stabilize
+
+std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
+  const Elemwise* e = elemwise_op(&n);
+  if (!e || !is_float(n.output_ptr(0)->dtype())) return std::nullopt;
+  const TensorType& out = n.output_ptr(0)->type;
+  const auto& in = n.inputs;
+  switch (e->scalar) {
+    case ScalarOpKind::Log: {
+      const Var& x = in[0];
+      // log(1 + y) -> log1p(y)
+      if (elemwise_of(x, ScalarOpKind::Add)) {
+        const auto& a = x->owner->inputs;
+        if (is_const(a[0], 1)) return one(as_type(log1p(a[1]), out));
+        if (is_const(a[1], 1)) return one(as_type(log1p(a[0]), out));
+      }
+      // log(sigmoid(y)) -> -softplus(-y)
+      if (elemwise_of(x, ScalarOpKind::Sigmoid)) return one(as_type(neg(softplus(neg(x->owner->inputs[0]))), out));
+      // log(softmax(y)) -> log_softmax(y)
+      if (x->owner && typeid(*x->owner->op) == typeid(Softmax)) {
+        const auto& sm = static_cast<const Softmax&>(*x->owner->op);
+        if (!sm.log) return one(as_type(apply_op1(std::make_shared<Softmax>(sm.axis, true), {x->owner->inputs[0]}), out));
+      }
+      // log(sum(exp(y))) -> max(y) + log(sum(exp(y - max(y))))
+      if (x->owner && typeid(*x->owner->op) == typeid(Reduce)) {
+        const auto& r = static_cast<const Reduce&>(*x->owner->op);
+        const Var& ex = x->owner->inputs[0];
+        if (r.kind == ReduceKind::Sum && elemwise_of(ex, ScalarOpKind::Exp)) {
+          const Var& y = ex->owner->inputs[0];
+          Var m = max(y, r.axes, /*keepdims=*/true);
+          // An infinite max would give inf - inf; use 0 there (the result is then exact anyway).
+          Var safe_m = switch_(isinf(m), zeros_like(m), m);
+          Var s = sum(exp(y - safe_m), r.axes, false, r.dtype);
+          Var m_out = sum(safe_m, r.axes, false, r.dtype);  // drops the kept axes (each has length 1)
+          return one(as_type(log(s) + m_out, out));
+        }
+      }
+      break;
+    }
+    case ScalarOpKind::Sub:
+      // exp(y) - 1 -> expm1(y)
+      if (elemwise_of(in[0], ScalarOpKind::Exp) && is_const(in[1], 1))
+        return one(as_type(expm1(in[0]->owner->inputs[0]), out));
+      // 1 - sigmoid(y) -> sigmoid(-y)
+      if (is_const(in[0], 1) && elemwise_of(in[1], ScalarOpKind::Sigmoid))
+        return one(as_type(sigmoid(neg(in[1]->owner->inputs[0])), out));
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+// CrossentropyCategorical1Hot(softmax(x), y) -> -log_softmax(x)[arange(n), y]: finite values and
+// a gradient that does not divide by a probability.
+std::optional<std::vector<Var>> stabilize_crossentropy(FunctionGraph&, Apply& n) {
+  const Var& coding = n.inputs[0];
+  if (!coding->owner || typeid(*coding->owner->op) != typeid(Softmax)) return std::nullopt;
+  const auto& sm = static_cast<const Softmax&>(*coding->owner->op);
+  if (sm.log || sm.axis != 1 || coding->ndim() != 2) return std::nullopt;
+  return one(as_type(softmax_crossentropy_labels(coding->owner->inputs[0], n.inputs[1]), n.output_ptr(0)->type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// specialize
+
+std::optional<std::vector<Var>> specialize_elemwise(FunctionGraph&, Apply& n) {
+  const Elemwise* e = elemwise_op(&n);
+  if (!e) return std::nullopt;
+  const TensorType& out = n.output_ptr(0)->type;
+  const auto& in = n.inputs;
+  if (e->scalar == ScalarOpKind::Pow) {
+    auto c = scalar_constant(in[1]);
+    if (!c) return std::nullopt;
+    if (*c == 2) return one(as_type(sqr(in[0]), out));
+    if (*c == 1) return one(as_type(in[0], out));
+    if (is_float(out.dtype)) {
+      if (*c == 0.5) return one(as_type(sqrt(in[0]), out));
+      if (*c == -1) return one(as_type(reciprocal(in[0]), out));
+    }
+    return std::nullopt;
+  }
+  if (e->scalar == ScalarOpKind::TrueDiv && is_float(out.dtype)) {
+    // x / c -> x * (1 / c) for a constant c
+    auto c = scalar_constant(in[1]);
+    if (c && *c != 0 && *c != 1 && in[1]->ndim() <= out.ndim()) {
+      Var inv = constant(NDArray::scalar(1.0 / *c, in[1]->dtype()));
+      return one(as_type(mul(in[0], inv), out));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+LocalRewrite constant_folding_rewrite() { return {"constant_folding", {}, constant_fold}; }
+
+void register_basic() {
+  register_rewrite_phase({.name = "merge1",
+                          .tags = {"merge", "fast_run", "fast_compile"},
+                          .modes = {"FAST_RUN", "FAST_COMPILE"},
+                          .position = 0,
+                          .global = merge_pass});
+  register_rewrite_phase({.name = "canonicalize",
+                          .tags = {"canonicalize", "fast_run"},
+                          .modes = {"FAST_RUN", "FAST_COMPILE"},
+                          .position = 1});
+  register_local_rewrite("canonicalize", constant_folding_rewrite());
+  register_local_rewrite("canonicalize", {"local_elemwise_canonical", {typeid(Elemwise)}, canonical_elemwise});
+  register_local_rewrite("canonicalize", {"local_dimshuffle_lift", {typeid(DimShuffle)}, canonical_dimshuffle});
+  register_rewrite_phase({.name = "merge1.5",
+                          .tags = {"merge", "fast_run"},
+                          .modes = {"FAST_RUN"},
+                          .position = 1.5,
+                          .global = merge_pass});
+  register_rewrite_phase({.name = "stabilize", .tags = {"stabilize", "fast_run"}, .modes = {"FAST_RUN"}, .position = 2});
+  register_local_rewrite("stabilize", {"local_stabilize_elemwise", {typeid(Elemwise)}, stabilize_elemwise});
+  register_local_rewrite("stabilize",
+                         {"local_softmax_crossentropy", {typeid(CrossentropyCategorical1Hot)}, stabilize_crossentropy});
+  register_local_rewrite("stabilize", constant_folding_rewrite());
+  register_rewrite_phase(
+      {.name = "specialize", .tags = {"specialize", "fast_run"}, .modes = {"FAST_RUN"}, .position = 3});
+  register_local_rewrite("specialize", {"local_pow_specialize", {typeid(Elemwise)}, specialize_elemwise});
+  register_local_rewrite("specialize", {"local_elemwise_canonical", {typeid(Elemwise)}, canonical_elemwise});
+  register_local_rewrite("specialize", {"local_dimshuffle_lift", {typeid(DimShuffle)}, canonical_dimshuffle});
+  register_local_rewrite("specialize", constant_folding_rewrite());
+  register_rewrite_phase({.name = "merge2",
+                          .tags = {"merge", "fast_run"},
+                          .modes = {"FAST_RUN"},
+                          .position = 4.5,
+                          .global = merge_pass});
+}
+
+}  // namespace hypatia::rewrite

@@ -1,0 +1,61 @@
+// BLAS rewrites: dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm.
+#include "hypatia/ops/blas.h"
+#include "hypatia/ops/shape.h"
+#include "hypatia/rewrite/rewrite_util.h"
+
+namespace hypatia::rewrite {
+namespace {
+
+struct ScaledDot {
+  Var x, y;
+  double alpha = 1;
+};
+
+/// v = dot(x, y) or c * dot(x, y) (c a scalar constant), matrix x matrix, one dtype, and the dot
+/// read only by this expression.
+std::optional<ScaledDot> scaled_dot(FunctionGraph& fg, const Var& v, DType dt) {
+  Var d = v;
+  double alpha = 1;
+  if (elemwise_of(v, ScalarOpKind::Mul)) {
+    const auto& in = v->owner->inputs;
+    if (fg.clients(v.get()).size() != 1) return std::nullopt;
+    for (int k = 0; k < 2; ++k)
+      if (auto c = scalar_constant(in[k]); c && in[1 - k]->owner && typeid(*in[1 - k]->owner->op) == typeid(Dot)) {
+        alpha = *c;
+        d = in[1 - k];
+        break;
+      }
+  }
+  if (!d->owner || typeid(*d->owner->op) != typeid(Dot) || fg.clients(d.get()).size() != 1) return std::nullopt;
+  const Var& x = d->owner->inputs[0];
+  const Var& y = d->owner->inputs[1];
+  if (x->ndim() != 2 || y->ndim() != 2 || x->dtype() != dt || y->dtype() != dt || d->dtype() != dt) return std::nullopt;
+  return ScaledDot{x, y, alpha};
+}
+
+std::optional<std::vector<Var>> dot_to_gemm(FunctionGraph& fg, Apply& n) {
+  const Elemwise* e = elemwise_op(&n);
+  if (!e || (e->scalar != ScalarOpKind::Add && e->scalar != ScalarOpKind::Sub)) return std::nullopt;
+  const TensorType& out = n.output_ptr(0)->type;
+  if (out.ndim() != 2 || (out.dtype != DType::Float32 && out.dtype != DType::Float64)) return std::nullopt;
+  auto scalar = [&](double v) { return constant(NDArray::scalar(v, out.dtype)); };
+  for (int k = 0; k < 2; ++k) {
+    if (e->scalar == ScalarOpKind::Sub && k == 0) continue;  // z - dot only (dot - z stays)
+    const Var& z = n.inputs[1 - k];
+    if (!(z->type == out)) continue;  // z must have the full shape (no broadcasting)
+    auto sd = scaled_dot(fg, n.inputs[k], out.dtype);
+    if (!sd) continue;
+    const double alpha = e->scalar == ScalarOpKind::Sub ? -sd->alpha : sd->alpha;
+    return one(as_type(gemm(z, scalar(alpha), sd->x, sd->y, scalar(1.0)), out));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void register_blas() {
+  register_rewrite_phase({.name = "blas", .tags = {"blas", "fast_run"}, .modes = {"FAST_RUN"}, .position = 4});
+  register_local_rewrite("blas", {"local_dot_to_gemm", {typeid(Elemwise)}, dot_to_gemm});
+}
+
+}  // namespace hypatia::rewrite

@@ -1,0 +1,84 @@
+// The graph optimizer: local rewrites indexed by the op types they match, global passes, a
+// worklist driver that revisits only what the last change touched, and one ordered pipeline per
+// mode (FAST_RUN, FAST_COMPILE, NONE) filtered by optimizer_including / optimizer_excluding.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <typeindex>
+#include <vector>
+
+#include "hypatia/graph/fgraph.h"
+
+namespace hypatia {
+
+/// A local rewrite: looks at one node and returns replacements for its outputs (same count,
+/// same types; a null entry keeps that output) or nothing.
+using LocalRewriteFn = std::function<std::optional<std::vector<Var>>(FunctionGraph&, Apply&)>;
+/// A global pass: edits the whole graph; returns whether it changed anything.
+using GlobalRewriteFn = std::function<bool(FunctionGraph&)>;
+
+struct LocalRewrite {
+  std::string name;
+  /// Op types it can match (empty: every node).
+  std::vector<std::type_index> tracks;
+  LocalRewriteFn fn;
+};
+
+/// One step of a pipeline: a global pass, or a group of local rewrites run to a fixed point.
+struct RewritePhase {
+  std::string name;
+  /// Tags for optimizer_including/excluding ("canonicalize", "stabilize", "fast_run" …).
+  std::vector<std::string> tags;
+  /// Modes whose pipeline runs this phase ("FAST_RUN", "FAST_COMPILE").
+  std::vector<std::string> modes;
+  double position;  // pipeline order
+  GlobalRewriteFn global;
+  std::vector<LocalRewrite> locals;
+  /// Whether the phase runs only when named in optimizer_including.
+  bool opt_in = false;
+};
+
+/// Registers a phase (kept sorted by position). Names must be unique.
+void register_rewrite_phase(RewritePhase phase);
+/// Adds a local rewrite to the phase named `phase` (created by register_rewrite_phase).
+void register_local_rewrite(const std::string& phase, LocalRewrite rw);
+/// The phases, in pipeline order (registers the built-in ones on first use).
+const std::vector<RewritePhase>& rewrite_phases();
+
+struct RewriteOptions {
+  /// "FAST_RUN", "FAST_COMPILE" or "NONE".
+  std::string mode = "FAST_RUN";
+  /// Names or tags to add / remove (':'-separated lists, like Theano's flags).
+  std::string including, excluding;
+  /// Print each rewrite that fires (config().print_rewrites).
+  bool print = false;
+};
+
+/// What a pipeline run did.
+struct RewriteStats {
+  int applied = 0;
+  int nodes_before = 0, nodes_after = 0;
+  double seconds = 0;
+  /// Count of each rewrite that fired, by name.
+  std::vector<std::pair<std::string, int>> by_name;
+};
+
+/// The options config() and `mode` (empty: config().mode) give.
+RewriteOptions rewrite_options_from_config(const std::string& mode = "");
+
+/// Runs the pipeline of opts.mode on fg.
+RewriteStats rewrite_graph(FunctionGraph& fg, const RewriteOptions& opts);
+
+/// Runs `rewrites` on fg's nodes until none fires (the fixed-point driver). Returns the number
+/// of rewrites applied.
+int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite*>& rewrites, bool print = false,
+                         RewriteStats* stats = nullptr);
+
+namespace rewrite {
+/// Registration of each family (called once by rewrite_phases()).
+void register_basic();
+void register_blas();
+}  // namespace rewrite
+
+}  // namespace hypatia

@@ -1,0 +1,212 @@
+// The rewrite pipeline: each rewrite's structural effect and numerical equivalence with the
+// unoptimized graph (mode NONE on the reference kernels).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hypatia/hypatia.h"
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+
+using testing::make_array;
+using testing::random_array;
+
+std::vector<std::string> op_names(const Function& f) {
+  std::vector<std::string> r;
+  for (const auto& n : f.toposort()) r.push_back(n->op->name());
+  return r;
+}
+
+int count_ops(const Function& f, const std::string& needle) {
+  int c = 0;
+  for (const auto& s : op_names(f)) c += s.find(needle) != std::string::npos;
+  return c;
+}
+
+std::string joined(const Function& f) {
+  std::string s;
+  for (const auto& n : op_names(f)) s += n + " ";
+  return s;
+}
+
+/// Compiles `outs` in FAST_RUN and in NONE (reference kernels) and checks both agree on `args`.
+Function check_equivalent(const std::vector<Var>& ins, const std::vector<Var>& outs, const std::vector<NDArray>& args,
+                          double rtol = 1e-5, double atol = 1e-6) {
+  std::vector<In> in;
+  for (const auto& v : ins) in.emplace_back(v);
+  std::vector<Out> out;
+  for (const auto& v : outs) out.emplace_back(v);
+  FunctionOptions fast;
+  fast.mode = "FAST_RUN";
+  fast.on_unused_input = "ignore";
+  FunctionOptions none;
+  none.mode = "NONE";
+  none.backend = Backend::Reference;
+  none.on_unused_input = "ignore";
+  Function f = function(in, out, fast);
+  Function g = function(in, out, none);
+  auto a = f(args);
+  auto b = g(args);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_ALLCLOSE(a[i], b[i], rtol, atol);
+  return f;
+}
+
+TEST(Rewrite, MergeRemovesDuplicateNodesAndConstants) {
+  Var x = variable(matrix_type(DType::Float64), "x");
+  Var y = exp(x) * 2.0 + exp(x) * 2.0;
+  Function f = check_equivalent({x}, {y}, {random_array({3, 4}, DType::Float64)});
+  EXPECT_EQ(count_ops(f, "exp"), 1) << joined(f);
+  EXPECT_EQ(count_ops(f, "mul"), 1) << joined(f);
+}
+
+TEST(Rewrite, ConstantFoldingAndCanonicalForms) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var c = exp(constant(NDArray::scalar(1.0, DType::Float64)));
+  Var y = neg(neg(x * 1.0 + 0.0)) / 1.0 + c;
+  Function f = check_equivalent({x}, {y}, {make_array({1, 2, 3}, {3}, DType::Float64)});
+  EXPECT_EQ(op_names(f).size(), 1u) << joined(f);  // only the add of x and the folded exp(1)
+  EXPECT_EQ(count_ops(f, "add"), 1) << joined(f);
+  // x - x -> zeros, dimshuffle chains collapse.
+  Var m = variable(matrix_type(DType::Float64), "m");
+  Function g = check_equivalent({m}, {transpose(transpose(m)) - m, m - m}, {random_array({2, 3}, DType::Float64)});
+  EXPECT_EQ(count_ops(g, "DimShuffle"), 0) << joined(g);
+  EXPECT_EQ(count_ops(g, "sub"), 0) << joined(g);  // both became m - m, then zeros
+}
+
+TEST(Rewrite, StabilizeGivesFiniteValuesAtExtremes) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  NDArray big = make_array({-1000, -1, 0, 1, 1000}, {5}, DType::Float64);
+  // log(1 + x) -> log1p, exp(x) - 1 -> expm1 (accurate for tiny x).
+  {
+    Function f = check_equivalent({x}, {log(1.0 + x), exp(x) - 1.0}, {make_array({1e-10, 0.5}, {2}, DType::Float64)});
+    EXPECT_EQ(count_ops(f, "log1p"), 1) << joined(f);
+    EXPECT_EQ(count_ops(f, "expm1"), 1) << joined(f);
+    auto r = f({make_array({1e-17}, {1}, DType::Float64)});
+    EXPECT_DOUBLE_EQ(r[0].get_flat(0), 1e-17);
+    EXPECT_DOUBLE_EQ(r[1].get_flat(0), 1e-17);
+  }
+  // log(sigmoid(x)) -> -softplus(-x); 1 - sigmoid(x) -> sigmoid(-x).
+  {
+    FunctionOptions o;
+    o.mode = "FAST_RUN";
+    Function f = function({x}, {log(sigmoid(x)), 1.0 - sigmoid(x)}, o);
+    EXPECT_EQ(count_ops(f, "log"), 0) << joined(f);
+    auto r = f({big});
+    EXPECT_NEAR(r[0].get_flat(0), -1000.0, 1e-9);
+    EXPECT_NEAR(r[0].get_flat(4), 0.0, 1e-12);
+    EXPECT_EQ(r[1].get_flat(4), 0.0);  // exp(-1000) underflows to 0
+    // 1 - sigmoid(40) is 4.2e-18, which 1 - 0.99999... rounds to 0.
+    EXPECT_NEAR(f({make_array({40}, {1}, DType::Float64)})[1].get_flat(0), std::exp(-40.0), 1e-25);
+    Var g = grad(sum(log(sigmoid(x))), x);
+    Function fg = function({x}, {g}, o);
+    auto gr = fg({big});
+    EXPECT_NEAR(gr[0].get_flat(0), 1.0, 1e-12);
+    EXPECT_NEAR(gr[0].get_flat(4), 0.0, 1e-12);
+  }
+  // log(softmax) -> log_softmax; log(sum(exp)) -> stable logsumexp.
+  {
+    Var m = variable(matrix_type(DType::Float64), "m");
+    FunctionOptions o;
+    o.mode = "FAST_RUN";
+    Function f = function({m}, {log(softmax(m)), log(sum(exp(m), std::vector<int>{1}))}, o);
+    EXPECT_EQ(count_ops(f, "LogSoftmax"), 1) << joined(f);
+    auto r = f({make_array({1000, 0, -1000, 1000, 1000, 1000}, {2, 3}, DType::Float64)});
+    EXPECT_NEAR(r[0].get_flat(0), 0.0, 1e-12);
+    EXPECT_NEAR(r[0].get_flat(1), -1000.0, 1e-9);
+    EXPECT_NEAR(r[1].get_flat(0), 1000.0, 1e-9);
+    EXPECT_NEAR(r[1].get_flat(1), 1000.0 + std::log(3.0), 1e-9);
+    check_equivalent({m}, {log(softmax(m)), log(sum(exp(m), std::vector<int>{1}))},
+                     {random_array({3, 4}, DType::Float64)});
+  }
+}
+
+TEST(Rewrite, SoftmaxCrossentropyIsStableInValueAndGradient) {
+  Var x = variable(matrix_type(DType::Float64), "x");
+  Var y = variable(vector_type(DType::Int64), "y");
+  Var cost = mean(categorical_crossentropy(softmax(x), y));
+  Var g = grad(cost, x);
+  FunctionOptions o;
+  o.mode = "FAST_RUN";
+  Function f = function({x, y}, {cost, g}, o);
+  EXPECT_EQ(count_ops(f, "CrossentropyCategorical1Hot"), 0) << joined(f);  // nor its Grad
+  // Built directly (not through categorical_crossentropy), the op is rewritten too.
+  Var direct = apply_op1(std::make_shared<CrossentropyCategorical1Hot>(), {softmax(x), y});
+  EXPECT_EQ(count_ops(function({x, y}, {direct}, o), "Crossentropy"), 0);
+  NDArray xv = make_array({1000, -1000, 0, 0, 0, 0}, {2, 3}, DType::Float64);
+  NDArray yv = make_array({1, 2}, {2}, DType::Int64);
+  auto r = f({xv, yv});
+  EXPECT_NEAR(r[0].get_flat(0), (2000.0 + std::log(3.0)) / 2, 1e-9);
+  for (int64_t i = 0; i < r[1].size(); ++i) EXPECT_TRUE(std::isfinite(r[1].get_flat(i)));
+  EXPECT_NEAR(r[1].get_flat(1), -0.5, 1e-12);  // d/dx of -log softmax at the true (tiny) class
+  check_equivalent({x, y}, {cost, g}, {random_array({3, 4}, DType::Float64), make_array({0, 3, 1}, {3}, DType::Int64)});
+}
+
+TEST(Rewrite, SpecializePowAndDivision) {
+  Var x = variable(vector_type(DType::Float32), "x");
+  Function f = check_equivalent({x}, {pow(x, constant(NDArray::scalar(2.0, DType::Float32))), x / 4.0},
+                                {make_array({1, 2, 3}, {3}, DType::Float32)});
+  EXPECT_EQ(count_ops(f, "pow"), 0) << joined(f);
+  EXPECT_EQ(count_ops(f, "sqr"), 1) << joined(f);
+  EXPECT_EQ(count_ops(f, "true_div"), 0) << joined(f);
+}
+
+TEST(Rewrite, DotPlusMatrixBecomesOneGemm) {
+  Var a = variable(matrix_type(DType::Float32), "a");
+  Var b = variable(matrix_type(DType::Float32), "b");
+  Var c = variable(matrix_type(DType::Float32), "c");
+  std::vector<NDArray> args{random_array({3, 4}, DType::Float32), random_array({4, 5}, DType::Float32, -1, 1, 1),
+                            random_array({3, 5}, DType::Float32, -1, 1, 2)};
+  Function f = check_equivalent({a, b, c}, {dot(a, b) + c}, args);
+  EXPECT_EQ(joined(f), "Gemm{no_inplace} ");
+  Function g = check_equivalent({a, b, c}, {c - dot(a, b) * 0.1}, args);
+  EXPECT_EQ(joined(g), "Gemm{no_inplace} ");
+  // A broadcast bias stays a separate add (Gemm needs the full z).
+  Var bias = variable(vector_type(DType::Float32), "bias");
+  Function h = check_equivalent({a, b, bias}, {dot(a, b) + bias},
+                                {args[0], args[1], random_array({5}, DType::Float32)});
+  EXPECT_EQ(count_ops(h, "Gemm"), 0) << joined(h);
+}
+
+TEST(Rewrite, ModesIncludingExcludingAndPrint) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var y = log(1.0 + x);
+  FunctionOptions none;
+  none.mode = "NONE";
+  EXPECT_EQ(count_ops(function({x}, {y}, none), "log1p"), 0);
+  Config saved = config();
+  config().optimizer_excluding = "stabilize";
+  FunctionOptions fast;
+  fast.mode = "FAST_RUN";
+  EXPECT_EQ(count_ops(function({x}, {y}, fast), "log1p"), 0);
+  config().optimizer_excluding = "";
+  config().print_rewrites = true;
+  ::testing::internal::CaptureStderr();
+  Function f = function({x}, {y}, fast);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  config() = saved;
+  EXPECT_EQ(count_ops(f, "log1p"), 1);
+  EXPECT_NE(err.find("local_stabilize_elemwise"), std::string::npos) << err;
+}
+
+TEST(Rewrite, FunctionGraphReplaceIsIncremental) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var a = exp(x);
+  Var b = a + 1.0;
+  FunctionGraph fg({x}, {b * 2.0}, /*clone=*/true);
+  const size_t before = fg.num_nodes();
+  Var out = fg.outputs()[0];
+  Var old_add = out->owner->inputs[0];
+  Var repl = log1p(old_add->owner->inputs[0]);  // log1p(exp(x)) replaces exp(x) + 1
+  fg.replace(old_add, repl, "test");
+  EXPECT_LT(fg.num_nodes(), before);  // the add and the DimShuffle of its 1 left, log1p came
+  EXPECT_EQ(fg.num_nodes(), fg.toposort().size());
+  EXPECT_TRUE(fg.contains(repl->owner));
+  EXPECT_FALSE(fg.contains(old_add->owner));
+  EXPECT_EQ(fg.clients(repl.get()).size(), 1u);
+  EXPECT_THROW(fg.replace(repl, variable(vector_type(DType::Float32)), "bad"), TypeError);
+}
+
+}  // namespace
+}  // namespace hypatia
