@@ -30,6 +30,7 @@ from hypatia import gradient, printing  # noqa: F401
 from hypatia.gradient import Lop, Rop, grad  # noqa: F401
 from hypatia.printing import debugprint, pp  # noqa: F401
 from hypatia.tensor.basic import Constant, SharedVariable  # noqa: F401
+from hypatia import _pickle  # noqa: F401,E402  (pickle support for graphs and functions)
 
 __version__ = "0.1.0"
 

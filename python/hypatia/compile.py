@@ -248,6 +248,9 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
     giv = [(k, v if isinstance(v, Variable) else as_tensor_variable(v)) for k, v in _pairs(givens, "givens")]
 
     m = get_mode(mode)
+    compile_args = dict(inputs=ins, outputs=outputs if unpack else outs, mode=m, updates=upd, givens=giv,
+                        no_default_updates=True, name=name, allow_input_downcast=allow_input_downcast,
+                        profile=profile, on_unused_input=on_unused_input)
     want_profile = None if profile is None else bool(profile)
     if want_profile is None and config.profile:
         want_profile = True
@@ -267,6 +270,7 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
     fn._hyp_inputs = ins
     fn._hyp_outputs = outs
     fn._hyp_mode = m
+    fn._hyp_compile_args = compile_args  # what pickle stores
     if want_profile:
         _profiled.append(fn)
     return fn

@@ -5,7 +5,6 @@
 #include "bindings.h"
 // After Python.h (through bindings.h).
 #include <frameobject.h>
-#include "hypatia/grad/grad_ops.h"
 
 // Apply holds unique_ptrs (std::is_copy_constructible says yes through std::vector, wrongly).
 template <>
@@ -87,32 +86,6 @@ Index to_index(nb::handle h) {
   if (PyIndex_Check(h.ptr())) return Index(static_cast<int64_t>(nb::cast<int64_t>(nb::int_(h))));
   fail<IndexError>("subtensor: cannot index with ", nb::cast<std::string>(nb::repr(h)),
                    "; use integers, slices, None, Ellipsis or integer/boolean arrays");
-}
-
-template <class T>
-using OpClass = nb::class_<T, Op>;
-
-/// Theano's idx_list: an int or slice(start, stop, step) per entry, with "input" for a symbolic
-/// bound, None for a new axis, "int_array" / "bool_array" for advanced entries.
-nb::list idx_list(const IndexSpec& spec) {
-  auto bound = [](IndexEntry::Bound b, int64_t v) -> nb::object {
-    if (b == IndexEntry::Bound::None) return nb::none();
-    if (b == IndexEntry::Bound::Input) return nb::str("input");
-    return nb::int_(v);
-  };
-  nb::list l;
-  for (const IndexEntry& e : spec) {
-    switch (e.kind) {
-      case IndexEntry::Kind::Int: l.append(bound(e.a, e.av)); break;
-      case IndexEntry::Kind::Slice:
-        l.append(nb::steal(PySlice_New(bound(e.a, e.av).ptr(), bound(e.b, e.bv).ptr(), bound(e.c, e.cv).ptr())));
-        break;
-      case IndexEntry::Kind::NewAxis: l.append(nb::none()); break;
-      case IndexEntry::Kind::IntArray: l.append(nb::str("int_array")); break;
-      case IndexEntry::Kind::BoolArray: l.append(nb::str("bool_array")); break;
-    }
-  }
-  return l;
 }
 
 }  // namespace
@@ -207,59 +180,6 @@ void init_graph(nb::module_& m) {
       .def("__str__", &Op::name)
       .def("__repr__", &Op::name);
 
-  OpClass<Elemwise>(m, "Elemwise", "A scalar op lifted to tensors with broadcasting (Theano's Elemwise).")
-      .def_prop_ro("scalar_op", [](const Elemwise& e) { return std::string(scalar_op_name(e.scalar)); })
-      .def_prop_ro("inplace_pattern", [](const Elemwise& e) {
-        nb::dict d;
-        if (e.inplace >= 0) d[nb::int_(0)] = nb::int_(e.inplace);
-        return d;
-      });
-  OpClass<Reduce>(m, "CAReduce", "A reduction over some axes (sum, prod, max, min, all, any).")
-      .def_prop_ro("scalar_op", [](const Reduce& r) { return std::string(reduce_kind_name(r.kind)); })
-      .def_prop_ro("axis", [](const Reduce& r) { return r.axes; })
-      .def_prop_ro("dtype", [](const Reduce& r) { return r.dtype; });
-  OpClass<ArgReduce>(m, "ArgReduce").def_prop_ro("axis", [](const ArgReduce& r) { return r.axis; });
-  OpClass<CumOp>(m, "CumOp").def_prop_ro("axis", [](const CumOp& c) { return c.axis; });
-  OpClass<DimShuffle>(m, "DimShuffle")
-      .def_prop_ro("new_order",
-                   [](const DimShuffle& d) {
-                     nb::list l;
-                     for (int p : d.pattern) l.append(p < 0 ? nb::object(nb::str("x")) : nb::object(nb::int_(p)));
-                     return nb::tuple(l);
-                   })
-      .def_prop_ro("input_broadcastable", [](const DimShuffle& d) { return bool_tuple(d.input_broadcastable); });
-  OpClass<ShapeOp>(m, "Shape");
-  OpClass<ShapeI>(m, "Shape_i").def_prop_ro("i", [](const ShapeI& s) { return s.i; });
-  OpClass<MakeVector>(m, "MakeVector");
-  OpClass<Alloc>(m, "Alloc");
-  OpClass<Reshape>(m, "Reshape").def_prop_ro("ndim", [](const Reshape& r) { return r.ndim; });
-  OpClass<Join>(m, "Join").def_prop_ro("axis", [](const Join& j) { return j.axis; });
-  OpClass<Split>(m, "Split").def_prop_ro("len_splits", [](const Split& s) { return s.n_splits; });
-  OpClass<ARange>(m, "ARange");
-  OpClass<Eye>(m, "Eye");
-  OpClass<Tile>(m, "Tile");
-  OpClass<Repeat>(m, "RepeatOp");
-  OpClass<Rebroadcast>(m, "Rebroadcast");
-  OpClass<Subtensor>(m, "Subtensor").def_prop_ro("idx_list", [](const Subtensor& o) { return idx_list(o.spec); });
-  OpClass<AdvancedSubtensor>(m, "AdvancedSubtensor").def_prop_ro("idx_list", [](const AdvancedSubtensor& o) {
-    return idx_list(o.spec);
-  });
-  OpClass<IncSubtensor>(m, "IncSubtensor")
-      .def_prop_ro("idx_list", [](const IncSubtensor& o) { return idx_list(o.spec); })
-      .def_prop_ro("set_instead_of_inc", [](const IncSubtensor& o) { return o.set_instead_of_inc; })
-      .def_prop_ro("inplace", [](const IncSubtensor& o) { return o.inplace; })
-      .def_prop_ro("advanced", [](const IncSubtensor& o) { return o.advanced; });
-  OpClass<Softmax>(m, "Softmax").def_prop_ro("log", [](const Softmax& s) { return s.log; });
-  OpClass<CrossentropyCategorical1Hot>(m, "CrossentropyCategorical1Hot");
-  OpClass<CrossentropyCategorical1HotGrad>(m, "CrossentropyCategorical1HotGrad");
-  OpClass<Dot>(m, "Dot");
-  OpClass<Gemm>(m, "Gemm");
-  OpClass<Gemv>(m, "Gemv");
-  OpClass<Ger>(m, "Ger");
-  OpClass<BatchedDot>(m, "BatchedDot");
-  OpClass<DisconnectedGradOp>(m, "DisconnectedGrad");
-  OpClass<GradClipOp>(m, "GradClip");
-  OpClass<MapIndexOp>(m, "MapIndex");
 
   nb::class_<FunctionGraph>(m, "FunctionGraph", "A graph with fixed inputs and outputs (cloned unless clone=False).")
       .def(nb::init<std::vector<Var>, std::vector<Var>, bool>(), "inputs"_a, "outputs"_a, "clone"_a = true)

@@ -64,12 +64,6 @@ const Binary kBinary[] = {
     {"inc_subtensor", &hypatia::inc_subtensor},
 };
 
-ScalarOpKind scalar_kind(const std::string& name) {
-  for (int k = 0; k <= static_cast<int>(ScalarOpKind::Switch); ++k)
-    if (scalar_op_name(static_cast<ScalarOpKind>(k)) == name) return static_cast<ScalarOpKind>(k);
-  fail<ValueError>("elemwise: unknown scalar op '", name, "'");
-}
-
 }  // namespace
 
 void init_ops(nb::module_& m) {

@@ -16,11 +16,15 @@ namespace hypatia::python {
 namespace nb = nanobind;
 using namespace nb::literals;
 
-void init_graph(nb::module_& m);     // TensorType, Variable, Apply, Op classes, constant, shared, debugprint
+void init_graph(nb::module_& m);     // TensorType, Variable, Apply, Op, constant, shared, debugprint
+void init_op_classes(nb::module_& m);  // Elemwise, CAReduce, Subtensor ...: attributes, constructors, pickling
 void init_ops(nb::module_& m);       // every op builder of the core
 void init_grad(nb::module_& m);      // grad, Lop, Rop, jacobian, hessian, verify_grad ...
 void init_function(nb::module_& m);  // Function (the per-call path), Profile
 void init_config(nb::module_& m);    // config get/set
+
+/// The scalar op named `name` ("add", "exp"); ValueError for an unknown name.
+ScalarOpKind scalar_kind(const std::string& name);
 
 /// A Python index tuple (ints, slices, None, Ellipsis, Variables) as the C++ index list.
 std::vector<Index> to_index_list(const nb::tuple& key);
