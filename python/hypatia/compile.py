@@ -11,7 +11,7 @@ from collections import OrderedDict
 import numpy as np
 
 from hypatia import _core
-from hypatia.configparser import config
+from hypatia.configparser import change_flags, config
 
 Function = _core.Function
 Variable = _core.Variable
@@ -61,26 +61,44 @@ class Out:
 
 
 class Mode:
-    """A compilation mode. ``linker='reference'`` runs the naive reference kernels (the test
-    oracle); everything else runs the CPU kernels. The optimizer setting is recorded (the rewrite
-    passes are not built yet)."""
+    """A compilation mode: the rewrite pipeline and the kernels.
 
-    def __init__(self, linker=None, optimizer="default"):
+    optimizer: 'fast_run' (every rewrite), 'fast_compile' (the cheap ones), None (the graph as
+    written) or 'default' (config.mode and config.optimizer). linker='reference' runs the naive
+    reference kernels (the test oracle) on the graph as written unless an optimizer is named.
+    including() / excluding() add or remove rewrites by name or tag.
+    """
+
+    def __init__(self, linker=None, optimizer="default", including=(), excluding=()):
         self.linker = linker or "cpu"
         self.optimizer = optimizer
+        self._including = tuple(including)
+        self._excluding = tuple(excluding)
 
     @property
     def backend(self):
         return "reference" if self.linker in ("reference", "py") else "cpu"
 
+    @property
+    def pipeline(self):
+        """The C++ pipeline name, or None for the configuration's default."""
+        opt = self.optimizer
+        if opt == "default":
+            return None
+        if opt is None or opt == "None":
+            return "NONE"
+        if opt in ("fast_compile", "merge", "o1"):
+            return "FAST_COMPILE"
+        return "FAST_RUN"
+
     def including(self, *tags):
-        return self
+        return Mode(self.linker, self.optimizer, self._including + tags, self._excluding)
 
     def excluding(self, *tags):
-        return self
+        return Mode(self.linker, self.optimizer, self._including, self._excluding + tags)
 
     def requiring(self, *tags):
-        return self
+        return self.including(*tags)
 
     def __repr__(self):
         return f"Mode(linker={self.linker!r}, optimizer={self.optimizer!r})"
@@ -93,7 +111,7 @@ _PREDEFINED_MODES = {
     "DEBUG_MODE": Mode("cpu", "fast_run"),
     "ProfileMode": Mode("cpu", "fast_run"),
     "NONE": Mode("cpu", None),
-    "REFERENCE": Mode("reference", None),
+    "REFERENCE": Mode("reference", "default"),
 }
 
 
@@ -254,19 +272,26 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
     want_profile = None if profile is None else bool(profile)
     if want_profile is None and config.profile:
         want_profile = True
-    fn = _core.compile_function(
-        [(i.variable, i.name or "", i.value, i.borrow, i.mutable) for i in ins],
-        [(o.variable, o.borrow) for o in outs],
-        upd,
-        giv,
-        allow_input_downcast,
-        want_profile,
-        None,
-        name or "",
-        on_unused_input or "raise",
-        m.backend,
-        unpack,
-    )
+    flags = {}
+    if m._including:
+        flags["optimizer_including"] = ":".join(filter(None, [config.optimizer_including, *m._including]))
+    if m._excluding:
+        flags["optimizer_excluding"] = ":".join(filter(None, [config.optimizer_excluding, *m._excluding]))
+    with change_flags(**flags):
+        fn = _core.compile_function(
+            [(i.variable, i.name or "", i.value, i.borrow, i.mutable) for i in ins],
+            [(o.variable, o.borrow) for o in outs],
+            upd,
+            giv,
+            allow_input_downcast,
+            want_profile,
+            None,
+            name or "",
+            on_unused_input or "raise",
+            m.backend,
+            m.pipeline,
+            unpack,
+        )
     fn._hyp_inputs = ins
     fn._hyp_outputs = outs
     fn._hyp_mode = m
@@ -284,8 +309,6 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, br
     """
     if isinstance(value, Variable):
         raise TypeError("shared() takes a value (a numpy array or a number), not a symbolic Variable")
-    if not isinstance(value, np.ndarray):
-        value = np.asarray(value)
     return _core.shared(value, name or "", bool(borrow), list(broadcastable) if broadcastable is not None else [])
 
 

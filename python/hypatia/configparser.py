@@ -22,6 +22,8 @@ _KEYS = (
     "openmp_elemwise_minsize",
     "num_threads",
     "print_rewrites",
+    "optimizer_including",
+    "optimizer_excluding",
 )
 
 

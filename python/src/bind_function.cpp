@@ -122,7 +122,7 @@ PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec
                     const std::vector<std::pair<Var, Var>>& updates, const std::vector<std::pair<Var, Var>>& givens,
                     std::optional<bool> allow_input_downcast, std::optional<bool> profile,
                     std::optional<bool> allow_gc, const std::string& name, const std::string& on_unused_input,
-                    const std::string& backend, bool unpack_single) {
+                    const std::string& backend, std::optional<std::string> mode, bool unpack_single) {
   const Downcast downcast =
       !allow_input_downcast ? Downcast::None : (*allow_input_downcast ? Downcast::Yes : Downcast::No);
   std::vector<In> ins;
@@ -154,6 +154,7 @@ PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec
   opts.allow_gc = allow_gc;
   opts.name = name;
   opts.on_unused_input = on_unused_input;
+  opts.mode = std::move(mode);
   if (backend == "reference") opts.backend = Backend::Reference;
   else if (backend != "cpu") fail<ValueError>("function: unknown backend '", backend, "' (cpu or reference)");
   auto* f = new PyFunction(function(std::move(ins), std::move(outs), std::move(opts)));
@@ -205,8 +206,9 @@ void init_function(nb::module_& m) {
 
   m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a,
         "allow_input_downcast"_a.none(), "profile"_a.none(), "allow_gc"_a.none(), "name"_a, "on_unused_input"_a,
-        "backend"_a, "unpack_single"_a, nb::rv_policy::take_ownership,
-        "Compiles inputs (variable, name, default, borrow, mutable), outputs (variable, borrow), updates and givens.");
+        "backend"_a, "mode"_a.none(), "unpack_single"_a, nb::rv_policy::take_ownership,
+        "Compiles inputs (variable, name, default, borrow, mutable), outputs (variable, borrow), updates and givens;\n"
+        "mode: the rewrite pipeline ('FAST_RUN', 'FAST_COMPILE', 'NONE'; None: config.mode and config.optimizer).");
 }
 
 }  // namespace hypatia::python

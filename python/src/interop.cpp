@@ -154,6 +154,13 @@ bool is_numpy_array(PyObject* obj) { return PyArray_Check(obj); }
 
 NDArray to_ndarray(PyObject* obj) {
   PyArray_Descr* want = nullptr;  // numpy's choice for non-arrays
+  nb::object imported;
+  if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
+    // Another library's array (DLPack): numpy.from_dlpack views it without a copy.
+    static nb::object from_dlpack = nb::module_::import_("numpy").attr("from_dlpack");
+    imported = from_dlpack(nb::handle(obj));
+    obj = imported.ptr();
+  }
   if (PyArray_Check(obj)) {
     auto* arr = reinterpret_cast<PyArrayObject*>(obj);
     if (auto dt = viewable_dtype(arr)) return wrap_array(arr, *dt);

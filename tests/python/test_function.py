@@ -203,12 +203,14 @@ def test_maker_fgraph_toposort_and_debugprint():
     y = T.dot(m, m) + b
     f = function([m], y, name="lin")
     nodes = f.maker.fgraph.toposort()
-    assert [type(n.op).__name__ for n in nodes][-1] == "Elemwise"
-    assert any(isinstance(n.op, T.Elemwise) for n in nodes)
-    assert "Elemwise{add" in repr(nodes)
+    assert all(isinstance(n, hypatia.Apply) for n in nodes) and nodes
+    assert [type(n.op).__name__ for n in nodes][-1] == "Gemm"  # dot + b became one Gemm (FAST_RUN)
+    assert "Elemwise{add" in repr(function([m], y, mode="FAST_COMPILE").maker.fgraph.toposort())
+    e = function([m], T.exp(m)).maker.fgraph.toposort()
+    assert any(isinstance(n.op, T.Elemwise) for n in e)
     assert f.maker.fgraph.inputs == [m] or f.maker.fgraph.inputs[0] is m
     text = hypatia.printing.debugprint(f, file="str")
-    assert "dot" in text and "[id A]" in text
+    assert "Gemm" in text and "[id A]" in text
     buf = io.StringIO()
     hypatia.printing.debugprint(y, file=buf, print_type=True)
     assert "TensorType(float32, matrix)" in buf.getvalue()
@@ -229,6 +231,7 @@ def test_profile_summary(capsys):
     p.summary(file=sys.stdout)
     assert "Apply" in capsys.readouterr().out
     assert function([x], x + 1).profile is None
+    hypatia.compile._profiled.clear()  # do not print the tables again at exit
 
 
 def test_config_roundtrip():
@@ -254,10 +257,16 @@ def test_config_roundtrip():
 
 def test_mode_argument():
     x = T.dvector("x")
-    for mode in (None, "FAST_RUN", "FAST_COMPILE", "REFERENCE", hypatia.Mode(linker="reference")):
+    for mode in (None, "FAST_RUN", "FAST_COMPILE", "NONE", "REFERENCE", hypatia.Mode(linker="reference")):
         np.testing.assert_allclose(function([x], T.exp(x), mode=mode)(np.zeros(2)), [1.0, 1.0])
     with pytest.raises(ValueError):
         function([x], x, mode="NO_SUCH_MODE")
+    y = T.log(1 + x)
+    ops = lambda f: [n.op.name for n in f.maker.fgraph.toposort()]  # noqa: E731
+    assert any("log1p" in o for o in ops(function([x], y, mode="FAST_RUN")))
+    assert not any("log1p" in o for o in ops(function([x], y, mode="NONE")))
+    assert not any("log1p" in o for o in ops(function([x], y, mode=hypatia.Mode(optimizer="fast_run").excluding(
+        "stabilize"))))
 
 
 def test_eval_and_default_update():

@@ -113,3 +113,27 @@ def test_unsupported_dtypes():
     x = T.dvector("x")
     with pytest.raises(TypeError):
         function([x], x)(np.array(["a", "b"]))
+
+
+class _DLPackOnly:
+    """An array from 'another library': it speaks DLPack only."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_inputs_are_used_without_a_copy():
+    a = np.arange(12.0).reshape(3, 4)[:, ::2]
+    x = T.dmatrix("x")
+    f = function([x], Out(x[:, :], borrow=True))
+    out = f(_DLPackOnly(a))
+    np.testing.assert_array_equal(out, a)
+    assert np.shares_memory(out, a)
+    s = shared(_DLPackOnly(np.ones(3, np.float32)))
+    assert s.dtype == "float32"
