@@ -47,7 +47,7 @@ namespace nanobind::detail {
 /// NDArray <-> numpy.ndarray (zero-copy both ways; other Python values are converted by numpy).
 template <>
 struct type_caster<hypatia::NDArray> {
-  NB_TYPE_CASTER(hypatia::NDArray, const_name("numpy.ndarray"))
+  NB_TYPE_CASTER(hypatia::NDArray, io_name("numpy.typing.ArrayLike", "numpy.typing.NDArray"))
   bool from_python(handle src, uint32_t flags, cleanup_list*) noexcept;
   static handle from_cpp(const hypatia::NDArray& a, rv_policy, cleanup_list*) noexcept {
     return hypatia::python::to_numpy(a);
@@ -57,7 +57,7 @@ struct type_caster<hypatia::NDArray> {
 /// DType <-> its numpy name ("float32"); accepts names, numpy dtypes and scalar types.
 template <>
 struct type_caster<hypatia::DType> {
-  NB_TYPE_CASTER(hypatia::DType, const_name("str"))
+  NB_TYPE_CASTER(hypatia::DType, io_name("str | numpy.typing.DTypeLike", "str"))
   bool from_python(handle src, uint32_t, cleanup_list*) noexcept {
     auto dt = hypatia::python::dtype_from_python(src.ptr());
     if (!dt) return false;

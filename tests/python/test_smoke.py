@@ -11,3 +11,14 @@ def test_import_and_call():
     out = f(np.arange(3, dtype=np.float32))
     np.testing.assert_array_equal(out, [1, 2, 3])
     assert out.dtype == np.float32
+
+
+def test_type_stubs_are_installed():
+    import os
+
+    import hypatia._core
+
+    stub = os.path.join(os.path.dirname(hypatia._core.__file__), "_core.pyi")
+    text = open(stub).read()
+    assert "class Variable" in text and "def compile_function" in text
+    assert os.path.exists(os.path.join(os.path.dirname(hypatia.__file__), "py.typed"))
