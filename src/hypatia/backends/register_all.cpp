@@ -10,6 +10,7 @@ void register_reduce_kernels();
 void register_nnet_kernels();
 void register_blas_kernels();
 void register_grad_kernels();
+void register_composite_kernels();
 
 void register_all_kernels() {
   register_elemwise_kernels();
@@ -19,6 +20,7 @@ void register_all_kernels() {
   register_nnet_kernels();
   register_blas_kernels();
   register_grad_kernels();
+  register_composite_kernels();
 }
 
 }  // namespace hypatia

@@ -433,6 +433,10 @@ std::vector<TensorType> Elemwise::make_output_types(const std::vector<Var>& inpu
 }
 
 std::vector<ShapeVars> Elemwise::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  return {broadcast_infer_shape(node, in)};
+}
+
+ShapeVars broadcast_infer_shape(const Apply& node, const std::vector<ShapeVars>& in) {
   const TensorType& out = node.output_ptr(0)->type;
   ShapeVars s;
   for (int d = 0; d < out.ndim(); ++d) {
@@ -447,7 +451,7 @@ std::vector<ShapeVars> Elemwise::infer_shape(const Apply& node, const std::vecto
       }
     }
   }
-  return {s};
+  return s;
 }
 
 std::vector<std::vector<bool>> Elemwise::connection_pattern(const Apply& node) const {

@@ -110,6 +110,10 @@ class Elemwise : public OpWithProps<Elemwise> {
   AliasMap destroy_map() const override;
 };
 
+/// Output shape of a broadcasting node from its input shapes (the first non-broadcastable
+/// input's length on each dim; 1 where the output is broadcastable).
+ShapeVars broadcast_infer_shape(const Apply& node, const std::vector<ShapeVars>& in);
+
 /// Output dtype of scalar op `k` on inputs of these dtypes (numpy rules).
 DType elemwise_output_dtype(ScalarOpKind k, const std::vector<DType>& in, DType cast_to = DType::Float64);
 

@@ -97,6 +97,7 @@ const std::vector<RewritePhase>& rewrite_phases() {
   std::call_once(once, [] {
     rewrite::register_basic();
     rewrite::register_blas();
+    rewrite::register_fusion();
   });
   return phases_storage();
 }

@@ -79,6 +79,7 @@ namespace rewrite {
 /// Registration of each family (called once by rewrite_phases()).
 void register_basic();
 void register_blas();
+void register_fusion();
 }  // namespace rewrite
 
 }  // namespace hypatia

@@ -8,7 +8,9 @@
 #include <array>
 #include <vector>
 
+#include "hypatia/backends/cpu/elemwise_inner.h"
 #include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/backends/cpu/parallel_loop.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
@@ -19,9 +21,6 @@
 namespace hypatia {
 namespace {
 
-/// Computes n elements: out (byte stride os) from up to 3 inputs (byte strides is[k]).
-using InnerFn = void (*)(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n,
-                         bool simd);
 
 template <ScalarOpKind Kd, class T>
 void elemwise_inner(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n, bool simd) {
@@ -120,6 +119,12 @@ std::pair<InnerFn, DType> pick_inner(const Elemwise& op, DType compute) {
     });
   });
 }
+
+}  // namespace
+
+std::pair<InnerFn, DType> elemwise_inner_fn(const Elemwise& op, DType compute) { return pick_inner(op, compute); }
+
+namespace {
 
 class ElemwiseCpuKernel final : public Kernel {
  public:
@@ -221,40 +226,12 @@ class ElemwiseCpuKernel final : public Kernel {
       b[k] = base[k];
     }
     StridedLoop<M> loop(shape, sp);
-    if (loop.empty()) return;
     const InnerFn fn = inner_;
     const bool simd = simd_;
-    auto body = [fn, simd](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
-      fn(p[0], s[0], p.data() + 1, s.data() + 1, n, simd);
-    };
-    const Config& cfg = config();
-    if (total < cfg.openmp_elemwise_minsize) return loop.run(b, body);
-    const int nt = cfg.num_threads > 0 ? cfg.num_threads : omp_get_max_threads();
-    if (nt <= 1) return loop.run(b, body);
-    const int64_t outer = loop.outer_size();
-    if (outer >= nt) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-      for (int t = 0; t < nt; ++t) loop.run(b, body, outer * t / nt, outer * (t + 1) / nt);
-      return;
-    }
-    // Few long runs: split each run into chunks.
-    const int64_t per_run = (nt + outer - 1) / outer;
-    const int64_t tasks = outer * per_run;
-    const int64_t len = loop.inner_size();
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t r = t / per_run, c = t % per_run;
-      const int64_t lo = len * c / per_run, hi = len * (c + 1) / per_run;
-      if (hi <= lo) continue;
-      loop.run(
-          b,
-          [&](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t) {
-            std::array<std::byte*, M> q;
-            for (int k = 0; k < M; ++k) q[k] = p[k] + lo * s[k];
-            fn(q[0], s[0], q.data() + 1, s.data() + 1, hi - lo, simd);
-          },
-          r, r + 1);
-    }
+    run_strided_parallel<M>(loop, b, total,
+                            [fn, simd](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
+                              fn(p[0], s[0], p.data() + 1, s.data() + 1, n, simd);
+                            });
   }
 
   const Elemwise& op_;
