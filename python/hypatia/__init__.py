@@ -18,11 +18,11 @@ from hypatia._core import (  # noqa: F401
     InternalError,
     MissingInputError,
     NullTypeGradError,
-    Op,
     UnusedInputError,
     Variable,
 )
 from hypatia.configparser import change_flags, config  # noqa: F401
+from hypatia.op import Op  # noqa: F401
 from hypatia import tensor  # noqa: F401
 from hypatia import compile  # noqa: F401,A004
 from hypatia.compile import Function, In, Mode, Out, function, shared  # noqa: F401

@@ -24,7 +24,9 @@ def _rebuild_shared(value, name, broadcastable):
 
 
 def _rebuild_apply(op, inputs):
-    return op.make_node(list(inputs))
+    if isinstance(op, _core.Op):
+        return op.make_node(list(inputs))
+    return op.make_node(*inputs)  # an op defined in Python
 
 
 def _output_of(node, index, name):

@@ -44,30 +44,6 @@ std::string apply_str(const Apply& a) {
   return s + ")";
 }
 
-/// Files under this prefix (the hypatia package) are skipped when recording where a node was built.
-std::string g_trace_skip_prefix;
-
-/// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
-std::string python_trace() {
-  if (!Py_IsInitialized() || !PyGILState_Check()) return {};
-  PyFrameObject* f = PyEval_GetFrame();
-  if (!f) return {};
-  Py_INCREF(f);
-  std::string result;
-  while (f) {
-    PyCodeObject* code = PyFrame_GetCode(f);
-    const char* file = PyUnicode_AsUTF8(code->co_filename);
-    if (!file) PyErr_Clear();
-    bool inside = !file || (!g_trace_skip_prefix.empty() && std::string_view(file).starts_with(g_trace_skip_prefix));
-    if (!inside) result = std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(f));
-    Py_DECREF(code);
-    PyFrameObject* back = inside ? PyFrame_GetBack(f) : nullptr;
-    Py_DECREF(f);
-    f = back;
-  }
-  return result;
-}
-
 /// One index bound: None, an integer, or a 0-d integer Variable.
 IndexBound to_bound(nb::handle h) {
   if (h.is_none()) return {};
@@ -89,6 +65,30 @@ Index to_index(nb::handle h) {
 }
 
 }  // namespace
+
+/// Files under this prefix (the hypatia package) are skipped when recording where a node was built.
+static std::string g_trace_skip_prefix;
+
+/// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
+std::string python_trace() {
+  if (!Py_IsInitialized() || !PyGILState_Check()) return {};
+  PyFrameObject* f = PyEval_GetFrame();
+  if (!f) return {};
+  Py_INCREF(f);
+  std::string result;
+  while (f) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    if (!file) PyErr_Clear();
+    bool inside = !file || (!g_trace_skip_prefix.empty() && std::string_view(file).starts_with(g_trace_skip_prefix));
+    if (!inside) result = std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(f));
+    Py_DECREF(code);
+    PyFrameObject* back = inside ? PyFrame_GetBack(f) : nullptr;
+    Py_DECREF(f);
+    f = back;
+  }
+  return result;
+}
 
 /// Converts a Python index tuple (already normalized to a tuple) to the C++ index list.
 std::vector<Index> to_index_list(const nb::tuple& key) {
@@ -152,7 +152,9 @@ void init_graph(nb::module_& m) {
       .def("__repr__", &Variable::str);
 
   nb::class_<Apply>(m, "Apply", "An application of an Op to input variables.")
-      .def_prop_ro("op", [](const Apply& a) { return std::const_pointer_cast<Op>(a.op); })
+      .def(nb::new_(&make_apply), "op"_a, "inputs"_a, "outputs"_a,
+           "Apply(op, inputs, outputs): a node of op whose outputs have the types of `outputs` (Theano's make_node).")
+      .def_prop_ro("op", [](const Apply& a) { return op_object(a.op); })
       .def_prop_ro("inputs", [](const Apply& a) { return a.inputs; })
       .def_prop_ro("outputs", [](Apply& a) { return a.outputs(); })
       .def_prop_ro("nout", &Apply::nout)

@@ -113,6 +113,30 @@ void init_op_classes(nb::module_& m) {
     return nb::make_tuple(std::string(scalar_op_name(e.scalar)), e.cast_to, e.inplace);
   });
 
+  OpClass<Composite> composite(m, "Composite",
+                               "Fused elementwise scalar ops (Theano's Elemwise{Composite{...}}), built by fusion.");
+  composite
+      .def(
+          "__init__",
+          [](Composite* self, int nin, DType dtype, const std::vector<std::pair<std::string, std::vector<int>>>& steps) {
+            std::vector<Composite::Step> st;
+            for (const auto& [name, args] : steps) st.push_back({scalar_kind(name), args});
+            new (self) Composite(nin, dtype, std::move(st));
+          },
+          "nin"_a, "dtype"_a, "steps"_a)
+      .def_prop_ro("scalar_op", [](const Composite&) { return std::string("composite"); })
+      .def_prop_ro("nin", [](const Composite& c) { return c.nin; })
+      .def_prop_ro("steps", [](const Composite& c) {
+        std::vector<std::pair<std::string, std::vector<int>>> r;
+        for (const auto& st : c.steps) r.emplace_back(std::string(scalar_op_name(st.kind)), st.args);
+        return r;
+      });
+  reducible(composite, [](const Composite& c) {
+    std::vector<std::pair<std::string, std::vector<int>>> r;
+    for (const auto& st : c.steps) r.emplace_back(std::string(scalar_op_name(st.kind)), st.args);
+    return nb::make_tuple(c.nin, c.dtype, r);
+  });
+
   OpClass<Reduce> careduce(m, "CAReduce", "A reduction over some axes (sum, prod, max, min, all, any).");
   careduce
       .def(

@@ -22,6 +22,17 @@ void init_ops(nb::module_& m);       // every op builder of the core
 void init_grad(nb::module_& m);      // grad, Lop, Rop, jacobian, hessian, verify_grad ...
 void init_function(nb::module_& m);  // Function (the per-call path), Profile
 void init_config(nb::module_& m);    // config get/set
+void init_pyop(nb::module_& m);      // Ops defined in Python (hypatia.Op subclasses): PyOp and its kernel
+
+/// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
+std::string python_trace();
+
+/// The Python object for a node's op: the hypatia.Op instance of an op defined in Python, else the
+/// bound C++ op.
+nb::object op_object(const std::shared_ptr<const Op>& op);
+/// hypatia.Apply(op, inputs, outputs): a node of `op` (a C++ op, or a Python hypatia.Op, which is
+/// wrapped in a PyOp) whose outputs have the types (and names) of `outputs`.
+std::shared_ptr<Apply> make_apply(nb::handle op, std::vector<Var> inputs, nb::handle outputs);
 
 /// The scalar op named `name` ("add", "exp"); ValueError for an unknown name.
 ScalarOpKind scalar_kind(const std::string& name);

@@ -34,6 +34,9 @@ def test_ops_and_types():
         op2 = roundtrip(op)
         assert op2 == op and hash(op2) == hash(op) and type(op2) is type(op), op
     assert roundtrip(T.fmatrix.make_variable().type) == T.fmatrix
+    f = hypatia.function([x], T.tanh(x * 2 + 1))
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    assert ops and all(roundtrip(op) == op for op in ops)  # fused Composite ops too
 
 
 def test_graph_roundtrip_evaluates_the_same():

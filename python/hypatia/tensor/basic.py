@@ -895,8 +895,22 @@ def gemm(z, alpha, x, y, beta):
 
 
 # Op classes, for isinstance checks on graph nodes (node.op).
-Op = _core.Op
-Elemwise = _core.Elemwise
+from hypatia.op import Op  # noqa: E402  (C++ ops are instances too)
+
+
+class _ElemwiseMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (_core.Elemwise, _core.Composite))
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, (_core.Elemwise, _core.Composite))
+
+
+class Elemwise(metaclass=_ElemwiseMeta):
+    """isinstance(node.op, T.Elemwise): an elementwise op, fused (Elemwise{Composite{...}}) or not."""
+
+
+Composite = _core.Composite
 CAReduce = _core.CAReduce
 Sum = Prod = CAReduce
 ArgReduce = _core.ArgReduce

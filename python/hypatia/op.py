@@ -1,0 +1,86 @@
+"""hypatia.Op: the base class of ops defined in Python (Theano's gof.Op).
+
+    class Double(hypatia.Op):
+        __props__ = ()
+        def make_node(self, x):
+            x = T.as_tensor_variable(x)
+            return hypatia.Apply(self, [x], [x.type()])
+        def perform(self, node, inputs, output_storage):
+            output_storage[0][0] = inputs[0] * 2
+        def grad(self, inputs, output_grads):
+            return [output_grads[0] * 2]
+        def infer_shape(self, node, input_shapes):
+            return input_shapes
+
+    y = Double()(x)     # usable in graphs, gradients and compiled functions
+
+perform receives read-only numpy arrays and sets output_storage[i][0] to each output's value (a
+value of the output's type; an output that aliases an input is copied unless view_map declares it).
+Optional: grad(inputs, output_grads) -> one variable (or None: disconnected) per input,
+R_op(inputs, eval_points), infer_shape(node, input_shapes), connection_pattern(node), view_map,
+destroy_map. Equality and hashing follow __props__ (identity when it is None).
+"""
+from hypatia import _core
+from hypatia._core import NullTypeGradError
+
+
+class _OpMeta(type):
+    def __instancecheck__(cls, obj):
+        # Ops of the C++ engine are hypatia.Op instances too.
+        if cls is Op and isinstance(obj, _core.Op):
+            return True
+        return super().__instancecheck__(obj)
+
+
+class Op(metaclass=_OpMeta):
+    """Base class of ops written in Python (see the module docstring)."""
+
+    __props__ = None
+    view_map = {}
+    destroy_map = {}
+
+    def make_node(self, *inputs):
+        raise NotImplementedError(f"{type(self).__name__} must define make_node")
+
+    def perform(self, node, inputs, output_storage):
+        raise NotImplementedError(f"{type(self).__name__} must define perform")
+
+    def grad(self, inputs, output_grads):
+        raise NullTypeGradError(f"{self}: the gradient is not implemented (define grad)")
+
+    def R_op(self, inputs, eval_points):
+        raise NullTypeGradError(f"{self}: R_op is not implemented")
+
+    def infer_shape(self, node, input_shapes):
+        raise NotImplementedError
+
+    def connection_pattern(self, node):
+        raise NotImplementedError
+
+    def __call__(self, *inputs, **kwargs):
+        node = self.make_node(*inputs, **kwargs)
+        outs = node.outputs
+        return outs[0] if len(outs) == 1 else outs
+
+    def _props(self):
+        return tuple(getattr(self, p) for p in self.__props__)
+
+    def __eq__(self, other):
+        if self.__props__ is None:
+            return self is other
+        return type(self) is type(other) and self._props() == other._props()
+
+    def __hash__(self):
+        if self.__props__ is None:
+            return id(self)
+        return hash((type(self), self._props()))
+
+    def __str__(self):
+        if not self.__props__:
+            return type(self).__name__
+        return f"{type(self).__name__}{{{', '.join(f'{p}={getattr(self, p)!r}' for p in self.__props__)}}}"
+
+    __repr__ = __str__
+
+
+__all__ = ["Op"]
