@@ -108,3 +108,44 @@ TEST(Fusion, MixedDtypesAndExcludingFusion) {
 
 }  // namespace
 }  // namespace hypatia
+
+namespace hypatia {
+namespace {
+
+TEST(Inplace, ElementwiseOutputsReuseDeadIntermediates) {
+  Var x = variable(matrix_type(DType::Float64), "x");
+  Var w = variable(matrix_type(DType::Float64), "w");
+  Var b = variable(vector_type(DType::Float64), "b");
+  Var d = dot(x, w);
+  Var h = sigmoid(d + b);  // fused; d is dead after it: overwritten in place
+  Var e = exp(dot(w, x));   // a lone Elemwise on a dead dot output: in place too
+  Function f = function({x, w, b}, {h, e});
+  EXPECT_EQ(count_ops(f, "[(0, 0)]"), 1) << f.debugprint();
+  EXPECT_EQ(count_ops(f, "Elemwise{exp,inplace}"), 1) << f.debugprint();
+  // d read twice: neither reader may destroy it.
+  Function g = function({x, w, b}, {sigmoid(d + b), d * 2.0});
+  EXPECT_EQ(count_ops(g, ",inplace}"), 0) << g.debugprint();
+  EXPECT_EQ(count_ops(g, "[(0,"), 0) << g.debugprint();
+  FunctionOptions none;
+  none.mode = "NONE";
+  none.backend = Backend::Reference;
+  std::vector<NDArray> args{rnd({3, 3}, DType::Float64, 1), rnd({3, 3}, DType::Float64, 2),
+                            rnd({3}, DType::Float64, 3)};
+  for (int rep = 0; rep < 2; ++rep) {  // the second call reuses buffers
+    auto r1 = f(args);
+    auto r2 = function({x, w, b}, {h, e}, none)(args);
+    EXPECT_ALLCLOSE(r1[0], r2[0]);
+    EXPECT_ALLCLOSE(r1[1], r2[1]);
+    auto g1 = g(args);
+    auto g2 = function({x, w, b}, {sigmoid(d + b), d * 2.0}, none)(args);
+    EXPECT_ALLCLOSE(g1[0], g2[0]);
+    EXPECT_ALLCLOSE(g1[1], g2[1]);
+  }
+  // Inputs are never overwritten.
+  NDArray x0 = args[0].copy();
+  function({x}, {exp(x) * 2.0 + 1.0})({args[0]});
+  EXPECT_ALLCLOSE(args[0], x0);
+}
+
+}  // namespace
+}  // namespace hypatia

@@ -18,7 +18,8 @@ namespace {
 
 class CompositeReferenceKernel final : public Kernel {
  public:
-  explicit CompositeReferenceKernel(const Apply& node) {
+  explicit CompositeReferenceKernel(const Apply& node)
+      : inplace_(static_cast<const Composite&>(*node.op).inplace) {
     auto [ins, out] = composite_graph(node);
     ins_ = ins;
     out_ = out;
@@ -36,10 +37,16 @@ class CompositeReferenceKernel final : public Kernel {
       out.push_back(&vals[nodes_[t]->output_ptr(0)]);
       kernels_[t]->run(KernelArgs{in, out});
     }
-    *args.out[0] = vals.at(out_.get());
+    if (inplace_ >= 0) {
+      args.in[inplace_]->assign(vals.at(out_.get()));
+      *args.out[0] = *args.in[inplace_];
+    } else {
+      *args.out[0] = vals.at(out_.get());
+    }
   }
 
  private:
+  int inplace_;
   std::vector<Var> ins_;
   Var out_;
   std::vector<std::shared_ptr<Apply>> nodes_;
@@ -67,7 +74,14 @@ class CompositeCpuKernel final : public Kernel {
 
   void run(const KernelArgs& args) override {
     const Shape shape = elemwise_broadcast_shape(op_, args.in, bc_);
-    NDArray& out = prepare_output(*args.out[0], shape, op_.dtype);
+    if (op_.inplace >= 0) {
+      const NDArray& target = *args.in[op_.inplace];
+      if (!(target.shape() == shape) || target.dtype() != op_.dtype)
+        fail<ValueError>(op_.name(), ": the overwritten input ", op_.inplace, " is ", target.describe(),
+                         " but the output is ", dtype_name(op_.dtype), " ", shape.str());
+      *args.out[0] = target;
+    }
+    NDArray& out = op_.inplace >= 0 ? *args.out[0] : prepare_output(*args.out[0], shape, op_.dtype);
     std::array<Strides, kMaxInputs + 1> st;
     std::array<std::byte*, kMaxInputs + 1> base{};
     st[0] = out.strides();

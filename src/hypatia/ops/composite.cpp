@@ -8,7 +8,9 @@
 
 namespace hypatia {
 
-Composite::Composite(int n_inputs, DType dt, std::vector<Step> s) : nin(n_inputs), dtype(dt), steps(std::move(s)) {
+Composite::Composite(int n_inputs, DType dt, std::vector<Step> s, int inplace_input)
+    : nin(n_inputs), dtype(dt), steps(std::move(s)), inplace(inplace_input) {
+  if (inplace < -1 || inplace >= nin) fail<ValueError>("Composite: in-place input ", inplace, " out of range");
   if (steps.empty()) fail<ValueError>("Composite: no steps");
   for (size_t j = 0; j < steps.size(); ++j) {
     if (static_cast<int>(steps[j].args.size()) != scalar_op_arity(steps[j].kind))
@@ -48,6 +50,7 @@ std::string Composite::name() const {
   os << "Elemwise{Composite{";
   expr(nin + static_cast<int>(steps.size()) - 1);
   os << "}}";
+  if (inplace >= 0) os << "[(0, " << inplace << ")]";
   return os.str();
 }
 

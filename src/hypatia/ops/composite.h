@@ -21,15 +21,21 @@ class Composite : public OpWithProps<Composite> {
   int nin;
   DType dtype;
   std::vector<Step> steps;
+  /// The input whose buffer the output overwrites (-1: none), set by the in-place rewrite.
+  int inplace = -1;
 
-  Composite(int n_inputs, DType dt, std::vector<Step> steps);
+  Composite(int n_inputs, DType dt, std::vector<Step> steps, int inplace_input = -1);
   /// The steps flattened as [kind, nargs, args...] for equality and hashing.
   std::vector<int> code() const;
-  auto props() const { return std::make_tuple(nin, dtype, code()); }
-  /// "Elemwise{Composite{tanh(add(mul(i0, i1), i2))}}".
+  auto props() const { return std::make_tuple(nin, dtype, code(), inplace); }
+  /// "Elemwise{Composite{tanh(add(mul(i0, i1), i2))}}", with "[(0, i)]" appended when in place.
   std::string name() const override;
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  AliasMap destroy_map() const override {
+    if (inplace < 0) return {};
+    return {{inplace}};
+  }
 };
 
 /// The elementwise graph a Composite computes, rebuilt on fresh input variables of the node's

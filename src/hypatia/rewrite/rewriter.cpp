@@ -98,6 +98,7 @@ const std::vector<RewritePhase>& rewrite_phases() {
     rewrite::register_basic();
     rewrite::register_blas();
     rewrite::register_fusion();
+    rewrite::register_inplace();
   });
   return phases_storage();
 }

@@ -80,6 +80,7 @@ namespace rewrite {
 void register_basic();
 void register_blas();
 void register_fusion();
+void register_inplace();
 }  // namespace rewrite
 
 }  // namespace hypatia
