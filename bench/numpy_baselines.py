@@ -36,6 +36,8 @@ def numpy_timings():
         "seed001 exp, Function::call (no allocation)": ("BM_exp_hypatia_call/real_time", t_exp),
         "x + 1 (1 float32), operator()": ("BM_call_overhead_operator/real_time", t_add),
         "x + 1 (1 float32), Function::call": ("BM_call_overhead_call/real_time", t_add),
+        "six-op chain tanh(exp(x*0.5+0.25)-1.5)*2 (16M)": ("BM_chain6_fused/real_time",
+                                                           best_ns(lambda: np.tanh(np.exp(a * np.float32(0.5) + np.float32(0.25)) - np.float32(1.5)) * np.float32(2), 2.0)),
         "tanh(a*b + c) - exp(d) (16M float32)": ("BM_fused_tanh_exp/real_time",
                                                  best_ns(lambda: np.tanh(a * bb + c) - np.exp(d), 2.0)),
     }
