@@ -210,3 +210,80 @@ TEST(Rewrite, FunctionGraphReplaceIsIncremental) {
 
 }  // namespace
 }  // namespace hypatia
+
+namespace hypatia {
+namespace {
+
+/// An op whose CPU kernel misbehaves as `kind` says: 0 correct, 1 overwrites its input without
+/// declaring it, 2 computes a wrong value. Its reference kernel is correct (x + 1).
+struct MisbehavingOp : OpWithProps<MisbehavingOp> {
+  int kind;
+  explicit MisbehavingOp(int k) : kind(k) {}
+  auto props() const { return std::make_tuple(kind); }
+  std::string name() const override { return "Misbehaving{" + std::to_string(kind) + "}"; }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override { return {in[0]->type}; }
+};
+
+void register_misbehaving_kernels() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  register_kernel(Backend::Reference, typeid(MisbehavingOp), [](const Apply&) -> std::unique_ptr<Kernel> {
+    struct K : Kernel {
+      void run(const KernelArgs& a) override {
+        NDArray r = a.in[0]->copy();
+        for (int64_t i = 0; i < r.size(); ++i) r.data<double>()[i] += 1;
+        *a.out[0] = r;
+      }
+    };
+    return std::make_unique<K>();
+  });
+  register_kernel(Backend::Cpu, typeid(MisbehavingOp), [](const Apply& node) -> std::unique_ptr<Kernel> {
+    struct K : Kernel {
+      int kind;
+      explicit K(int k) : kind(k) {}
+      void run(const KernelArgs& a) override {
+        NDArray r = a.in[0]->copy();
+        for (int64_t i = 0; i < r.size(); ++i) r.data<double>()[i] += kind == 2 ? 2 : 1;
+        if (kind == 1) a.in[0]->fill(0);
+        *a.out[0] = r;
+      }
+    };
+    return std::make_unique<K>(static_cast<const MisbehavingOp&>(*node.op).kind);
+  });
+}
+
+TEST(DebugMode, ChecksEveryNodeAgainstItsReferenceAndItsDestroyMap) {
+  register_misbehaving_kernels();
+  Var x = variable(vector_type(DType::Float64), "x");
+  FunctionOptions dbg;
+  dbg.mode = "DebugMode";
+  NDArray v = make_array({1, 2, 3}, {3}, DType::Float64);
+  // A well-behaved optimized graph (fused, in place) passes.
+  Var good = apply_op1(std::make_shared<MisbehavingOp>(0), {exp(x) * 2.0 + 1.0});
+  auto r = function({x}, {sigmoid(good) * 3.0 - good}, dbg)({v});
+  EXPECT_EQ(r[0].size(), 3);
+  // An undeclared in-place write (into an intermediate another node still reads) is caught.
+  Var e = exp(x);
+  Var bad1 = apply_op1(std::make_shared<MisbehavingOp>(1), {e});
+  try {
+    function({x}, {bad1 + e}, dbg)({v});
+    FAIL() << "expected a DebugMode error";
+  } catch (const InternalError& err) {
+    EXPECT_NE(std::string(err.what()).find("BadDestroyMap"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("Misbehaving{1}"), std::string::npos) << err.what();
+  }
+  // A wrong value is caught.
+  Var bad2 = apply_op1(std::make_shared<MisbehavingOp>(2), {x});
+  try {
+    function({x}, {bad2}, dbg)({v});
+    FAIL() << "expected a DebugMode error";
+  } catch (const InternalError& err) {
+    EXPECT_NE(std::string(err.what()).find("BadThunkOutput"), std::string::npos) << err.what();
+  }
+  // Outside DebugMode the wrong kernel runs unchecked.
+  EXPECT_NEAR(function({x}, {bad2})({v})[0].get_flat(0), 3.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace hypatia

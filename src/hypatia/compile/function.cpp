@@ -120,6 +120,8 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
                               ") which is not among the inputs; add it to the inputs or give it a value with givens");
 
   // 2. The rewrite pipeline.
+  const std::string mode_name = opts.mode.value_or(config().mode);
+  const bool debug_mode = mode_name == "DebugMode" || mode_name == "DEBUG_MODE";
   {
     RewriteOptions ro = rewrite_options_from_config(opts.mode.value_or(""));
     if (!opts.mode && opts.backend == Backend::Reference) ro.mode = "NONE";
@@ -223,6 +225,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     Program::Thunk th;
     th.node = order[t];
     th.kernel = make_kernel(opts.backend, *th.node);
+    if (debug_mode) th.reference = make_kernel(Backend::Reference, *th.node);
     for (const auto& v : th.node->inputs) th.in.push_back(&program->storage[cell_of.at(v.get())]);
     for (int o = 0; o < th.node->nout(); ++o) th.out.push_back(&program->storage[cell_of.at(th.node->output_ptr(o))]);
     program->thunks.push_back(std::move(th));
@@ -245,6 +248,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     program->updates.push_back({opts.updates[u].first->cell, opts.updates[u].first, cell_of.at(v.get()), aliases(v)});
   }
   program->allow_input_downcast = opts.allow_input_downcast;
+  program->debug_mode = debug_mode;
   program->allow_gc = opts.allow_gc.value_or(config().allow_gc);
   program->finalize();
   if (opts.profile.value_or(config().profile)) {

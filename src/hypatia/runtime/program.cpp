@@ -1,6 +1,7 @@
 #include "hypatia/runtime/program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <map>
@@ -74,6 +75,52 @@ void Program::bind_input(size_t i, const NDArray& arg) {
   cell = arg.astype(s.type.dtype);
 }
 
+namespace {
+
+/// Whether a and b hold the same values (NaN equals NaN) within the dtype's tolerance.
+bool values_close(const NDArray& a, const NDArray& b, bool exact) {
+  if (a.valid() != b.valid()) return false;
+  if (!a.valid()) return true;
+  if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
+  const bool f32 = a.dtype() == DType::Float32;
+  const double rtol = exact ? 0 : (f32 ? 1e-4 : 1e-7), atol = exact ? 0 : (f32 ? 1e-5 : 1e-10);
+  for (int64_t i = 0; i < a.size(); ++i) {
+    const double x = a.get_flat(i), y = b.get_flat(i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (x == y) continue;
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Program::run_debug(Thunk& th) {
+  const AliasMap dm = th.node->op->destroy_map();
+  std::vector<bool> destroyed(th.in.size(), false);
+  for (const auto& o : dm)
+    for (int i : o) destroyed[i] = true;
+  std::vector<NDArray> before, ref_in, ref_out(th.out.size());
+  for (NDArray* a : th.in) {
+    before.push_back(a->valid() ? a->copy() : NDArray());
+    ref_in.push_back(a->valid() ? a->copy() : NDArray());
+  }
+  th.kernel->run(KernelArgs{th.in, th.out});
+  for (size_t i = 0; i < th.in.size(); ++i)
+    if (!destroyed[i] && !values_close(*th.in[i], before[i], /*exact=*/true))
+      fail<InternalError>("DebugMode: ", th.node->op->name(), " changed its input ", i,
+                          " which its destroy_map does not declare (BadDestroyMap)");
+  std::vector<NDArray*> rin, rout;
+  for (auto& a : ref_in) rin.push_back(&a);
+  for (auto& a : ref_out) rout.push_back(&a);
+  th.reference->run(KernelArgs{rin, rout});
+  for (size_t o = 0; o < th.out.size(); ++o)
+    if (!values_close(*th.out[o], ref_out[o], /*exact=*/false))
+      fail<InternalError>("DebugMode: output ", o, " of ", th.node->op->name(), " differs from the reference kernel's (",
+                          th.out[o]->valid() ? th.out[o]->describe() : "none", " vs ",
+                          ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
+}
+
 void Program::run_thunks() {
   const bool prof = profile != nullptr;
   for (size_t t = 0; t < thunks.size(); ++t) {
@@ -86,6 +133,8 @@ void Program::run_thunks() {
         auto& st = profile->nodes[t];
         st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++st.calls;
+      } else if (debug_mode) {
+        run_debug(th);
       } else {
         th.kernel->run(args);
       }

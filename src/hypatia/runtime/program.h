@@ -22,6 +22,8 @@ class Program {
  public:
   struct Thunk {
     std::unique_ptr<Kernel> kernel;
+    /// DebugMode only: the node's reference kernel, run beside `kernel` and compared.
+    std::unique_ptr<Kernel> reference;
     std::shared_ptr<Apply> node;
     std::vector<NDArray*> in, out;
     /// Intermediate cells whose last reader is this thunk (freed after it when gc is on).
@@ -62,6 +64,9 @@ class Program {
   /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.
   std::vector<int> release_cells;
   bool allow_input_downcast = false;
+  /// DebugMode: every thunk is checked against its reference kernel, and inputs outside its
+  /// destroy_map must come out unchanged (Theano's BadThunkOutput / BadDestroyMap).
+  bool debug_mode = false;
   bool allow_gc = true;
   std::unique_ptr<Profile> profile;
   /// What the rewrite pipeline did at compile time.
@@ -76,6 +81,7 @@ class Program {
  private:
   void bind_input(size_t i, const NDArray& arg);
   void run_thunks();
+  void run_debug(Thunk& th);
   void release_intermediates();
 };
 
