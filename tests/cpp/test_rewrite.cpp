@@ -287,3 +287,30 @@ TEST(DebugMode, ChecksEveryNodeAgainstItsReferenceAndItsDestroyMap) {
 
 }  // namespace
 }  // namespace hypatia
+
+namespace hypatia {
+namespace {
+
+TEST(Rewrite, ShapesOfIntermediatesAreKnownWithoutComputingThem) {
+  Var a = variable(matrix_type(DType::Float64), "a");
+  Var b = variable(matrix_type(DType::Float64), "b");
+  Var p = exp(dot(a, b));
+  FunctionOptions o;
+  o.mode = "FAST_RUN";
+  Function f = function({a, b}, {shape_i(p, 1), zeros_like(p)}, o);
+  for (const auto& n : f.toposort()) {
+    EXPECT_EQ(n->op->name().find("dot"), std::string::npos) << f.debugprint();
+    EXPECT_EQ(n->op->name().find("exp"), std::string::npos) << f.debugprint();
+  }
+  auto r = f({random_array({2, 3}, DType::Float64), random_array({3, 4}, DType::Float64)});
+  EXPECT_EQ(r[0].get_flat(0), 4.0);
+  EXPECT_EQ(r[1].shape(), (Shape{2, 4}));
+  // Shapes of constants fold away entirely.
+  Var c = constant(random_array({5, 7}, DType::Float64));
+  Function g = function({a}, {shape_i(dot(a, c), 1) + 0}, o);
+  EXPECT_LE(g.toposort().size(), 1u) << g.debugprint();
+  EXPECT_EQ(g({random_array({2, 5}, DType::Float64)})[0].get_flat(0), 7.0);
+}
+
+}  // namespace
+}  // namespace hypatia

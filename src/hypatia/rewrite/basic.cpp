@@ -210,6 +210,38 @@ std::optional<std::vector<Var>> canonical_dimshuffle(FunctionGraph&, Apply& n) {
   return std::nullopt;
 }
 
+// Shape_i{k}(v) -> the k-th entry of v's producer's infer_shape, in terms of the producer's
+// input shapes: the shape of a product is known without computing it, and chains of these fold
+// to constants when the inputs' shapes are constants (Theano's ShapeFeature, lazily).
+std::optional<std::vector<Var>> shape_i_lift(FunctionGraph&, Apply& n) {
+  const int k = static_cast<const ShapeI&>(*n.op).i;
+  const Var& v = n.inputs[0];
+  const TensorType& out = n.output_ptr(0)->type;
+  if (k < 0 || k >= v->ndim()) return std::nullopt;
+  if (v->type.broadcastable[k]) return one(typed_constant(NDArray::scalar(1, DType::Int64), out));
+  Apply* p = v->owner;
+  if (!p) return std::nullopt;
+  std::vector<ShapeVars> in_shapes;
+  for (const auto& in : p->inputs) {
+    ShapeVars sv;
+    for (int d = 0; d < in->ndim(); ++d) sv.push_back(shape_i(in, d));
+    in_shapes.push_back(std::move(sv));
+  }
+  std::vector<ShapeVars> shapes;
+  try {
+    shapes = p->op->infer_shape(*p, in_shapes);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (static_cast<int>(shapes.size()) <= v->index || static_cast<int>(shapes[v->index].size()) != v->ndim())
+    return std::nullopt;
+  Var r = shapes[v->index][k];
+  if (!r) return std::nullopt;
+  // A shape that still reads v itself (an op that cannot tell its output shape) is no progress.
+  if (r->owner && typeid(*r->owner->op) == typeid(ShapeI) && r->owner->inputs[0].get() == v.get()) return std::nullopt;
+  return one(as_type(r, out));
+}
+
 // ---------------------------------------------------------------------------------------------
 // stabilize
 
@@ -321,6 +353,7 @@ void register_basic() {
   register_local_rewrite("canonicalize", constant_folding_rewrite());
   register_local_rewrite("canonicalize", {"local_elemwise_canonical", {typeid(Elemwise)}, canonical_elemwise});
   register_local_rewrite("canonicalize", {"local_dimshuffle_lift", {typeid(DimShuffle)}, canonical_dimshuffle});
+  register_local_rewrite("canonicalize", {"local_shape_i_lift", {typeid(ShapeI)}, shape_i_lift});
   register_rewrite_phase({.name = "merge1.5",
                           .tags = {"merge", "fast_run"},
                           .modes = {"FAST_RUN"},
