@@ -162,6 +162,13 @@ TEST(Rewrite, DotPlusMatrixBecomesOneGemm) {
   EXPECT_EQ(joined(f), "Gemm{no_inplace} ");
   Function g = check_equivalent({a, b, c}, {c - dot(a, b) * 0.1}, args);
   EXPECT_EQ(joined(g), "Gemm{no_inplace} ");
+  // Matrix times vector plus vector: one Gemv.
+  Var v = variable(vector_type(DType::Float32), "v");
+  Var zv = variable(vector_type(DType::Float32), "zv");
+  Function gv = check_equivalent({a, v, zv}, {zv + dot(a, v) * 2.0},
+                                 {args[0], random_array({4}, DType::Float32, -1, 1, 5),
+                                  random_array({3}, DType::Float32, -1, 1, 6)});
+  EXPECT_EQ(joined(gv), "Gemv{no_inplace} ");
   // A broadcast bias stays a separate add (Gemm needs the full z).
   Var bias = variable(vector_type(DType::Float32), "bias");
   Function h = check_equivalent({a, b, bias}, {dot(a, b) + bias},

@@ -1,4 +1,5 @@
-// BLAS rewrites: dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm.
+// BLAS rewrites: dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm (matrices) or
+// one Gemv (a matrix times a vector).
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/rewrite/rewrite_util.h"
@@ -29,7 +30,9 @@ std::optional<ScaledDot> scaled_dot(FunctionGraph& fg, const Var& v, DType dt) {
   if (!d->owner || typeid(*d->owner->op) != typeid(Dot) || fg.clients(d.get()).size() != 1) return std::nullopt;
   const Var& x = d->owner->inputs[0];
   const Var& y = d->owner->inputs[1];
-  if (x->ndim() != 2 || y->ndim() != 2 || x->dtype() != dt || y->dtype() != dt || d->dtype() != dt) return std::nullopt;
+  if (x->ndim() != 2 || (y->ndim() != 2 && y->ndim() != 1) || x->dtype() != dt || y->dtype() != dt ||
+      d->dtype() != dt)
+    return std::nullopt;
   return ScaledDot{x, y, alpha};
 }
 
@@ -37,7 +40,8 @@ std::optional<std::vector<Var>> dot_to_gemm(FunctionGraph& fg, Apply& n) {
   const Elemwise* e = elemwise_op(&n);
   if (!e || (e->scalar != ScalarOpKind::Add && e->scalar != ScalarOpKind::Sub)) return std::nullopt;
   const TensorType& out = n.output_ptr(0)->type;
-  if (out.ndim() != 2 || (out.dtype != DType::Float32 && out.dtype != DType::Float64)) return std::nullopt;
+  if ((out.ndim() != 2 && out.ndim() != 1) || (out.dtype != DType::Float32 && out.dtype != DType::Float64))
+    return std::nullopt;
   auto scalar = [&](double v) { return constant(NDArray::scalar(v, out.dtype)); };
   for (int k = 0; k < 2; ++k) {
     if (e->scalar == ScalarOpKind::Sub && k == 0) continue;  // z - dot only (dot - z stays)
@@ -46,7 +50,10 @@ std::optional<std::vector<Var>> dot_to_gemm(FunctionGraph& fg, Apply& n) {
     auto sd = scaled_dot(fg, n.inputs[k], out.dtype);
     if (!sd) continue;
     const double alpha = e->scalar == ScalarOpKind::Sub ? -sd->alpha : sd->alpha;
-    return one(as_type(gemm(z, scalar(alpha), sd->x, sd->y, scalar(1.0)), out));
+    if (sd->y->ndim() != out.ndim()) continue;  // matrix.vector gives a vector, matrix.matrix a matrix
+    Var r = out.ndim() == 2 ? gemm(z, scalar(alpha), sd->x, sd->y, scalar(1.0))
+                            : gemv(z, scalar(alpha), sd->x, sd->y, scalar(1.0));
+    return one(as_type(r, out));
   }
   return std::nullopt;
 }
