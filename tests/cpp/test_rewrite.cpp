@@ -105,6 +105,20 @@ TEST(Rewrite, StabilizeGivesFiniteValuesAtExtremes) {
     EXPECT_NEAR(gr[0].get_flat(0), 1.0, 1e-12);
     EXPECT_NEAR(gr[0].get_flat(4), 0.0, 1e-12);
   }
+  // log(erfc(x)) stays finite where erfc underflows.
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Var v = variable(vector_type(dt), "v");
+    FunctionOptions o;
+    o.mode = "FAST_RUN";
+    Function f = function({v}, {log(erfc(v))}, o);
+    auto r = f({make_array({-3, 0.5, 4, 30, 1000}, {5}, dt)});
+    EXPECT_NEAR(r[0].get_flat(0), std::log(std::erfc(-3.0)), 1e-6);
+    EXPECT_NEAR(r[0].get_flat(1), std::log(std::erfc(0.5)), 1e-6);
+    EXPECT_NEAR(r[0].get_flat(2), std::log(std::erfc(4.0)), 1e-5);
+    // log(erfc(30)) = -903.97412 (erfc(30) underflows in both precisions)
+    EXPECT_NEAR(r[0].get_flat(3), -903.97412, dt == DType::Float32 ? 1e-2 : 1e-4);
+    EXPECT_NEAR(r[0].get_flat(4) / -1e6, 1.0, 1e-4);
+  }
   // log(softmax) -> log_softmax; log(sum(exp)) -> stable logsumexp.
   {
     Var m = variable(matrix_type(DType::Float64), "m");

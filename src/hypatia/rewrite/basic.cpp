@@ -1,4 +1,5 @@
 // merge, constant folding, canonicalize, stabilize and specialize.
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -258,6 +259,18 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
         const auto& a = x->owner->inputs;
         if (is_const(a[0], 1)) return one(as_type(log1p(a[1]), out));
         if (is_const(a[1], 1)) return one(as_type(log1p(a[0]), out));
+      }
+      // log(erfc(y)): erfc underflows for large y (float32 near 9, float64 near 27); past a
+      // threshold use the asymptotic series -y^2 - log(y) - log(pi)/2 + log(1 - 1/(2y^2) + ...).
+      if (elemwise_of(x, ScalarOpKind::Erfc)) {
+        const Var& y = x->owner->inputs[0];
+        const DType dt = y->dtype();
+        auto c = [&](double v) { return constant(NDArray::scalar(v, dt)); };
+        Var t = reciprocal(sqr(y));
+        Var series = c(1) + t * (c(-0.5) + t * (c(0.75) + t * (c(-1.875) + t * c(6.5625))));
+        Var asym = neg(sqr(y)) - log(y) - c(0.5 * std::log(M_PI)) + log(series);
+        Var thr = c(dt == DType::Float32 ? 5.0 : 26.0);
+        return one(as_type(switch_(lt(y, thr), log(x), asym), out));
       }
       // log(sigmoid(y)) -> -softplus(-y)
       if (elemwise_of(x, ScalarOpKind::Sigmoid)) return one(as_type(neg(softplus(neg(x->owner->inputs[0]))), out));
