@@ -37,8 +37,7 @@ def _output_of(node, index, name):
 
 
 def _reduce_variable(v):
-    state = {k: val for k, val in v.__dict__.items() if not k.startswith("_hyp_")} if hasattr(v, "__dict__") else {}
-    state = state or None
+    state = dict(v.__dict__) or None  # tag annotations, default_update
     kind = v.kind
     if kind == "input":
         return _rebuild_input, (v.dtype, v.broadcastable, v.name), state

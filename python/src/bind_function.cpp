@@ -25,8 +25,8 @@ struct PyFunction {
   PyFunction(Function f) : fn(std::move(f)) {}
 
   std::string input_label(size_t i) const {
-    std::string s = "function '" + (fn.name().empty() ? std::string("<unnamed>") : fn.name()) + "': input " +
-                    std::to_string(i);
+    std::string s =
+        "function '" + (fn.name().empty() ? std::string("<unnamed>") : fn.name()) + "': input " + std::to_string(i);
     if (!input_names[i].empty()) s += " ('" + input_names[i] + "')";
     return s;
   }
@@ -116,13 +116,13 @@ PyObject* function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
 PyType_Slot function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(function_call)}, {0, nullptr}};
 
 using InSpec = std::tuple<Var, std::string, nb::object, bool, bool>;  // variable, name, value, borrow, mutable
-using OutSpec = std::pair<Var, bool>;                                  // variable, borrow
+using OutSpec = std::pair<Var, bool>;                                 // variable, borrow
 
 PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>& outputs,
                     const std::vector<std::pair<Var, Var>>& updates, const std::vector<std::pair<Var, Var>>& givens,
-                    std::optional<bool> allow_input_downcast, std::optional<bool> profile,
-                    std::optional<bool> allow_gc, const std::string& name, const std::string& on_unused_input,
-                    const std::string& backend, std::optional<std::string> mode, bool unpack_single) {
+                    std::optional<bool> allow_input_downcast, std::optional<bool> profile, std::optional<bool> allow_gc,
+                    const std::string& name, const std::string& on_unused_input, const std::string& backend,
+                    std::optional<std::string> mode, bool unpack_single) {
   const Downcast downcast =
       !allow_input_downcast ? Downcast::None : (*allow_input_downcast ? Downcast::Yes : Downcast::No);
   std::vector<In> ins;
@@ -155,8 +155,10 @@ PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec
   opts.name = name;
   opts.on_unused_input = on_unused_input;
   opts.mode = std::move(mode);
-  if (backend == "reference") opts.backend = Backend::Reference;
-  else if (backend != "cpu") fail<ValueError>("function: unknown backend '", backend, "' (cpu or reference)");
+  if (backend == "reference")
+    opts.backend = Backend::Reference;
+  else if (backend != "cpu")
+    fail<ValueError>("function: unknown backend '", backend, "' (cpu or reference)");
   auto* f = new PyFunction(function(std::move(ins), std::move(outs), std::move(opts)));
   f->input_types = std::move(types);
   f->input_names = std::move(names);
@@ -198,15 +200,18 @@ void init_function(nb::module_& m) {
       .def_prop_ro("n_outputs", [](const PyFunction& f) { return f.fn.n_outputs(); })
       .def_prop_ro("input_names", [](const PyFunction& f) { return f.input_names; })
       .def_prop_ro("unpack_single", [](const PyFunction& f) { return f.unpack_single; })
-      .def("toposort", [](const PyFunction& f) { return f.fn.toposort(); }, "The compiled graph's nodes, in order.")
-      .def("graph_outputs", [](const PyFunction& f) { return f.fn.graph_outputs(); },
-           "The compiled graph's outputs, then the update values.")
+      .def(
+          "toposort", [](const PyFunction& f) { return f.fn.toposort(); }, "The compiled graph's nodes, in order.")
+      .def(
+          "graph_outputs", [](const PyFunction& f) { return f.fn.graph_outputs(); },
+          "The compiled graph's outputs, then the update values.")
       .def("debugprint_text", [](const PyFunction& f) { return f.fn.debugprint(); })
-      .def_prop_ro("profile", [](const PyFunction& f) { return f.fn.profile(); }, nb::rv_policy::reference_internal);
+      .def_prop_ro(
+          "profile", [](const PyFunction& f) { return f.fn.profile(); }, nb::rv_policy::reference_internal);
 
-  m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a,
-        "allow_input_downcast"_a.none(), "profile"_a.none(), "allow_gc"_a.none(), "name"_a, "on_unused_input"_a,
-        "backend"_a, "mode"_a.none(), "unpack_single"_a, nb::rv_policy::take_ownership,
+  m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a, "allow_input_downcast"_a.none(),
+        "profile"_a.none(), "allow_gc"_a.none(), "name"_a, "on_unused_input"_a, "backend"_a, "mode"_a.none(),
+        "unpack_single"_a, nb::rv_policy::take_ownership,
         "Compiles inputs (variable, name, default, borrow, mutable), outputs (variable, borrow), updates and givens;\n"
         "mode: the rewrite pipeline ('FAST_RUN', 'FAST_COMPILE', 'NONE'; None: config.mode and config.optimizer).");
 }

@@ -21,11 +21,16 @@ nb::tuple bool_tuple(const std::vector<bool>& v) {
 
 const char* kind_name(VarKind k) {
   switch (k) {
-    case VarKind::Input: return "input";
-    case VarKind::Output: return "output";
-    case VarKind::Constant: return "constant";
-    case VarKind::Shared: return "shared";
-    case VarKind::NullGrad: return "nullgrad";
+    case VarKind::Input:
+      return "input";
+    case VarKind::Output:
+      return "output";
+    case VarKind::Constant:
+      return "constant";
+    case VarKind::Shared:
+      return "shared";
+    case VarKind::NullGrad:
+      return "nullgrad";
   }
   return "?";
 }
@@ -55,8 +60,7 @@ IndexBound to_bound(nb::handle h) {
 Index to_index(nb::handle h) {
   if (h.is_none()) return newaxis();
   if (h.ptr() == Py_Ellipsis) return ellipsis();
-  if (PySlice_Check(h.ptr()))
-    return sl(to_bound(h.attr("start")), to_bound(h.attr("stop")), to_bound(h.attr("step")));
+  if (PySlice_Check(h.ptr())) return sl(to_bound(h.attr("start")), to_bound(h.attr("stop")), to_bound(h.attr("step")));
   if (nb::isinstance<Variable>(h)) return Index(nb::cast<Var>(h));
   if (PyBool_Check(h.ptr())) fail<IndexError>("subtensor: a bool index is not supported; use a boolean array");
   if (PyIndex_Check(h.ptr())) return Index(static_cast<int64_t>(nb::cast<int64_t>(nb::int_(h))));
@@ -103,18 +107,21 @@ void init_graph(nb::module_& m) {
       .def_prop_ro("dtype", [](const TensorType& t) { return t.dtype; })
       .def_prop_ro("broadcastable", [](const TensorType& t) { return bool_tuple(t.broadcastable); })
       .def_prop_ro("ndim", &TensorType::ndim)
-      .def("__call__", [](const TensorType& t, std::optional<std::string> name) { return variable(t, name.value_or("")); },
-           "name"_a = nb::none(), "A new symbolic variable of this type.")
-      .def("make_variable",
-           [](const TensorType& t, std::optional<std::string> name) { return variable(t, name.value_or("")); },
-           "name"_a = nb::none())
+      .def(
+          "__call__",
+          [](const TensorType& t, std::optional<std::string> name) { return variable(t, name.value_or("")); },
+          "name"_a = nb::none(), "A new symbolic variable of this type.")
+      .def(
+          "make_variable",
+          [](const TensorType& t, std::optional<std::string> name) { return variable(t, name.value_or("")); },
+          "name"_a = nb::none())
       .def("check_value", &TensorType::check_value, "Empty when the array is a valid value, else what is wrong.")
-      .def("__eq__", [](const TensorType& a, nb::handle b) {
-        return nb::isinstance<TensorType>(b) && a == nb::cast<const TensorType&>(b);
-      })
-      .def("__ne__", [](const TensorType& a, nb::handle b) {
-        return !(nb::isinstance<TensorType>(b) && a == nb::cast<const TensorType&>(b));
-      })
+      .def("__eq__", [](const TensorType& a,
+                        nb::handle b) { return nb::isinstance<TensorType>(b) && a == nb::cast<const TensorType&>(b); })
+      .def("__ne__",
+           [](const TensorType& a, nb::handle b) {
+             return !(nb::isinstance<TensorType>(b) && a == nb::cast<const TensorType&>(b));
+           })
       .def("__hash__",
            [](const TensorType& t) {
              size_t h = std::hash<int>()(static_cast<int>(t.dtype));
@@ -128,7 +135,8 @@ void init_graph(nb::module_& m) {
                        "A typed symbolic value: a free input, an op's output, a constant or a shared variable.")
       .def_prop_ro("type", [](const Variable& v) { return v.type; })
       .def_prop_rw(
-          "name", [](const Variable& v) -> nb::object {
+          "name",
+          [](const Variable& v) -> nb::object {
             return v.name.empty() ? nb::object(nb::none()) : nb::object(nb::str(v.name.c_str()));
           },
           [](Variable& v, std::optional<std::string> n) { v.name = n.value_or(""); }, nb::arg("name").none())
@@ -139,7 +147,8 @@ void init_graph(nb::module_& m) {
       .def_prop_ro("dtype", [](const Variable& v) { return v.type.dtype; })
       .def_prop_ro("broadcastable", [](const Variable& v) { return bool_tuple(v.type.broadcastable); })
       .def_prop_ro("id", [](const Variable& v) { return v.id; })
-      .def_prop_ro("created_at", [](const Variable& v) { return v.trace.empty() && v.owner ? v.owner->trace : v.trace; })
+      .def_prop_ro("created_at",
+                   [](const Variable& v) { return v.trace.empty() && v.owner ? v.owner->trace : v.trace; })
       .def_prop_ro(
           "data",
           [](const Variable& v) -> nb::object {
@@ -147,6 +156,19 @@ void init_graph(nb::module_& m) {
             return nb::steal(to_numpy(v.data, /*writeable=*/false));
           },
           "The value of a constant (a read-only numpy view).")
+      .def_prop_rw(
+          "test_value",
+          [](const Variable& v) -> nb::object {
+            if (!v.test_value.valid()) throw nb::attribute_error("this variable has no test value");
+            return nb::steal(to_numpy(v.test_value));
+          },
+          [](Variable& v, nb::handle value) {
+            std::string who = "test value of " + v.str();
+            NDArray a = filter_value(value.ptr(), v.type, Downcast::None, who.c_str());
+            if (auto err = v.type.check_value(a); !err.empty()) throw TypeError(who + ": " + err);
+            v.test_value = a.copy();
+          },
+          "The test value (compute_test_value): set on inputs, computed for the nodes built from them.")
       .def_prop_ro("null_reason", [](const Variable& v) { return v.null_reason; })
       .def("__str__", &Variable::str)
       .def("__repr__", &Variable::str);
@@ -175,13 +197,13 @@ void init_graph(nb::module_& m) {
             return outs.empty() ? nullptr : outs[0]->owner_ptr();
           },
           "inputs"_a, "Applies the op to input variables; returns the Apply node.")
-      .def("__eq__", [](const Op& a, nb::handle b) { return nb::isinstance<Op>(b) && a.equals(nb::cast<const Op&>(b)); })
+      .def("__eq__",
+           [](const Op& a, nb::handle b) { return nb::isinstance<Op>(b) && a.equals(nb::cast<const Op&>(b)); })
       .def("__ne__",
            [](const Op& a, nb::handle b) { return !(nb::isinstance<Op>(b) && a.equals(nb::cast<const Op&>(b))); })
       .def("__hash__", &Op::hash)
       .def("__str__", &Op::name)
       .def("__repr__", &Op::name);
-
 
   nb::class_<FunctionGraph>(m, "FunctionGraph", "A graph with fixed inputs and outputs (cloned unless clone=False).")
       .def(nb::init<std::vector<Var>, std::vector<Var>, bool>(), "inputs"_a, "outputs"_a, "clone"_a = true)
@@ -232,8 +254,9 @@ void init_graph(nb::module_& m) {
         return a;
       },
       "value"_a, "type"_a, "allow_downcast"_a = nb::none(), "Theano's TensorType.filter.");
-  m.def("as_ndarray", [](nb::handle v) { return to_ndarray(v.ptr()); },
-        "The NDArray Hypatia sees for a value, as numpy (a view of numpy arrays that fit).");
+  m.def(
+      "as_ndarray", [](nb::handle v) { return to_ndarray(v.ptr()); },
+      "The NDArray Hypatia sees for a value, as numpy (a view of numpy arrays that fit).");
   m.def(
       "debugprint",
       [](const std::vector<Var>& outputs, bool print_type, int depth) {
@@ -246,9 +269,12 @@ void init_graph(nb::module_& m) {
         return debugprint(fg, DebugPrintOptions{.print_type = print_type, .depth = depth});
       },
       "fgraph"_a, "print_type"_a = false, "depth"_a = -1);
-  m.def("clone_graph", [](const std::vector<Var>& outputs, const std::vector<std::pair<Var, Var>>& replace) {
-    return clone_graph(outputs, replace);
-  }, "outputs"_a, "replace"_a = std::vector<std::pair<Var, Var>>{});
+  m.def(
+      "clone_graph",
+      [](const std::vector<Var>& outputs, const std::vector<std::pair<Var, Var>>& replace) {
+        return clone_graph(outputs, replace);
+      },
+      "outputs"_a, "replace"_a = std::vector<std::pair<Var, Var>>{});
   m.def("toposort", &toposort, "outputs"_a);
   m.def(
       "install_trace_hook",
@@ -256,7 +282,8 @@ void init_graph(nb::module_& m) {
         g_trace_skip_prefix = std::move(skip_prefix);
         set_trace_hook(&python_trace);
       },
-      "skip_prefix"_a, "Records 'file:line' of the user code that builds each node (frames under skip_prefix skipped).");
+      "skip_prefix"_a,
+      "Records 'file:line' of the user code that builds each node (frames under skip_prefix skipped).");
   m.def("remove_trace_hook", [] { set_trace_hook(nullptr); });
 }
 

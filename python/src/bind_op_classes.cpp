@@ -26,8 +26,8 @@ std::vector<EntryTuple> spec_to_tuples(const IndexSpec& spec) {
 IndexSpec spec_from_tuples(const std::vector<EntryTuple>& t) {
   IndexSpec spec;
   for (const auto& [kind, a, av, b, bv, c, cv] : t) {
-    if (kind < 0 || kind > static_cast<int>(IndexEntry::Kind::BoolArray) || a < 0 || a > 2 || b < 0 || b > 2 ||
-        c < 0 || c > 2)
+    if (kind < 0 || kind > static_cast<int>(IndexEntry::Kind::BoolArray) || a < 0 || a > 2 || b < 0 || b > 2 || c < 0 ||
+        c > 2)
       throw ValueError("index spec: bad entry");
     IndexEntry e;
     e.kind = static_cast<IndexEntry::Kind>(kind);
@@ -53,13 +53,21 @@ nb::list idx_list(const IndexSpec& spec) {
   nb::list l;
   for (const IndexEntry& e : spec) {
     switch (e.kind) {
-      case IndexEntry::Kind::Int: l.append(bound(e.a, e.av)); break;
+      case IndexEntry::Kind::Int:
+        l.append(bound(e.a, e.av));
+        break;
       case IndexEntry::Kind::Slice:
         l.append(nb::steal(PySlice_New(bound(e.a, e.av).ptr(), bound(e.b, e.bv).ptr(), bound(e.c, e.cv).ptr())));
         break;
-      case IndexEntry::Kind::NewAxis: l.append(nb::none()); break;
-      case IndexEntry::Kind::IntArray: l.append(nb::str("int_array")); break;
-      case IndexEntry::Kind::BoolArray: l.append(nb::str("bool_array")); break;
+      case IndexEntry::Kind::NewAxis:
+        l.append(nb::none());
+        break;
+      case IndexEntry::Kind::IntArray:
+        l.append(nb::str("int_array"));
+        break;
+      case IndexEntry::Kind::BoolArray:
+        l.append(nb::str("bool_array"));
+        break;
     }
   }
   return l;
@@ -118,7 +126,8 @@ void init_op_classes(nb::module_& m) {
   composite
       .def(
           "__init__",
-          [](Composite* self, int nin, DType dtype, const std::vector<std::pair<std::string, std::vector<int>>>& steps) {
+          [](Composite* self, int nin, DType dtype,
+             const std::vector<std::pair<std::string, std::vector<int>>>& steps) {
             std::vector<Composite::Step> st;
             for (const auto& [name, args] : steps) st.push_back({scalar_kind(name), args});
             new (self) Composite(nin, dtype, std::move(st));
@@ -215,7 +224,8 @@ void init_op_classes(nb::module_& m) {
   OpClass<Subtensor> subtensor(m, "Subtensor", "Basic indexing: a view of its input.");
   subtensor
       .def(
-          "__init__", [](Subtensor* self, const std::vector<EntryTuple>& t) { new (self) Subtensor(spec_from_tuples(t)); },
+          "__init__",
+          [](Subtensor* self, const std::vector<EntryTuple>& t) { new (self) Subtensor(spec_from_tuples(t)); },
           "spec"_a)
       .def_prop_ro("idx_list", [](const Subtensor& o) { return idx_list(o.spec); });
   reducible(subtensor, [](const Subtensor& o) { return nb::make_tuple(spec_to_tuples(o.spec)); });

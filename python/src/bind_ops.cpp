@@ -17,21 +17,28 @@ struct Binary {
 };
 
 const Unary kUnary[] = {
-    {"neg", &hypatia::neg},         {"abs", &hypatia::abs},         {"sign", &hypatia::sign},
-    {"reciprocal", &hypatia::reciprocal}, {"sqr", &hypatia::sqr}, {"sqrt", &hypatia::sqrt},
-    {"exp", &hypatia::exp},         {"exp2", &hypatia::exp2},       {"expm1", &hypatia::expm1},
-    {"log", &hypatia::log},         {"log2", &hypatia::log2},       {"log10", &hypatia::log10},
-    {"log1p", &hypatia::log1p},     {"sin", &hypatia::sin},         {"cos", &hypatia::cos},
-    {"tan", &hypatia::tan},         {"arcsin", &hypatia::arcsin},   {"arccos", &hypatia::arccos},
-    {"arctan", &hypatia::arctan},   {"sinh", &hypatia::sinh},       {"cosh", &hypatia::cosh},
-    {"tanh", &hypatia::tanh},       {"arcsinh", &hypatia::arcsinh}, {"arccosh", &hypatia::arccosh},
-    {"arctanh", &hypatia::arctanh}, {"sigmoid", &hypatia::sigmoid}, {"softplus", &hypatia::softplus},
-    {"erf", &hypatia::erf},         {"erfc", &hypatia::erfc},       {"erfinv", &hypatia::erfinv},
-    {"gamma", &hypatia::gamma},     {"gammaln", &hypatia::gammaln}, {"psi", &hypatia::psi},
-    {"trigamma", &hypatia::trigamma}, {"floor", &hypatia::floor}, {"ceil", &hypatia::ceil},
-    {"round", &hypatia::round},     {"trunc", &hypatia::trunc},     {"invert", &hypatia::invert},
-    {"isnan", &hypatia::isnan},     {"isinf", &hypatia::isinf},     {"hard_sigmoid", &hypatia::hard_sigmoid},
-    {"shape", &hypatia::shape},     {"squeeze", &hypatia::squeeze},
+    {"neg", &hypatia::neg},           {"abs", &hypatia::abs},
+    {"sign", &hypatia::sign},         {"reciprocal", &hypatia::reciprocal},
+    {"sqr", &hypatia::sqr},           {"sqrt", &hypatia::sqrt},
+    {"exp", &hypatia::exp},           {"exp2", &hypatia::exp2},
+    {"expm1", &hypatia::expm1},       {"log", &hypatia::log},
+    {"log2", &hypatia::log2},         {"log10", &hypatia::log10},
+    {"log1p", &hypatia::log1p},       {"sin", &hypatia::sin},
+    {"cos", &hypatia::cos},           {"tan", &hypatia::tan},
+    {"arcsin", &hypatia::arcsin},     {"arccos", &hypatia::arccos},
+    {"arctan", &hypatia::arctan},     {"sinh", &hypatia::sinh},
+    {"cosh", &hypatia::cosh},         {"tanh", &hypatia::tanh},
+    {"arcsinh", &hypatia::arcsinh},   {"arccosh", &hypatia::arccosh},
+    {"arctanh", &hypatia::arctanh},   {"sigmoid", &hypatia::sigmoid},
+    {"softplus", &hypatia::softplus}, {"erf", &hypatia::erf},
+    {"erfc", &hypatia::erfc},         {"erfinv", &hypatia::erfinv},
+    {"gamma", &hypatia::gamma},       {"gammaln", &hypatia::gammaln},
+    {"psi", &hypatia::psi},           {"trigamma", &hypatia::trigamma},
+    {"floor", &hypatia::floor},       {"ceil", &hypatia::ceil},
+    {"round", &hypatia::round},       {"trunc", &hypatia::trunc},
+    {"invert", &hypatia::invert},     {"isnan", &hypatia::isnan},
+    {"isinf", &hypatia::isinf},       {"hard_sigmoid", &hypatia::hard_sigmoid},
+    {"shape", &hypatia::shape},       {"squeeze", &hypatia::squeeze},
 };
 
 const Binary kBinary[] = {
@@ -127,8 +134,7 @@ void init_ops(nb::module_& m) {
   m.def("arange", nb::overload_cast<Var, Var, Var, DType>(&arange), "start"_a, "stop"_a, "step"_a, "dtype"_a);
   m.def("eye", nb::overload_cast<Var, Var, Var, DType>(&eye), "n"_a, "m"_a, "k"_a, "dtype"_a);
   m.def("tile", &tile, "x"_a, "reps"_a);
-  m.def("repeat", nb::overload_cast<Var, Var, std::optional<int>>(&repeat), "x"_a, "repeats"_a,
-        "axis"_a = nb::none());
+  m.def("repeat", nb::overload_cast<Var, Var, std::optional<int>>(&repeat), "x"_a, "repeats"_a, "axis"_a = nb::none());
   m.def("patternbroadcast", &patternbroadcast, "x"_a, "broadcastable"_a);
   m.def("addbroadcast", &addbroadcast, "x"_a, "axes"_a);
   m.def("unbroadcast", &unbroadcast, "x"_a, "axes"_a);
@@ -150,9 +156,8 @@ void init_ops(nb::module_& m) {
   m.def("gemv", &gemv, "z"_a, "alpha"_a, "A"_a, "x"_a, "beta"_a);
   m.def("ger", &ger, "A"_a, "alpha"_a, "x"_a, "y"_a);
   m.def("tensordot", nb::overload_cast<Var, Var, int>(&tensordot), "a"_a, "b"_a, "axes"_a = 2);
-  m.def("tensordot_axes",
-        nb::overload_cast<Var, Var, const std::vector<int>&, const std::vector<int>&>(&tensordot), "a"_a, "b"_a,
-        "a_axes"_a, "b_axes"_a);
+  m.def("tensordot_axes", nb::overload_cast<Var, Var, const std::vector<int>&, const std::vector<int>&>(&tensordot),
+        "a"_a, "b"_a, "a_axes"_a, "b_axes"_a);
 }
 
 }  // namespace hypatia::python

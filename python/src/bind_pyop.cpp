@@ -83,8 +83,8 @@ class PyOp final : public Op {
     std::vector<ShapeVars> out;
     for (nb::handle shape : r) {
       ShapeVars sv;
-      for (nb::handle d : shape) sv.push_back(nb::isinstance<Variable>(d) ? nb::cast<Var>(d)
-                                                                          : int_constant(nb::cast<int64_t>(d)));
+      for (nb::handle d : shape)
+        sv.push_back(nb::isinstance<Variable>(d) ? nb::cast<Var>(d) : int_constant(nb::cast<int64_t>(d)));
       out.push_back(std::move(sv));
     }
     return out;
@@ -149,7 +149,8 @@ class PyOpKernel final : public Kernel {
     for (size_t i = 0; i < args.out.size(); ++i) storage.append(nb::list(nb::make_tuple(nb::none())));
     nb::object node = nb::cast(const_cast<Apply&>(node_).shared_from_this());
     op_.py().attr("perform")(node, inputs, storage);
-    static nb::object may_share = nb::module_::import_("numpy").attr("may_share_memory");
+    // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+    static nb::handle may_share = nb::object(nb::module_::import_("numpy").attr("may_share_memory")).release();
     for (size_t i = 0; i < args.out.size(); ++i) {
       nb::object value = nb::cast<nb::list>(storage[i])[0];
       const TensorType& type = node_.output_ptr(static_cast<int>(i))->type;
@@ -185,15 +186,20 @@ nb::object op_object(const std::shared_ptr<const Op>& op) {
 
 std::shared_ptr<Apply> make_apply(nb::handle op, std::vector<Var> inputs, nb::handle outputs) {
   std::shared_ptr<const Op> cop;
-  if (nb::isinstance<Op>(op)) cop = nb::cast<std::shared_ptr<Op>>(op);
-  else cop = std::make_shared<PyOp>(nb::borrow(op));
+  if (nb::isinstance<Op>(op))
+    cop = nb::cast<std::shared_ptr<Op>>(op);
+  else
+    cop = std::make_shared<PyOp>(nb::borrow(op));
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i]) fail<TypeError>("Apply: input ", i, " is None");
   std::vector<TensorType> types;
   for (nb::handle o : outputs) {
-    if (nb::isinstance<TensorType>(o)) types.push_back(nb::cast<TensorType>(o));
-    else if (nb::isinstance<Variable>(o)) types.push_back(nb::cast<Variable&>(o).type);
-    else fail<TypeError>("Apply: outputs must be Variables (e.g. x.type()) or TensorTypes");
+    if (nb::isinstance<TensorType>(o))
+      types.push_back(nb::cast<TensorType>(o));
+    else if (nb::isinstance<Variable>(o))
+      types.push_back(nb::cast<Variable&>(o).type);
+    else
+      fail<TypeError>("Apply: outputs must be Variables (e.g. x.type()) or TensorTypes");
   }
   auto node = std::make_shared<Apply>(std::move(cop), std::move(inputs), types);
   node->trace = python_trace();

@@ -16,13 +16,13 @@ namespace hypatia::python {
 namespace nb = nanobind;
 using namespace nb::literals;
 
-void init_graph(nb::module_& m);     // TensorType, Variable, Apply, Op, constant, shared, debugprint
+void init_graph(nb::module_& m);       // TensorType, Variable, Apply, Op, constant, shared, debugprint
 void init_op_classes(nb::module_& m);  // Elemwise, CAReduce, Subtensor ...: attributes, constructors, pickling
-void init_ops(nb::module_& m);       // every op builder of the core
-void init_grad(nb::module_& m);      // grad, Lop, Rop, jacobian, hessian, verify_grad ...
-void init_function(nb::module_& m);  // Function (the per-call path), Profile
-void init_config(nb::module_& m);    // config get/set
-void init_pyop(nb::module_& m);      // Ops defined in Python (hypatia.Op subclasses): PyOp and its kernel
+void init_ops(nb::module_& m);         // every op builder of the core
+void init_grad(nb::module_& m);        // grad, Lop, Rop, jacobian, hessian, verify_grad ...
+void init_function(nb::module_& m);    // Function (the per-call path), Profile
+void init_config(nb::module_& m);      // config get/set
+void init_pyop(nb::module_& m);        // Ops defined in Python (hypatia.Op subclasses): PyOp and its kernel
 
 /// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
 std::string python_trace();

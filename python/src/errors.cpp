@@ -37,12 +37,23 @@ void set_python_error(const std::exception_ptr& p) noexcept {
   } catch (const nb::builtin_exception& e) {
     PyObject* type = PyExc_RuntimeError;
     switch (e.type()) {
-      case nb::exception_type::type_error: type = PyExc_TypeError; break;
-      case nb::exception_type::value_error: type = PyExc_ValueError; break;
-      case nb::exception_type::index_error: type = PyExc_IndexError; break;
-      case nb::exception_type::key_error: type = PyExc_KeyError; break;
-      case nb::exception_type::attribute_error: type = PyExc_AttributeError; break;
-      default: break;
+      case nb::exception_type::type_error:
+        type = PyExc_TypeError;
+        break;
+      case nb::exception_type::value_error:
+        type = PyExc_ValueError;
+        break;
+      case nb::exception_type::index_error:
+        type = PyExc_IndexError;
+        break;
+      case nb::exception_type::key_error:
+        type = PyExc_KeyError;
+        break;
+      case nb::exception_type::attribute_error:
+        type = PyExc_AttributeError;
+        break;
+      default:
+        break;
     }
     PyErr_SetString(type, e.what());
   } catch (const GradientError& e) {

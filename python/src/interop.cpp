@@ -44,17 +44,28 @@ PyArray_Descr* g_descr[kNumDTypes] = {};
 
 int npy_type_of(DType dt) {
   switch (dt) {
-    case DType::Bool: return NPY_BOOL;
-    case DType::Int8: return NPY_INT8;
-    case DType::Int16: return NPY_INT16;
-    case DType::Int32: return NPY_INT32;
-    case DType::Int64: return NPY_INT64;
-    case DType::UInt8: return NPY_UINT8;
-    case DType::UInt16: return NPY_UINT16;
-    case DType::UInt32: return NPY_UINT32;
-    case DType::UInt64: return NPY_UINT64;
-    case DType::Float32: return NPY_FLOAT32;
-    case DType::Float64: return NPY_FLOAT64;
+    case DType::Bool:
+      return NPY_BOOL;
+    case DType::Int8:
+      return NPY_INT8;
+    case DType::Int16:
+      return NPY_INT16;
+    case DType::Int32:
+      return NPY_INT32;
+    case DType::Int64:
+      return NPY_INT64;
+    case DType::UInt8:
+      return NPY_UINT8;
+    case DType::UInt16:
+      return NPY_UINT16;
+    case DType::UInt32:
+      return NPY_UINT32;
+    case DType::UInt64:
+      return NPY_UINT64;
+    case DType::Float32:
+      return NPY_FLOAT32;
+    case DType::Float64:
+      return NPY_FLOAT64;
   }
   return NPY_FLOAT64;
 }
@@ -63,7 +74,8 @@ int npy_type_of(DType dt) {
 std::optional<DType> dtype_of_descr(PyArray_Descr* d) {
   const npy_intp size = PyDataType_ELSIZE(d);
   switch (d->kind) {
-    case 'b': return DType::Bool;
+    case 'b':
+      return DType::Bool;
     case 'i':
       if (size == 1) return DType::Int8;
       if (size == 2) return DType::Int16;
@@ -80,7 +92,8 @@ std::optional<DType> dtype_of_descr(PyArray_Descr* d) {
       if (size == 4) return DType::Float32;
       if (size == 8) return DType::Float64;
       break;
-    default: break;
+    default:
+      break;
   }
   return std::nullopt;
 }
@@ -157,7 +170,8 @@ NDArray to_ndarray(PyObject* obj) {
   nb::object imported;
   if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
     // Another library's array (DLPack): numpy.from_dlpack views it without a copy.
-    static nb::object from_dlpack = nb::module_::import_("numpy").attr("from_dlpack");
+    // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+    static nb::handle from_dlpack = nb::object(nb::module_::import_("numpy").attr("from_dlpack")).release();
     imported = from_dlpack(nb::handle(obj));
     obj = imported.ptr();
   }
@@ -167,7 +181,7 @@ NDArray to_ndarray(PyObject* obj) {
     auto dt = dtype_of_descr(PyArray_DESCR(arr));
     if (!dt) unsupported_dtype(PyArray_DESCR(arr));
     want = g_descr[static_cast<int>(*dt)];  // byte-swapped or misaligned: a native, aligned copy
-    Py_INCREF(want);                         // (PyArray_FromAny steals it)
+    Py_INCREF(want);                        // (PyArray_FromAny steals it)
   }
   PyObject* conv = PyArray_FromAny(obj, want, 0, 0, NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED, nullptr);
   if (!conv) throw nb::python_error();
@@ -189,12 +203,16 @@ NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, c
     if (same_values(conv, a)) return conv;
     if (downcast == Downcast::None && PyFloat_Check(obj) && want == config().floatX) return conv;
     fail<TypeError>(who, ": the value ", nb::cast<std::string>(nb::repr(nb::handle(obj))), " cannot be converted to ",
-                    dtype_name(want), " (", type.str(), ") without losing precision. Pass allow_input_downcast=True "
-                    "(or allow_downcast=True) or convert the data to ", dtype_name(want), ".");
+                    dtype_name(want), " (", type.str(),
+                    ") without losing precision. Pass allow_input_downcast=True "
+                    "(or allow_downcast=True) or convert the data to ",
+                    dtype_name(want), ".");
   }
   fail<TypeError>(who, ": expected an array of dtype ", dtype_name(want), " (", type.str(), ") but got ",
-                  dtype_name(a.dtype()), "; casting would lose precision. Pass allow_input_downcast=True, or "
-                  "convert the data with .astype('", dtype_name(want), "').");
+                  dtype_name(a.dtype()),
+                  "; casting would lose precision. Pass allow_input_downcast=True, or "
+                  "convert the data with .astype('",
+                  dtype_name(want), "').");
 }
 
 PyObject* to_numpy(const NDArray& a, bool writeable) {
@@ -210,8 +228,8 @@ PyObject* to_numpy(const NDArray& a, bool writeable) {
   }
   PyArray_Descr* d = g_descr[static_cast<int>(a.dtype())];
   Py_INCREF(d);
-  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, strides, a.raw(),
-                                       writeable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
+  PyObject* arr =
+      PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, strides, a.raw(), writeable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
   if (!arr) return nullptr;
   PyObject* base;
   if (auto* del = std::get_deleter<PyRefDeleter>(a.storage())) {

@@ -284,3 +284,16 @@ def test_eval_and_default_update():
     g = function([], s, no_default_updates=True)
     g()
     assert s.get_value() == 2.0
+
+
+def test_config_from_flags_and_rc_file(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / ".hypatiarc").write_text("[global]\nfloatX = float32\nallow_gc = False\n")
+    env = dict(os.environ, HOME=str(tmp_path), HYPATIA_FLAGS="allow_gc=True,exception_verbosity=high")
+    code = ("import hypatia; c = hypatia.config; "
+            "print(c.floatX, c.allow_gc, c.exception_verbosity, hypatia.tensor.matrix().dtype)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["float32", "True", "high", "float32"]  # defaults < ~/.hypatiarc < HYPATIA_FLAGS

@@ -77,17 +77,37 @@ Variable.__getitem__ = lambda self, key: B.subtensor(self, key)
 
 
 class _Tag:
-    """Free-form annotations (Theano's var.tag)."""
+    """Theano's var.tag: free-form annotations, and test_value (the C++ variable's test value,
+    used when config.compute_test_value is on). A view created on each access: the attributes live
+    in the variable's __dict__, so no reference cycle through the variable is made."""
+
+    def __init__(self, var):
+        object.__setattr__(self, "_var", var)
+        object.__setattr__(self, "_attrs", var.__dict__.setdefault("_hyp_tag", {}))
+
+    def __getattr__(self, name):
+        if name == "test_value":
+            return self._var.test_value
+        try:
+            return self._attrs[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        if name == "test_value":
+            self._var.test_value = value
+        else:
+            self._attrs[name] = value
+
+    def __delattr__(self, name):
+        del self._attrs[name]
 
     def __repr__(self):
-        return f"Tag({self.__dict__})"
+        return f"Tag({self._attrs})"
 
 
 def _tag(self):
-    d = self.__dict__
-    if "_tag" not in d:
-        d["_tag"] = _Tag()
-    return d["_tag"]
+    return _Tag(self)
 
 
 def _transpose(self, *axes):

@@ -20,6 +20,15 @@ std::string current_trace() {
 
 void set_trace_hook(TraceHook hook) { trace_hook() = std::move(hook); }
 
+namespace {
+NodeHook& node_hook() {
+  static NodeHook hook;
+  return hook;
+}
+}  // namespace
+
+void set_node_hook(NodeHook hook) { node_hook() = std::move(hook); }
+
 Variable::Variable(TensorType t, VarKind k, std::string n)
     : type(std::move(t)), name(std::move(n)), kind(k), id(g_next_id++) {}
 
@@ -85,6 +94,7 @@ std::vector<Var> apply_op(std::shared_ptr<const Op> op, std::vector<Var> inputs)
   std::vector<TensorType> types = op->make_output_types(inputs);
   auto node = std::make_shared<Apply>(std::move(op), std::move(inputs), types);
   node->trace = current_trace();
+  if (auto& hook = node_hook()) hook(*node);
   return node->outputs();
 }
 

@@ -134,6 +134,12 @@ Var grad_undefined(const Op& op, int input_index, const TensorType& type, const 
 using TraceHook = std::function<std::string()>;
 void set_trace_hook(TraceHook hook);
 
+/// Hook run on every node apply_op builds (after its trace is set); backends/test_values.cpp
+/// installs one that computes test values (config().compute_test_value). Exceptions propagate to
+/// the code that built the node.
+using NodeHook = std::function<void(Apply&)>;
+void set_node_hook(NodeHook hook);
+
 // ----------------------------------------------------------------------------------------------
 // Equality and hashing of op attributes.
 
