@@ -69,11 +69,12 @@ class Mode:
     including() / excluding() add or remove rewrites by name or tag.
     """
 
-    def __init__(self, linker=None, optimizer="default", including=(), excluding=()):
+    def __init__(self, linker=None, optimizer="default", including=(), excluding=(), name=None):
         self.linker = linker or "cpu"
         self.optimizer = optimizer
         self._including = tuple(including)
         self._excluding = tuple(excluding)
+        self._name = name  # an engine mode with its own behavior (DebugMode)
 
     @property
     def backend(self):
@@ -82,6 +83,8 @@ class Mode:
     @property
     def pipeline(self):
         """The C++ pipeline name, or None for the configuration's default."""
+        if self._name is not None:
+            return self._name
         opt = self.optimizer
         if opt == "default":
             return None
@@ -92,10 +95,10 @@ class Mode:
         return "FAST_RUN"
 
     def including(self, *tags):
-        return Mode(self.linker, self.optimizer, self._including + tags, self._excluding)
+        return Mode(self.linker, self.optimizer, self._including + tags, self._excluding, self._name)
 
     def excluding(self, *tags):
-        return Mode(self.linker, self.optimizer, self._including, self._excluding + tags)
+        return Mode(self.linker, self.optimizer, self._including, self._excluding + tags, self._name)
 
     def requiring(self, *tags):
         return self.including(*tags)
@@ -104,11 +107,19 @@ class Mode:
         return f"Mode(linker={self.linker!r}, optimizer={self.optimizer!r})"
 
 
+class DebugMode(Mode):
+    """FAST_RUN, with every kernel checked against its node's reference kernel on each call (outputs
+    must agree, inputs outside the destroy_map must come out unchanged)."""
+
+    def __init__(self, **kwargs):
+        super().__init__("cpu", "fast_run", name="DebugMode")
+
+
 _PREDEFINED_MODES = {
     "FAST_RUN": Mode("cpu", "fast_run"),
     "FAST_COMPILE": Mode("cpu", "fast_compile"),
-    "DebugMode": Mode("cpu", "fast_run"),
-    "DEBUG_MODE": Mode("cpu", "fast_run"),
+    "DebugMode": DebugMode(),
+    "DEBUG_MODE": DebugMode(),
     "ProfileMode": Mode("cpu", "fast_run"),
     "NONE": Mode("cpu", None),
     "REFERENCE": Mode("reference", "default"),
@@ -312,5 +323,5 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, br
     return _core.shared(value, name or "", bool(borrow), list(broadcastable) if broadcastable is not None else [])
 
 
-__all__ = ["function", "In", "Out", "Mode", "shared", "Function", "get_mode", "get_default_mode",
+__all__ = ["function", "In", "Out", "Mode", "DebugMode", "shared", "Function", "get_mode", "get_default_mode",
            "FunctionMaker", "OrderedDict"]

@@ -259,7 +259,8 @@ def test_config_roundtrip():
 
 def test_mode_argument():
     x = T.dvector("x")
-    for mode in (None, "FAST_RUN", "FAST_COMPILE", "NONE", "REFERENCE", hypatia.Mode(linker="reference")):
+    for mode in (None, "FAST_RUN", "FAST_COMPILE", "NONE", "REFERENCE", hypatia.Mode(linker="reference"),
+                 "DebugMode", hypatia.compile.DebugMode()):
         np.testing.assert_allclose(function([x], T.exp(x), mode=mode)(np.zeros(2)), [1.0, 1.0])
     with pytest.raises(ValueError):
         function([x], x, mode="NO_SUCH_MODE")
