@@ -17,6 +17,9 @@ if [ ${#need[@]} -gt 0 ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "${need[@]}"
 fi
 # --no-build-isolation: build with the venv's nanobind, scikit-build-core and numpy (no download).
+# CXX as CMake picks it for `make build` (c++, not Python's g++): same compiler path, same ccache
+# entries, so libhypatia's objects come from the cache when the C++ build ran first.
+export CXX=${CXX:-c++}
 CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-$(nproc)}" .venv/bin/python -m pip install -q --disable-pip-version-check \
   --no-build-isolation --no-deps -Cbuild-dir=build-python -Ccmake.args=-GNinja \
   -Ccmake.define.HYPATIA_WERROR="${HYPATIA_WERROR:-OFF}" .
