@@ -83,4 +83,13 @@ def pp(var):
     return _pp(var, -1)
 
 
-__all__ = ["debugprint", "pp"]
+
+
+def Print(message="", attrs=("__str__",)):
+    """Theano's ``Print(message, attrs)``: ``Print("x")(x)`` is x, printed as
+    ``x __str__ = [...]`` each time a compiled function computes it. attrs may also name
+    ``"shape"`` and ``"dtype"``. The op (C++ ``PrintOp``) passes gradients through."""
+    return _core.PrintOp(message, list(attrs))
+
+
+__all__ = ["debugprint", "pp", "Print"]

@@ -197,6 +197,16 @@ void init_graph(nb::module_& m) {
             return outs.empty() ? nullptr : outs[0]->owner_ptr();
           },
           "inputs"_a, "Applies the op to input variables; returns the Apply node.")
+      .def(
+          "__call__",
+          [](std::shared_ptr<Op> op, nb::args args) -> nb::object {
+            std::vector<Var> inputs;
+            for (nb::handle h : args) inputs.push_back(nb::cast<Var>(h));
+            auto outs = apply_op(op, inputs);
+            if (outs.size() == 1) return nb::cast(outs[0]);
+            return nb::cast(outs);
+          },
+          "Applies the op to input variables; returns its output (a list when it has several), like Theano.")
       .def("__eq__",
            [](const Op& a, nb::handle b) { return nb::isinstance<Op>(b) && a.equals(nb::cast<const Op&>(b)); })
       .def("__ne__",

@@ -187,6 +187,13 @@ void init_op_classes(nb::module_& m) {
       });
   reducible(dimshuffle, [](const DimShuffle& d) { return nb::make_tuple(d.input_broadcastable, d.pattern); });
 
+  OpClass<PrintOp> print(m, "PrintOp", "Theano's Print: passes its input through and prints it when computed.");
+  print.def(nb::init<std::string, std::vector<std::string>>(), "message"_a = "",
+            "attrs"_a = std::vector<std::string>{"__str__"})
+      .def_prop_ro("message", [](const PrintOp& p) { return p.message; })
+      .def_prop_ro("attrs", [](const PrintOp& p) { return p.attrs; });
+  reducible(print, [](const PrintOp& p) { return nb::make_tuple(p.message, p.attrs); });
+
   plain_op<ShapeOp>(m, "Shape", "The shape of its input (an int64 vector).");
   OpClass<ShapeI> shape_i(m, "Shape_i", "The length of one axis of its input.");
   shape_i.def(nb::init<int>(), "i"_a).def_prop_ro("i", [](const ShapeI& s) { return s.i; });

@@ -16,6 +16,7 @@
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/nnet.h"
+#include "hypatia/ops/print.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"

@@ -11,6 +11,7 @@ void register_nnet_kernels();
 void register_blas_kernels();
 void register_grad_kernels();
 void register_composite_kernels();
+void register_print_kernels();
 
 void register_all_kernels() {
   register_elemwise_kernels();
@@ -21,6 +22,7 @@ void register_all_kernels() {
   register_blas_kernels();
   register_grad_kernels();
   register_composite_kernels();
+  register_print_kernels();
 }
 
 }  // namespace hypatia

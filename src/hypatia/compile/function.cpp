@@ -12,6 +12,7 @@
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/graph/printing.h"
+#include "hypatia/ops/print.h"
 #include "hypatia/rewrite/rewriter.h"
 #include "hypatia/runtime/program.h"
 
@@ -157,7 +158,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   {
     std::vector<std::shared_ptr<Apply>> kept;
     for (const auto& n : order) {
-      bool foldable = n->op->destroy_map().empty();
+      bool foldable = n->op->destroy_map().empty() && typeid(*n->op) != typeid(PrintOp);
       for (const auto& v : n->inputs) {
         auto it = cell_of.find(v.get());
         foldable = foldable && it != cell_of.end() && program->cell_kind[it->second] == CellKind::Constant;

@@ -7,6 +7,7 @@
 #include "hypatia/backends/registry.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/nnet.h"
+#include "hypatia/ops/print.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
@@ -114,7 +115,7 @@ bool merge_pass(FunctionGraph& fg) {
 constexpr int64_t kMaxFoldElements = 65536;
 
 std::optional<std::vector<Var>> constant_fold(FunctionGraph&, Apply& n) {
-  if (n.inputs.empty() || !n.op->destroy_map().empty()) return std::nullopt;
+  if (n.inputs.empty() || !n.op->destroy_map().empty() || typeid(*n.op) == typeid(PrintOp)) return std::nullopt;
   for (const auto& in : n.inputs)
     if (!in->is_constant()) return std::nullopt;
   // Allocations of a large result are not folded (the graph would hold the big constant).
