@@ -149,11 +149,10 @@ BENCHMARK(BM_mlp_gemms_only)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace hypatia::bench
 
 int main(int argc, char** argv) {
-  return hypatia::bench::run_with_ratios(
-      argc, argv,
-      {{"BM_chain6_fused/real_time", "BM_memcpy_chain_bytes/real_time"},
-       {"BM_chain6_unfused/real_time", "BM_memcpy_chain_bytes/real_time"},
-       {"BM_compile_mlp_train/real_time", "", 30e6},
-       {"BM_compile_200_nodes/real_time", "", 100e6},
-       {"BM_mlp_train_step/real_time", "BM_mlp_gemms_only/real_time"}});
+  return hypatia::bench::run_with_ratios(argc, argv,
+                                         {{"BM_chain6_fused/real_time", "BM_memcpy_chain_bytes/real_time"},
+                                          {"BM_chain6_unfused/real_time", "BM_memcpy_chain_bytes/real_time"},
+                                          {"BM_compile_mlp_train/real_time", "", 30e6},
+                                          {"BM_compile_200_nodes/real_time", "", 100e6},
+                                          {"BM_mlp_train_step/real_time", "BM_mlp_gemms_only/real_time"}});
 }

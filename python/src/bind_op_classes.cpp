@@ -188,8 +188,9 @@ void init_op_classes(nb::module_& m) {
   reducible(dimshuffle, [](const DimShuffle& d) { return nb::make_tuple(d.input_broadcastable, d.pattern); });
 
   OpClass<PrintOp> print(m, "PrintOp", "Theano's Print: passes its input through and prints it when computed.");
-  print.def(nb::init<std::string, std::vector<std::string>>(), "message"_a = "",
-            "attrs"_a = std::vector<std::string>{"__str__"})
+  print
+      .def(nb::init<std::string, std::vector<std::string>>(), "message"_a = "",
+           "attrs"_a = std::vector<std::string>{"__str__"})
       .def_prop_ro("message", [](const PrintOp& p) { return p.message; })
       .def_prop_ro("attrs", [](const PrintOp& p) { return p.attrs; });
   reducible(print, [](const PrintOp& p) { return nb::make_tuple(p.message, p.attrs); });

@@ -8,9 +8,9 @@ namespace hypatia {
 namespace {
 
 using testing::make_array;
+using testing::OpSample;
 using testing::random_array;
 using testing::random_strided;
-using testing::OpSample;
 
 /// tanh(i0 * i1 + i2) - exp(i3)
 Var build_composite(const std::vector<Var>& v) {
@@ -37,8 +37,8 @@ HYP_OPINFO({
                {random_strided({5, 3}, dt, -1, 1, 9), rnd({5, 3}, dt, 10), random_strided({5, 3}, dt, -1, 1, 11),
                 rnd({5, 3}, dt, 12).transpose().transpose()}},
               {"zero size", {rnd({0, 3}, dt, 13), rnd({0, 3}, dt, 14), rnd({0, 3}, dt, 15), rnd({0, 3}, dt, 16)}},
-              {"several tiles", {rnd({2, 2500}, dt, 17), rnd({2, 2500}, dt, 18), rnd({1, 2500}, dt, 19),
-                                 rnd({2, 1}, dt, 20)}},
+              {"several tiles",
+               {rnd({2, 2500}, dt, 17), rnd({2, 2500}, dt, 18), rnd({1, 2500}, dt, 19), rnd({2, 1}, dt, 20)}},
               {"threads", {rnd({250001}, dt, 21), rnd({250001}, dt, 22), rnd({250001}, dt, 23), rnd({1}, dt, 24)}},
           };
         },
@@ -118,7 +118,7 @@ TEST(Inplace, ElementwiseOutputsReuseDeadIntermediates) {
   Var b = variable(vector_type(DType::Float64), "b");
   Var d = dot(x, w);
   Var h = sigmoid(d + b);  // fused; d is dead after it: overwritten in place
-  Var e = exp(dot(w, x));   // a lone Elemwise on a dead dot output: in place too
+  Var e = exp(dot(w, x));  // a lone Elemwise on a dead dot output: in place too
   Function f = function({x, w, b}, {h, e});
   EXPECT_EQ(count_ops(f, "[(0, 0)]"), 1) << f.debugprint();
   EXPECT_EQ(count_ops(f, "Elemwise{exp,inplace}"), 1) << f.debugprint();

@@ -179,14 +179,14 @@ TEST(Rewrite, DotPlusMatrixBecomesOneGemm) {
   // Matrix times vector plus vector: one Gemv.
   Var v = variable(vector_type(DType::Float32), "v");
   Var zv = variable(vector_type(DType::Float32), "zv");
-  Function gv = check_equivalent({a, v, zv}, {zv + dot(a, v) * 2.0},
-                                 {args[0], random_array({4}, DType::Float32, -1, 1, 5),
-                                  random_array({3}, DType::Float32, -1, 1, 6)});
+  Function gv = check_equivalent(
+      {a, v, zv}, {zv + dot(a, v) * 2.0},
+      {args[0], random_array({4}, DType::Float32, -1, 1, 5), random_array({3}, DType::Float32, -1, 1, 6)});
   EXPECT_EQ(joined(gv), "Gemv{no_inplace} ");
   // A broadcast bias stays a separate add (Gemm needs the full z).
   Var bias = variable(vector_type(DType::Float32), "bias");
-  Function h = check_equivalent({a, b, bias}, {dot(a, b) + bias},
-                                {args[0], args[1], random_array({5}, DType::Float32)});
+  Function h =
+      check_equivalent({a, b, bias}, {dot(a, b) + bias}, {args[0], args[1], random_array({5}, DType::Float32)});
   EXPECT_EQ(count_ops(h, "Gemm"), 0) << joined(h);
 }
 

@@ -18,8 +18,7 @@ namespace {
 
 class CompositeReferenceKernel final : public Kernel {
  public:
-  explicit CompositeReferenceKernel(const Apply& node)
-      : inplace_(static_cast<const Composite&>(*node.op).inplace) {
+  explicit CompositeReferenceKernel(const Apply& node) : inplace_(static_cast<const Composite&>(*node.op).inplace) {
     auto [ins, out] = composite_graph(node);
     ins_ = ins;
     out_ = out;
@@ -65,8 +64,8 @@ class CompositeCpuKernel final : public Kernel {
     for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);
     for (const auto& s : op_.steps) {
       auto [fn, writes] = elemwise_inner_fn(Elemwise(s.kind), op_.dtype);
-      HYP_ASSERT(fn != nullptr && writes == op_.dtype, op_.name(), ": step ", scalar_op_name(s.kind),
-                 " has no ", dtype_name(op_.dtype), " loop");
+      HYP_ASSERT(fn != nullptr && writes == op_.dtype, op_.name(), ": step ", scalar_op_name(s.kind), " has no ",
+                 dtype_name(op_.dtype), " loop");
       fns_.push_back(fn);
       simd_.push_back(simd_supports(s.kind, op_.dtype));
     }
@@ -74,52 +73,38 @@ class CompositeCpuKernel final : public Kernel {
 
   void run(const KernelArgs& args) override {
     const Shape shape = elemwise_broadcast_shape(op_, args.in, bc_);
-    if (op_.inplace >= 0) {
-      const NDArray& target = *args.in[op_.inplace];
-      if (!(target.shape() == shape) || target.dtype() != op_.dtype)
-        fail<ValueError>(op_.name(), ": the overwritten input ", op_.inplace, " is ", target.describe(),
-                         " but the output is ", dtype_name(op_.dtype), " ", shape.str());
-      *args.out[0] = target;
-    }
-    NDArray& out = op_.inplace >= 0 ? *args.out[0] : prepare_output(*args.out[0], shape, op_.dtype);
-    std::array<Strides, kMaxInputs + 1> st;
-    std::array<std::byte*, kMaxInputs + 1> base{};
-    st[0] = out.strides();
-    base[0] = out.raw();
-    for (int i = 0; i < op_.nin; ++i) {
-      const NDArray& a = *args.in[i];
-      st[i + 1] = a.strides();
-      for (int d = 0; d < shape.size(); ++d)
-        if (a.shape(d) != shape[d]) st[i + 1][d] = 0;
-      base[i + 1] = a.raw();
-    }
+    NDArray& out = op_.inplace >= 0
+                       ? prepare_inplace_output(*args.out[0], *args.in[op_.inplace], shape, op_.dtype, op_, op_.inplace)
+                       : prepare_output(*args.out[0], shape, op_.dtype);
+    std::array<const NDArray*, kMaxInputs> in{};
+    for (int i = 0; i < op_.nin; ++i) in[i] = args.in[i];
+    const BroadcastOperands<kMaxInputs + 1> ops(out, std::span<const NDArray* const>(in.data(), op_.nin));
     switch (op_.nin) {
-      case 1: return run_m<2>(shape, st, base);
-      case 2: return run_m<3>(shape, st, base);
-      case 3: return run_m<4>(shape, st, base);
-      case 4: return run_m<5>(shape, st, base);
-      case 5: return run_m<6>(shape, st, base);
-      case 6: return run_m<7>(shape, st, base);
-      case 7: return run_m<8>(shape, st, base);
-      default: return run_m<9>(shape, st, base);
+      case 1:
+        return run_m<2>(shape, ops);
+      case 2:
+        return run_m<3>(shape, ops);
+      case 3:
+        return run_m<4>(shape, ops);
+      case 4:
+        return run_m<5>(shape, ops);
+      case 5:
+        return run_m<6>(shape, ops);
+      case 6:
+        return run_m<7>(shape, ops);
+      case 7:
+        return run_m<8>(shape, ops);
+      default:
+        return run_m<9>(shape, ops);
     }
   }
 
  private:
   template <int M>
-  void run_m(const Shape& shape, const std::array<Strides, kMaxInputs + 1>& st,
-             const std::array<std::byte*, kMaxInputs + 1>& base) const {
-    std::array<const Strides*, M> sp;
-    std::array<std::byte*, M> b;
-    for (int k = 0; k < M; ++k) {
-      sp[k] = &st[k];
-      b[k] = base[k];
-    }
-    StridedLoop<M> loop(shape, sp);
-    run_strided_parallel<M>(loop, b, shape.prod(),
-                            [this](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
-                              tiles<M>(p, s, n);
-                            });
+  void run_m(const Shape& shape, const BroadcastOperands<kMaxInputs + 1>& ops) const {
+    ops.run_parallel<M>(shape, [this](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
+      tiles<M>(p, s, n);
+    });
   }
 
   template <int M>

@@ -28,9 +28,8 @@ class PrintKernel final : public Kernel {
 
 void register_print_kernels() {
   for (Backend b : {Backend::Reference, Backend::Cpu})
-    register_kernel(b, typeid(PrintOp), [](const Apply& node) -> std::unique_ptr<Kernel> {
-      return std::make_unique<PrintKernel>(node);
-    });
+    register_kernel(b, typeid(PrintOp),
+                    [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<PrintKernel>(node); });
 }
 
 }  // namespace hypatia

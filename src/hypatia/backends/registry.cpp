@@ -61,4 +61,13 @@ NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype) {
   return cell;
 }
 
+NDArray& prepare_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype, const Op& op,
+                                int input) {
+  if (!(target.shape() == shape) || target.dtype() != dtype)
+    fail<ValueError>(op.name(), ": the overwritten input ", input, " is ", target.describe(), " but the output is ",
+                     dtype_name(dtype), " ", shape.str());
+  cell = target;
+  return cell;
+}
+
 }  // namespace hypatia

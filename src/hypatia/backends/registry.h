@@ -61,6 +61,11 @@ std::vector<std::type_index> registered_op_types(Backend backend);
 /// Makes `cell` a C-contiguous array of `shape` and `dtype`, reusing its buffer when it is
 /// already such an array that nothing else references; returns it.
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype);
+/// The output cell of a node whose output overwrites its input `input` (`target`, per its
+/// destroy_map): checks that the target has the output's shape and dtype (ValueError naming `op`
+/// otherwise) and makes the cell a handle on the target's buffer.
+NDArray& prepare_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype, const Op& op,
+                                int input);
 
 /// Registers every kernel family (called once, lazily, by make_kernel/supports).
 void register_all_kernels();

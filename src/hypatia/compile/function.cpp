@@ -12,7 +12,6 @@
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/graph/printing.h"
-#include "hypatia/ops/print.h"
 #include "hypatia/rewrite/rewriter.h"
 #include "hypatia/runtime/program.h"
 
@@ -59,7 +58,8 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     const Var& v = inputs[i].variable;
     if (!v) fail<TypeError>(label, ": input ", i, " is null");
     if (v->is_shared())
-      fail<TypeError>(label, ": input ", i, " ('", v->name, "') is a shared variable; shared variables are implicit "
+      fail<TypeError>(label, ": input ", i, " ('", v->name,
+                      "') is a shared variable; shared variables are implicit "
                       "inputs and cannot be listed in inputs (use givens to replace one)");
     if (v->is_constant()) fail<TypeError>(label, ": input ", i, " is a constant; inputs must be free variables");
     if (v->owner)
@@ -75,13 +75,13 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   std::unordered_set<const Variable*> updated;
   for (const auto& [sv, val] : opts.updates) {
     if (!sv || !val) fail<TypeError>(label, ": null variable in updates");
-    if (!sv->is_shared())
-      fail<TypeError>(label, ": updates must target shared variables; ", sv->str(), " is not one");
+    if (!sv->is_shared()) fail<TypeError>(label, ": updates must target shared variables; ", sv->str(), " is not one");
     if (!updated.insert(sv.get()).second)
       fail<ValueError>(label, ": shared variable '", sv->name, "' is updated twice");
     if (val->type.dtype != sv->type.dtype || val->type.ndim() != sv->type.ndim())
-      fail<TypeError>(label, ": an update must have the same type as the original shared variable (shared_var=",
-                      sv->name, ", shared_var.type=", sv->type.str(), ", update_val=", val->str(),
+      fail<TypeError>(label,
+                      ": an update must have the same type as the original shared variable (shared_var=", sv->name,
+                      ", shared_var.type=", sv->type.str(), ", update_val=", val->str(),
                       ", update_val.type=", val->type.str(), "). If the difference is the dtype, cast the update.");
   }
   for (size_t i = 0; i < outputs.size(); ++i)
@@ -147,49 +147,12 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     program->inputs.push_back({c, inputs[i].variable->type,
                                inputs[i].name.empty() ? inputs[i].variable->name : inputs[i].name, inputs[i].value});
   }
-  for (const Var& orphan : fg.orphans())
-    add_cell(orphan, orphan->is_shared() ? CellKind::Shared : CellKind::Constant);
-
-  // Nodes whose inputs are all constants (e.g. the DimShuffle that broadcasts the 1 of `x + 1`)
-  // run once, here: their outputs become constant cells and the schedule skips them. Outputs
-  // larger than kMaxFoldedElements stay computed per call, as Theano's constant folding does for
-  // allocations, so that a function does not hold a large constant.
-  constexpr int64_t kMaxFoldedElements = int64_t{1} << 16;
-  {
-    std::vector<std::shared_ptr<Apply>> kept;
-    for (const auto& n : order) {
-      bool foldable = n->op->destroy_map().empty() && typeid(*n->op) != typeid(PrintOp);
-      for (const auto& v : n->inputs) {
-        auto it = cell_of.find(v.get());
-        foldable = foldable && it != cell_of.end() && program->cell_kind[it->second] == CellKind::Constant;
-      }
-      if (foldable) {
-        std::vector<NDArray> in_vals, out_vals(n->nout());
-        for (const auto& v : n->inputs) in_vals.push_back(program->storage[cell_of.at(v.get())]);
-        std::vector<NDArray*> in_ptrs, out_ptrs;
-        for (auto& a : in_vals) in_ptrs.push_back(&a);
-        for (auto& a : out_vals) out_ptrs.push_back(&a);
-        make_kernel(opts.backend, *n)->run(KernelArgs{in_ptrs, out_ptrs});
-        for (const auto& a : out_vals) foldable = foldable && a.valid() && a.size() <= kMaxFoldedElements;
-        if (foldable) {
-          for (int o = 0; o < n->nout(); ++o) {
-            int c = add_cell(n->output(o), CellKind::Constant);
-            program->storage[c] = std::move(out_vals[o]);
-          }
-          continue;
-        }
-      }
-      kept.push_back(n);
-    }
-    order = std::move(kept);
-  }
+  for (const Var& orphan : fg.orphans()) add_cell(orphan, orphan->is_shared() ? CellKind::Shared : CellKind::Constant);
 
   // Alias analysis: may a variable share memory with a leaf (input, shared, constant)?
   std::unordered_map<const Variable*, bool> alias_leaf;
   auto aliases = [&](const Var& v) {
     if (!v->owner) return true;
-    if (auto c = cell_of.find(v.get()); c != cell_of.end() && program->cell_kind[c->second] == CellKind::Constant)
-      return true;
     auto it = alias_leaf.find(v.get());
     return it != alias_leaf.end() && it->second;
   };
@@ -206,7 +169,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     for (size_t o = 0; o < dm.size(); ++o)
       for (int i : dm[o]) {
         const Var& victim = n->inputs[i];
-        if (!victim->owner || cell_of.count(victim.get()) || fg.clients(victim.get()).size() > 1)
+        if (!victim->owner || fg.clients(victim.get()).size() > 1)
           fail<ValueError>(label, ": ", n->op->name(), " overwrites its input ", i, " (", victim->str(),
                            ") which is a function input, shared variable, constant, or is read elsewhere; "
                            "use the op's non in-place form");
@@ -293,8 +256,10 @@ std::vector<NDArray> Function::operator()(const std::vector<NDArray>& args) {
   }
   std::vector<NDArray> all(ins.size());
   for (size_t i = 0; i < ins.size(); ++i) {
-    if (i < args.size()) all[i] = args[i];
-    else if (ins[i].default_value) all[i] = *ins[i].default_value;
+    if (i < args.size())
+      all[i] = args[i];
+    else if (ins[i].default_value)
+      all[i] = *ins[i].default_value;
     else
       fail<TypeError>(fn_label(program_->name), ": missing argument for input ", i,
                       ins[i].name.empty() ? "" : " ('" + ins[i].name + "')", " (", ins[i].type.str(),

@@ -6,17 +6,21 @@
 
 namespace hypatia {
 namespace {
-constexpr std::array<std::string_view, kNumDTypes> kNames = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"};
+constexpr std::array<std::string_view, kNumDTypes> kNames = {"bool",   "int8",   "int16",  "int32",   "int64",  "uint8",
+                                                             "uint16", "uint32", "uint64", "float32", "float64"};
 
 int bits(DType dt) { return static_cast<int>(itemsize(dt)) * 8; }
 
 DType signed_of_bits(int b) {
   switch (b) {
-    case 8: return DType::Int8;
-    case 16: return DType::Int16;
-    case 32: return DType::Int32;
-    default: return DType::Int64;
+    case 8:
+      return DType::Int8;
+    case 16:
+      return DType::Int16;
+    case 32:
+      return DType::Int32;
+    default:
+      return DType::Int64;
   }
 }
 }  // namespace

@@ -53,35 +53,58 @@ DType float_upcast(DType dt);
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::UInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::UInt32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DType::UInt64;
-  else if constexpr (std::is_same_v<T, float>) return DType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else static_assert(sizeof(T) == 0, "unsupported element type");
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::Int8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::Int16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::UInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DType::UInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DType::UInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return DType::UInt64;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::Float64;
+  else
+    static_assert(sizeof(T) == 0, "unsupported element type");
 }
 
 /// Calls f(T{}) with T the C++ type of `dt`.
 template <class F>
 decltype(auto) dispatch_dtype(DType dt, F&& f) {
   switch (dt) {
-    case DType::Bool: return f(bool{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::UInt16: return f(uint16_t{});
-    case DType::UInt32: return f(uint32_t{});
-    case DType::UInt64: return f(uint64_t{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
+    case DType::Bool:
+      return f(bool{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int16:
+      return f(int16_t{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::UInt16:
+      return f(uint16_t{});
+    case DType::UInt32:
+      return f(uint32_t{});
+    case DType::UInt64:
+      return f(uint64_t{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
   }
   __builtin_unreachable();
 }

@@ -32,7 +32,6 @@ std::string Dims::str() const {
   return os.str();
 }
 
-
 int normalize_axis(int axis, int ndim, const char* who) {
   if (axis < -ndim || axis >= std::max(ndim, 0) || (ndim == 0))
     fail<IndexError>(who, ": axis ", axis, " is out of bounds for an array of dimension ", ndim);
@@ -213,8 +212,8 @@ NDArray NDArray::as_strided(const Shape& shape, const Strides& strides) const {
 
 NDArray NDArray::reshape(const Shape& shape) const {
   if (shape.prod() != size())
-    fail<ValueError>("reshape: cannot reshape an array of size ", size(), " with shape ", shape_.str(),
-                     " into shape ", shape.str());
+    fail<ValueError>("reshape: cannot reshape an array of size ", size(), " with shape ", shape_.str(), " into shape ",
+                     shape.str());
   if (is_c_contiguous()) return as_strided(shape, c_strides(shape, itemsize()));
   return copy().as_strided(shape, c_strides(shape, itemsize()));
 }
@@ -231,9 +230,12 @@ NDArray NDArray::broadcast_to(const Shape& shape) const {
       continue;
     }
     int64_t d = shape_[i - off];
-    if (d == shape[i]) st[i] = strides_[i - off];
-    else if (d == 1) st[i] = 0;
-    else fail<ValueError>("broadcast_to: cannot broadcast shape ", shape_.str(), " to ", shape.str());
+    if (d == shape[i])
+      st[i] = strides_[i - off];
+    else if (d == 1)
+      st[i] = 0;
+    else
+      fail<ValueError>("broadcast_to: cannot broadcast shape ", shape_.str(), " to ", shape.str());
   }
   return as_strided(shape, st);
 }
@@ -246,8 +248,7 @@ void NDArray::assign(const NDArray& src) const {
     using D = decltype(td);
     dispatch_dtype(src.dtype_, [&](auto ts) {
       using S = decltype(ts);
-      loop.run({data_, src.data_}, [](const std::array<std::byte*, 2>& p, const std::array<int64_t, 2>& s,
-                                      int64_t n) {
+      loop.run({data_, src.data_}, [](const std::array<std::byte*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
         std::byte* d = p[0];
         const std::byte* q = p[1];
         if (std::is_same_v<D, S> && s[0] == sizeof(D) && s[1] == sizeof(D)) {
@@ -293,8 +294,10 @@ std::string NDArray::str() const {
   std::function<void(int, int64_t)> rec = [&](int d, int64_t prefix) {
     if (d == ndim()) {
       double v = get_flat(prefix);
-      if (dtype_ == DType::Bool) os << (v != 0 ? "True" : "False");
-      else os << v;
+      if (dtype_ == DType::Bool)
+        os << (v != 0 ? "True" : "False");
+      else
+        os << v;
       return;
     }
     os << "[";

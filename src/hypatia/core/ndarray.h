@@ -24,7 +24,9 @@ class Dims {
   Dims(std::initializer_list<int64_t> v) { assign(v.begin(), v.end()); }
   explicit Dims(std::span<const int64_t> v) { assign(v.begin(), v.end()); }
   template <class It>
-  Dims(It b, It e) { assign(b, e); }
+  Dims(It b, It e) {
+    assign(b, e);
+  }
 
   int size() const { return n_; }
   bool empty() const { return n_ == 0; }
@@ -103,8 +105,7 @@ class NDArray {
     return from_vector(values, Shape{static_cast<int64_t>(values.size())});
   }
   /// Wraps external memory without copying; `owner` keeps it alive.
-  static NDArray wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides,
-                      DType dtype);
+  static NDArray wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides, DType dtype);
 
   bool valid() const { return static_cast<bool>(storage_); }
   /// Drops the reference to the buffer (the array becomes invalid) without touching shape/strides.

@@ -80,7 +80,8 @@ FunctionGraph::FunctionGraph(std::vector<Var> inputs, std::vector<Var> outputs, 
   outputs_ = clone ? clone_graph(outputs) : std::move(outputs);
   for (const auto& n : hypatia::toposort(outputs_)) {
     nodes_.emplace(n.get(), n);
-    for (size_t i = 0; i < n->inputs.size(); ++i) clients_[n->inputs[i].get()].push_back({n.get(), static_cast<int>(i)});
+    for (size_t i = 0; i < n->inputs.size(); ++i)
+      clients_[n->inputs[i].get()].push_back({n.get(), static_cast<int>(i)});
   }
   for (size_t i = 0; i < outputs_.size(); ++i) clients_[outputs_[i].get()].push_back({nullptr, static_cast<int>(i)});
 }
@@ -178,8 +179,10 @@ void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::s
   std::vector<Client> moved = std::move(it->second);
   clients_.erase(it);
   for (const Client& c : moved) {
-    if (c.node) c.node->inputs[c.index] = new_var;
-    else outputs_[c.index] = new_var;
+    if (c.node)
+      c.node->inputs[c.index] = new_var;
+    else
+      outputs_[c.index] = new_var;
   }
   import_var(new_var);
   auto& dst = clients_[new_var.get()];

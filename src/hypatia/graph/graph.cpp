@@ -43,12 +43,19 @@ std::string Variable::str() const {
       os << "." << index;
       return os.str();
     case VarKind::Constant:
-      if (data.size() == 1) os << "TensorConstant{" << data.get_flat(0) << "}";
-      else if (data.size() <= 10) os << "TensorConstant{" << data.str() << "}";
-      else os << "TensorConstant{" << dtype_name(data.dtype()) << " " << data.shape().str() << "}";
+      if (data.size() == 1)
+        os << "TensorConstant{" << data.get_flat(0) << "}";
+      else if (data.size() <= 10)
+        os << "TensorConstant{" << data.str() << "}";
+      else
+        os << "TensorConstant{" << dtype_name(data.dtype()) << " " << data.shape().str() << "}";
       return os.str();
-    case VarKind::NullGrad: os << "NullGrad{" << null_reason << "}"; return os.str();
-    default: os << "<" << type.str() << ">"; return os.str();
+    case VarKind::NullGrad:
+      os << "NullGrad{" << null_reason << "}";
+      return os.str();
+    default:
+      os << "<" << type.str() << ">";
+      return os.str();
   }
 }
 
@@ -88,8 +95,8 @@ std::vector<Var> apply_op(std::shared_ptr<const Op> op, std::vector<Var> inputs)
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i]) fail<TypeError>(op->name(), ": input ", i, " is null");
     if (inputs[i]->kind == VarKind::NullGrad)
-      fail<NotDifferentiableError>(op->name(), ": input ", i, " is an undefined gradient (",
-                                   inputs[i]->null_reason, ")");
+      fail<NotDifferentiableError>(op->name(), ": input ", i, " is an undefined gradient (", inputs[i]->null_reason,
+                                   ")");
   }
   std::vector<TensorType> types = op->make_output_types(inputs);
   auto node = std::make_shared<Apply>(std::move(op), std::move(inputs), types);

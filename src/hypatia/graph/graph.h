@@ -109,6 +109,9 @@ class Op {
   virtual std::vector<std::vector<bool>> connection_pattern(const Apply& node) const;
   virtual AliasMap view_map() const { return {}; }
   virtual AliasMap destroy_map() const { return {}; }
+  /// Whether running the op does more than compute its outputs (Print): such nodes are never
+  /// constant-folded.
+  virtual bool has_side_effects() const { return false; }
   /// Where the name should be printed as "Name{attrs}".
   std::string str() const { return name(); }
 };
@@ -146,7 +149,12 @@ void set_node_hook(NodeHook hook);
 inline void hash_combine(size_t& seed, size_t v) { seed ^= v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); }
 template <class T>
 size_t hash_value(const T& v) {
-  if constexpr (requires { v.begin(); v.end(); typename T::value_type; } && !std::is_same_v<T, std::string>) {
+  if constexpr (requires {
+                  v.begin();
+                  v.end();
+                  typename T::value_type;
+                } &&
+                !std::is_same_v<T, std::string>) {
     size_t h = v.size();
     for (const auto& x : v) hash_combine(h, hash_value(x));
     return h;

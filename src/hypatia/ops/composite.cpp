@@ -18,7 +18,8 @@ Composite::Composite(int n_inputs, DType dt, std::vector<Step> s, int inplace_in
                        " arguments, expected ", scalar_op_arity(steps[j].kind));
     for (int a : steps[j].args)
       if (a < 0 || a >= nin + static_cast<int>(j))
-        fail<ValueError>("Composite: step ", j, " reads argument ", a, " which is neither an input nor an earlier step");
+        fail<ValueError>("Composite: step ", j, " reads argument ", a,
+                         " which is neither an input nor an earlier step");
   }
 }
 

@@ -1,11 +1,11 @@
 // Neural-network ops and builders.
 #include "hypatia/ops/nnet.h"
-#include "hypatia/ops/subtensor.h"
 
 #include <sstream>
 
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
+#include "hypatia/ops/subtensor.h"
 
 namespace hypatia {
 

@@ -22,6 +22,7 @@ class PrintOp : public OpWithProps<PrintOp> {
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
   std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
   AliasMap view_map() const override { return {{0}}; }
+  bool has_side_effects() const override { return true; }
 };
 
 /// print_op(x, "message"): x, printed whenever it is computed.

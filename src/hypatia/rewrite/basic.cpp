@@ -7,7 +7,6 @@
 #include "hypatia/backends/registry.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/nnet.h"
-#include "hypatia/ops/print.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
@@ -115,13 +114,14 @@ bool merge_pass(FunctionGraph& fg) {
 constexpr int64_t kMaxFoldElements = 65536;
 
 std::optional<std::vector<Var>> constant_fold(FunctionGraph&, Apply& n) {
-  if (n.inputs.empty() || !n.op->destroy_map().empty() || typeid(*n.op) == typeid(PrintOp)) return std::nullopt;
+  if (n.inputs.empty() || !n.op->destroy_map().empty() || n.op->has_side_effects()) return std::nullopt;
   for (const auto& in : n.inputs)
     if (!in->is_constant()) return std::nullopt;
   // Allocations of a large result are not folded (the graph would hold the big constant).
   if (typeid(*n.op) == typeid(Alloc)) {
     int64_t total = 1;
-    for (size_t i = 1; i < n.inputs.size(); ++i) total *= std::max<int64_t>(1, static_cast<int64_t>(n.inputs[i]->data.get_flat(0)));
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      total *= std::max<int64_t>(1, static_cast<int64_t>(n.inputs[i]->data.get_flat(0)));
     if (total > kMaxFoldElements) return std::nullopt;
   }
   std::vector<NDArray> in_vals, out_vals(n.nout());
@@ -181,10 +181,7 @@ std::optional<std::vector<Var>> canonical_elemwise(FunctionGraph&, Apply& n) {
       if (is_const(in[1], 1)) return one(as_type(in[0], out));
       break;
     case ScalarOpKind::Neg:
-      if (const Elemwise* inner = elemwise_of(in[0], ScalarOpKind::Neg)) {
-        (void)inner;
-        return one(as_type(in[0]->owner->inputs[0], out));
-      }
+      if (elemwise_of(in[0], ScalarOpKind::Neg)) return one(as_type(in[0]->owner->inputs[0], out));
       break;
     case ScalarOpKind::Cast:
       if (in[0]->dtype() == e->cast_to) return one(as_type(in[0], out));
@@ -278,7 +275,8 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
       // log(softmax(y)) -> log_softmax(y)
       if (x->owner && typeid(*x->owner->op) == typeid(Softmax)) {
         const auto& sm = static_cast<const Softmax&>(*x->owner->op);
-        if (!sm.log) return one(as_type(apply_op1(std::make_shared<Softmax>(sm.axis, true), {x->owner->inputs[0]}), out));
+        if (!sm.log)
+          return one(as_type(apply_op1(std::make_shared<Softmax>(sm.axis, true), {x->owner->inputs[0]}), out));
       }
       // log(sum(exp(y))) -> max(y) + log(sum(exp(y - max(y))))
       if (x->owner && typeid(*x->owner->op) == typeid(Reduce)) {
@@ -373,7 +371,8 @@ void register_basic() {
                           .modes = {"FAST_RUN"},
                           .position = 1.5,
                           .global = merge_pass});
-  register_rewrite_phase({.name = "stabilize", .tags = {"stabilize", "fast_run"}, .modes = {"FAST_RUN"}, .position = 2});
+  register_rewrite_phase(
+      {.name = "stabilize", .tags = {"stabilize", "fast_run"}, .modes = {"FAST_RUN"}, .position = 2});
   register_local_rewrite("stabilize", {"local_stabilize_elemwise", {typeid(Elemwise)}, stabilize_elemwise});
   register_local_rewrite("stabilize",
                          {"local_softmax_crossentropy", {typeid(CrossentropyCategorical1Hot)}, stabilize_crossentropy});
@@ -384,11 +383,8 @@ void register_basic() {
   register_local_rewrite("specialize", {"local_elemwise_canonical", {typeid(Elemwise)}, canonical_elemwise});
   register_local_rewrite("specialize", {"local_dimshuffle_lift", {typeid(DimShuffle)}, canonical_dimshuffle});
   register_local_rewrite("specialize", constant_folding_rewrite());
-  register_rewrite_phase({.name = "merge2",
-                          .tags = {"merge", "fast_run"},
-                          .modes = {"FAST_RUN"},
-                          .position = 4.5,
-                          .global = merge_pass});
+  register_rewrite_phase(
+      {.name = "merge2", .tags = {"merge", "fast_run"}, .modes = {"FAST_RUN"}, .position = 4.5, .global = merge_pass});
 }
 
 }  // namespace hypatia::rewrite

@@ -1,6 +1,7 @@
 // BLAS rewrites: dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm (matrices) or
 // one Gemv (a matrix times a vector).
 #include "hypatia/ops/blas.h"
+
 #include "hypatia/ops/shape.h"
 #include "hypatia/rewrite/rewrite_util.h"
 
@@ -30,8 +31,7 @@ std::optional<ScaledDot> scaled_dot(FunctionGraph& fg, const Var& v, DType dt) {
   if (!d->owner || typeid(*d->owner->op) != typeid(Dot) || fg.clients(d.get()).size() != 1) return std::nullopt;
   const Var& x = d->owner->inputs[0];
   const Var& y = d->owner->inputs[1];
-  if (x->ndim() != 2 || (y->ndim() != 2 && y->ndim() != 1) || x->dtype() != dt || y->dtype() != dt ||
-      d->dtype() != dt)
+  if (x->ndim() != 2 || (y->ndim() != 2 && y->ndim() != 1) || x->dtype() != dt || y->dtype() != dt || d->dtype() != dt)
     return std::nullopt;
   return ScaledDot{x, y, alpha};
 }

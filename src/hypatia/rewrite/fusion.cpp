@@ -42,8 +42,8 @@ bool fuse_pass(FunctionGraph& fg) {
     std::vector<Var> externals;
     std::function<void(const Var&)> grow = [&](const Var& v) {
       Apply* o = v->owner;
-      if (o && !in_group.count(o) && fusible(o) && o->output_ptr(0)->dtype() == dt &&
-          fg.clients(v.get()).size() == 1 && static_cast<int>(group.size()) < kMaxSteps) {
+      if (o && !in_group.count(o) && fusible(o) && o->output_ptr(0)->dtype() == dt && fg.clients(v.get()).size() == 1 &&
+          static_cast<int>(group.size()) < kMaxSteps) {
         group.push_back(o);
         in_group.insert(o);
         for (const auto& in : o->inputs) grow(in);

@@ -109,8 +109,10 @@ RewriteOptions rewrite_options_from_config(const std::string& mode) {
   o.mode = mode.empty() ? c.mode : mode;
   if (o.mode == "DebugMode" || o.mode == "DEBUG_MODE" || o.mode == "ProfileMode") o.mode = "FAST_RUN";
   if (mode.empty()) {
-    if (c.optimizer == "None") o.mode = "NONE";
-    else if (c.optimizer == "fast_compile" || c.optimizer == "merge" || c.optimizer == "o1") o.mode = "FAST_COMPILE";
+    if (c.optimizer == "None")
+      o.mode = "NONE";
+    else if (c.optimizer == "fast_compile" || c.optimizer == "merge" || c.optimizer == "o1")
+      o.mode = "FAST_COMPILE";
   }
   o.including = c.optimizer_including;
   o.excluding = c.optimizer_excluding;
@@ -160,12 +162,11 @@ int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite
           if (!nv || nv.get() == node->output_ptr(o)) continue;
           Var old = node->output(o);
           if (!(nv->type == old->type))
-            fail<InternalError>("rewrite ", rw->name, " replaced ", old->str(), " of type ", old->type.str(),
-                                " by ", nv->str(), " of type ", nv->type.str());
+            fail<InternalError>("rewrite ", rw->name, " replaced ", old->str(), " of type ", old->type.str(), " by ",
+                                nv->str(), " of type ", nv->type.str());
           if (print)
-            std::cerr << "rewriting: rewrite " << rw->name << " replaces " << old->str() << " of "
-                      << node->op->name() << " with " << nv->str() << (nv->owner ? " of " + nv->owner->op->name() : "")
-                      << "\n";
+            std::cerr << "rewriting: rewrite " << rw->name << " replaces " << old->str() << " of " << node->op->name()
+                      << " with " << nv->str() << (nv->owner ? " of " + nv->owner->op->name() : "") << "\n";
           if (nv->name.empty()) nv->name = old->name;
           fg.replace(old, nv, rw->name);
           changed = true;
@@ -175,8 +176,10 @@ int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite
         if (stats) {
           auto& v = stats->by_name;
           auto f = std::find_if(v.begin(), v.end(), [&](const auto& p) { return p.first == rw->name; });
-          if (f == v.end()) v.emplace_back(rw->name, 1);
-          else ++f->second;
+          if (f == v.end())
+            v.emplace_back(rw->name, 1);
+          else
+            ++f->second;
         }
         return true;
       }

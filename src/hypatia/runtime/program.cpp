@@ -25,11 +25,12 @@ std::string node_context(const Program::Thunk& t) {
   os << "]\nInputs shapes: [";
   for (size_t i = 0; i < t.in.size(); ++i) os << (i ? ", " : "") << (t.in[i]->valid() ? t.in[i]->shape().str() : "?");
   os << "]\nInputs strides: [";
-  for (size_t i = 0; i < t.in.size(); ++i)
-    os << (i ? ", " : "") << (t.in[i]->valid() ? t.in[i]->strides().str() : "?");
+  for (size_t i = 0; i < t.in.size(); ++i) os << (i ? ", " : "") << (t.in[i]->valid() ? t.in[i]->strides().str() : "?");
   os << "]";
-  if (!n.trace.empty()) os << "\nNode created at: " << n.trace;
-  else os << "\nHINT: the node was built in C++; where it was created is not recorded.";
+  if (!n.trace.empty())
+    os << "\nNode created at: " << n.trace;
+  else
+    os << "\nHINT: the node was built in C++; where it was created is not recorded.";
   if (config().exception_verbosity == "high") {
     std::vector<Var> outs;
     for (int i = 0; i < n.nout(); ++i) outs.push_back(const_cast<Apply&>(n).output(i));
@@ -57,8 +58,8 @@ void Program::bind_input(size_t i, const NDArray& arg) {
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
   if (arg.ndim() != s.type.ndim())
-    fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(), " dimensions) but got an array of shape ",
-                    arg.shape().str(), " (", arg.ndim(), " dimensions)");
+    fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(),
+                    " dimensions) but got an array of shape ", arg.shape().str(), " (", arg.ndim(), " dimensions)");
   for (int d = 0; d < arg.ndim(); ++d)
     if (s.type.broadcastable[d] && arg.shape(d) != 1)
       fail<TypeError>(where(), ": dimension ", d, " of ", s.type.str(),
@@ -70,8 +71,10 @@ void Program::bind_input(size_t i, const NDArray& arg) {
   }
   if (!allow_input_downcast && !can_cast_safely(arg.dtype(), s.type.dtype))
     fail<TypeError>(where(), ": expected dtype ", dtype_name(s.type.dtype), " (", s.type.str(), ") but got ",
-                    dtype_name(arg.dtype()), "; casting would lose precision. Pass allow_input_downcast=true "
-                    "or cast the data to ", dtype_name(s.type.dtype), ".");
+                    dtype_name(arg.dtype()),
+                    "; casting would lose precision. Pass allow_input_downcast=true "
+                    "or cast the data to ",
+                    dtype_name(s.type.dtype), ".");
   cell = arg.astype(s.type.dtype);
 }
 
@@ -116,9 +119,9 @@ void Program::run_debug(Thunk& th) {
   th.reference->run(KernelArgs{rin, rout});
   for (size_t o = 0; o < th.out.size(); ++o)
     if (!values_close(*th.out[o], ref_out[o], /*exact=*/false))
-      fail<InternalError>("DebugMode: output ", o, " of ", th.node->op->name(), " differs from the reference kernel's (",
-                          th.out[o]->valid() ? th.out[o]->describe() : "none", " vs ",
-                          ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
+      fail<InternalError>("DebugMode: output ", o, " of ", th.node->op->name(),
+                          " differs from the reference kernel's (", th.out[o]->valid() ? th.out[o]->describe() : "none",
+                          " vs ", ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
 }
 
 void Program::run_thunks() {
@@ -203,9 +206,12 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       bool fresh = !o.may_alias_leaf;
       for (size_t j = 0; j < i && fresh; ++j) fresh = outputs[j].cell != o.cell;
       for (const NDArray& nv : new_values) fresh = fresh && !nv.shares_buffer(cell);
-      if (o.borrow) outs[i] = cell;
-      else if (fresh && cell_kind[o.cell] == CellKind::Intermediate) outs[i] = std::move(cell);
-      else outs[i] = cell.copy();
+      if (o.borrow)
+        outs[i] = cell;
+      else if (fresh && cell_kind[o.cell] == CellKind::Intermediate)
+        outs[i] = std::move(cell);
+      else
+        outs[i] = cell.copy();
     }
     for (size_t i = 0; i < updates.size(); ++i) updates[i].shared->value = std::move(new_values[i]);
   } catch (...) {

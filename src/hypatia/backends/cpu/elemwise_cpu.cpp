@@ -21,7 +21,6 @@
 namespace hypatia {
 namespace {
 
-
 template <ScalarOpKind Kd, class T>
 void elemwise_inner(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n, bool simd) {
   using Fn = ScalarFn<Kd>;
@@ -160,19 +159,9 @@ class ElemwiseCpuKernel final : public Kernel {
         src[i] = &s;
       }
     }
-    NDArray* out;
-    if (op_.inplace >= 0) {
-      const NDArray& target = *args.in[op_.inplace];
-      if (!(target.shape() == shape) || target.dtype() != out_dtype_)
-        fail<ValueError>(op_.name(), ": the overwritten input ", op_.inplace, " is ", target.describe(),
-                         " but the output is ", dtype_name(out_dtype_), " ", shape.str());
-      if (!args.out[0]->shares_buffer(target) || args.out[0]->raw() != target.raw() ||
-          !(args.out[0]->strides() == target.strides()) || !(args.out[0]->shape() == shape))
-        *args.out[0] = target;
-      out = args.out[0];
-    } else {
-      out = &prepare_output(*args.out[0], shape, out_dtype_);
-    }
+    NDArray* out = op_.inplace >= 0 ? &prepare_inplace_output(*args.out[0], *args.in[op_.inplace], shape, out_dtype_,
+                                                              op_, op_.inplace)
+                                    : &prepare_output(*args.out[0], shape, out_dtype_);
     const int64_t total = shape.prod();
     // Fast path: C-contiguous operands of the output's shape (or single elements), below the
     // threading threshold: one call of the inner loop, no stride bookkeeping.
@@ -191,47 +180,29 @@ class ElemwiseCpuKernel final : public Kernel {
         p[i] = a.raw();
       }
       if (flat) {
-        if (total > 0) inner_(out->raw(), static_cast<int64_t>(itemsize(out_dtype_)), p.data(), ps.data(), total, simd_);
+        if (total > 0)
+          inner_(out->raw(), static_cast<int64_t>(itemsize(out_dtype_)), p.data(), ps.data(), total, simd_);
         return;
       }
     }
-    std::array<Strides, 4> st;
-    std::array<std::byte*, 4> base{};
-    st[0] = out->strides();
-    base[0] = out->raw();
-    for (int i = 0; i < n_in; ++i) {
-      st[i + 1] = src[i]->strides();
-      for (int d = 0; d < shape.size(); ++d)
-        if (src[i]->shape(d) != shape[d]) st[i + 1][d] = 0;
-      base[i + 1] = src[i]->raw();
-    }
+    const BroadcastOperands<4> ops(*out, std::span<const NDArray* const>(src.data(), n_in));
     switch (n_in) {
       case 1:
-        return run_loop<2>(shape, st, base, total);
+        return run_loop<2>(shape, ops);
       case 2:
-        return run_loop<3>(shape, st, base, total);
+        return run_loop<3>(shape, ops);
       default:
-        return run_loop<4>(shape, st, base, total);
+        return run_loop<4>(shape, ops);
     }
   }
 
  private:
   template <int M>
-  void run_loop(const Shape& shape, const std::array<Strides, 4>& st, const std::array<std::byte*, 4>& base,
-                int64_t total) const {
-    std::array<const Strides*, M> sp;
-    std::array<std::byte*, M> b;
-    for (int k = 0; k < M; ++k) {
-      sp[k] = &st[k];
-      b[k] = base[k];
-    }
-    StridedLoop<M> loop(shape, sp);
+  void run_loop(const Shape& shape, const BroadcastOperands<4>& ops) const {
     const InnerFn fn = inner_;
     const bool simd = simd_;
-    run_strided_parallel<M>(loop, b, total,
-                            [fn, simd](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
-                              fn(p[0], s[0], p.data() + 1, s.data() + 1, n, simd);
-                            });
+    ops.run_parallel<M>(shape, [fn, simd](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s,
+                                          int64_t n) { fn(p[0], s[0], p.data() + 1, s.data() + 1, n, simd); });
   }
 
   const Elemwise& op_;

@@ -7,8 +7,10 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 
 #include "hypatia/core/config.h"
+#include "hypatia/core/ndarray.h"
 #include "hypatia/core/strided_loop.h"
 
 namespace hypatia {
@@ -45,5 +47,37 @@ void run_strided_parallel(const StridedLoop<M>& loop, const std::array<std::byte
         r, r + 1);
   }
 }
+
+/// The operands of a broadcasting elementwise loop: operand 0 is the output, operands 1.. the
+/// inputs with stride 0 on the dims where they have length 1 and the output does not.
+template <size_t K>
+struct BroadcastOperands {
+  std::array<Strides, K> strides;
+  std::array<std::byte*, K> base{};
+
+  BroadcastOperands(const NDArray& out, std::span<const NDArray* const> in) {
+    strides[0] = out.strides();
+    base[0] = out.raw();
+    for (size_t i = 0; i < in.size(); ++i) {
+      const NDArray& a = *in[i];
+      strides[i + 1] = a.strides();
+      for (int d = 0; d < out.ndim(); ++d)
+        if (a.shape(d) != out.shape(d)) strides[i + 1][d] = 0;
+      base[i + 1] = a.raw();
+    }
+  }
+
+  /// run_strided_parallel over the first M operands.
+  template <int M, class Body>
+  void run_parallel(const Shape& shape, const Body& body) const {
+    std::array<const Strides*, M> sp;
+    std::array<std::byte*, M> b;
+    for (int k = 0; k < M; ++k) {
+      sp[k] = &strides[k];
+      b[k] = base[k];
+    }
+    run_strided_parallel<M>(StridedLoop<M>(shape, sp), b, shape.prod(), body);
+  }
+};
 
 }  // namespace hypatia
