@@ -23,8 +23,8 @@ int main() {
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) r = f()[0];
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("seed001 exp%s: looping %d times took %.4f s (%.1f us per call)\n",
-                borrow ? " (borrow)" : "         ", iters, s, 1e6 * s / iters);
+    std::printf("seed001 exp%s: looping %d times took %.4f s (%.1f us per call)\n", borrow ? " (borrow)" : "         ",
+                iters, s, 1e6 * s / iters);
     std::printf("  result [%.6f %.6f %.6f ... %.6f]\n", r.get_flat(0), r.get_flat(1), r.get_flat(2),
                 r.get_flat(vlen - 1));
     if (!borrow) {

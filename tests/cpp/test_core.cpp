@@ -90,7 +90,8 @@ TEST(Config, FlagsAndRc) {
 namespace hypatia {
 namespace {
 TEST(Allocator, SizeClassesHoldTheRequestAndAreReused) {
-  for (size_t bytes : {size_t{1}, size_t{64}, size_t{65}, size_t{300}, size_t{4097}, size_t{1} << 20, (size_t{3} << 20) + 5}) {
+  for (size_t bytes :
+       {size_t{1}, size_t{64}, size_t{65}, size_t{300}, size_t{4097}, size_t{1} << 20, (size_t{3} << 20) + 5}) {
     size_t cap = 0;
     void* p = host_alloc(bytes, &cap);
     ASSERT_NE(p, nullptr);

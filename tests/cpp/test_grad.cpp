@@ -20,7 +20,8 @@ TEST(Grad, ListOfWrtAndAccumulation) {
   Var b = variable(scalar_type(DType::Float64), "b");
   Var cost = a * b + a * a;
   auto g = grad(cost, {a, b});
-  std::vector<std::pair<Var, NDArray>> in{{a, NDArray::scalar(3, DType::Float64)}, {b, NDArray::scalar(5, DType::Float64)}};
+  std::vector<std::pair<Var, NDArray>> in{{a, NDArray::scalar(3, DType::Float64)},
+                                          {b, NDArray::scalar(5, DType::Float64)}};
   EXPECT_DOUBLE_EQ(eval(g[0], in).get_flat(0), 5 + 6);
   EXPECT_DOUBLE_EQ(eval(g[1], in).get_flat(0), 3);
 }
@@ -95,9 +96,9 @@ TEST(VerifyGrad, DetectsAWrongGradient) {
   // A correct gradient passes.
   EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return v[0] * v[0]; }, {f64({0.5, -1.5}, {2})}));
   // grad_clip changes the gradient without changing the value: verify_grad must notice.
-  EXPECT_THROW(verify_grad([](const std::vector<Var>& v) { return grad_clip(v[0] * 10.0, -0.1, 0.1); },
-                           {f64({0.5, -1.5}, {2})}),
-               GradientError);
+  EXPECT_THROW(
+      verify_grad([](const std::vector<Var>& v) { return grad_clip(v[0] * 10.0, -0.1, 0.1); }, {f64({0.5, -1.5}, {2})}),
+      GradientError);
 }
 
 }  // namespace

@@ -18,9 +18,12 @@ NDArray random_array(const Shape& shape, DType dt, double lo, double hi, uint64_
     T* p = a.data<T>();
     for (int64_t i = 0; i < a.size(); ++i) {
       double v = u(rng);
-      if constexpr (std::is_same_v<T, bool>) p[i] = v > (lo + hi) / 2;
-      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(std::floor(v));
-      else p[i] = static_cast<T>(v);
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = v > (lo + hi) / 2;
+      else if constexpr (std::is_integral_v<T>)
+        p[i] = static_cast<T>(std::floor(v));
+      else
+        p[i] = static_cast<T>(v);
     }
   });
   return a;

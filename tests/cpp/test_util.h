@@ -62,8 +62,9 @@ struct OpInfoRegistrar {
 #define HYP_OPINFO_CONCAT2(a, b) a##b
 #define HYP_OPINFO_CONCAT(a, b) HYP_OPINFO_CONCAT2(a, b)
 /// Adds an OpInfo to the table: HYP_OPINFO({.name = "add", ...});
-#define HYP_OPINFO(...) \
-  static ::hypatia::testing::OpInfoRegistrar HYP_OPINFO_CONCAT(hyp_opinfo_, __LINE__)(::hypatia::testing::OpInfo __VA_ARGS__)
+#define HYP_OPINFO(...)                                                     \
+  static ::hypatia::testing::OpInfoRegistrar HYP_OPINFO_CONCAT(hyp_opinfo_, \
+                                                               __LINE__)(::hypatia::testing::OpInfo __VA_ARGS__)
 
 inline const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float64};
 inline const std::vector<DType> kAllNumeric = {DType::Int8,   DType::Int32,   DType::Int64,  DType::UInt8,

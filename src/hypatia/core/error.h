@@ -70,9 +70,9 @@ template <class E = Error, class... Args>
 }  // namespace hypatia
 
 /// Internal invariant check: throws InternalError with file, line and a message.
-#define HYP_ASSERT(cond, ...)                                                                   \
-  do {                                                                                          \
-    if (!(cond))                                                                                \
-      throw ::hypatia::InternalError(::hypatia::detail::concat(                                 \
-          __FILE__, ":", __LINE__, ": internal error: ", #cond, " failed. " __VA_OPT__(, ) __VA_ARGS__)); \
+#define HYP_ASSERT(cond, ...)                                                                                        \
+  do {                                                                                                               \
+    if (!(cond))                                                                                                     \
+      throw ::hypatia::InternalError(::hypatia::detail::concat(__FILE__, ":", __LINE__, ": internal error: ", #cond, \
+                                                               " failed. " __VA_OPT__(, ) __VA_ARGS__));             \
   } while (0)

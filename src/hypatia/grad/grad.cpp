@@ -9,9 +9,9 @@
 
 #include "hypatia/compile/function.h"
 #include "hypatia/core/error.h"
+#include "hypatia/grad/grad_ops.h"
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/graph/printing.h"
-#include "hypatia/grad/grad_ops.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
@@ -50,8 +50,7 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
   if (cost && cost->ndim() != 0)
     fail<TypeError>("grad: cost must be a scalar (0-d); got ", cost->type.str(),
                     ". Sum or average it first, or pass known_grads.");
-  if (cost && !is_float(cost->dtype()))
-    fail<TypeError>("grad: cost must have a float dtype; got ", cost->type.str());
+  if (cost && !is_float(cost->dtype())) fail<TypeError>("grad: cost must have a float dtype; got ", cost->type.str());
   for (size_t i = 0; i < wrt.size(); ++i)
     if (!wrt[i]) fail<TypeError>("grad: wrt[", i, "] is null");
 
@@ -112,7 +111,8 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
     if (!null_reason.empty()) {
       in_grads.assign(n.inputs.size(), nullptr);
       for (size_t i = 0; i < n.inputs.size(); ++i)
-        if (depends.count(n.inputs[i].get())) in_grads[i] = grad_undefined(*n.op, static_cast<int>(i), n.inputs[i]->type, null_reason);
+        if (depends.count(n.inputs[i].get()))
+          in_grads[i] = grad_undefined(*n.op, static_cast<int>(i), n.inputs[i]->type, null_reason);
     } else {
       in_grads = n.op->grad(n, out_grads);
     }
@@ -134,8 +134,8 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
     auto it = grads.find(w.get());
     if (it != grads.end() && it->second) {
       if (it->second->kind == VarKind::NullGrad)
-        fail<NotDifferentiableError>("grad: the gradient with respect to ", w->str(), " is undefined: ",
-                                     it->second->null_reason);
+        fail<NotDifferentiableError>("grad: the gradient with respect to ", w->str(),
+                                     " is undefined: ", it->second->null_reason);
       result.push_back(it->second);
       continue;
     }
@@ -154,7 +154,9 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
   return result;
 }
 
-Var grad(const Var& cost, const Var& wrt, const GradOptions& opts) { return grad(cost, std::vector<Var>{wrt}, opts)[0]; }
+Var grad(const Var& cost, const Var& wrt, const GradOptions& opts) {
+  return grad(cost, std::vector<Var>{wrt}, opts)[0];
+}
 
 std::vector<Var> Lop(const std::vector<Var>& f, const std::vector<Var>& wrt, const std::vector<Var>& eval_points) {
   if (f.size() != eval_points.size())
@@ -178,7 +180,8 @@ std::vector<Var> Rop(const std::vector<Var>& f, const std::vector<Var>& wrt, con
   for (size_t i = 0; i < wrt.size(); ++i) {
     if (!wrt[i] || !eval_points[i]) fail<TypeError>("Rop: null wrt or eval point");
     if (!(wrt[i]->type.ndim() == eval_points[i]->type.ndim()))
-      fail<TypeError>("Rop: eval point ", i, " has type ", eval_points[i]->type.str(), "; wrt has ", wrt[i]->type.str());
+      fail<TypeError>("Rop: eval point ", i, " has type ", eval_points[i]->type.str(), "; wrt has ",
+                      wrt[i]->type.str());
     tangent[wrt[i].get()] = eval_points[i];
   }
   for (const auto& n : toposort(f)) {
@@ -270,7 +273,8 @@ Var grad_clip(const Var& x, double lo, double hi) { return apply_op1(std::make_s
 void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const std::vector<NDArray>& point,
                  const VerifyGradOptions& opts) {
   std::vector<Var> vars;
-  for (size_t i = 0; i < point.size(); ++i) vars.push_back(variable(TensorType::of_value(point[i]), "input" + std::to_string(i)));
+  for (size_t i = 0; i < point.size(); ++i)
+    vars.push_back(variable(TensorType::of_value(point[i]), "input" + std::to_string(i)));
   Var out = fn(vars);
   if (!out) fail<ValueError>("verify_grad: fn returned a null variable");
   if (!is_float(out->dtype())) fail<TypeError>("verify_grad: fn's output must be float; got ", out->type.str());
@@ -283,9 +287,8 @@ void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const st
   for (size_t i = 0; i < point.size(); ++i)
     if (is_float(point[i].dtype())) diff.push_back(static_cast<int>(i));
   if (diff.empty()) fail<ValueError>("verify_grad: no float input to differentiate");
-  const bool single = out->dtype() == DType::Float32 || std::any_of(diff.begin(), diff.end(), [&](int i) {
-                        return point[i].dtype() == DType::Float32;
-                      });
+  const bool single = out->dtype() == DType::Float32 ||
+                      std::any_of(diff.begin(), diff.end(), [&](int i) { return point[i].dtype() == DType::Float32; });
   const double eps = opts.eps > 0 ? opts.eps : (single ? 1e-3 : 1e-6);
   const double abs_tol = opts.abs_tol > 0 ? opts.abs_tol : (single ? 3e-2 : 1e-4);
   const double rel_tol = opts.rel_tol > 0 ? opts.rel_tol : (single ? 3e-2 : 1e-4);
@@ -297,8 +300,10 @@ void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const st
     NDArray t = NDArray::empty(out_val.shape(), out->dtype());
     for (int64_t k = 0; k < t.size(); ++k) {
       double r = u(rng) * ((rng() & 1) ? 1 : -1);
-      if (t.dtype() == DType::Float32) t.data<float>()[k] = static_cast<float>(r);
-      else t.data<double>()[k] = r;
+      if (t.dtype() == DType::Float32)
+        t.data<float>()[k] = static_cast<float>(r);
+      else
+        t.data<double>()[k] = r;
     }
     Var tv = constant(t);
     Var cost = sum(mul(out, tv));
@@ -324,8 +329,10 @@ void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const st
       for (int64_t e = 0; e < x.size(); ++e) {
         double orig = x.get_flat(e);
         auto set = [&](double v) {
-          if (x.dtype() == DType::Float32) x.data<float>()[e] = static_cast<float>(v);
-          else x.data<double>()[e] = v;
+          if (x.dtype() == DType::Float32)
+            x.data<float>()[e] = static_cast<float>(v);
+          else
+            x.data<double>()[e] = v;
         };
         set(orig + eps);
         double fp = fc(args)[0].get_flat(0);
@@ -349,9 +356,9 @@ void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const st
       if (worst >= 0) {
         std::ostringstream os;
         os << "verify_grad: the analytic gradient of input " << i << " (" << x.describe()
-           << ") disagrees with finite differences at flat index " << worst << ": analytic "
-           << a.get_flat(worst) << "; max abs error " << max_abs << " (tol " << abs_tol << "), rel error " << max_rel
-           << " (tol " << rel_tol << "), eps " << eps << "\nGraph:\n"
+           << ") disagrees with finite differences at flat index " << worst << ": analytic " << a.get_flat(worst)
+           << "; max abs error " << max_abs << " (tol " << abs_tol << "), rel error " << max_rel << " (tol " << rel_tol
+           << "), eps " << eps << "\nGraph:\n"
            << debugprint(out);
         throw GradientError(os.str());
       }

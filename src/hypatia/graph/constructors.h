@@ -18,7 +18,7 @@ Var tensor4(std::string name = "", std::optional<DType> dtype = std::nullopt);
 /// A variable of any rank and broadcastable pattern (Theano's TensorType(dtype, broadcastable)()).
 Var tensor(DType dtype, std::vector<bool> broadcastable, std::string name = "");
 
-#define HYPATIA_DECLARE_PREFIXED(prefix)        \
+#define HYPATIA_DECLARE_PREFIXED(prefix)      \
   Var prefix##scalar(std::string name = "");  \
   Var prefix##vector(std::string name = "");  \
   Var prefix##row(std::string name = "");     \

@@ -50,7 +50,9 @@ std::string debugprint(const std::vector<Var>& outputs, const DebugPrintOptions&
   return os.str();
 }
 
-std::string debugprint(const Var& output, const DebugPrintOptions& opts) { return debugprint(std::vector<Var>{output}, opts); }
+std::string debugprint(const Var& output, const DebugPrintOptions& opts) {
+  return debugprint(std::vector<Var>{output}, opts);
+}
 
 std::string debugprint(const FunctionGraph& fg, const DebugPrintOptions& opts) {
   auto order = fg.toposort();

@@ -8,15 +8,21 @@ std::string TensorType::str() const {
   std::ostringstream os;
   os << "TensorType(" << dtype_name(dtype) << ", ";
   const auto& b = broadcastable;
-  if (b.empty()) os << "scalar";
-  else if (b.size() == 1) os << (b[0] ? "(True,)" : "vector");
-  else if (b.size() == 2 && !b[0] && !b[1]) os << "matrix";
-  else if (b.size() == 2 && b[0] && !b[1]) os << "row";
-  else if (b.size() == 2 && !b[0] && b[1]) os << "col";
+  if (b.empty())
+    os << "scalar";
+  else if (b.size() == 1)
+    os << (b[0] ? "(True,)" : "vector");
+  else if (b.size() == 2 && !b[0] && !b[1])
+    os << "matrix";
+  else if (b.size() == 2 && b[0] && !b[1])
+    os << "row";
+  else if (b.size() == 2 && !b[0] && b[1])
+    os << "col";
   else {
     bool any = false;
     for (bool x : b) any |= x;
-    if (!any) os << b.size() << "D";
+    if (!any)
+      os << b.size() << "D";
     else {
       os << "(";
       for (size_t i = 0; i < b.size(); ++i) os << (i ? ", " : "") << (b[i] ? "True" : "False");
@@ -39,8 +45,7 @@ std::string TensorType::check_value(const NDArray& v) const {
   }
   for (int i = 0; i < ndim(); ++i)
     if (broadcastable[i] && v.shape(i) != 1) {
-      os << "dimension " << i << " is broadcastable (must have length 1) but the array has shape "
-         << v.shape().str();
+      os << "dimension " << i << " is broadcastable (must have length 1) but the array has shape " << v.shape().str();
       return os.str();
     }
   return "";
