@@ -1,5 +1,5 @@
 // Elemwise: OpInfo entries for every scalar op, dtype rules, exact values, broadcasting and its
-// errors, in-place, SIMD accuracy, threading, gradients and R-ops.
+// errors, in-place, threading, gradients and R-ops (SIMD accuracy: test_elemwise_simd.cpp).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -605,96 +605,6 @@ TEST(Elemwise, ExactSpecialValues) {
   NDArray na = run1(abs(i8), {{i8, testing::make_array({-128, -3}, {2}, DType::Int8)}});
   EXPECT_EQ(na.get_flat(0), -128);
   EXPECT_EQ(na.get_flat(1), 3);
-}
-
-/// Distance in units in the last place between two finite floats of the same type.
-template <class T>
-double ulp_distance(T a, T b) {
-  if (std::isnan(a) && std::isnan(b)) return 0;
-  if (a == b) return 0;
-  if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) return 1e30;
-  using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
-  I ia, ib;
-  std::memcpy(&ia, &a, sizeof(T));
-  std::memcpy(&ib, &b, sizeof(T));
-  // Map the sign-magnitude bit patterns onto a monotonic integer line.
-  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
-  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-  const __int128 diff = static_cast<__int128>(ia) - static_cast<__int128>(ib);
-  return static_cast<double>(diff < 0 ? -diff : diff);
-}
-
-template <class T>
-void check_simd_accuracy(Var (*build)(Var), T (*ref)(T), std::vector<T> values, double max_ulp, const char* what) {
-  // Dense sweeps plus the special values, then padded to an odd length to exercise the tail.
-  const DType dt = dtype_of<T>();
-  Var x = fvar(1, dt);
-  values.push_back(std::numeric_limits<T>::quiet_NaN());
-  NDArray in = NDArray::from_vector(values);
-  NDArray out = run1(build(x), {{x, in}});
-  for (size_t i = 0; i < values.size(); ++i) {
-    T got = out.data<T>()[i];
-    T want = ref(values[i]);
-    EXPECT_LE(ulp_distance(got, want), max_ulp) << what << "(" << values[i] << ") = " << got << ", std: " << want;
-  }
-}
-
-template <class T>
-std::vector<T> sweep(double lo, double hi, int n, std::vector<double> extra = {}) {
-  std::vector<T> v;
-  for (int i = 0; i < n; ++i) v.push_back(static_cast<T>(lo + (hi - lo) * i / (n - 1)));
-  for (double e : extra) v.push_back(static_cast<T>(e));
-  return v;
-}
-
-template <class T>
-void simd_accuracy_suite() {
-  const double inf = std::numeric_limits<double>::infinity();
-  const double big = sizeof(T) == 4 ? 3e38 : 1e308;
-  const double tiny = sizeof(T) == 4 ? 1e-40 : 1e-310;
-  check_simd_accuracy<T>(
-      exp, [](T v) { return std::exp(v); },
-      sweep<T>(-110, 110, 4001, {inf, -inf, 0, -0.0, sizeof(T) == 4 ? 88.72 : 709.7, 88.73, 705, 708, -744}), 3, "exp");
-  check_simd_accuracy<T>(
-      expm1, [](T v) { return std::expm1(v); }, sweep<T>(-60, 60, 2001, {inf, -inf, 1e-7, -1e-7, 0, 705, 709}), 3,
-      "expm1");
-  check_simd_accuracy<T>(
-      log, [](T v) { return std::log(v); }, sweep<T>(1e-3, 1000, 2001, {inf, 0, -1, tiny, big, 1, 1e-30, 1e30}), 3,
-      "log");
-  check_simd_accuracy<T>(
-      log1p, [](T v) { return std::log1p(v); }, sweep<T>(-0.999, 50, 2001, {inf, -1, -2, 1e-9, -1e-9, 0, -0.5, big}), 4,
-      "log1p");
-  check_simd_accuracy<T>(
-      tanh, [](T v) { return std::tanh(v); }, sweep<T>(-25, 25, 2001, {inf, -inf, 1e-9, 0, big}), 4, "tanh");
-  check_simd_accuracy<T>(
-      sin, [](T v) { return std::sin(v); }, sweep<T>(-100, 100, 2001, {inf, 1e5, -4e4, 1e-6}), 4, "sin");
-  check_simd_accuracy<T>(
-      cos, [](T v) { return std::cos(v); }, sweep<T>(-100, 100, 2001, {inf, 1e5, -4e4, 1e-6}), 4, "cos");
-  check_simd_accuracy<T>(
-      sqrt, [](T v) { return std::sqrt(v); }, sweep<T>(0, 100, 501, {inf, -1, tiny}), 0, "sqrt");
-  check_simd_accuracy<T>(
-      sigmoid, [](T v) { return scalar_math::sigmoid(v); }, sweep<T>(-120, 120, 2001, {inf, -inf, 0, 800, -800}), 4,
-      "sigmoid");
-  check_simd_accuracy<T>(
-      softplus, [](T v) { return scalar_math::softplus(v); }, sweep<T>(-120, 120, 2001, {inf, -inf, 0, 1e-3, -1e-3}), 4,
-      "softplus");
-}
-
-TEST(ElemwiseSimd, Float32MatchesStdWithinUlps) { simd_accuracy_suite<float>(); }
-TEST(ElemwiseSimd, Float64MatchesStdWithinUlps) { simd_accuracy_suite<double>(); }
-
-TEST(ElemwiseSimd, BinaryOpsAndScalarOperands) {
-  for (DType dt : kF) {
-    Var a = fvar(1, dt, "a"), b = variable(scalar_type(dt), "b");
-    NDArray av = rnd({67}, dt, 91, -3, 3), bv = rnd({}, dt, 92, 0.5, 2);
-    for (auto f : {add, sub, mul, true_div, maximum, minimum}) {
-      for (Var out : {f(a, b), f(b, a), f(a, a)}) {
-        NDArray cpu = run1(out, {{a, av}, {b, bv}}, Backend::Cpu);
-        NDArray ref = run1(out, {{a, av}, {b, bv}}, Backend::Reference);
-        EXPECT_ALLCLOSE(cpu, ref, 1e-6, 0) << out->owner->op->name();
-      }
-    }
-  }
 }
 
 TEST(Elemwise, RuntimeBroadcastErrors) {
