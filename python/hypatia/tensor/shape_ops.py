@@ -1,0 +1,310 @@
+"""Theano's shape and indexing functions of hypatia.tensor (re-exported by hypatia.tensor.basic):
+dimshuffle, reshape, join/stack/split, alloc/zeros/ones/fill/*_like, arange, eye, tile, repeat,
+broadcast patterns, subtensor, set_subtensor/inc_subtensor and take. Python-only glue, like basic.
+"""
+import builtins
+import numbers
+
+import numpy as np
+
+from hypatia import _core
+from hypatia.configparser import config
+from hypatia.tensor.basic import (Variable, _dtype_name, _int_scalar, _operands, _shape_list, any, as_tensor_variable,
+                                  cast, constant, get_vector_length)
+
+# ------------------------------------------------------------------------------------------------
+# Shapes
+
+
+def shape(x):
+    """The symbolic shape of x (an int64 vector)."""
+    return _core.shape(as_tensor_variable(x))
+
+
+def _pattern(pattern):
+    if len(pattern) == 1 and isinstance(pattern[0], (list, tuple)):
+        pattern = pattern[0]
+    return [-1 if p == "x" else int(p) for p in pattern]
+
+
+def dimshuffle(x, *pattern):
+    """Theano's dimshuffle: input axes in a new order, 'x' for new broadcastable axes."""
+    return _core.dimshuffle(as_tensor_variable(x), _pattern(pattern))
+
+
+def transpose(x, axes=None):
+    """x with its axes permuted (reversed when axes is None)."""
+    return _core.transpose(as_tensor_variable(x), [] if axes is None else [int(a) for a in axes])
+
+
+def reshape(x, newshape, ndim=None):
+    """x with a new shape (a tuple of ints and 0-d int variables, one may be -1, or an int vector)."""
+    x = as_tensor_variable(x)
+    if isinstance(newshape, (numbers.Integral, np.integer)):
+        newshape = (int(newshape),)
+    if isinstance(newshape, (list, tuple)) and not builtins.any(isinstance(s, Variable) for s in newshape):
+        return _core.reshape(x, [int(s) for s in newshape])
+    if isinstance(newshape, Variable) and newshape.ndim == 1:
+        n = ndim if ndim is not None else get_vector_length(newshape)
+        return _core.reshape_symbolic(x, newshape, n)
+    parts = _shape_list(newshape)
+    return _core.reshape_symbolic(x, _core.make_vector([cast(p, "int64") for p in parts]), len(parts))
+
+
+def flatten(x, ndim=None, outdim=None):
+    """Keeps the first ndim-1 axes and flattens the rest (ndim 1: a vector)."""
+    n = ndim if ndim is not None else (outdim if outdim is not None else 1)
+    return _core.flatten(as_tensor_variable(x), int(n))
+
+
+def concatenate(tensor_list, axis=0):
+    """Joins tensors along an existing axis."""
+    return _core.concatenate([as_tensor_variable(t) for t in tensor_list], int(axis))
+
+
+def join(axis, *tensors_list):
+    """Theano's join(axis, *tensors): concatenation along axis."""
+    if len(tensors_list) == 1 and isinstance(tensors_list[0], (list, tuple)):
+        tensors_list = tensors_list[0]
+    return concatenate(tensors_list, axis)
+
+
+def stack(*tensors, **kwargs):
+    """Stacks tensors of one shape along a new axis: stack([a, b], axis=0) (or stack(a, b))."""
+    axis = kwargs.pop("axis", 0)
+    if "tensors" in kwargs:
+        tensors = (kwargs.pop("tensors"),)
+    if kwargs:
+        raise TypeError(f"stack: unexpected arguments {sorted(kwargs)}")
+    if len(tensors) == 2 and isinstance(tensors[0], (list, tuple)) and isinstance(tensors[1], numbers.Integral):
+        tensors, axis = tensors  # stack([a, b], axis)
+    elif len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    if len(tensors) == 0:
+        raise ValueError("stack: nothing to stack")
+    vs = _operands(*tensors)
+    return _core.stack(vs, int(axis))
+
+
+def horizontal_stack(*args):
+    return concatenate(args, axis=1)
+
+
+def vertical_stack(*args):
+    return concatenate(args, axis=0)
+
+
+def split(x, splits_size, n_splits, axis=0):
+    """Splits x along axis into n_splits pieces of the given lengths."""
+    if not isinstance(splits_size, Variable):
+        splits_size = constant(np.asarray(splits_size, dtype=np.int64))
+    return _core.split(as_tensor_variable(x), splits_size, int(n_splits), int(axis))
+
+
+def alloc(value, *shape):
+    """An array of the given shape filled with value (broadcast)."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    return _core.alloc(as_tensor_variable(value), [_int_scalar(s) for s in shape])
+
+
+def zeros(shape, dtype=None):
+    """Zeros of a shape (ints and 0-d int variables, or an int vector); dtype floatX by default."""
+    return _core.zeros(_shape_list(shape), _dtype_name(dtype) or config.floatX)
+
+
+def ones(shape, dtype=None):
+    """Ones of a shape; dtype floatX by default."""
+    return _core.ones(_shape_list(shape), _dtype_name(dtype) or config.floatX)
+
+
+def zeros_like(model, dtype=None):
+    """Zeros with model's shape (and dtype unless given)."""
+    return _core.zeros_like(as_tensor_variable(model), _dtype_name(dtype))
+
+
+def ones_like(model, dtype=None):
+    """Ones with model's shape (and dtype unless given)."""
+    return _core.ones_like(as_tensor_variable(model), _dtype_name(dtype))
+
+
+def fill(model, value):
+    """value broadcast to model's shape."""
+    model, value = _operands(model, value)
+    return _core.fill(model, value)
+
+
+second = fill
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """numpy.arange with symbolic or constant bounds."""
+    if stop is None:
+        start, stop = 0, start
+    vals = []
+    for v in (start, stop, step):
+        vals.append(v if isinstance(v, Variable) else constant(v))
+    if dtype is None:
+        dtype = np.result_type(*[np.dtype(v.dtype) for v in vals]).name
+    return _core.arange(vals[0], vals[1], vals[2], _dtype_name(dtype))
+
+
+def eye(n, m=None, k=0, dtype=None):
+    """An n x m matrix with ones on diagonal k (dtype floatX by default)."""
+    m = n if m is None else m
+    return _core.eye(_int_scalar(n), _int_scalar(m), _int_scalar(k), _dtype_name(dtype) or config.floatX)
+
+
+def identity_like(x):
+    """The identity matrix with x's shape and dtype."""
+    x = as_tensor_variable(x)
+    return _core.eye(x.shape[0], x.shape[1], _core.int_constant(0), x.dtype)
+
+
+def tile(x, reps, ndim=None):
+    """numpy.tile with constant repetitions."""
+    return _core.tile(as_tensor_variable(x), [int(r) for r in reps])
+
+
+def repeat(x, repeats, axis=None):
+    """numpy.repeat: repeats an int, an int vector, or a symbolic integer."""
+    if isinstance(repeats, Variable):
+        r = repeats
+    elif np.ndim(repeats) == 0:
+        r = _core.int_constant(int(repeats))
+    else:
+        r = constant(np.asarray(repeats, dtype=np.int64))
+    return _core.repeat(as_tensor_variable(x), r, axis)
+
+
+def patternbroadcast(x, broadcastable):
+    """x with the broadcastable pattern given (checked at run time)."""
+    return _core.patternbroadcast(as_tensor_variable(x), [bool(b) for b in broadcastable])
+
+
+def addbroadcast(x, *axes):
+    """x with axes made broadcastable (checked at run time to have length 1)."""
+    return _core.addbroadcast(as_tensor_variable(x), [int(a) for a in axes])
+
+
+def unbroadcast(x, *axes):
+    """x with axes made not broadcastable."""
+    return _core.unbroadcast(as_tensor_variable(x), [int(a) for a in axes])
+
+
+def squeeze(x):
+    """x without its broadcastable axes."""
+    return _core.squeeze(as_tensor_variable(x))
+
+
+def expand_dims(x, axis):
+    return _core.expand_dims(as_tensor_variable(x), int(axis))
+
+
+def shape_padleft(t, n_ones=1):
+    """t with n_ones broadcastable axes in front."""
+    t = as_tensor_variable(t)
+    return _core.dimshuffle(t, [-1] * n_ones + list(range(t.ndim)))
+
+
+def shape_padright(t, n_ones=1):
+    """t with n_ones broadcastable axes at the end."""
+    t = as_tensor_variable(t)
+    return _core.dimshuffle(t, list(range(t.ndim)) + [-1] * n_ones)
+
+
+def shape_padaxis(t, axis):
+    """t with a broadcastable axis inserted at axis."""
+    t = as_tensor_variable(t)
+    ndim = t.ndim + 1
+    if not -ndim <= axis < ndim:
+        raise IndexError(f"shape_padaxis: axis {axis} is out of bounds for {ndim} dimensions")
+    if axis < 0:
+        axis += ndim
+    pattern = list(range(t.ndim))
+    pattern.insert(axis, -1)
+    return _core.dimshuffle(t, pattern)
+
+
+def swapaxes(y, axis1, axis2):
+    return _core.swapaxes(as_tensor_variable(y), int(axis1), int(axis2))
+
+
+def roll(x, shift, axis=None):
+    """numpy.roll: elements shifted along axis, wrapping around."""
+    return _core.roll(as_tensor_variable(x), _int_scalar(shift), axis)
+
+
+def flip(x, axis):
+    return _core.flip(as_tensor_variable(x), int(axis))
+
+
+# ------------------------------------------------------------------------------------------------
+# Indexing
+
+
+def _index_key(key):
+    """A Python index as the tuple _core.subtensor takes (arrays and lists become constants)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, Variable):
+            out.append(k)
+        elif isinstance(k, slice):
+            out.append(slice(*[b if b is None or isinstance(b, Variable) else int(b) for b in (k.start, k.stop, k.step)]))
+        elif isinstance(k, (bool, np.bool_)):
+            raise IndexError("hypatia: indexing with a Python bool is not supported; use a boolean array")
+        elif isinstance(k, (numbers.Integral, np.integer)):
+            out.append(int(k))
+        elif isinstance(k, (list, np.ndarray)):
+            arr = np.asarray(k)
+            if arr.dtype.kind == "b":
+                out.append(constant(arr))
+            elif arr.dtype.kind in "iu" or arr.size == 0:
+                out.append(constant(arr.astype(np.int64)))
+            else:
+                raise IndexError(f"hypatia: arrays used as indices must be integer or boolean, got {arr.dtype}")
+        else:
+            raise IndexError(f"hypatia: cannot index with {k!r}")
+    return tuple(out)
+
+
+def subtensor(x, key):
+    """x[key] with numpy semantics (basic indexing gives a view)."""
+    x = as_tensor_variable(x)
+    r = _core.subtensor(x, _index_key(key))
+    if r is x and x.ndim > 0:
+        # x[:] and x[...] select everything; keep a view node (Subtensor{0:}) so that
+        # set_subtensor(x[:], y) knows what was indexed, as in Theano.
+        r = _core.subtensor(x, (slice(0, None),))
+    return r
+
+
+def set_subtensor(x, y, inplace=False, tolerate_inplace_aliasing=False):
+    """x with the region x[...] replaced by y: x must be the result of indexing (set_subtensor(a[1:3], y))."""
+    x = as_tensor_variable(x)
+    (y,) = _operands_like(x, y)
+    return _core.set_subtensor(x, y)
+
+
+def inc_subtensor(x, y, inplace=False, set_instead_of_inc=False, tolerate_inplace_aliasing=False):
+    """x with y added to the region x[...] (repeated advanced indices accumulate)."""
+    if set_instead_of_inc:
+        return set_subtensor(x, y)
+    x = as_tensor_variable(x)
+    (y,) = _operands_like(x, y)
+    return _core.inc_subtensor(x, y)
+
+
+def _operands_like(like, *xs):
+    return _operands(like, *xs)[1:]
+
+
+def take(a, indices, axis=None, mode="raise"):
+    """numpy.take: elements of a gathered by integer indices along axis (a flattened when None)."""
+    if mode != "raise":
+        raise NotImplementedError("take: only mode='raise' is supported")
+    if not isinstance(indices, Variable):
+        indices = constant(np.asarray(indices, dtype=np.int64))
+    return _core.take(as_tensor_variable(a), indices, axis)
