@@ -12,7 +12,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: deps venv build build-asan test test-cpp test-asan test-python demo bench format clean
+.PHONY: deps venv build build-asan test test-cpp test-asan test-python demo bench bench-compare format clean
 
 deps:
 	@bash scripts/install_deps.sh
@@ -50,6 +50,12 @@ bench: deps venv
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYPATIA_BENCH=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	@bash scripts/bench.sh $(BUILD)
+
+# Hypatia beside numpy, PyTensor and JAX from Python, in .venv-bench (pinned versions from PyPI and
+# this tree's package; .venv is not touched). Not part of test or demo.
+bench-compare: deps
+	@JOBS=$(JOBS) bash scripts/setup_bench_env.sh
+	.venv-bench/bin/python bench/python/compare_frameworks.py
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -1,6 +1,9 @@
 // tanh(a*b + c) - exp(d) on 16M float32 elements (shared inputs; the borrowed output is released
 // after each call so the next call reuses its buffer), against a one-pass memcpy of the same bytes
-// the expression must read and write (4 inputs + 1 output).
+// the expression must read and write (4 inputs + 1 output). sum(x * y) on 16M float32 (one fused
+// CompositeReduce node) against one OpenMP pass that only reads the same two arrays.
+#include <omp.h>
+
 #include <cstring>
 
 #include "bench_util.h"
@@ -42,10 +45,60 @@ void BM_fused_tanh_exp(benchmark::State& state) {
 }
 BENCHMARK(BM_fused_tanh_exp)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+struct DotData {
+  NDArray x = random_f32({kLen}, -1, 1, 6), y = random_f32({kLen}, -1, 1, 7);
+};
+const DotData& dot_data() {
+  static const DotData d;
+  return d;
+}
+
+void set_read_bytes(benchmark::State& state) { state.SetBytesProcessed(state.iterations() * kLen * 2 * 4); }
+
+// Reads x and y once (vectorized, on every OpenMP thread): the least sum(x * y) must do.
+void BM_memread_two_arrays(benchmark::State& state) {
+  const float* x = dot_data().x.data<float>();
+  const float* y = dot_data().y.data<float>();
+  const int nt = omp_get_max_threads();
+  for (auto _ : state) {
+    double acc = 0;
+#pragma omp parallel for num_threads(nt) reduction(+ : acc) schedule(static)
+    for (int t = 0; t < nt; ++t) {
+      const int64_t b = kLen * t / nt, e = kLen * (t + 1) / nt;
+      float s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = b; i < e; ++i) s += x[i] + y[i];
+      acc += s;
+    }
+    benchmark::DoNotOptimize(acc);
+  }
+  set_read_bytes(state);
+}
+BENCHMARK(BM_memread_two_arrays)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void run_sum_xy(benchmark::State& state, const char* mode) {
+  Var x = shared(dot_data().x, "x", true), y = shared(dot_data().y, "y", true);
+  FunctionOptions o;
+  o.mode = mode;
+  Function f = function({}, {sum(x * y)}, o);
+  for (auto _ : state) benchmark::DoNotOptimize(f()[0].raw());
+  set_read_bytes(state);
+}
+
+// One CompositeReduce node: the product is never stored.
+void BM_fused_sum_xy(benchmark::State& state) { run_sum_xy(state, "FAST_RUN"); }
+BENCHMARK(BM_fused_sum_xy)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Elemwise{mul} writes 64 MB, then Sum reads it back.
+void BM_unfused_sum_xy(benchmark::State& state) { run_sum_xy(state, "FAST_COMPILE"); }
+BENCHMARK(BM_unfused_sum_xy)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 }  // namespace hypatia::bench
 
 int main(int argc, char** argv) {
   return hypatia::bench::run_with_ratios(argc, argv,
-                                         {{"BM_fused_tanh_exp/real_time", "BM_memcpy_same_bytes/real_time"}});
+                                         {{"BM_fused_tanh_exp/real_time", "BM_memcpy_same_bytes/real_time"},
+                                          {"BM_fused_sum_xy/real_time", "BM_memread_two_arrays/real_time"},
+                                          {"BM_unfused_sum_xy/real_time", "BM_memread_two_arrays/real_time"}});
 }

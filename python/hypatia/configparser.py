@@ -8,7 +8,7 @@ import contextlib
 
 from hypatia import _core
 
-_BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites"})
+_BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites", "debug_checks"})
 _INT_KEYS = frozenset({"openmp_elemwise_minsize", "num_threads"})
 _KEYS = (
     "floatX",
@@ -22,6 +22,7 @@ _KEYS = (
     "openmp_elemwise_minsize",
     "num_threads",
     "print_rewrites",
+    "debug_checks",
     "optimizer_including",
     "optimizer_excluding",
 )

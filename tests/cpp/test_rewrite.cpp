@@ -302,8 +302,47 @@ TEST(DebugMode, ChecksEveryNodeAgainstItsReferenceAndItsDestroyMap) {
   } catch (const InternalError& err) {
     EXPECT_NE(std::string(err.what()).find("BadThunkOutput"), std::string::npos) << err.what();
   }
-  // Outside DebugMode the wrong kernel runs unchecked.
-  EXPECT_NEAR(function({x}, {bad2})({v})[0].get_flat(0), 3.0, 1e-12);
+  // Outside DebugMode (and without the test suite's debug_checks) the wrong kernel runs unchecked.
+  const bool checks = config().debug_checks;
+  config().debug_checks = false;
+  const double unchecked = function({x}, {bad2})({v})[0].get_flat(0);
+  config().debug_checks = checks;
+  EXPECT_NEAR(unchecked, 3.0, 1e-12);
+}
+
+TEST(DebugMode, ChecksEveryRewriteAgainstTheValuesItReplaced) {
+  // A deliberately wrong rewrite (exp(x) -> x), in an opt-in phase only this test names.
+  static const bool registered = [] {
+    register_rewrite_phase(
+        {.name = "test_bad_rewrite", .tags = {}, .modes = {"FAST_RUN"}, .position = 1.5, .opt_in = true});
+    register_local_rewrite(
+        "test_bad_rewrite",
+        {"local_test_bad_exp", {typeid(Elemwise)}, [](FunctionGraph&, Apply& n) -> std::optional<std::vector<Var>> {
+           const auto& e = static_cast<const Elemwise&>(*n.op);
+           if (e.scalar != ScalarOpKind::Exp) return std::nullopt;
+           return std::vector<Var>{n.inputs[0]};
+         }});
+    return true;
+  }();
+  (void)registered;
+  Var x = variable(vector_type(DType::Float64), "x");
+  const std::string including = config().optimizer_including;
+  config().optimizer_including = "test_bad_rewrite";
+  FunctionOptions dbg;
+  dbg.mode = "DebugMode";
+  Function f = function({x}, {exp(x) * 2.0}, dbg);
+  Function plain = function({x}, {exp(x) * 2.0}, FunctionOptions{.mode = "FAST_RUN"});
+  config().optimizer_including = including;
+  NDArray v = make_array({1, 2, 3}, {3}, DType::Float64);
+  try {
+    f({v});
+    FAIL() << "expected a BadOptimization error";
+  } catch (const InternalError& err) {
+    const std::string what = err.what();
+    EXPECT_NE(what.find("BadOptimization"), std::string::npos) << what;
+    EXPECT_NE(what.find("local_test_bad_exp"), std::string::npos) << what;
+  }
+  (void)plain;
 }
 
 }  // namespace

@@ -64,27 +64,21 @@ void update_into(bool inplace, const KernelArgs& args, const NDArray& A, const N
 template <MatmulFn matmul>
 void gemm_kernel(const Gemm& op, const KernelArgs& args) {
   const NDArray &z = *args.in[0], &x = *args.in[2], &y = *args.in[3];
-  if (x.shape(1) != y.shape(0) || z.shape(0) != x.shape(0) || z.shape(1) != y.shape(1))
-    fail<ValueError>(op.name(), ": shapes do not fit z ", z.shape().str(), " = x ", x.shape().str(), " · y ",
-                     y.shape().str());
+  check_gemm_shapes(op, z, x, y);
   update_into<matmul>(op.inplace, args, x, y, scalar_value(*args.in[1]), scalar_value(*args.in[4]), false);
 }
 
 template <MatmulFn matmul>
 void gemv_kernel(const Gemv& op, const KernelArgs& args) {
   const NDArray &z = *args.in[0], &A = *args.in[2], &x = *args.in[3];
-  if (A.shape(1) != x.shape(0) || z.shape(0) != A.shape(0))
-    fail<ValueError>(op.name(), ": shapes do not fit z ", z.shape().str(), " = A ", A.shape().str(), " · x ",
-                     x.shape().str());
+  check_gemv_shapes(op, z, A, x);
   update_into<matmul>(op.inplace, args, A, as_col(x), scalar_value(*args.in[1]), scalar_value(*args.in[4]), true);
 }
 
 template <MatmulFn matmul>
 void ger_kernel(const Ger& op, const KernelArgs& args) {
   const NDArray &A = *args.in[0], &x = *args.in[2], &y = *args.in[3];
-  if (A.shape(0) != x.shape(0) || A.shape(1) != y.shape(0))
-    fail<ValueError>(op.name(), ": shapes do not fit A ", A.shape().str(), " += outer(x ", x.shape().str(), ", y ",
-                     y.shape().str(), ")");
+  check_ger_shapes(op, A, x, y);
   update_into<matmul>(op.inplace, args, as_col(x), as_row(y), scalar_value(*args.in[1]), 1.0, false);
 }
 

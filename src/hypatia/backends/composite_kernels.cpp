@@ -1,12 +1,13 @@
-// Kernels of the fused Composite op: the reference kernel runs the reference Elemwise kernel of
-// each step over whole arrays; the CPU kernel runs all steps tile by tile (1024 elements) so that
-// intermediates stay in L1 and memory is read and written once.
+// Kernels of the fused ops (ops/composite.h). The reference kernel of every one of them runs the
+// reference kernels of its unfused graph over whole arrays. The CPU kernels of Composite and
+// MultiComposite run every step tile by tile (backends/cpu/composite_program.h) so that
+// intermediates stay in L1 and memory is read and written once; CompositeReduce's CPU kernel is in
+// composite_reduce_kernels.cpp.
 #include <algorithm>
 #include <array>
 #include <unordered_map>
 
-#include "hypatia/backends/cpu/elemwise_inner.h"
-#include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/backends/cpu/composite_program.h"
 #include "hypatia/backends/cpu/parallel_loop.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/error.h"
@@ -14,15 +15,20 @@
 #include "hypatia/ops/composite.h"
 
 namespace hypatia {
+
+void register_composite_reduce_cpu_kernel();
+
 namespace {
 
-class CompositeReferenceKernel final : public Kernel {
+/// Runs the unfused graph with reference kernels (the oracle of every fused op).
+class FusedReferenceKernel final : public Kernel {
  public:
-  explicit CompositeReferenceKernel(const Apply& node) : inplace_(static_cast<const Composite&>(*node.op).inplace) {
-    auto [ins, out] = composite_graph(node);
+  explicit FusedReferenceKernel(const Apply& node) {
+    if (const auto* c = dynamic_cast<const Composite*>(node.op.get())) inplace_ = c->inplace;
+    auto [ins, outs] = fused_graph(node);
     ins_ = ins;
-    out_ = out;
-    for (const auto& n : toposort({out})) {
+    outs_ = outs;
+    for (const auto& n : toposort(outs)) {
       nodes_.push_back(n);
       kernels_.push_back(make_kernel(Backend::Reference, *n));
     }
@@ -33,124 +39,120 @@ class CompositeReferenceKernel final : public Kernel {
     for (size_t t = 0; t < nodes_.size(); ++t) {
       std::vector<NDArray*> in, out;
       for (const auto& v : nodes_[t]->inputs) in.push_back(&vals.at(v.get()));
-      out.push_back(&vals[nodes_[t]->output_ptr(0)]);
+      for (int k = 0; k < nodes_[t]->nout(); ++k) out.push_back(&vals[nodes_[t]->output_ptr(k)]);
       kernels_[t]->run(KernelArgs{in, out});
     }
-    if (inplace_ >= 0) {
-      args.in[inplace_]->assign(vals.at(out_.get()));
-      *args.out[0] = *args.in[inplace_];
-    } else {
-      *args.out[0] = vals.at(out_.get());
-    }
-  }
-
- private:
-  int inplace_;
-  std::vector<Var> ins_;
-  Var out_;
-  std::vector<std::shared_ptr<Apply>> nodes_;
-  std::vector<std::unique_ptr<Kernel>> kernels_;
-};
-
-constexpr int kTile = 1024;
-constexpr int kMaxSteps = 16;
-constexpr int kMaxInputs = 8;
-
-class CompositeCpuKernel final : public Kernel {
- public:
-  explicit CompositeCpuKernel(const Apply& node) : op_(static_cast<const Composite&>(*node.op)) {
-    HYP_ASSERT(op_.nin <= kMaxInputs && static_cast<int>(op_.steps.size()) <= kMaxSteps, op_.name(),
-               ": too many inputs or steps for the CPU kernel");
-    for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);
-    for (const auto& s : op_.steps) {
-      auto [fn, writes] = elemwise_inner_fn(Elemwise(s.kind), op_.dtype);
-      HYP_ASSERT(fn != nullptr && writes == op_.dtype, op_.name(), ": step ", scalar_op_name(s.kind), " has no ",
-                 dtype_name(op_.dtype), " loop");
-      fns_.push_back(fn);
-      simd_.push_back(simd_supports(s.kind, op_.dtype));
-    }
-  }
-
-  void run(const KernelArgs& args) override {
-    const Shape shape = elemwise_broadcast_shape(op_, args.in, bc_);
-    NDArray& out = op_.inplace >= 0
-                       ? prepare_inplace_output(*args.out[0], *args.in[op_.inplace], shape, op_.dtype, op_, op_.inplace)
-                       : prepare_output(*args.out[0], shape, op_.dtype);
-    std::array<const NDArray*, kMaxInputs> in{};
-    for (int i = 0; i < op_.nin; ++i) in[i] = args.in[i];
-    const BroadcastOperands<kMaxInputs + 1> ops(out, std::span<const NDArray* const>(in.data(), op_.nin));
-    switch (op_.nin) {
-      case 1:
-        return run_m<2>(shape, ops);
-      case 2:
-        return run_m<3>(shape, ops);
-      case 3:
-        return run_m<4>(shape, ops);
-      case 4:
-        return run_m<5>(shape, ops);
-      case 5:
-        return run_m<6>(shape, ops);
-      case 6:
-        return run_m<7>(shape, ops);
-      case 7:
-        return run_m<8>(shape, ops);
-      default:
-        return run_m<9>(shape, ops);
-    }
-  }
-
- private:
-  template <int M>
-  void run_m(const Shape& shape, const BroadcastOperands<kMaxInputs + 1>& ops) const {
-    ops.run_parallel<M>(shape, [this](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
-      tiles<M>(p, s, n);
-    });
-  }
-
-  template <int M>
-  void tiles(const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) const {
-    alignas(64) std::array<std::array<double, kTile>, kMaxSteps> buf;
-    const int nin = op_.nin;
-    const int nsteps = static_cast<int>(op_.steps.size());
-    const int64_t item = static_cast<int64_t>(itemsize(op_.dtype));
-    for (int64_t off = 0; off < n; off += kTile) {
-      const int64_t m = std::min<int64_t>(kTile, n - off);
-      for (int j = 0; j < nsteps; ++j) {
-        const auto& step = op_.steps[j];
-        std::array<const std::byte*, 3> ptr{};
-        std::array<int64_t, 3> str{};
-        for (size_t k = 0; k < step.args.size(); ++k) {
-          const int a = step.args[k];
-          if (a < nin) {
-            ptr[k] = p[a + 1] + off * s[a + 1];
-            str[k] = s[a + 1];
-          } else {
-            ptr[k] = reinterpret_cast<const std::byte*>(buf[a - nin].data());
-            str[k] = item;
-          }
-        }
-        std::byte* dst = j + 1 == nsteps ? p[0] + off * s[0] : reinterpret_cast<std::byte*>(buf[j].data());
-        const int64_t dstr = j + 1 == nsteps ? s[0] : item;
-        fns_[j](dst, dstr, ptr.data(), str.data(), m, simd_[j]);
+    for (size_t k = 0; k < outs_.size(); ++k) {
+      if (k == 0 && inplace_ >= 0) {
+        args.in[inplace_]->assign(vals.at(outs_[0].get()));
+        *args.out[0] = *args.in[inplace_];
+      } else {
+        *args.out[k] = vals.at(outs_[k].get());
       }
     }
   }
 
-  const Composite& op_;
+ private:
+  int inplace_ = -1;
+  std::vector<Var> ins_, outs_;
+  std::vector<std::shared_ptr<Apply>> nodes_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+};
+
+constexpr int kMaxOperands = TileProgram::kMaxOutputs + TileProgram::kMaxInputs;
+
+/// Composite (outputs {last step}, maybe in place) and MultiComposite: one broadcasting strided
+/// loop over the outputs and inputs, on OpenMP threads above the threshold, each run cut into
+/// tiles.
+class CompositeCpuKernel final : public Kernel {
+ public:
+  CompositeCpuKernel(const Apply& node, const CompositeProgram& prog, std::vector<int> outputs, int inplace)
+      : op_(*node.op),
+        prog_(node.op->name(), prog, outputs),
+        nout_(static_cast<int>(outputs.size())),
+        inplace_(inplace) {
+    for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);
+  }
+
+  void run(const KernelArgs& args) override {
+    const Shape shape = elemwise_broadcast_shape(op_, args.in, bc_);
+    const DType dt = prog_.dtype();
+    std::array<Strides, kMaxOperands> strides{};
+    std::array<std::byte*, kMaxOperands> base{};
+    for (int k = 0; k < nout_; ++k) {
+      NDArray& out = k == 0 && inplace_ >= 0
+                         ? prepare_inplace_output(*args.out[0], *args.in[inplace_], shape, dt, op_, inplace_)
+                         : prepare_output(*args.out[k], shape, dt);
+      strides[k] = out.strides();
+      base[k] = out.raw();
+    }
+    for (int i = 0; i < prog_.nin(); ++i) {
+      const NDArray& a = *args.in[i];
+      Strides& s = strides[nout_ + i];
+      s = a.strides();
+      for (int d = 0; d < shape.size(); ++d)
+        if (a.shape(d) != shape[d]) s[d] = 0;
+      base[nout_ + i] = a.raw();
+    }
+    const int operands = nout_ + prog_.nin();
+    if (operands <= 3) return run_m<3>(shape, strides, base);
+    if (operands <= 5) return run_m<5>(shape, strides, base);
+    if (operands <= 9) return run_m<9>(shape, strides, base);
+    return run_m<kMaxOperands>(shape, strides, base);
+  }
+
+ private:
+  template <int M>
+  void run_m(const Shape& shape, const std::array<Strides, kMaxOperands>& strides,
+             const std::array<std::byte*, kMaxOperands>& base) const {
+    std::array<const Strides*, M> sp;
+    std::array<std::byte*, M> b;
+    for (int k = 0; k < M; ++k) {
+      sp[k] = &strides[k];
+      b[k] = base[k];
+    }
+    const int nout = nout_, nin = prog_.nin();
+    const TileProgram& prog = prog_;
+    run_strided_parallel<M>(
+        StridedLoop<M>(shape, sp), b, shape.prod(),
+        [&prog, nout, nin](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
+          alignas(64) TileProgram::Buffers buf;
+          std::array<const std::byte*, TileProgram::kMaxInputs> in{};
+          std::array<std::byte*, TileProgram::kMaxOutputs> out{};
+          for (int64_t off = 0; off < n; off += TileProgram::kTile) {
+            for (int k = 0; k < nout; ++k) out[k] = p[k] + off * s[k];
+            for (int i = 0; i < nin; ++i) in[i] = p[nout + i] + off * s[nout + i];
+            prog.eval(in.data(), s.data() + nout, out.data(), s.data(), std::min<int64_t>(TileProgram::kTile, n - off),
+                      buf);
+          }
+        });
+  }
+
+  const Op& op_;
+  TileProgram prog_;
+  int nout_;
+  int inplace_;
   std::vector<std::vector<bool>> bc_;
-  std::vector<InnerFn> fns_;
-  std::vector<bool> simd_;
 };
 
 }  // namespace
 
 void register_composite_kernels() {
-  register_kernel(Backend::Reference, typeid(Composite), [](const Apply& node) -> std::unique_ptr<Kernel> {
-    return std::make_unique<CompositeReferenceKernel>(node);
-  });
+  auto reference = [](const Apply& node) -> std::unique_ptr<Kernel> {
+    return std::make_unique<FusedReferenceKernel>(node);
+  };
+  register_kernel(Backend::Reference, typeid(Composite), reference);
+  register_kernel(Backend::Reference, typeid(MultiComposite), reference);
+  register_kernel(Backend::Reference, typeid(CompositeReduce), reference);
   register_kernel(Backend::Cpu, typeid(Composite), [](const Apply& node) -> std::unique_ptr<Kernel> {
-    return std::make_unique<CompositeCpuKernel>(node);
+    const auto& c = static_cast<const Composite&>(*node.op);
+    return std::make_unique<CompositeCpuKernel>(node, c, std::vector<int>{c.nvalues() - 1}, c.inplace);
   });
+  register_kernel(Backend::Cpu, typeid(MultiComposite), [](const Apply& node) -> std::unique_ptr<Kernel> {
+    const auto& c = static_cast<const MultiComposite&>(*node.op);
+    return std::make_unique<CompositeCpuKernel>(node, c, c.outputs, -1);
+  });
+  register_composite_reduce_cpu_kernel();
 }
 
 }  // namespace hypatia

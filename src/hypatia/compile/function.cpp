@@ -9,9 +9,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "hypatia/compile/debug_check.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/graph/printing.h"
+#include "hypatia/rewrite/destroy.h"
 #include "hypatia/rewrite/rewriter.h"
 #include "hypatia/runtime/program.h"
 
@@ -99,6 +101,10 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   program->name = opts.name;
   program->fgraph = std::make_unique<FunctionGraph>(graph_inputs, cloned, /*clone=*/false);
   FunctionGraph& fg = *program->fgraph;
+  for (size_t u = 0; u < opts.updates.size(); ++u)
+    fg.update_outputs[opts.updates[u].first.get()] = static_cast<int>(outputs.size() + u);
+  for (const auto& in : inputs)
+    if (in.mutable_) fg.mutable_inputs.insert(in.variable.get());
 
   // 2. The rewrite pipeline joins here (issue 4). 3. Schedule: the toposort.
   auto order = fg.toposort();
@@ -122,13 +128,32 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
 
   // 2. The rewrite pipeline.
   const std::string mode_name = opts.mode.value_or(config().mode);
-  const bool debug_mode = mode_name == "DebugMode" || mode_name == "DEBUG_MODE";
+  const bool debug_mode = mode_name == "DebugMode" || mode_name == "DEBUG_MODE" ||
+                          (config().debug_checks && opts.backend != Backend::Reference);
   {
     RewriteOptions ro = rewrite_options_from_config(opts.mode.value_or(""));
     if (!opts.mode && opts.backend == Backend::Reference) ro.mode = "NONE";
-    program->rewrite_stats = rewrite_graph(fg, ro);
-    order = fg.toposort();
+    std::vector<Replacement> log;
+    if (debug_mode) fg.replace_log = &log;
+    if (opts.rewrite) program->rewrite_stats = rewrite_graph(fg, ro);
+    fg.replace_log = nullptr;
+    if (debug_mode) program->check_rewrites = make_rewrite_check(inputs, log, label);
   }
+  // 3. Schedule: inputs before users, readers of an overwritten value before the node that
+  // overwrites it, and the nodes that overwrite shared variables last (rewrite/destroy.h).
+  for (const auto& n : fg.toposort()) {
+    const AliasMap dm = n->op->destroy_map();
+    for (const auto& o : dm)
+      for (int i : o)
+        if (std::string why = destroy_refusal(fg, *n, i); !why.empty())
+          fail<ValueError>(label, ": ", n->op->name(), " overwrites its input ", i, " (", n->inputs[i]->str(), ") but ",
+                           why, "; use the op's non in-place form");
+  }
+  if (auto o = destroy_order(fg))
+    order = std::move(*o);
+  else
+    fail<ValueError>(label, ": the graph's in-place operations cannot be ordered (each overwrites a value ",
+                     "another one still needs); use their non in-place forms");
 
   // 4. Storage cells: one per variable.
   std::unordered_map<const Variable*, int> cell_of;
@@ -165,15 +190,6 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
           for (int i : (*m)[o]) a |= aliases(n->inputs[i]);
       alias_leaf[n->output_ptr(o)] = a;
     }
-    // Without the destroy handler (issue 4) no in-place op may overwrite a leaf or a shared value.
-    for (size_t o = 0; o < dm.size(); ++o)
-      for (int i : dm[o]) {
-        const Var& victim = n->inputs[i];
-        if (!victim->owner || fg.clients(victim.get()).size() > 1)
-          fail<ValueError>(label, ": ", n->op->name(), " overwrites its input ", i, " (", victim->str(),
-                           ") which is a function input, shared variable, constant, or is read elsewhere; "
-                           "use the op's non in-place form");
-      }
   }
 
   // Thunks, and the last reader of each intermediate (for gc).
@@ -185,6 +201,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   std::unordered_set<int> keep;  // outputs and update values stay until the end of the call
   for (const auto& v : fg.outputs()) keep.insert(cell_of.at(v.get()));
   program->thunks.reserve(order.size());
+  program->first_shared_destroyer = order.size();
   for (size_t t = 0; t < order.size(); ++t) {
     Program::Thunk th;
     th.node = order[t];
@@ -192,6 +209,16 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     if (debug_mode) th.reference = make_kernel(Backend::Reference, *th.node);
     for (const auto& v : th.node->inputs) th.in.push_back(&program->storage[cell_of.at(v.get())]);
     for (int o = 0; o < th.node->nout(); ++o) th.out.push_back(&program->storage[cell_of.at(th.node->output_ptr(o))]);
+    if (destroys_shared(*th.node)) {
+      if (program->first_shared_destroyer > t) program->first_shared_destroyer = t;
+      for (const auto& o : th.node->op->destroy_map())
+        for (int i : o) {
+          const Var& v = th.node->inputs[i];
+          th.shared_cells.push_back(cell_of.at(v.get()));
+          for (const Var& view : views_of(fg, v))
+            if (view->owner) th.view_cells.push_back(cell_of.at(view.get()));
+        }
+    }
     program->thunks.push_back(std::move(th));
   }
   for (const auto& [cell, t] : last_use)
@@ -209,7 +236,9 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     program->outputs.push_back({cell_of.at(gouts[i].get()), outputs[i].borrow, aliases(gouts[i])});
   for (size_t u = 0; u < opts.updates.size(); ++u) {
     const Var& v = gouts[outputs.size() + u];
-    program->updates.push_back({opts.updates[u].first->cell, opts.updates[u].first, cell_of.at(v.get()), aliases(v)});
+    const bool in_place = v->owner && destroys_shared(*v->owner);
+    program->updates.push_back(
+        {opts.updates[u].first->cell, opts.updates[u].first, cell_of.at(v.get()), aliases(v) && !in_place, in_place});
   }
   program->allow_input_downcast = opts.allow_input_downcast;
   program->debug_mode = debug_mode;

@@ -58,6 +58,9 @@ struct FunctionOptions {
   /// optimizer) for the CPU backend, "NONE" for the reference backend (the test oracle runs
   /// graphs as written).
   std::optional<std::string> mode;
+  /// False: no rewrite runs at all, whatever the mode and optimizer_including (DebugMode's
+  /// unoptimized reference graph).
+  bool rewrite = true;
 };
 
 class Program;

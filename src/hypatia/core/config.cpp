@@ -71,6 +71,8 @@ void Config::set(std::string_view key, std::string_view value) {
     num_threads = static_cast<int>(parse_long(key, v));
   } else if (key == "print_rewrites") {
     print_rewrites = parse_bool(key, v);
+  } else if (key == "debug_checks") {
+    debug_checks = parse_bool(key, v);
   } else if (key == "optimizer_including") {
     optimizer_including = v;
   } else if (key == "optimizer_excluding") {
@@ -92,6 +94,7 @@ std::string Config::get(std::string_view key) const {
   if (key == "openmp_elemwise_minsize") return std::to_string(openmp_elemwise_minsize);
   if (key == "num_threads") return std::to_string(num_threads);
   if (key == "print_rewrites") return print_rewrites ? "True" : "False";
+  if (key == "debug_checks") return debug_checks ? "True" : "False";
   if (key == "optimizer_including") return optimizer_including;
   if (key == "optimizer_excluding") return optimizer_excluding;
   fail<ValueError>("config: unknown option '", key, "'");

@@ -29,6 +29,9 @@ struct Config {
   /// Threads for Hypatia's own kernels (0: OpenMP's default).
   int num_threads = 0;
   bool print_rewrites = false;
+  /// Every function runs DebugMode's checks whatever its mode (the test suites set it): each node
+  /// against its reference kernel and its destroy_map, each rewrite against the values it replaced.
+  bool debug_checks = false;
   /// Rewrites (names or tags, ':'-separated) added to / removed from the mode's pipeline.
   std::string optimizer_including;
   std::string optimizer_excluding;

@@ -176,6 +176,7 @@ void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::s
   if (old_var.get() == new_var.get()) return;
   auto it = clients_.find(old_var.get());
   if (it == clients_.end()) return;
+  if (replace_log) replace_log->push_back({old_var, new_var, reason});
   std::vector<Client> moved = std::move(it->second);
   clients_.erase(it);
   for (const Client& c : moved) {

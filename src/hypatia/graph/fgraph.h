@@ -38,6 +38,12 @@ class GraphListener {
   virtual void on_change_input(Apply* node, int index, const Var& old_var, const Var& new_var) {}
 };
 
+/// One replace() of a FunctionGraph: old_var's uses now read new_var, because of `reason`.
+struct Replacement {
+  Var old_var, new_var;
+  std::string reason;
+};
+
 /// A graph with fixed inputs and outputs. It owns its Apply nodes (built by clone_graph unless
 /// clone is false) and keeps, for every variable, the list of its clients. Rewrites edit it with
 /// replace(), which updates clients incrementally: nodes of the replacement enter the graph and
@@ -66,6 +72,13 @@ class FunctionGraph {
   /// Whether some client of some output of `node` exists (false: the node is dead).
   bool has_clients(const Apply* node) const;
   void add_listener(GraphListener* l) { listeners_.push_back(l); }
+  /// For the destroy handler (rewrite/destroy.h): the shared variables the function updates, each
+  /// with the index of the graph output that holds its new value, and the inputs the caller lets
+  /// the function overwrite (In::mutable_). Set by function() before rewriting.
+  std::unordered_map<const Variable*, int> update_outputs;
+  std::unordered_set<const Variable*> mutable_inputs;
+  /// When set, every replace() is appended to it (DebugMode checks each one's values).
+  std::vector<Replacement>* replace_log = nullptr;
   void remove_listener(GraphListener* l);
 
  private:

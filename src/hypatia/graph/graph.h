@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <typeinfo>
@@ -112,6 +113,16 @@ class Op {
   /// Whether running the op does more than compute its outputs (Print): such nodes are never
   /// constant-folded.
   virtual bool has_side_effects() const { return false; }
+  /// Whether check_runtime_inputs works for this op. Only such ops may overwrite a shared
+  /// variable in place (rewrite/destroy.h): a call checks every such node before the first of them
+  /// writes, so that a failing call leaves every shared variable as it was.
+  virtual bool checks_runtime_inputs() const { return false; }
+  /// Throws the error the op's kernel would throw for these input values (shapes, dtypes), without
+  /// computing or allocating anything. Only called when checks_runtime_inputs().
+  virtual void check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const {
+    (void)node;
+    (void)in;
+  }
   /// Where the name should be printed as "Name{attrs}".
   std::string str() const { return name(); }
 };

@@ -175,6 +175,14 @@ std::vector<Var> Gemm::rop(const Apply& node, const std::vector<Var>& e) const {
 }
 
 AliasMap Gemm::destroy_map() const { return inplace ? AliasMap{{0}} : AliasMap{}; }
+void Gemm::check_runtime_inputs(const Apply&, std::span<NDArray* const> in) const {
+  check_gemm_shapes(*this, *in[0], *in[2], *in[3]);
+}
+void check_gemm_shapes(const Op& op, const NDArray& z, const NDArray& x, const NDArray& y) {
+  if (x.shape(1) != y.shape(0) || z.shape(0) != x.shape(0) || z.shape(1) != y.shape(1))
+    fail<ValueError>(op.name(), ": shapes do not fit z ", z.shape().str(), " = x ", x.shape().str(), " · y ",
+                     y.shape().str());
+}
 
 // ------------------------------------------------------------------------------------------------
 // Gemv
@@ -213,6 +221,14 @@ std::vector<Var> Gemv::rop(const Apply& node, const std::vector<Var>& e) const {
 }
 
 AliasMap Gemv::destroy_map() const { return inplace ? AliasMap{{0}} : AliasMap{}; }
+void Gemv::check_runtime_inputs(const Apply&, std::span<NDArray* const> in) const {
+  check_gemv_shapes(*this, *in[0], *in[2], *in[3]);
+}
+void check_gemv_shapes(const Op& op, const NDArray& z, const NDArray& A, const NDArray& x) {
+  if (A.shape(1) != x.shape(0) || z.shape(0) != A.shape(0))
+    fail<ValueError>(op.name(), ": shapes do not fit z ", z.shape().str(), " = A ", A.shape().str(), " · x ",
+                     x.shape().str());
+}
 
 // ------------------------------------------------------------------------------------------------
 // Ger
@@ -249,6 +265,14 @@ std::vector<Var> Ger::rop(const Apply& node, const std::vector<Var>& e) const {
 }
 
 AliasMap Ger::destroy_map() const { return inplace ? AliasMap{{0}} : AliasMap{}; }
+void Ger::check_runtime_inputs(const Apply&, std::span<NDArray* const> in) const {
+  check_ger_shapes(*this, *in[0], *in[2], *in[3]);
+}
+void check_ger_shapes(const Op& op, const NDArray& A, const NDArray& x, const NDArray& y) {
+  if (A.shape(0) != x.shape(0) || A.shape(1) != y.shape(0))
+    fail<ValueError>(op.name(), ": shapes do not fit A ", A.shape().str(), " += outer(x ", x.shape().str(), ", y ",
+                     y.shape().str(), ")");
+}
 
 // ------------------------------------------------------------------------------------------------
 // BatchedDot

@@ -35,6 +35,8 @@ class Gemm : public OpWithProps<Gemm> {
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
   std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
   AliasMap destroy_map() const override;
+  bool checks_runtime_inputs() const override { return true; }
+  void check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const override;
 };
 
 /// Theano's Gemv: inputs (z, alpha, A, x, beta), output beta*z + alpha*dot(A, x) for vectors z, x,
@@ -52,6 +54,8 @@ class Gemv : public OpWithProps<Gemv> {
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
   std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
   AliasMap destroy_map() const override;
+  bool checks_runtime_inputs() const override { return true; }
+  void check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const override;
 };
 
 /// Theano's Ger: inputs (A, alpha, x, y), output A + alpha*outer(x, y) for a matrix A, vectors x,
@@ -68,10 +72,18 @@ class Ger : public OpWithProps<Ger> {
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
   std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
   AliasMap destroy_map() const override;
+  bool checks_runtime_inputs() const override { return true; }
+  void check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const override;
 };
 
 /// Theano's BatchedDot: x and y have a leading batch axis of equal length and are 2-d or 3-d
 /// (a 2-d input is a batch of vectors); out[i] = dot(x[i], y[i]). Dtypes are promoted.
+/// The shape checks of the Gemm, Gemv and Ger kernels (ValueError naming `op`), shared with
+/// their check_runtime_inputs.
+void check_gemm_shapes(const Op& op, const NDArray& z, const NDArray& x, const NDArray& y);
+void check_gemv_shapes(const Op& op, const NDArray& z, const NDArray& A, const NDArray& x);
+void check_ger_shapes(const Op& op, const NDArray& A, const NDArray& x, const NDArray& y);
+
 class BatchedDot : public OpWithProps<BatchedDot> {
  public:
   auto props() const { return std::make_tuple(); }

@@ -511,6 +511,15 @@ std::vector<Var> Elemwise::rop(const Apply& node, const std::vector<Var>& eval_p
   return {total};
 }
 
+void Elemwise::check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const {
+  std::vector<std::vector<bool>> bc;
+  for (const auto& v : node.inputs) bc.push_back(v->type.broadcastable);
+  const Shape shape = elemwise_broadcast_shape(*this, in, bc);
+  if (inplace >= 0 && !(in[inplace]->shape() == shape))
+    fail<ValueError>(name(), ": the overwritten input ", inplace, " is ", in[inplace]->describe(),
+                     " but the output has shape ", shape.str());
+}
+
 AliasMap Elemwise::destroy_map() const {
   if (inplace < 0) return {};
   return {{inplace}};

@@ -108,6 +108,9 @@ class Elemwise : public OpWithProps<Elemwise> {
   std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
   std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
   AliasMap destroy_map() const override;
+  bool checks_runtime_inputs() const override { return true; }
+  /// The broadcast check of elemwise_broadcast_shape, and that an overwritten input has the result's shape.
+  void check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const override;
 };
 
 /// Output shape of a broadcasting node from its input shapes (the first non-broadcastable

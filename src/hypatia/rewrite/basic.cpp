@@ -159,12 +159,8 @@ std::optional<std::vector<Var>> canonical_elemwise(FunctionGraph&, Apply& n) {
   const TensorType& out = n.output_ptr(0)->type;
   const auto& in = n.inputs;
   switch (e->scalar) {
-    case ScalarOpKind::Add:
-      if (is_const(in[1], 0)) return one(as_type(in[0], out));
-      if (is_const(in[0], 0)) return one(as_type(in[1], out));
-      break;
+    // x + 0, x - 0, x / 1 and neg(neg(x)) are in the pattern form (patterns.cpp).
     case ScalarOpKind::Sub:
-      if (is_const(in[1], 0)) return one(as_type(in[0], out));
       if (in[0].get() == in[1].get()) return one(as_type(zeros_like(in[0], out.dtype), out));
       break;
     case ScalarOpKind::Mul:
@@ -176,12 +172,6 @@ std::optional<std::vector<Var>> canonical_elemwise(FunctionGraph&, Apply& n) {
         if (is_const(in[k], 1)) return one(as_type(in[1 - k], out));
         if (is_const(in[k], 0)) return one(as_type(zeros_like(in[1 - k], out.dtype), out));
       }
-      break;
-    case ScalarOpKind::TrueDiv:
-      if (is_const(in[1], 1)) return one(as_type(in[0], out));
-      break;
-    case ScalarOpKind::Neg:
-      if (elemwise_of(in[0], ScalarOpKind::Neg)) return one(as_type(in[0]->owner->inputs[0], out));
       break;
     case ScalarOpKind::Cast:
       if (in[0]->dtype() == e->cast_to) return one(as_type(in[0], out));
@@ -244,6 +234,7 @@ std::optional<std::vector<Var>> shape_i_lift(FunctionGraph&, Apply& n) {
 // ---------------------------------------------------------------------------------------------
 // stabilize
 
+// log(1 + x), exp(x) - 1, 1 - sigmoid(x) and log(sigmoid(x)) are in the pattern form (patterns.cpp).
 std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
   const Elemwise* e = elemwise_op(&n);
   if (!e || !is_float(n.output_ptr(0)->dtype())) return std::nullopt;
@@ -252,12 +243,6 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
   switch (e->scalar) {
     case ScalarOpKind::Log: {
       const Var& x = in[0];
-      // log(1 + y) -> log1p(y)
-      if (elemwise_of(x, ScalarOpKind::Add)) {
-        const auto& a = x->owner->inputs;
-        if (is_const(a[0], 1)) return one(as_type(log1p(a[1]), out));
-        if (is_const(a[1], 1)) return one(as_type(log1p(a[0]), out));
-      }
       // log(erfc(y)): erfc underflows for large y (float32 near 9, float64 near 27); past a
       // threshold use the asymptotic series -y^2 - log(y) - log(pi)/2 + log(1 - 1/(2y^2) + ...).
       if (elemwise_of(x, ScalarOpKind::Erfc)) {
@@ -270,8 +255,6 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
         Var thr = c(dt == DType::Float32 ? 5.0 : 26.0);
         return one(as_type(switch_(lt(y, thr), log(x), asym), out));
       }
-      // log(sigmoid(y)) -> -softplus(-y)
-      if (elemwise_of(x, ScalarOpKind::Sigmoid)) return one(as_type(neg(softplus(neg(x->owner->inputs[0]))), out));
       // log(softmax(y)) -> log_softmax(y)
       if (x->owner && typeid(*x->owner->op) == typeid(Softmax)) {
         const auto& sm = static_cast<const Softmax&>(*x->owner->op);
@@ -294,14 +277,6 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
       }
       break;
     }
-    case ScalarOpKind::Sub:
-      // exp(y) - 1 -> expm1(y)
-      if (elemwise_of(in[0], ScalarOpKind::Exp) && is_const(in[1], 1))
-        return one(as_type(expm1(in[0]->owner->inputs[0]), out));
-      // 1 - sigmoid(y) -> sigmoid(-y)
-      if (is_const(in[0], 1) && elemwise_of(in[1], ScalarOpKind::Sigmoid))
-        return one(as_type(sigmoid(neg(in[1]->owner->inputs[0])), out));
-      break;
     default:
       break;
   }
@@ -321,22 +296,12 @@ std::optional<std::vector<Var>> stabilize_crossentropy(FunctionGraph&, Apply& n)
 // ---------------------------------------------------------------------------------------------
 // specialize
 
+// pow(x, 2 / 1 / 0.5 / -1) -> sqr / x / sqrt / reciprocal are in the pattern form (patterns.cpp).
 std::optional<std::vector<Var>> specialize_elemwise(FunctionGraph&, Apply& n) {
   const Elemwise* e = elemwise_op(&n);
   if (!e) return std::nullopt;
   const TensorType& out = n.output_ptr(0)->type;
   const auto& in = n.inputs;
-  if (e->scalar == ScalarOpKind::Pow) {
-    auto c = scalar_constant(in[1]);
-    if (!c) return std::nullopt;
-    if (*c == 2) return one(as_type(sqr(in[0]), out));
-    if (*c == 1) return one(as_type(in[0], out));
-    if (is_float(out.dtype)) {
-      if (*c == 0.5) return one(as_type(sqrt(in[0]), out));
-      if (*c == -1) return one(as_type(reciprocal(in[0]), out));
-    }
-    return std::nullopt;
-  }
   if (e->scalar == ScalarOpKind::TrueDiv && is_float(out.dtype)) {
     // x / c -> x * (1 / c) for a constant c
     auto c = scalar_constant(in[1]);

@@ -1,5 +1,6 @@
-// BLAS rewrites: dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm (matrices) or
-// one Gemv (a matrix times a vector).
+// BLAS rewrites: dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm (matrices), one
+// Gemv (a matrix times a vector) or one Ger (c + alpha * outer(x, y)). Transposed operands need no
+// rewrite: the kernels pass a transposed view to BLAS as a Trans flag, without a copy.
 #include "hypatia/ops/blas.h"
 
 #include "hypatia/ops/shape.h"
@@ -36,6 +37,15 @@ std::optional<ScaledDot> scaled_dot(FunctionGraph& fg, const Var& v, DType dt) {
   return ScaledDot{x, y, alpha};
 }
 
+/// The vector v when m is v as a column (DimShuffle{0,x}) or, with row, as a row (DimShuffle{x,0}).
+Var vector_as(const Var& m, bool row) {
+  if (!m->owner || typeid(*m->owner->op) != typeid(DimShuffle)) return nullptr;
+  const auto& ds = static_cast<const DimShuffle&>(*m->owner->op);
+  const std::vector<int> want = row ? std::vector<int>{-1, 0} : std::vector<int>{0, -1};
+  const Var& v = m->owner->inputs[0];
+  return v->ndim() == 1 && ds.pattern == want ? v : nullptr;
+}
+
 std::optional<std::vector<Var>> dot_to_gemm(FunctionGraph& fg, Apply& n) {
   const Elemwise* e = elemwise_op(&n);
   if (!e || (e->scalar != ScalarOpKind::Add && e->scalar != ScalarOpKind::Sub)) return std::nullopt;
@@ -51,8 +61,13 @@ std::optional<std::vector<Var>> dot_to_gemm(FunctionGraph& fg, Apply& n) {
     if (!sd) continue;
     const double alpha = e->scalar == ScalarOpKind::Sub ? -sd->alpha : sd->alpha;
     if (sd->y->ndim() != out.ndim()) continue;  // matrix.vector gives a vector, matrix.matrix a matrix
-    Var r = out.ndim() == 2 ? gemm(z, scalar(alpha), sd->x, sd->y, scalar(1.0))
-                            : gemv(z, scalar(alpha), sd->x, sd->y, scalar(1.0));
+    Var r;
+    if (out.ndim() == 1)
+      r = gemv(z, scalar(alpha), sd->x, sd->y, scalar(1.0));
+    else if (Var u = vector_as(sd->x, false), v = vector_as(sd->y, true); u && v)
+      r = ger(z, scalar(alpha), u, v);
+    else
+      r = gemm(z, scalar(alpha), sd->x, sd->y, scalar(1.0));
     return one(as_type(r, out));
   }
   return std::nullopt;

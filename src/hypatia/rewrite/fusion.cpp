@@ -1,12 +1,30 @@
-// Elementwise fusion: a tree of float elementwise nodes whose intermediate results have no other
-// reader becomes one Composite node, computed in one pass over memory.
+// Elementwise fusion, in one global pass:
+//  1. Groups of float elementwise nodes of one dtype become one fused node computed in one pass
+//     over memory. A group grows from a root (the graph is walked from its outputs) to the
+//     fusible producers of its inputs, the fusible readers of its results and the fusible
+//     readers of its inputs (siblings), while it stays convex (no path leaves the group and comes
+//     back, so the fused node creates no cycle) and within the CPU kernel's bounds (8 inputs, 16
+//     steps, 4 outputs). A result read only inside the group is computed per tile and never
+//     stored; one read outside (a graph output, a non-fusible reader) is an output. One output
+//     gives a Composite; several (all of one type, and provably of one shape at run time) a
+//     MultiComposite.
+//  2. A Sum, Prod, Max or Min over the result of a Composite or a fusible Elemwise that only
+//     such reductions read (at most 3) becomes a CompositeReduce, which never materialises that
+//     result (each reduction computes the program again). Trees feeding reductions are grouped
+//     first, as single-output trees, so that multi-output groups do not take their nodes.
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
 #include <functional>
+#include <limits>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "hypatia/backends/cpu/elemwise_inner.h"
 #include "hypatia/ops/composite.h"
+#include "hypatia/ops/reduce.h"
 #include "hypatia/rewrite/rewrite_util.h"
 
 namespace hypatia::rewrite {
@@ -14,6 +32,13 @@ namespace {
 
 constexpr int kMaxInputs = 8;
 constexpr int kMaxSteps = 16;
+constexpr int kMaxOutputs = 4;
+/// Ancestors visited by one convexity check before giving up (the candidate is then refused).
+constexpr size_t kConvexityBudget = 4096;
+/// Readers of one input considered as siblings.
+constexpr size_t kMaxSiblingScan = 16;
+/// Most reductions that each take a copy of one elementwise program.
+constexpr int kMaxReduceReaders = 3;
 
 /// An Elemwise node that reads and writes one float dtype, with a CPU loop for it.
 bool fusible(const Apply* n) {
@@ -29,56 +54,368 @@ bool fusible(const Apply* n) {
   return fn != nullptr && writes == dt;
 }
 
-bool fuse_pass(FunctionGraph& fg) {
-  bool changed = false;
-  auto order = fg.toposort();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Apply* root = it->get();
-    if (!fg.contains(root) || !fusible(root)) continue;
-    const DType dt = root->output_ptr(0)->dtype();
-    // Grow the group: an input computed by a fusible node read only by the group joins it.
-    std::vector<Apply*> group{root};
-    std::unordered_set<const Apply*> in_group{root};
+/// A reduction CompositeReduce can take over: sum, prod, max or min of a float input over some
+/// axes, in that dtype (or float64 for sums and products).
+const Reduce* fusible_reduce(const Apply* n) {
+  if (!n || typeid(*n->op) != typeid(Reduce)) return nullptr;
+  const auto& r = static_cast<const Reduce&>(*n->op);
+  const DType in = n->inputs[0]->dtype();
+  if (r.axes.empty() || (in != DType::Float32 && in != DType::Float64)) return nullptr;
+  const bool sum_like = r.kind == ReduceKind::Sum || r.kind == ReduceKind::Prod;
+  if (!sum_like && r.kind != ReduceKind::Max && r.kind != ReduceKind::Min) return nullptr;
+  if (r.dtype != in && !(sum_like && r.dtype == DType::Float64)) return nullptr;
+  return &r;
+}
+
+/// Whether v is read only by reductions that can absorb its program (each gets its own copy of
+/// the program: recomputing is cheaper than storing v and reading it back).
+bool reduce_fed(const FunctionGraph& fg, const Variable* v) {
+  const auto& cl = fg.clients(v);
+  if (cl.empty() || static_cast<int>(cl.size()) > kMaxReduceReaders) return false;
+  return std::all_of(cl.begin(), cl.end(), [](const Client& c) { return fusible_reduce(c.node) != nullptr; });
+}
+
+/// A topological numbering of the graph's nodes (a fused node gets a number between its
+/// producers' and its readers').
+using Positions = std::unordered_map<const Apply*, double>;
+
+/// One group being grown from a root.
+class Group {
+ public:
+  /// `single`: a tree with one output (the root), grown through producers only.
+  Group(const FunctionGraph& fg, const Positions& pos, Apply* root, bool single)
+      : fg_(fg), pos_(pos), dt_(root->output_ptr(0)->dtype()), single_(single), members_{root}, lo_{pos.at(root)} {}
+
+  /// Each member's neighbours are tried once, in the order members joined; a refused candidate
+  /// is tried again after the others (a later member can make it fit, e.g. by reading the result
+  /// it would have had to output), until a round adds nothing.
+  void grow() {
+    // Refused candidates, with the group size then: one is tried again only once the group grew.
+    std::vector<std::pair<Apply*, size_t>> refused;
+    auto offer = [&](Apply* x) {
+      if (!candidate(x)) return false;
+      auto it = std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return r.first == x; });
+      if (it != refused.end() && it->second >= members_.size()) return false;
+      if (try_add(x)) {
+        if (it != refused.end()) refused.erase(it);
+        return true;
+      }
+      if (it != refused.end())
+        it->second = members_.size();
+      else
+        refused.emplace_back(x, members_.size());
+      return false;
+    };
+    size_t expanded = 0;
+    while (!full()) {
+      for (; expanded < members_.size() && !full(); ++expanded) {
+        Apply* m = members_[expanded];
+        for (const Var& u : m->inputs) offer(u->owner);
+        if (single_) continue;
+        for (const Client& c : fg_.clients(m->output_ptr(0))) offer(c.node);
+        for (const Var& u : m->inputs) {
+          if (!sibling_source(u)) continue;
+          const auto& cl = fg_.clients(u.get());
+          for (size_t c = 0; c < cl.size() && c < kMaxSiblingScan; ++c)
+            if (cl[c].node && inputs_before(cl[c].node)) offer(cl[c].node);
+        }
+      }
+      bool added = false;
+      for (size_t r = 0; r < refused.size() && !full(); ++r)
+        if (refused[r].second < members_.size() && offer(refused[r].first)) {
+          added = true;
+          --r;  // offer erased it
+        }
+      if (!added) break;
+    }
+  }
+
+  size_t size() const { return members_.size(); }
+  /// The results read outside the group, in graph order.
+  std::vector<Var> outputs() const {
+    std::vector<Apply*> sorted = members_;
+    std::sort(sorted.begin(), sorted.end(), [&](Apply* a, Apply* b) { return pos_.at(a) < pos_.at(b); });
+    std::vector<Var> outs;
+    for (Apply* m : sorted)
+      if (read_outside(m)) outs.push_back(m->output(0));
+    return outs;
+  }
+
+  /// The fused op's inputs and program computing `outs`: post-order from each output, inputs
+  /// numbered in the order they are met.
+  std::pair<std::vector<Var>, std::shared_ptr<const Op>> build(const std::vector<Var>& outs) const {
     std::vector<Var> externals;
-    std::function<void(const Var&)> grow = [&](const Var& v) {
-      Apply* o = v->owner;
-      if (o && !in_group.count(o) && fusible(o) && o->output_ptr(0)->dtype() == dt && fg.clients(v.get()).size() == 1 &&
-          static_cast<int>(group.size()) < kMaxSteps) {
-        group.push_back(o);
-        in_group.insert(o);
-        for (const auto& in : o->inputs) grow(in);
+    std::unordered_map<const Variable*, int> index;
+    std::function<void(const Var&)> find_inputs = [&](const Var& v) {
+      if (index.count(v.get())) return;
+      if (v->owner && in(v->owner)) {
+        for (const Var& a : v->owner->inputs) find_inputs(a);
+        index[v.get()] = -1;  // visited
         return;
       }
-      if (std::find_if(externals.begin(), externals.end(), [&](const Var& e) { return e.get() == v.get(); }) ==
-          externals.end())
-        externals.push_back(v);
+      index[v.get()] = static_cast<int>(externals.size());
+      externals.push_back(v);
     };
-    for (const auto& in : root->inputs) grow(in);
-    if (group.size() < 2 || static_cast<int>(externals.size()) > kMaxInputs) continue;
-    // Steps in dependency order (post-order from the root).
-    std::unordered_map<const Variable*, int> index;
-    for (size_t i = 0; i < externals.size(); ++i) index[externals[i].get()] = static_cast<int>(i);
-    std::vector<Composite::Step> steps;
+    for (const Var& o : outs) find_inputs(o);
+    for (auto it = index.begin(); it != index.end();) it = it->second < 0 ? index.erase(it) : std::next(it);
+    std::vector<CompositeStep> steps;
     std::function<int(const Var&)> emit = [&](const Var& v) -> int {
       if (auto f = index.find(v.get()); f != index.end()) return f->second;
-      Apply* o = v->owner;
-      Composite::Step s{static_cast<const Elemwise&>(*o->op).scalar, {}};
-      for (const auto& in : o->inputs) s.args.push_back(emit(in));
+      CompositeStep s{static_cast<const Elemwise&>(*v->owner->op).scalar, {}};
+      for (const Var& a : v->owner->inputs) s.args.push_back(emit(a));
       steps.push_back(s);
       const int id = static_cast<int>(externals.size() + steps.size() - 1);
       index[v.get()] = id;
       return id;
     };
-    emit(root->output(0));
-    auto op = std::make_shared<Composite>(static_cast<int>(externals.size()), dt, std::move(steps));
-    Var fused = apply_op1(op, externals);
-    Var old = root->output(0);
-    Var repl = as_type(fused, old->type);
+    std::vector<int> out_ids;
+    for (const Var& o : outs) out_ids.push_back(emit(o));
+    const int nin = static_cast<int>(externals.size());
+    if (outs.size() == 1) return {externals, std::make_shared<Composite>(nin, dt_, std::move(steps))};
+    return {externals, std::make_shared<MultiComposite>(nin, dt_, std::move(steps), std::move(out_ids))};
+  }
+
+ private:
+  bool full() const { return static_cast<int>(members_.size()) >= kMaxSteps; }
+
+  /// Whether other readers of external input u may join (sibling fusion: u is then read once).
+  /// Only full-size computed or input arrays: reading a broadcast constant twice costs nothing.
+  bool sibling_source(const Var& u) const {
+    if (u->owner && in(u->owner)) return false;
+    return !u->is_constant() && u->type.broadcastable == members_[0]->output_ptr(0)->type.broadcastable;
+  }
+
+  /// Whether every input of x is a leaf, a member's result or computed before every member: the
+  /// siblings worth reading an input once with (unrelated nodes far down the graph are not).
+  bool inputs_before(const Apply* x) const {
+    const double lo = lowest();
+    for (const Var& u : x->inputs)
+      if (u->owner && !in(u->owner)) {
+        auto p = pos_.find(u->owner);
+        if (p == pos_.end() || p->second >= lo) return false;
+      }
+    return true;
+  }
+
+  /// Membership by linear search: groups have at most kMaxSteps members.
+  bool in(const Apply* x) const { return std::find(members_.begin(), members_.end(), x) != members_.end(); }
+
+  bool read_outside(const Apply* m) const {
+    for (const Client& c : fg_.clients(m->output_ptr(0)))
+      if (!c.node || !in(c.node)) return true;
+    return false;
+  }
+
+  bool candidate(Apply* x) const {
+    return x && !full() && !in(x) && fusible(x) && x->output_ptr(0)->dtype() == dt_ && pos_.count(x);
+  }
+
+  bool try_add(Apply* x) {
+    members_.push_back(x);
+    lo_.push_back(std::min(lo_.back(), pos_.at(x)));
+    if (valid()) return true;
+    members_.pop_back();
+    lo_.pop_back();
+    return false;
+  }
+
+  /// The smallest position of a member.
+  double lowest() const { return lo_.back(); }
+
+  bool valid() const {
+    std::array<const Var*, kMaxInputs> ext;
+    int n_ext = 0;
+    for (Apply* m : members_)
+      for (const Var& u : m->inputs) {
+        if (u->owner && in(u->owner)) continue;
+        bool seen = false;
+        for (int e = 0; e < n_ext && !seen; ++e) seen = ext[e]->get() == u.get();
+        if (seen) continue;
+        if (n_ext == kMaxInputs) return false;
+        ext[n_ext++] = &u;
+      }
+    std::array<const Variable*, kMaxOutputs> outs;
+    int n_out = 0;
+    for (Apply* m : members_)
+      if (read_outside(m)) {
+        if (n_out == (single_ ? 1 : kMaxOutputs)) return false;
+        outs[n_out++] = m->output_ptr(0);
+      }
+    if (n_out > 1) {
+      for (int k = 0; k < n_out; ++k) {
+        if (!(outs[k]->type == outs[0]->type)) return false;
+        // A result only reductions read is left to reduction fusion (never stored at all).
+        if (reduce_fed(fg_, outs[k])) return false;
+      }
+      if (!one_shape({outs.data(), static_cast<size_t>(n_out)})) return false;
+    }
+    return convex({ext.data(), static_cast<size_t>(n_ext)});
+  }
+
+  /// Whether the outputs surely have one shape at run time: on each non-broadcastable dim they
+  /// are linked by group nodes, each of which requires its non-broadcastable inputs to match its
+  /// output. (Two unrelated results of one type may differ in shape.)
+  bool one_shape(std::span<const Variable* const> outs) const {
+    // Union-find over the variables the members read and write, by index in `vars`.
+    std::vector<const Variable*> vars;
+    std::vector<int> parent;
+    auto id = [&](const Variable* v) {
+      auto it = std::find(vars.begin(), vars.end(), v);
+      if (it != vars.end()) return static_cast<int>(it - vars.begin());
+      vars.push_back(v);
+      parent.push_back(static_cast<int>(parent.size()));
+      return static_cast<int>(vars.size()) - 1;
+    };
+    auto find = [&](int i) {
+      while (parent[i] != i) i = parent[i] = parent[parent[i]];
+      return i;
+    };
+    const auto& bc = outs[0]->type.broadcastable;
+    for (int d = 0; d < static_cast<int>(bc.size()); ++d) {
+      if (bc[d]) continue;
+      vars.clear();
+      parent.clear();
+      for (Apply* m : members_) {
+        const Variable* o = m->output_ptr(0);
+        if (o->type.broadcastable[d]) continue;
+        for (const Var& u : m->inputs)
+          if (!u->type.broadcastable[d]) {
+            const int ui = id(u.get()), oi = id(o);
+            parent[find(ui)] = find(oi);
+          }
+      }
+      const int root = find(id(outs[0]));
+      for (const Variable* o : outs)
+        if (find(id(o)) != root) return false;
+    }
+    return true;
+  }
+
+  /// Whether no path leaves the group and comes back: no external input depends on a member.
+  /// Ancestors placed before every member cannot, so the search stops there.
+  bool convex(std::span<const Var* const> externals) const {
+    const double lo = lowest();
+    std::vector<const Apply*> stack;
+    for (const Var* u : externals)
+      if ((*u)->owner && pos_.at((*u)->owner) > lo) stack.push_back((*u)->owner);
+    if (stack.empty()) return true;
+    std::unordered_set<const Apply*> seen;
+    while (!stack.empty()) {
+      const Apply* y = stack.back();
+      stack.pop_back();
+      if (in(y)) return false;
+      auto p = pos_.find(y);
+      if (p == pos_.end() || p->second < lo || !seen.insert(y).second) continue;
+      if (seen.size() > kConvexityBudget) return false;
+      for (const Var& v : y->inputs)
+        if (v->owner) stack.push_back(v->owner);
+    }
+    return true;
+  }
+
+  const FunctionGraph& fg_;
+  const Positions& pos_;
+  DType dt_;
+  bool single_;
+  std::vector<Apply*> members_;
+  std::vector<double> lo_;  // lo_[k]: the smallest position of members 0..k
+};
+
+Positions positions(const FunctionGraph& fg) {
+  Positions pos;
+  double i = 0;
+  for (const auto& n : fg.toposort()) pos[n.get()] = i++;
+  return pos;
+}
+
+/// Gives the fused node `f` a place in `pos` between its producers and its readers (the order
+/// stays topological without a new sort); false when there is no room.
+bool place(const FunctionGraph& fg, Positions& pos, const Apply* f) {
+  double a = -1, b = std::numeric_limits<double>::infinity();
+  for (const Var& u : f->inputs)
+    if (u->owner) a = std::max(a, pos.at(u->owner));
+  for (int k = 0; k < f->nout(); ++k)
+    for (const Client& c : fg.clients(f->output_ptr(k))) {
+      if (!c.node) continue;
+      auto it = pos.find(c.node);
+      if (it == pos.end()) return false;
+      b = std::min(b, it->second);
+    }
+  if (std::isinf(b)) b = a + 2;
+  const double mid = (a + b) / 2;
+  if (!(a < mid && mid < b)) return false;
+  pos[f] = mid;
+  return true;
+}
+
+bool fuse_elemwise(FunctionGraph& fg) {
+  bool changed = false;
+  auto order = fg.toposort();
+  auto pos = positions(fg);
+  // First the trees whose result only reductions read (they become CompositeReduce nodes), so
+  // that no multi-output group takes their nodes; then every other group.
+  for (int pass = 0; pass < 2; ++pass)
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Apply* root = it->get();
+      if (!fg.contains(root) || !fusible(root)) continue;
+      const bool single = reduce_fed(fg, root->output_ptr(0));
+      if (single != (pass == 0)) continue;
+      Group g(fg, pos, root, single);
+      g.grow();
+      if (g.size() < 2) continue;
+      const std::vector<Var> olds = g.outputs();
+      auto [inputs, op] = g.build(olds);
+      const std::vector<Var> fused = apply_op(op, inputs);
+      std::vector<Var> repl;
+      for (size_t k = 0; k < olds.size(); ++k) repl.push_back(as_type(fused[k], olds[k]->type));
+      if (std::find(repl.begin(), repl.end(), nullptr) != repl.end()) continue;
+      for (size_t k = 0; k < olds.size(); ++k) fg.replace(olds[k], repl[k], "elemwise_fusion");
+      if (repl != fused || !place(fg, pos, fused[0]->owner)) pos = positions(fg);
+      changed = true;
+    }
+  return changed;
+}
+
+bool fuse_reductions(FunctionGraph& fg) {
+  bool changed = false;
+  for (const auto& n : fg.toposort()) {
+    if (!fg.contains(n.get())) continue;
+    const Reduce* r = fusible_reduce(n.get());
+    if (!r) continue;
+    const Var& x = n->inputs[0];
+    const Apply* o = x->owner;
+    if (!o || !reduce_fed(fg, x.get())) continue;
+    std::vector<Var> inputs;
+    std::vector<CompositeStep> steps;
+    if (typeid(*o->op) == typeid(Composite) && static_cast<const Composite&>(*o->op).inplace < 0) {
+      inputs = o->inputs;
+      steps = static_cast<const Composite&>(*o->op).steps;
+    } else if (fusible(o)) {
+      CompositeStep s{static_cast<const Elemwise&>(*o->op).scalar, {}};
+      for (const Var& v : o->inputs) {
+        auto f = std::find(inputs.begin(), inputs.end(), v);
+        s.args.push_back(static_cast<int>(f - inputs.begin()));
+        if (f == inputs.end()) inputs.push_back(v);
+      }
+      steps.push_back(s);
+    } else {
+      continue;
+    }
+    auto op = std::make_shared<CompositeReduce>(static_cast<int>(inputs.size()), x->dtype(), std::move(steps), r->kind,
+                                                r->axes, r->dtype);
+    Var old = n->output(0);
+    Var repl = as_type(apply_op1(op, inputs), old->type);
     if (!repl) continue;
-    fg.replace(old, repl, "elemwise_fusion");
+    fg.replace(old, repl, "reduction_fusion");
     changed = true;
   }
   return changed;
+}
+
+bool fuse_pass(FunctionGraph& fg) {
+  const bool a = fuse_elemwise(fg);
+  const bool b = fuse_reductions(fg);
+  return a || b;
 }
 
 }  // namespace

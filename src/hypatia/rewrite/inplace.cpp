@@ -1,51 +1,56 @@
-// In-place: an elementwise node (Elemwise or fused Composite) writes its output into the buffer
-// of an input that nothing else needs. The destroy check: the input is computed in this call (not
-// a function input, shared variable or constant), by a node whose output owns its buffer (no view
-// of something else), it has no other reader (this node is its only client and it is not a
-// graph output), and it has the output's exact type (so the same shape at run time).
+// In-place: a node writes its output into the buffer of an input that nothing else needs
+// afterwards: elementwise nodes (Elemwise, single-output Composite) into any input, Gemm / Gemv /
+// Ger into z, set/inc_subtensor into x. What may be overwritten, and the order that makes it
+// safe, is the destroy handler's (rewrite/destroy.h): intermediates whose other readers can run
+// first, inputs marked mutable, and shared variables updated with the node's own result.
+#include "hypatia/ops/blas.h"
 #include "hypatia/ops/composite.h"
+#include "hypatia/ops/subtensor.h"
+#include "hypatia/rewrite/destroy.h"
 #include "hypatia/rewrite/rewrite_util.h"
 
 namespace hypatia::rewrite {
 namespace {
 
-int destroyable_input(const FunctionGraph& fg, const Apply& n) {
-  const TensorType& out = n.output_ptr(0)->type;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const Var& v = n.inputs[i];
-    const Apply* producer = v->owner;
-    if (!producer || !(v->type == out)) continue;
-    if (!producer->op->view_map().empty()) continue;
-    const auto& cl = fg.clients(v.get());
-    if (cl.size() != 1 || cl[0].node != &n) continue;
-    return static_cast<int>(i);
+/// The in-place form of n's op overwriting input i, or null when it has none.
+std::shared_ptr<const Op> inplace_form(const Apply& n, int i) {
+  if (const Elemwise* e = elemwise_op(&n)) return std::make_shared<Elemwise>(e->scalar, e->cast_to, i);
+  const Op& op = *n.op;
+  if (typeid(op) == typeid(Composite)) {
+    const auto& c = static_cast<const Composite&>(op);
+    if (c.inplace >= 0 || n.nout() != 1) return nullptr;
+    return std::make_shared<Composite>(c.nin, c.dtype, c.steps, i);
   }
-  return -1;
+  if (i != 0) return nullptr;
+  if (typeid(op) == typeid(Gemm) && !static_cast<const Gemm&>(op).inplace) return std::make_shared<Gemm>(true);
+  if (typeid(op) == typeid(Gemv) && !static_cast<const Gemv&>(op).inplace) return std::make_shared<Gemv>(true);
+  if (typeid(op) == typeid(Ger) && !static_cast<const Ger&>(op).inplace) return std::make_shared<Ger>(true);
+  if (typeid(op) == typeid(IncSubtensor)) {
+    const auto& s = static_cast<const IncSubtensor&>(op);
+    if (!s.inplace) return std::make_shared<IncSubtensor>(s.spec, s.set_instead_of_inc, true);
+  }
+  return nullptr;
 }
 
 bool inplace_pass(FunctionGraph& fg) {
   bool changed = false;
   for (const auto& n : fg.toposort()) {
-    if (!fg.contains(n.get())) continue;
-    std::shared_ptr<const Op> op;
-    if (const Elemwise* e = elemwise_op(n.get())) {
-      const int i = destroyable_input(fg, *n);
-      if (i < 0) continue;
-      op = std::make_shared<Elemwise>(e->scalar, e->cast_to, i);
-    } else if (typeid(*n->op) == typeid(Composite)) {
-      const auto& c = static_cast<const Composite&>(*n->op);
-      if (c.inplace >= 0) continue;
-      const int i = destroyable_input(fg, *n);
-      if (i < 0) continue;
-      op = std::make_shared<Composite>(c.nin, c.dtype, c.steps, i);
-    } else {
-      continue;
+    if (!fg.contains(n.get()) || !n->op->destroy_map().empty()) continue;
+    // Intermediates first: overwriting them saves an allocation; leaves only when nothing else fits.
+    std::vector<int> order;
+    for (int pass = 0; pass < 2; ++pass)
+      for (int i = 0; i < static_cast<int>(n->inputs.size()); ++i)
+        if ((n->inputs[i]->owner != nullptr) == (pass == 0)) order.push_back(i);
+    for (int i : order) {
+      std::shared_ptr<const Op> op = inplace_form(*n, i);
+      if (!op || !destroy_refusal(fg, *n, i).empty() || !destroy_order(fg, {n.get(), i})) continue;
+      Var old = n->output(0);
+      Var repl = apply_op1(op, n->inputs);
+      if (!(repl->type == old->type)) continue;
+      fg.replace(old, repl, "inplace");
+      changed = true;
+      break;
     }
-    Var old = n->output(0);
-    Var repl = apply_op1(op, n->inputs);
-    if (!(repl->type == old->type)) continue;
-    fg.replace(old, repl, "inplace_elemwise");
-    changed = true;
   }
   return changed;
 }

@@ -99,6 +99,8 @@ const std::vector<RewritePhase>& rewrite_phases() {
     rewrite::register_blas();
     rewrite::register_fusion();
     rewrite::register_inplace();
+    rewrite::register_patterns();
+    rewrite::register_canonical_extra();
   });
   return phases_storage();
 }

@@ -81,6 +81,10 @@ void register_basic();
 void register_blas();
 void register_fusion();
 void register_inplace();
+/// Rules written in the pattern form (rewrite/pattern.h), added to the phases above.
+void register_patterns();
+/// Canonicalize / specialize rules on shapes, subtensors, reductions and mul/div forms.
+void register_canonical_extra();
 }  // namespace rewrite
 
 }  // namespace hypatia

@@ -99,6 +99,10 @@ bool values_close(const NDArray& a, const NDArray& b, bool exact) {
 }  // namespace
 
 void Program::run_debug(Thunk& th) {
+  if (th.node->op->has_side_effects()) {  // run once: a Print must print once
+    th.kernel->run(KernelArgs{th.in, th.out});
+    return;
+  }
   const AliasMap dm = th.node->op->destroy_map();
   std::vector<bool> destroyed(th.in.size(), false);
   for (const auto& o : dm)
@@ -124,12 +128,38 @@ void Program::run_debug(Thunk& th) {
                           " vs ", ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
 }
 
-void Program::run_thunks() {
+namespace {
+
+/// Runs fn; an error gets the node's context (Theano's "Apply node that caused the error").
+template <class Fn>
+void with_node_context(const Program::Thunk& th, Fn&& fn) {
+  try {
+    fn();
+  } catch (const IndexError& e) {
+    rethrow_with(e, node_context(th));
+  } catch (const NotDifferentiableError& e) {
+    rethrow_with(e, node_context(th));
+  } catch (const TypeError& e) {
+    rethrow_with(e, node_context(th));
+  } catch (const ValueError& e) {
+    rethrow_with(e, node_context(th));
+  } catch (const Error& e) {
+    rethrow_with(e, node_context(th));
+  } catch (const InternalError& e) {
+    rethrow_with(e, node_context(th));
+  } catch (const std::bad_alloc&) {
+    throw ValueError(th.node->op->name() + ": out of memory" + node_context(th));
+  }
+}
+
+}  // namespace
+
+void Program::run_thunks(size_t begin, size_t end) {
   const bool prof = profile != nullptr;
-  for (size_t t = 0; t < thunks.size(); ++t) {
+  for (size_t t = begin; t < end; ++t) {
     Thunk& th = thunks[t];
     KernelArgs args{th.in, th.out};
-    try {
+    with_node_context(th, [&] {
       if (prof) {
         auto t0 = std::chrono::steady_clock::now();
         th.kernel->run(args);
@@ -141,23 +171,21 @@ void Program::run_thunks() {
       } else {
         th.kernel->run(args);
       }
-    } catch (const IndexError& e) {
-      rethrow_with(e, node_context(th));
-    } catch (const NotDifferentiableError& e) {
-      rethrow_with(e, node_context(th));
-    } catch (const TypeError& e) {
-      rethrow_with(e, node_context(th));
-    } catch (const ValueError& e) {
-      rethrow_with(e, node_context(th));
-    } catch (const Error& e) {
-      rethrow_with(e, node_context(th));
-    } catch (const InternalError& e) {
-      rethrow_with(e, node_context(th));
-    } catch (const std::bad_alloc&) {
-      throw ValueError(th.node->op->name() + ": out of memory" + node_context(th));
-    }
+    });
     if (allow_gc)
       for (int c : th.free_after) storage[c] = NDArray();
+  }
+}
+
+void Program::prepare_shared_destroyers() {
+  for (size_t t = first_shared_destroyer; t < thunks.size(); ++t) {
+    const Thunk& th = thunks[t];
+    with_node_context(th, [&] { th.node->op->check_runtime_inputs(*th.node, th.in); });
+  }
+  for (size_t t = first_shared_destroyer; t < thunks.size(); ++t) {
+    for (int c : thunks[t].view_cells) storage[c].reset();
+    for (int c : thunks[t].shared_cells)
+      if (storage[c].use_count() > 2) storage[c] = storage[c].copy();  // held outside the call too
   }
 }
 
@@ -178,6 +206,11 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   try {
     for (size_t i = 0; i < args.size(); ++i) bind_input(i, args[i]);
+    if (check_rewrites) {
+      std::vector<NDArray> bound;
+      for (const InputSlot& s : inputs) bound.push_back(storage[s.cell]);
+      check_rewrites(bound);
+    }
     for (const SharedSlot& s : shared) storage[s.cell] = s.shared->value;
     // The caller's previous outputs, when nothing else holds them, become this call's output buffers.
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -186,19 +219,26 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
         cell = std::move(outs[i]);
       outs[i].reset();
     }
-    run_thunks();
-    // Updates: check every new value before committing any, so a failure changes nothing.
-    std::vector<NDArray> new_values;
-    if (!updates.empty()) {
-      new_values.reserve(updates.size());
-      for (const UpdateSlot& u : updates) {
-        NDArray v = storage[u.value_cell];
-        if (auto err = u.variable->type.check_value(v); !err.empty())
-          fail<ValueError>("function '", name, "': the update of shared variable '", u.variable->name, "': ", err);
-        bool alias = u.may_alias_leaf;
-        for (const NDArray& prev : new_values) alias |= prev.shares_buffer(v);
-        new_values.push_back(alias ? v.copy() : v);
-      }
+    run_thunks(0, first_shared_destroyer);
+    // Updates: check every new value before committing any, so a failure changes nothing. The
+    // nodes that overwrite shared variables run after the other values are checked, and after
+    // checking their own inputs: past that point nothing can fail.
+    std::vector<NDArray> new_values(updates.size());
+    for (size_t i = 0; i < updates.size(); ++i) {
+      const UpdateSlot& u = updates[i];
+      if (u.in_place) continue;
+      NDArray v = storage[u.value_cell];
+      if (auto err = u.variable->type.check_value(v); !err.empty())
+        fail<ValueError>("function '", name, "': the update of shared variable '", u.variable->name, "': ", err);
+      bool alias = u.may_alias_leaf;
+      for (const NDArray& prev : new_values) alias |= prev.shares_buffer(v);
+      new_values[i] = alias ? v.copy() : std::move(v);
+    }
+    if (first_shared_destroyer < thunks.size()) {
+      prepare_shared_destroyers();
+      run_thunks(first_shared_destroyer, thunks.size());
+      for (size_t i = 0; i < updates.size(); ++i)
+        if (updates[i].in_place) new_values[i] = storage[updates[i].value_cell];
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const OutputSlot& o = outputs[i];

@@ -1,6 +1,7 @@
 // Program: the flat, precomputed schedule that a Function runs (thunks over storage cells).
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -28,6 +29,9 @@ class Program {
     std::vector<NDArray*> in, out;
     /// Intermediate cells whose last reader is this thunk (freed after it when gc is on).
     std::vector<int> free_after;
+    /// For a node that overwrites shared variables: their cells, and the cells of views of them
+    /// (dead by then; emptied so that the buffer's only holders are the cell and the variable).
+    std::vector<int> shared_cells, view_cells;
   };
   struct InputSlot {
     int cell;
@@ -44,6 +48,8 @@ class Program {
     Var variable;
     int value_cell;
     bool may_alias_leaf;
+    /// The value was computed in the shared variable's own buffer (an in-place node).
+    bool in_place = false;
   };
   struct OutputSlot {
     int cell;
@@ -57,6 +63,10 @@ class Program {
   std::vector<NDArray> storage;
   std::vector<CellKind> cell_kind;
   std::vector<Thunk> thunks;
+  /// Thunks from this index on overwrite shared variables: they run after all others, and only
+  /// after each of them has checked its inputs (Op::check_runtime_inputs), so that a failing call
+  /// changes no shared variable.
+  size_t first_shared_destroyer = 0;
   std::vector<InputSlot> inputs;
   std::vector<SharedSlot> shared;
   std::vector<UpdateSlot> updates;
@@ -67,6 +77,8 @@ class Program {
   /// DebugMode: every thunk is checked against its reference kernel, and inputs outside its
   /// destroy_map must come out unchanged (Theano's BadThunkOutput / BadDestroyMap).
   bool debug_mode = false;
+  /// DebugMode: checks the rewrites' replacements on each call's arguments (compile/debug_check.h).
+  std::function<void(std::span<const NDArray>)> check_rewrites;
   bool allow_gc = true;
   std::unique_ptr<Profile> profile;
   /// What the rewrite pipeline did at compile time.
@@ -80,7 +92,10 @@ class Program {
 
  private:
   void bind_input(size_t i, const NDArray& arg);
-  void run_thunks();
+  void run_thunks(size_t begin, size_t end);
+  /// Checks the shared-variable-overwriting thunks' inputs, and gives each overwritten shared
+  /// value a buffer of its own (a copy when something outside the call holds it).
+  void prepare_shared_destroyers();
   void run_debug(Thunk& th);
   void release_intermediates();
 };

@@ -1,0 +1,536 @@
+// Canonicalize rules on shapes and indexing: subtensor of subtensor, reshape chains and reshapes
+// to the input's own shape, useless allocs and alloc of alloc, switch with a constant condition
+// or equal branches. The elementwise, mul/div and reduction rules are in canonical_extra2.cpp.
+//
+// Every rule gives the same values as the graph it replaces wherever that graph runs without an
+// error (a merged subtensor still raises IndexError for an index out of range; a merged reshape
+// or alloc no longer checks the intermediate shape, as in Theano), and the replaced output's exact
+// type. Index arithmetic is built on 0-d int64 variables and folds where the operands are constant.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "hypatia/core/error.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/shape.h"
+#include "hypatia/ops/subtensor.h"
+#include "hypatia/rewrite/rewrite_util.h"
+
+namespace hypatia::rewrite {
+
+void register_canonical_extra2();
+
+namespace canon {
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared with canonical_extra2.cpp (declared there too).
+
+/// The value of a 0-d constant, or nullopt.
+std::optional<int64_t> cval(const Var& v);
+/// x, whose shape is t's, made to have type t exactly (cast, broadcastable flags set or dropped).
+Var retype(Var x, const TensorType& t);
+/// The output shape of broadcasting node n (its inputs' shapes through broadcast_infer_shape).
+ShapeVars output_shape(const Apply& n);
+/// x broadcast to the shape and type of n's output (an Alloc where x is smaller); null when impossible.
+Var broadcast_to_output(Var x, const Apply& n);
+/// An array of n's output shape and type filled with value.
+Var filled_output(double value, const Apply& n);
+/// A shape variable followed through Shape_i of its producers' infer_shape (the shape feature,
+/// without editing the graph).
+Var resolve_dim(Var d);
+/// Whether two 0-d shape variables provably hold the same value.
+bool same_dim(const Var& a, const Var& b, int depth = 4);
+/// The length of x's axis when it is known statically.
+std::optional<int64_t> static_dim(const Var& x, int axis);
+
+std::optional<int64_t> cval(const Var& v) {
+  if (!v || !v->is_constant() || v->ndim() != 0) return std::nullopt;
+  return static_cast<int64_t>(v->data.get_flat(0));
+}
+
+Var retype(Var x, const TensorType& t) {
+  if (!x || x->ndim() != t.ndim()) return nullptr;
+  if (x->dtype() != t.dtype) x = cast(x, t.dtype);
+  return patternbroadcast(x, t.broadcastable);
+}
+
+ShapeVars output_shape(const Apply& n) {
+  std::vector<ShapeVars> in;
+  for (const Var& v : n.inputs) in.push_back(shape_vars(v));
+  return broadcast_infer_shape(n, in);
+}
+
+Var broadcast_to_output(Var x, const Apply& n) {
+  const TensorType& out = n.output_ptr(0)->type;
+  if (!x || x->ndim() > out.ndim()) return nullptr;
+  if (Var r = as_type(x, out)) return r;
+  if (x->dtype() != out.dtype) x = cast(x, out.dtype);
+  return retype(alloc(x, output_shape(n)), out);
+}
+
+Var filled_output(double value, const Apply& n) {
+  const TensorType& out = n.output_ptr(0)->type;
+  return retype(alloc(constant(value, out.dtype), output_shape(n)), out);
+}
+
+Var resolve_dim(Var d) {
+  for (int depth = 0; depth < 16 && d && !d->is_constant(); ++depth) {
+    const Apply* p = d->owner;
+    if (!p || typeid(*p->op) != typeid(ShapeI)) return d;
+    const int k = static_cast<const ShapeI&>(*p->op).i;
+    const Var& v = p->inputs[0];
+    if (k < 0 || k >= v->ndim()) return d;
+    if (v->type.broadcastable[k]) return int_constant(1);
+    if (v->is_constant()) return int_constant(v->data.shape(k));
+    const Apply* q = v->owner;
+    if (!q) return d;
+    std::vector<ShapeVars> in_shapes;
+    for (const Var& in : q->inputs) in_shapes.push_back(shape_vars(in));
+    std::vector<ShapeVars> shapes;
+    try {
+      shapes = q->op->infer_shape(*q, in_shapes);
+    } catch (const Error&) {
+      return d;
+    }
+    if (static_cast<int>(shapes.size()) <= v->index || static_cast<int>(shapes[v->index].size()) != v->ndim()) return d;
+    Var r = shapes[v->index][k];
+    if (!r || r->ndim() != 0 || !is_integer(r->dtype())) return d;
+    if (r->owner && typeid(*r->owner->op) == typeid(ShapeI) && r->owner->inputs[0].get() == v.get()) return d;
+    d = r;
+  }
+  return d;
+}
+
+bool same_dim(const Var& a, const Var& b, int depth) {
+  if (!a || !b) return false;
+  const Var x = resolve_dim(a), y = resolve_dim(b);
+  if (x.get() == y.get()) return true;
+  const auto cx = cval(x), cy = cval(y);
+  if (cx || cy) return cx && cy && *cx == *cy;
+  if (depth <= 0 || !x->owner || !y->owner || x->index != y->index) return false;
+  const Apply &p = *x->owner, &q = *y->owner;
+  if (p.inputs.size() != q.inputs.size() || !p.op->equals(*q.op) || !p.op->destroy_map().empty()) return false;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    if (!same_dim(p.inputs[i], q.inputs[i], depth - 1)) return false;
+  return true;
+}
+
+std::optional<int64_t> static_dim(const Var& x, int axis) { return cval(resolve_dim(shape_vars(x)[axis])); }
+
+}  // namespace canon
+
+namespace {
+
+using canon::cval;
+using Kind = IndexEntry::Kind;
+using Bound = IndexEntry::Bound;
+
+// ---------------------------------------------------------------------------------------------
+// 0-d int64 arithmetic that folds constants (and the identities x + 0, x * 1, x * 0).
+
+Var I(int64_t v) { return int_constant(v); }
+Var B(bool v) { return constant(v ? 1.0 : 0.0, DType::Bool); }
+Var i64(const Var& v) { return v->dtype() == DType::Int64 ? v : cast(v, DType::Int64); }
+
+Var iadd(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (x && y) return I(*x + *y);
+  if (x && *x == 0) return b;
+  if (y && *y == 0) return a;
+  return add(a, b);
+}
+Var isub(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (x && y) return I(*x - *y);
+  if (y && *y == 0) return a;
+  if (a.get() == b.get()) return I(0);
+  return sub(a, b);
+}
+Var imul(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (x && y) return I(*x * *y);
+  if ((x && *x == 0) || (y && *y == 0)) return I(0);
+  if (x && *x == 1) return b;
+  if (y && *y == 1) return a;
+  return mul(a, b);
+}
+Var imax(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (x && y) return I(std::max(*x, *y));
+  if (a.get() == b.get()) return a;
+  return maximum(a, b);
+}
+Var imin(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (x && y) return I(std::min(*x, *y));
+  if (a.get() == b.get()) return a;
+  return minimum(a, b);
+}
+// Floor division (Python's //); the divisor is never 0 where the result is used.
+Var ifloordiv(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (y && *y == 1) return a;
+  if (x && y && *y != 0) {
+    int64_t q = *x / *y;
+    if ((*x % *y != 0) && ((*x < 0) != (*y < 0))) --q;
+    return I(q);
+  }
+  return int_div(a, b);
+}
+Var ilt(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (x && y) return B(*x < *y);
+  return lt(a, b);
+}
+Var iand(const Var& a, const Var& b) {
+  const auto x = cval(a), y = cval(b);
+  if (x) return *x ? b : B(false);
+  if (y) return *y ? a : B(false);
+  return and_(a, b);
+}
+Var isel(const Var& cond, const Var& a, const Var& b) {
+  if (const auto c = cval(cond)) return *c ? a : b;
+  const auto x = cval(a), y = cval(b);
+  if (a.get() == b.get() || (x && y && *x == *y)) return a;
+  return switch_(cond, a, b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Subtensor of Subtensor -> one Subtensor.
+
+// One index entry with its bounds as 0-d int64 variables (null: absent).
+struct MEntry {
+  Kind kind = Kind::Slice;
+  Var a, b, c;
+  bool full() const { return kind == Kind::Slice && !a && !b && !c; }
+};
+
+std::vector<MEntry> read_spec(const IndexSpec& spec, const std::vector<Var>& inputs) {
+  size_t k = 1;
+  auto get = [&](Bound b, int64_t v) -> Var {
+    if (b == Bound::None) return nullptr;
+    if (b == Bound::Const) return I(v);
+    return i64(inputs[k++]);
+  };
+  std::vector<MEntry> r;
+  for (const IndexEntry& e : spec) {
+    MEntry m;
+    m.kind = e.kind;
+    if (e.kind == Kind::Int) {
+      m.a = get(e.a, e.av);
+    } else if (e.kind == Kind::Slice) {
+      m.a = get(e.a, e.av);
+      m.b = get(e.b, e.bv);
+      m.c = get(e.c, e.cv);
+    }
+    r.push_back(std::move(m));
+  }
+  return r;
+}
+
+Var build_subtensor(const Var& x, const std::vector<MEntry>& es) {
+  IndexSpec spec;
+  std::vector<Var> in{x};
+  auto put = [&](const Var& v, Bound& b, int64_t& value) {
+    if (!v) {
+      b = Bound::None;
+    } else if (auto c = cval(v)) {
+      b = Bound::Const;
+      value = *c;
+    } else {
+      b = Bound::Input;
+      in.push_back(v);
+    }
+  };
+  for (const MEntry& m : es) {
+    IndexEntry e;
+    e.kind = m.kind;
+    if (m.kind == Kind::Int) {
+      put(m.a, e.a, e.av);
+    } else if (m.kind == Kind::Slice) {
+      put(m.a, e.a, e.av);
+      put(m.b, e.b, e.bv);
+      put(m.c, e.c, e.cv);
+      if (e.c == Bound::Const && e.cv == 1) e.c = Bound::None;
+    }
+    spec.push_back(e);
+  }
+  while (!spec.empty() && spec.back().kind == Kind::Slice && spec.back().a == Bound::None &&
+         spec.back().b == Bound::None && spec.back().c == Bound::None)
+    spec.pop_back();
+  if (spec.empty()) return x;
+  return apply_op1(std::make_shared<Subtensor>(spec), in);
+}
+
+// Length of a constant slice on an axis of length n (Python's slice.indices).
+int64_t slice_length(int64_t n, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
+  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
+  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    const int64_t x = *v < 0 ? *v + n : *v;
+    return std::clamp(x, lower, upper);
+  };
+  const int64_t a = clamp(start, step > 0 ? 0 : n - 1), b = clamp(stop, step > 0 ? n : -1);
+  if (step > 0) return b > a ? (b - a + step - 1) / step : 0;
+  return a > b ? (a - b - step - 1) / (-step) : 0;
+}
+
+// The first index a slice takes and its length, on an axis of length n (Python's slice.indices).
+struct NormSlice {
+  Var start, len;
+};
+
+NormSlice normalize_slice(const Var& n, const MEntry& s) {
+  const Var step = s.c ? s.c : I(1);
+  const Var pos = ilt(I(0), step);
+  const Var lower = isel(pos, I(0), I(-1));
+  const Var upper = isel(pos, n, isub(n, I(1)));
+  auto clamp = [&](const Var& v) { return isel(ilt(v, I(0)), imax(iadd(v, n), lower), imin(v, upper)); };
+  const Var start = s.a ? clamp(s.a) : isel(pos, I(0), isub(n, I(1)));
+  const Var stop = s.b ? clamp(s.b) : isel(pos, n, I(-1));
+  const auto sign = cval(pos);
+  Var len_pos, len_neg;
+  if (!sign || *sign) len_pos = imax(I(0), ifloordiv(iadd(isub(stop, start), isub(step, I(1))), step));
+  if (!sign || !*sign) len_neg = imax(I(0), ifloordiv(isub(isub(start, stop), iadd(step, I(1))), isub(I(0), step)));
+  return {start, sign ? (*sign ? len_pos : len_neg) : isel(pos, len_pos, len_neg)};
+}
+
+bool nonneg_const_or_none(const Var& v) { return !v || (cval(v) && *cval(v) >= 0); }
+
+// s2 applied to the axis that slice s1 leaves of an axis of length n: one slice of that axis.
+MEntry compose_slices(const Var& n, const MEntry& s1, const MEntry& s2) {
+  const auto c1 = s1.c ? cval(s1.c) : std::optional<int64_t>(1);
+  const auto c2 = s2.c ? cval(s2.c) : std::optional<int64_t>(1);
+  MEntry r;
+  // Positive constant steps and non-negative constant bounds: no need for the axis length.
+  if (c1 && c2 && *c1 > 0 && *c2 > 0 && nonneg_const_or_none(s1.a) && nonneg_const_or_none(s1.b) &&
+      nonneg_const_or_none(s2.a) && nonneg_const_or_none(s2.b)) {
+    const int64_t a1 = s1.a ? *cval(s1.a) : 0, a2 = s2.a ? *cval(s2.a) : 0;
+    const int64_t start = a1 + a2 * *c1;
+    if (start != 0) r.a = I(start);
+    std::optional<int64_t> stop;
+    if (s1.b) stop = *cval(s1.b);
+    if (s2.b) stop = std::min(stop.value_or(std::numeric_limits<int64_t>::max()), a1 + *cval(s2.b) * *c1);
+    if (stop) r.b = I(*stop);
+    if (*c1 * *c2 != 1) r.c = I(*c1 * *c2);
+    return r;
+  }
+  const Var step1 = s1.c ? s1.c : I(1), step2 = s2.c ? s2.c : I(1);
+  const NormSlice n1 = normalize_slice(n, s1);
+  const NormSlice n2 = normalize_slice(n1.len, s2);
+  const Var start = iadd(n1.start, imul(n2.start, step1));
+  const Var step = imul(step1, step2);
+  const Var stop = iadd(start, imul(n2.len, step));
+  const auto cs = cval(step);
+  if (cs && *cs > 0) {
+    // start == stop when the result is empty: both clamp alike.
+    r.a = start;
+    r.b = stop;
+    if (c1 && c2 && *c1 > 0 && *c2 > 0) {
+      // Positive steps: an outer slice from the first element starts where the inner one does,
+      // and one to the end stops where the inner one does (the same bounds on the same axis).
+      if (!s2.a || cval(s2.a) == 0) r.a = s1.a;
+      if (!s2.b) r.b = s1.b;
+    }
+  } else {
+    // A negative bound would count from the end: -n - 1 stands for "before the first element".
+    const Var before = isub(I(-1), n);
+    r.a = isel(ilt(start, I(0)), before, start);
+    r.b = isel(ilt(stop, I(0)), before, stop);
+  }
+  r.c = step;
+  return r;
+}
+
+// Index i of the axis that slice s leaves of an axis of length n: an index of that axis, or n
+// (out of range: the merged subtensor raises where the original did) when i is out of range.
+Var compose_index(const Var& n, const MEntry& s, const Var& i) {
+  const auto c = s.c ? cval(s.c) : std::optional<int64_t>(1);
+  const auto ci = cval(i);
+  if (c && ci && *ci >= 0) {
+    // x[a::c][i] = x[a + i*c] for a >= 0, c > 0 (and below b); x[a::c][i] = x[a + i*c] for a < 0, c < 0.
+    if (*c > 0 && nonneg_const_or_none(s.a) && nonneg_const_or_none(s.b)) {
+      const int64_t idx = (s.a ? *cval(s.a) : 0) + *ci * *c;
+      if (!s.b || idx < *cval(s.b)) return I(idx);
+    }
+    if (*c < 0 && !s.b && (!s.a || (cval(s.a) && *cval(s.a) < 0))) return I((s.a ? *cval(s.a) : -1) + *ci * *c);
+  }
+  const NormSlice ns = normalize_slice(n, s);
+  const Var inorm = isel(ilt(i, I(0)), iadd(i, ns.len), i);
+  const Var valid = iand(ilt(I(-1), inorm), ilt(inorm, ns.len));
+  return isel(valid, iadd(ns.start, imul(inorm, s.c ? s.c : I(1))), n);
+}
+
+std::optional<std::vector<Var>> subtensor_merge(FunctionGraph&, Apply& node) {
+  const Var& mid = node.inputs[0];
+  if (!mid->owner || typeid(*mid->owner->op) != typeid(Subtensor)) return std::nullopt;
+  const Apply& inner = *mid->owner;
+  const Var& x = inner.inputs[0];
+  const std::vector<MEntry> e1 = read_spec(static_cast<const Subtensor&>(*inner.op).spec, inner.inputs);
+  const std::vector<MEntry> e2 = read_spec(static_cast<const Subtensor&>(*node.op).spec, node.inputs);
+  const ShapeVars xs = shape_vars(x);
+
+  // The axes of the inner output ("slots"): a Slice or NewAxis entry, or a trailing axis of x.
+  struct Slot {
+    const MEntry* entry;  // null: a trailing axis of x
+    int axis;             // the axis of x (-1 for NewAxis)
+  };
+  struct Item {
+    const MEntry* int_entry = nullptr;  // an Int entry of the inner spec (no output axis)
+    Slot slot{nullptr, -1};
+  };
+  std::vector<Item> items;
+  int ax = 0;
+  for (const MEntry& m : e1) {
+    if (m.kind == Kind::Int) {
+      items.push_back({&m, {}});
+      ++ax;
+    } else if (m.kind == Kind::Slice) {
+      items.push_back({nullptr, {&m, ax++}});
+    } else if (m.kind == Kind::NewAxis) {
+      items.push_back({nullptr, {&m, -1}});
+    } else {
+      return std::nullopt;
+    }
+  }
+  for (; ax < x->ndim(); ++ax) items.push_back({nullptr, {nullptr, ax}});
+
+  std::vector<MEntry> merged;
+  size_t p = 0;
+  auto own_entry = [](const Slot& s) { return s.entry ? *s.entry : MEntry{}; };
+  for (const Item& it : items) {
+    if (it.int_entry) {
+      merged.push_back(*it.int_entry);
+      continue;
+    }
+    while (p < e2.size() && e2[p].kind == Kind::NewAxis) merged.push_back(e2[p++]);
+    if (p >= e2.size()) {
+      merged.push_back(own_entry(it.slot));
+      continue;
+    }
+    const MEntry& o = e2[p++];
+    if (o.kind != Kind::Int && o.kind != Kind::Slice) return std::nullopt;
+    const Slot& s = it.slot;
+    if (o.full()) {
+      merged.push_back(own_entry(s));
+    } else if (!s.entry || s.entry->full()) {
+      merged.push_back(o);  // a whole axis of x: the outer entry applies to x directly
+    } else if (s.entry->kind == Kind::NewAxis) {
+      // A length-1 axis: index 0 or -1 drops it; a slice keeping its element keeps it.
+      if (o.kind == Kind::Int) {
+        const auto i = cval(o.a);
+        if (!i || (*i != 0 && *i != -1)) return std::nullopt;
+        continue;
+      }
+      if ((o.a && !cval(o.a)) || (o.b && !cval(o.b)) || (o.c && !cval(o.c))) return std::nullopt;
+      const int64_t step = o.c ? *cval(o.c) : 1;
+      if (step == 0 || slice_length(1, o.a ? cval(o.a) : std::nullopt, o.b ? cval(o.b) : std::nullopt, step) != 1)
+        return std::nullopt;
+      merged.push_back(*s.entry);
+    } else if (o.kind == Kind::Int) {
+      MEntry m;
+      m.kind = Kind::Int;
+      m.a = compose_index(xs[s.axis], *s.entry, o.a);
+      merged.push_back(std::move(m));
+    } else {
+      merged.push_back(compose_slices(xs[s.axis], *s.entry, o));
+    }
+  }
+  while (p < e2.size()) {
+    if (e2[p].kind != Kind::NewAxis) return std::nullopt;
+    merged.push_back(e2[p++]);
+  }
+  return one(canon::retype(build_subtensor(x, merged), node.output_ptr(0)->type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reshape
+
+// Entry i of a reshape's shape vector as a 0-d integer variable, or null when it is not visible.
+Var shape_entry(const Var& s, int i) {
+  if (s->is_constant()) return I(static_cast<int64_t>(s->data.get_flat(i)));
+  if (!s->owner) return nullptr;
+  if (typeid(*s->owner->op) == typeid(MakeVector)) return s->owner->inputs[i];
+  if (typeid(*s->owner->op) == typeid(ShapeOp)) return shape_vars(s->owner->inputs[0])[i];
+  return nullptr;
+}
+
+// reshape(reshape(x, s1), s2) -> reshape(x, s2).
+std::optional<std::vector<Var>> reshape_chain(FunctionGraph&, Apply& n) {
+  const Var& mid = n.inputs[0];
+  if (!mid->owner || typeid(*mid->owner->op) != typeid(Reshape)) return std::nullopt;
+  return one(canon::retype(apply_op1(n.op, {mid->owner->inputs[0], n.inputs[1]}), n.output_ptr(0)->type));
+}
+
+// reshape(x, s) -> x when s is provably x's shape.
+std::optional<std::vector<Var>> useless_reshape(FunctionGraph&, Apply& n) {
+  const Var &x = n.inputs[0], &s = n.inputs[1];
+  const int nd = static_cast<const Reshape&>(*n.op).ndim;
+  if (nd != x->ndim()) return std::nullopt;
+  const ShapeVars xs = shape_vars(x);
+  for (int i = 0; i < nd; ++i) {
+    const Var e = shape_entry(s, i);
+    if (!e) return std::nullopt;
+    if (nd == 1 && cval(e) == -1) continue;  // a vector reshaped to (-1,)
+    if (!canon::same_dim(e, xs[i])) return std::nullopt;
+  }
+  return one(canon::retype(x, n.output_ptr(0)->type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alloc
+
+// alloc(alloc(v, s1...), s2...) -> alloc(v, s2...).
+// The inner value v broadcasts to the outer shape wherever the inner result did: a dim where v is
+// not broadcastable must not be one the inner result made broadcastable (a length 1 spread out).
+std::optional<std::vector<Var>> alloc_alloc(FunctionGraph&, Apply& n) {
+  const Var& mid = n.inputs[0];
+  if (!mid->owner || typeid(*mid->owner->op) != typeid(Alloc)) return std::nullopt;
+  const Var& v = mid->owner->inputs[0];
+  const int off = mid->ndim() - v->ndim();
+  for (int j = 0; j < v->ndim(); ++j)
+    if (!v->type.broadcastable[j] && mid->type.broadcastable[j + off]) return std::nullopt;
+  std::vector<Var> in = n.inputs;
+  in[0] = v;
+  return one(canon::retype(apply_op1(n.op, in), n.output_ptr(0)->type));
+}
+
+// alloc(x, s...) -> x when s is provably x's shape.
+std::optional<std::vector<Var>> useless_alloc(FunctionGraph&, Apply& n) {
+  const Var& x = n.inputs[0];
+  const int nd = static_cast<int>(n.inputs.size()) - 1;
+  if (nd != x->ndim()) return std::nullopt;
+  const ShapeVars xs = shape_vars(x);
+  for (int i = 0; i < nd; ++i)
+    if (!canon::same_dim(n.inputs[i + 1], xs[i])) return std::nullopt;
+  return one(canon::retype(x, n.output_ptr(0)->type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Switch
+
+// switch(c, a, b) -> a or b for a constant c; switch(c, a, a) -> a (broadcast to the output).
+std::optional<std::vector<Var>> useless_switch(FunctionGraph&, Apply& n) {
+  const Elemwise* e = elemwise_op(&n);
+  if (!e || e->scalar != ScalarOpKind::Switch) return std::nullopt;
+  const auto& in = n.inputs;
+  if (in[1].get() == in[2].get()) return one(canon::broadcast_to_output(in[1], n));
+  if (const auto c = scalar_constant(in[0])) return one(canon::broadcast_to_output(*c != 0 ? in[1] : in[2], n));
+  return std::nullopt;
+}
+
+}  // namespace
+
+void register_canonical_extra() {
+  register_local_rewrite("canonicalize", {"local_subtensor_merge", {typeid(Subtensor)}, subtensor_merge});
+  register_local_rewrite("canonicalize", {"local_reshape_chain", {typeid(Reshape)}, reshape_chain});
+  register_local_rewrite("canonicalize", {"local_useless_reshape", {typeid(Reshape)}, useless_reshape});
+  register_local_rewrite("canonicalize", {"local_alloc_alloc", {typeid(Alloc)}, alloc_alloc});
+  register_local_rewrite("canonicalize", {"local_useless_alloc", {typeid(Alloc)}, useless_alloc});
+  register_local_rewrite("canonicalize", {"local_useless_switch", {typeid(Elemwise)}, useless_switch});
+  register_canonical_extra2();
+}
+
+}  // namespace hypatia::rewrite
