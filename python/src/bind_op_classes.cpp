@@ -146,6 +146,52 @@ void init_op_classes(nb::module_& m) {
     return nb::make_tuple(c.nin, c.dtype, r);
   });
 
+  using StepList = std::vector<std::pair<std::string, std::vector<int>>>;
+  auto to_steps = [](const StepList& steps) {
+    std::vector<CompositeStep> st;
+    for (const auto& [name, args] : steps) st.push_back({scalar_kind(name), args});
+    return st;
+  };
+  auto from_steps = [](const CompositeProgram& c) {
+    StepList r;
+    for (const auto& st : c.steps) r.emplace_back(std::string(scalar_op_name(st.kind)), st.args);
+    return r;
+  };
+  OpClass<MultiComposite> multi(m, "MultiComposite",
+                                "Several results of one fused elementwise program (multi-output fusion).");
+  multi
+      .def(
+          "__init__",
+          [to_steps](MultiComposite* self, int nin, DType dtype, const StepList& steps, std::vector<int> outputs) {
+            new (self) MultiComposite(nin, dtype, to_steps(steps), std::move(outputs));
+          },
+          "nin"_a, "dtype"_a, "steps"_a, "outputs"_a)
+      .def_prop_ro("scalar_op", [](const MultiComposite&) { return std::string("composite"); })
+      .def_prop_ro("nin", [](const MultiComposite& c) { return c.nin; })
+      .def_prop_ro("steps", [from_steps](const MultiComposite& c) { return from_steps(c); })
+      .def_prop_ro("outputs", [](const MultiComposite& c) { return c.outputs; });
+  reducible(multi, [from_steps](const MultiComposite& c) {
+    return nb::make_tuple(c.nin, c.dtype, from_steps(c), c.outputs);
+  });
+
+  OpClass<CompositeReduce> creduce(m, "CompositeReduce",
+                                   "A reduction fused with the elementwise program it reduces (sum(x*y)).");
+  creduce
+      .def(
+          "__init__",
+          [to_steps](CompositeReduce* self, int nin, DType dtype, const StepList& steps, const std::string& kind,
+                     std::vector<int> axes, DType out_dtype) {
+            new (self) CompositeReduce(nin, dtype, to_steps(steps), reduce_kind(kind), std::move(axes), out_dtype);
+          },
+          "nin"_a, "dtype"_a, "steps"_a, "scalar_op"_a, "axis"_a, "out_dtype"_a)
+      .def_prop_ro("scalar_op", [](const CompositeReduce& r) { return std::string(reduce_kind_name(r.kind)); })
+      .def_prop_ro("axis", [](const CompositeReduce& r) { return r.axes; })
+      .def_prop_ro("dtype", [](const CompositeReduce& r) { return r.out_dtype; })
+      .def_prop_ro("steps", [from_steps](const CompositeReduce& c) { return from_steps(c); });
+  reducible(creduce, [from_steps](const CompositeReduce& r) {
+    return nb::make_tuple(r.nin, r.dtype, from_steps(r), std::string(reduce_kind_name(r.kind)), r.axes, r.out_dtype);
+  });
+
   OpClass<Reduce> careduce(m, "CAReduce", "A reduction over some axes (sum, prod, max, min, all, any).");
   careduce
       .def(

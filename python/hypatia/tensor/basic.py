@@ -602,10 +602,10 @@ from hypatia.op import Op  # noqa: E402  (C++ ops are instances too)
 
 class _ElemwiseMeta(type):
     def __instancecheck__(cls, obj):
-        return isinstance(obj, (_core.Elemwise, _core.Composite))
+        return isinstance(obj, (_core.Elemwise, _core.Composite, _core.MultiComposite))
 
     def __subclasscheck__(cls, sub):
-        return issubclass(sub, (_core.Elemwise, _core.Composite))
+        return issubclass(sub, (_core.Elemwise, _core.Composite, _core.MultiComposite))
 
 
 class Elemwise(metaclass=_ElemwiseMeta):

@@ -61,6 +61,9 @@ class Composite : public OpWithProps<Composite>, public CompositeProgram {
     if (inplace < 0) return {};
     return {{inplace}};
   }
+  bool checks_runtime_inputs() const override { return true; }
+  /// The broadcast check of the kernel, and that an overwritten input has the result's shape.
+  void check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const override;
 };
 
 /// Several results of one program (multi-output fusion), all of the elementwise result's type
