@@ -118,6 +118,16 @@ TEST(Rewrite, StabilizeGivesFiniteValuesAtExtremes) {
     // log(erfc(30)) = -903.97412 (erfc(30) underflows in both precisions)
     EXPECT_NEAR(r[0].get_flat(3), -903.97412, dt == DType::Float32 ? 1e-2 : 1e-4);
     EXPECT_NEAR(r[0].get_flat(4) / -1e6, 1.0, 1e-4);
+    // Its gradient is finite and right too (log builds the stable form before grad runs).
+    Function g = function({v}, {grad(sum(log(erfc(v))), v)}, o);
+    auto gr = g({make_array({-3, 0.5, 4, 30, 1000}, {5}, dt)});
+    auto exact = [](double x) { return -2.0 / std::sqrt(M_PI) * std::exp(-x * x) / std::erfc(x); };
+    for (int i = 0; i < 3; ++i) {
+      const double x = std::vector<double>{-3, 0.5, 4}[i];
+      EXPECT_NEAR(gr[0].get_flat(i), exact(x), 1e-3 * std::abs(exact(x)) + 1e-6) << "x = " << x;
+    }
+    EXPECT_NEAR(gr[0].get_flat(3), -2 * 30.0 - 1 / 30.0, 1e-2);
+    EXPECT_NEAR(gr[0].get_flat(4) / (-2000.0), 1.0, 1e-4);
   }
   // log(softmax) -> log_softmax; log(sum(exp)) -> stable logsumexp.
   {

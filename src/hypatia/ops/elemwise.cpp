@@ -613,7 +613,29 @@ Var sqrt(Var x) { return elemwise(K::Sqrt, {std::move(x)}); }
 Var exp(Var x) { return elemwise(K::Exp, {std::move(x)}); }
 Var exp2(Var x) { return elemwise(K::Exp2, {std::move(x)}); }
 Var expm1(Var x) { return elemwise(K::Expm1, {std::move(x)}); }
-Var log(Var x) { return elemwise(K::Log, {std::move(x)}); }
+Var log(Var x) {
+  // log(erfc(y)) is built in its stable form, so that its gradient is stable too.
+  if (x->owner && typeid(*x->owner->op) == typeid(Elemwise) && is_float(x->dtype())) {
+    const auto& e = static_cast<const Elemwise&>(*x->owner->op);
+    if (e.scalar == K::Erfc && e.inplace < 0) return stable_log_erfc(x->owner->inputs[0]);
+  }
+  return elemwise(K::Log, {std::move(x)});
+}
+
+Var stable_log_erfc(Var y) {
+  // erfc underflows for large y (float32 near 9, float64 near 27); past a threshold use the
+  // asymptotic series -y^2 - log(y) - log(pi)/2 + log(1 - 1/(2y^2) + ...). Each branch reads y
+  // clamped to its side of the threshold, so both (and their gradients) are finite everywhere.
+  const DType dt = y->dtype();
+  auto c = [&](double v) { return constant(NDArray::scalar(v, dt)); };
+  Var thr = c(dt == DType::Float32 ? 5.0 : 26.0);
+  Var hi = maximum(y, thr);
+  Var t = reciprocal(sqr(hi));
+  Var series = c(1) + t * (c(-0.5) + t * (c(0.75) + t * (c(-1.875) + t * c(6.5625))));
+  Var asym = neg(sqr(hi)) - elemwise(K::Log, {hi}) - c(0.5 * std::log(M_PI)) + elemwise(K::Log, {series});
+  Var low = elemwise(K::Log, {erfc(minimum(y, thr))});
+  return switch_(lt(y, thr), low, asym);
+}
 Var log2(Var x) { return elemwise(K::Log2, {std::move(x)}); }
 Var log10(Var x) { return elemwise(K::Log10, {std::move(x)}); }
 Var log1p(Var x) { return elemwise(K::Log1p, {std::move(x)}); }

@@ -163,7 +163,11 @@ Var sqrt(Var x);
 Var exp(Var x);
 Var exp2(Var x);
 Var expm1(Var x);
+/// log(x); log(erfc(y)) of a float y is built as stable_log_erfc(y).
 Var log(Var x);
+/// log(erfc(y)), finite with a finite gradient where erfc(y) underflows (a switch between
+/// log(erfc(min(y, t))) and the asymptotic series at max(y, t)).
+Var stable_log_erfc(Var y);
 Var log2(Var x);
 Var log10(Var x);
 Var log1p(Var x);

@@ -243,21 +243,12 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
   switch (e->scalar) {
     case ScalarOpKind::Log: {
       const Var& x = in[0];
-      // log(erfc(y)): erfc underflows for large y (float32 near 9, float64 near 27); past a
-      // threshold use the asymptotic series -y^2 - log(y) - log(pi)/2 + log(1 - 1/(2y^2) + ...).
-      // Each branch reads y clamped to its side of the threshold, so both are finite everywhere
-      // and the gradient through the switch is too; log(erfc(minimum(y, thr))) is left alone.
+      // log(erfc(y)) built without log() (e.g. a Python-defined graph): its stable form
+      // (elemwise.h); log(erfc(minimum(y, t))), the form's own low branch, is left alone.
       if (elemwise_of(x, ScalarOpKind::Erfc)) {
         const Var& y = x->owner->inputs[0];
         if (elemwise_of(y, ScalarOpKind::Minimum) && scalar_constant(y->owner->inputs[1])) break;
-        const DType dt = y->dtype();
-        auto c = [&](double v) { return constant(NDArray::scalar(v, dt)); };
-        Var thr = c(dt == DType::Float32 ? 5.0 : 26.0);
-        Var hi = maximum(y, thr);
-        Var t = reciprocal(sqr(hi));
-        Var series = c(1) + t * (c(-0.5) + t * (c(0.75) + t * (c(-1.875) + t * c(6.5625))));
-        Var asym = neg(sqr(hi)) - log(hi) - c(0.5 * std::log(M_PI)) + log(series);
-        return one(as_type(switch_(lt(y, thr), log(erfc(minimum(y, thr))), asym), out));
+        return one(as_type(stable_log_erfc(y), out));
       }
       // log(softmax(y)) -> log_softmax(y)
       if (x->owner && typeid(*x->owner->op) == typeid(Softmax)) {
@@ -271,6 +262,8 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
         const Var& ex = x->owner->inputs[0];
         if (r.kind == ReduceKind::Sum && elemwise_of(ex, ScalarOpKind::Exp)) {
           const Var& y = ex->owner->inputs[0];
+          // y - switch(isinf(m), 0, m) is this rewrite's own result: already stable.
+          if (elemwise_of(y, ScalarOpKind::Sub) && elemwise_of(y->owner->inputs[1], ScalarOpKind::Switch)) break;
           Var m = max(y, r.axes, /*keepdims=*/true);
           // An infinite max would give inf - inf; use 0 there (the result is then exact anyway).
           Var safe_m = switch_(isinf(m), zeros_like(m), m);
