@@ -61,8 +61,9 @@ struct Mlp {
     Var h = x;
     Var l2 = constant(NDArray::scalar(0.0, DType::Float32));
     for (int l = 0; l < 3; ++l) {
-      Var w = shared(random_f32({sizes[l], sizes[l + 1]}, -0.05f, 0.05f, seed + l), "W" + std::to_string(l));
-      Var b = shared(NDArray::zeros({sizes[l + 1]}, DType::Float32), "b" + std::to_string(l));
+      const std::string names[] = {"W0", "b0", "W1", "b1", "W2", "b2"};
+      Var w = shared(random_f32({sizes[l], sizes[l + 1]}, -0.05f, 0.05f, seed + l), names[2 * l]);
+      Var b = shared(NDArray::zeros({sizes[l + 1]}, DType::Float32), names[2 * l + 1]);
       params.push_back(w);
       params.push_back(b);
       Var a = dot(h, w) + b;
