@@ -264,6 +264,35 @@ std::optional<std::vector<Var>> sum_neg(FunctionGraph&, Apply& n) {
 
 // specialize: sum(x * x) and sum(x ** 2) -> sum(sqr(x)), one form for the fusion pass (when the
 // square has no other reader).
+/// An Elemwise reading alloc(v, shape) where v is all-broadcastable (a scalar filled out) and
+/// another input already has the output's broadcast pattern (so it fixes the output shape) reads v
+/// itself: no filled array is materialised (Theano's local_elemwise_alloc; like Theano it drops
+/// the alloc's own shape check).
+std::optional<std::vector<Var>> elemwise_alloc(FunctionGraph&, Apply& n) {
+  const Elemwise* e = elemwise_op(&n);
+  if (!e) return std::nullopt;
+  const TensorType& out = n.output_ptr(0)->type;
+  const int nd = out.ndim();
+  bool shape_fixed = false;
+  for (const Var& in : n.inputs)
+    shape_fixed = shape_fixed || (!(in->owner && typeid(*in->owner->op) == typeid(Alloc)) && in->ndim() == nd &&
+                                  in->type.broadcastable == out.broadcastable);
+  if (!shape_fixed) return std::nullopt;
+  std::vector<Var> inputs = n.inputs;
+  bool changed = false;
+  for (Var& in : inputs) {
+    if (!in->owner || typeid(*in->owner->op) != typeid(Alloc)) continue;
+    const Var& v = in->owner->inputs[0];
+    if (v->ndim() > nd || !all_broadcastable(v)) continue;
+    std::vector<int> pattern(nd - v->ndim(), -1);
+    for (int d = 0; d < v->ndim(); ++d) pattern.push_back(d);
+    in = v->ndim() == nd ? v : dimshuffle(v, pattern);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return one(as_type(apply_op1(std::make_shared<Elemwise>(e->scalar, e->cast_to), inputs), out));
+}
+
 std::optional<std::vector<Var>> sum_sqr(FunctionGraph& fg, Apply& n) {
   const auto& r = static_cast<const Reduce&>(*n.op);
   const Var& x = n.inputs[0];
@@ -282,6 +311,7 @@ std::optional<std::vector<Var>> sum_sqr(FunctionGraph& fg, Apply& n) {
 void register_canonical_extra2() {
   register_local_rewrite("canonicalize", {"local_useless_elemwise_extra", {typeid(Elemwise)}, useless_elemwise});
   register_local_rewrite("canonicalize", {"local_mul_div_canonical", {typeid(Elemwise)}, mul_div});
+  register_local_rewrite("canonicalize", {"local_elemwise_alloc", {typeid(Elemwise)}, elemwise_alloc});
   register_local_rewrite("canonicalize", {"local_reduce_no_axes", {typeid(Reduce)}, reduce_no_axes});
   register_local_rewrite("canonicalize", {"local_reduce_dimshuffle", {typeid(Reduce)}, reduce_dimshuffle});
   register_local_rewrite("canonicalize", {"local_reduce_merge", {typeid(Reduce)}, reduce_merge});
