@@ -9,3 +9,9 @@ settings.register_profile("default", max_examples=25, deadline=None,
 settings.register_profile("thorough", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# Every function the tests compile also runs DebugMode's checks (each node against its reference
+# kernel and destroy_map, each rewrite against the values it replaced), as in the C++ suite.
+import hypatia  # noqa: E402
+
+hypatia.config.debug_checks = True
