@@ -343,7 +343,10 @@ TEST(CanonicalExtra, UselessAllocAndAllocOfAlloc) {
       {"alloc(alloc(v, (1,)), (3,))", alloc(alloc(v, {int_constant(1)}), {int_constant(3)}), 2},
       // An elementwise input filled from a scalar reads the scalar when another input fixes the shape.
       {"x * alloc(2, x.shape)", x * alloc(constant(2.0, DType::Float64), shape_vars(x)), 0},
-      {"y + alloc(2, (n, v.shape[0]))", y + alloc(constant(2.0, DType::Float64), {n, shape_i(v, 0)}), 0},
+      {"r + alloc(2, x.shape) + x (r does not fix the shape)",
+       r + alloc(constant(2.0, DType::Float64), shape_vars(x)) + x, 1},
+      // The fill moves out through scalar operations until an input fixes the shape (the L2 gradient).
+      {"x * (alloc(2, x.shape) * 3)", x * (alloc(constant(2.0, DType::Float64), shape_vars(x)) * 3.0), 0},
       // Must not fire: no other input fixes the output's shape.
       {"r * alloc(2, (n, r.shape[1]))", r * alloc(constant(2.0, DType::Float64), {n, shape_i(r, 1)}), 1},
   };

@@ -293,6 +293,29 @@ std::optional<std::vector<Var>> elemwise_alloc(FunctionGraph&, Apply& n) {
   return one(as_type(apply_op1(std::make_shared<Elemwise>(e->scalar, e->cast_to), inputs), out));
 }
 
+/// op(alloc(s, shape), k...) with s and every k scalars (all-broadcastable) -> alloc(op(s, k...),
+/// shape): the fill moves outward until an input that fixes the shape meets it (elemwise_alloc).
+std::optional<std::vector<Var>> alloc_lift(FunctionGraph&, Apply& n) {
+  const Elemwise* e = elemwise_op(&n);
+  if (!e) return std::nullopt;
+  int ai = -1;
+  for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i) {
+    const Var& in = n.inputs[i];
+    if (in->owner && typeid(*in->owner->op) == typeid(Alloc) && in->owner->inputs[0]->ndim() == 0 && ai < 0)
+      ai = i;
+    else if (!all_broadcastable(in))
+      return std::nullopt;
+  }
+  if (ai < 0) return std::nullopt;
+  std::vector<Var> scalars;
+  for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i)
+    scalars.push_back(i == ai ? n.inputs[i]->owner->inputs[0] : dimshuffle(n.inputs[i], {}));
+  const auto& alloc_in = n.inputs[ai]->owner->inputs;
+  ShapeVars shape(alloc_in.begin() + 1, alloc_in.end());
+  Var inner = apply_op1(std::make_shared<Elemwise>(e->scalar, e->cast_to), scalars);
+  return one(as_type(alloc(inner, shape), n.output_ptr(0)->type));
+}
+
 std::optional<std::vector<Var>> sum_sqr(FunctionGraph& fg, Apply& n) {
   const auto& r = static_cast<const Reduce&>(*n.op);
   const Var& x = n.inputs[0];
@@ -312,6 +335,7 @@ void register_canonical_extra2() {
   register_local_rewrite("canonicalize", {"local_useless_elemwise_extra", {typeid(Elemwise)}, useless_elemwise});
   register_local_rewrite("canonicalize", {"local_mul_div_canonical", {typeid(Elemwise)}, mul_div});
   register_local_rewrite("canonicalize", {"local_elemwise_alloc", {typeid(Elemwise)}, elemwise_alloc});
+  register_local_rewrite("canonicalize", {"local_alloc_lift", {typeid(Elemwise)}, alloc_lift});
   register_local_rewrite("canonicalize", {"local_reduce_no_axes", {typeid(Reduce)}, reduce_no_axes});
   register_local_rewrite("canonicalize", {"local_reduce_dimshuffle", {typeid(Reduce)}, reduce_dimshuffle});
   register_local_rewrite("canonicalize", {"local_reduce_merge", {typeid(Reduce)}, reduce_merge});
