@@ -301,7 +301,7 @@ std::optional<std::vector<Var>> alloc_lift(FunctionGraph&, Apply& n) {
   int ai = -1;
   for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i) {
     const Var& in = n.inputs[i];
-    if (in->owner && typeid(*in->owner->op) == typeid(Alloc) && in->owner->inputs[0]->ndim() == 0 && ai < 0)
+    if (in->owner && typeid(*in->owner->op) == typeid(Alloc) && all_broadcastable(in->owner->inputs[0]) && ai < 0)
       ai = i;
     else if (!all_broadcastable(in))
       return std::nullopt;
@@ -309,7 +309,7 @@ std::optional<std::vector<Var>> alloc_lift(FunctionGraph&, Apply& n) {
   if (ai < 0) return std::nullopt;
   std::vector<Var> scalars;
   for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i)
-    scalars.push_back(i == ai ? n.inputs[i]->owner->inputs[0] : dimshuffle(n.inputs[i], {}));
+    scalars.push_back(dimshuffle(i == ai ? n.inputs[i]->owner->inputs[0] : n.inputs[i], {}));
   const auto& alloc_in = n.inputs[ai]->owner->inputs;
   ShapeVars shape(alloc_in.begin() + 1, alloc_in.end());
   Var inner = apply_op1(std::make_shared<Elemwise>(e->scalar, e->cast_to), scalars);
@@ -336,6 +336,8 @@ void register_canonical_extra2() {
   register_local_rewrite("canonicalize", {"local_mul_div_canonical", {typeid(Elemwise)}, mul_div});
   register_local_rewrite("canonicalize", {"local_elemwise_alloc", {typeid(Elemwise)}, elemwise_alloc});
   register_local_rewrite("canonicalize", {"local_alloc_lift", {typeid(Elemwise)}, alloc_lift});
+  register_local_rewrite("specialize", {"local_elemwise_alloc", {typeid(Elemwise)}, elemwise_alloc});
+  register_local_rewrite("specialize", {"local_alloc_lift", {typeid(Elemwise)}, alloc_lift});
   register_local_rewrite("canonicalize", {"local_reduce_no_axes", {typeid(Reduce)}, reduce_no_axes});
   register_local_rewrite("canonicalize", {"local_reduce_dimshuffle", {typeid(Reduce)}, reduce_dimshuffle});
   register_local_rewrite("canonicalize", {"local_reduce_merge", {typeid(Reduce)}, reduce_merge});
