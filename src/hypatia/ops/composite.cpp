@@ -261,12 +261,7 @@ std::pair<std::vector<Var>, Var> composite_graph(const Apply& node) {
 }
 
 void Composite::check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const {
-  std::vector<std::vector<bool>> bc;
-  for (const auto& v : node.inputs) bc.push_back(v->type.broadcastable);
-  const Shape shape = elemwise_broadcast_shape(*this, in, bc);
-  if (inplace >= 0 && !(in[inplace]->shape() == shape))
-    fail<ValueError>(name(), ": the overwritten input ", inplace, " is ", in[inplace]->describe(),
-                     " but the output has shape ", shape.str());
+  check_elemwise_inputs(*this, node, in, inplace);
 }
 
 }  // namespace hypatia

@@ -511,13 +511,17 @@ std::vector<Var> Elemwise::rop(const Apply& node, const std::vector<Var>& eval_p
   return {total};
 }
 
-void Elemwise::check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const {
+void check_elemwise_inputs(const Op& op, const Apply& node, std::span<NDArray* const> in, int inplace) {
   std::vector<std::vector<bool>> bc;
   for (const auto& v : node.inputs) bc.push_back(v->type.broadcastable);
-  const Shape shape = elemwise_broadcast_shape(*this, in, bc);
+  const Shape shape = elemwise_broadcast_shape(op, in, bc);
   if (inplace >= 0 && !(in[inplace]->shape() == shape))
-    fail<ValueError>(name(), ": the overwritten input ", inplace, " is ", in[inplace]->describe(),
+    fail<ValueError>(op.name(), ": the overwritten input ", inplace, " is ", in[inplace]->describe(),
                      " but the output has shape ", shape.str());
+}
+
+void Elemwise::check_runtime_inputs(const Apply& node, std::span<NDArray* const> in) const {
+  check_elemwise_inputs(*this, node, in, inplace);
 }
 
 AliasMap Elemwise::destroy_map() const {

@@ -132,6 +132,10 @@ DType elemwise_compute_dtype(ScalarOpKind k, const std::vector<DType>& in, DType
 Shape elemwise_broadcast_shape(const Op& op, std::span<NDArray* const> in,
                                const std::vector<std::vector<bool>>& broadcastable);
 
+/// The checks of an elementwise node's kernel (elemwise_broadcast_shape; an overwritten input
+/// `inplace` >= 0 must have the result's shape), for Op::check_runtime_inputs.
+void check_elemwise_inputs(const Op& op, const Apply& node, std::span<NDArray* const> in, int inplace);
+
 /// Applies scalar op k elementwise; pads lower-ndim inputs on the left (numpy broadcasting).
 Var elemwise(ScalarOpKind k, std::vector<Var> inputs);
 
