@@ -31,9 +31,9 @@ def main(num_passes=20000):
 
     X = T.fmatrix("X")
     y = T.lvector("y")
-    W1 = theano.shared(rng.randn(nn_input_dim, nn_hdim).astype("float32") / np.sqrt(nn_input_dim), name="W1")
+    W1 = theano.shared((rng.randn(nn_input_dim, nn_hdim) / np.sqrt(nn_input_dim)).astype("float32"), name="W1")
     b1 = theano.shared(np.zeros(nn_hdim, "float32"), name="b1")
-    W2 = theano.shared(rng.randn(nn_hdim, nn_output_dim).astype("float32") / np.sqrt(nn_hdim), name="W2")
+    W2 = theano.shared((rng.randn(nn_hdim, nn_output_dim) / np.sqrt(nn_hdim)).astype("float32"), name="W2")
     b2 = theano.shared(np.zeros(nn_output_dim, "float32"), name="b2")
 
     # Forward propagation, the loss (with L2 regularization) and the prediction.
