@@ -51,11 +51,9 @@ class Op(metaclass=_OpMeta):
     def R_op(self, inputs, eval_points):
         raise NullTypeGradError(f"{self}: R_op is not implemented")
 
-    def infer_shape(self, node, input_shapes):
-        raise NotImplementedError
-
-    def connection_pattern(self, node):
-        raise NotImplementedError
+    # infer_shape(node, input_shapes) and connection_pattern(node) are optional: the C++ side calls
+    # them only when a subclass defines them (otherwise shapes come from running the op, and every
+    # input connects to every output).
 
     def __call__(self, *inputs, **kwargs):
         node = self.make_node(*inputs, **kwargs)

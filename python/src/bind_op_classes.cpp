@@ -170,9 +170,8 @@ void init_op_classes(nb::module_& m) {
       .def_prop_ro("nin", [](const MultiComposite& c) { return c.nin; })
       .def_prop_ro("steps", [from_steps](const MultiComposite& c) { return from_steps(c); })
       .def_prop_ro("outputs", [](const MultiComposite& c) { return c.outputs; });
-  reducible(multi, [from_steps](const MultiComposite& c) {
-    return nb::make_tuple(c.nin, c.dtype, from_steps(c), c.outputs);
-  });
+  reducible(multi,
+            [from_steps](const MultiComposite& c) { return nb::make_tuple(c.nin, c.dtype, from_steps(c), c.outputs); });
 
   OpClass<CompositeReduce> creduce(m, "CompositeReduce",
                                    "A reduction fused with the elementwise program it reduces (sum(x*y)).");
