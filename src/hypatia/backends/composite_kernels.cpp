@@ -68,7 +68,7 @@ class CompositeCpuKernel final : public Kernel {
  public:
   CompositeCpuKernel(const Apply& node, const CompositeProgram& prog, std::vector<int> outputs, int inplace)
       : op_(*node.op),
-        prog_(node.op->name(), prog, outputs),
+        prog_(node.op->name(), prog, outputs, TileProgram::scalar_inputs(node)),
         nout_(static_cast<int>(outputs.size())),
         inplace_(inplace) {
     for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);

@@ -287,7 +287,8 @@ struct Box {
 class CompositeReduceCpuKernel final : public Kernel {
  public:
   explicit CompositeReduceCpuKernel(const Apply& node)
-      : op_(static_cast<const CompositeReduce&>(*node.op)), prog_(op_.name(), op_, {}) {
+      : op_(static_cast<const CompositeReduce&>(*node.op)),
+        prog_(op_.name(), op_, {}, TileProgram::scalar_inputs(node)) {
     for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);
   }
 
@@ -443,7 +444,7 @@ class CompositeReduceCpuKernel final : public Kernel {
       b[k] = box.in[k];
     }
     const TileProgram& prog = prog_;
-    const int nin = op_.nin, nsteps = static_cast<int>(op_.steps.size());
+    const int nin = op_.nin;
     alignas(64) TileProgram::Buffers buf;
     StridedLoop<M>(box.shape, sp)
         .run(b, [&](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
@@ -452,7 +453,7 @@ class CompositeReduceCpuKernel final : public Kernel {
             const int64_t m = std::min<int64_t>(TileProgram::kTile, n - off);
             for (int i = 0; i < nin; ++i) in[i] = p[i] + off * s[i];
             prog.eval(in.data(), s.data(), nullptr, nullptr, m, buf);
-            folder.consume(TileProgram::last<T>(buf, nsteps), m);
+            folder.consume(prog.result<T>(buf), m);
           }
         });
   }

@@ -11,11 +11,14 @@ namespace hypatia {
 bool simd_supports(ScalarOpKind k, DType dt);
 
 /// out[i] = k(in[i]) for n contiguous elements of dtype dt (a supported pair); `out` may equal `in`.
-void simd_unary(ScalarOpKind k, DType dt, const void* in, void* out, int64_t n);
+/// With `affine` (6 values: pre then post), out[i] = post(k(pre(in[i]))) where an affine
+/// (c0, c1, c2) maps v to ((v + c0) * c1) + c2, evaluated in that order in dtype dt.
+void simd_unary(ScalarOpKind k, DType dt, const void* in, void* out, int64_t n, const double* affine = nullptr);
 
 /// out[i] = k(a[i], b[i]) for n contiguous elements; an operand flagged scalar is one element
-/// broadcast over all n. `out` may equal a non-scalar operand.
+/// broadcast over all n. `out` may equal a non-scalar operand. With `post` (3 values), the
+/// result goes through that affine map.
 void simd_binary(ScalarOpKind k, DType dt, const void* a, bool a_scalar, const void* b, bool b_scalar, void* out,
-                 int64_t n);
+                 int64_t n, const double* post = nullptr);
 
 }  // namespace hypatia

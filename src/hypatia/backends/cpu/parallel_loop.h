@@ -35,7 +35,10 @@ void run_strided_parallel(const StridedLoop<M>& loop, const std::array<std::byte
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r = t / per_run, c = t % per_run;
-    const int64_t lo = len * c / per_run, hi = len * (c + 1) / per_run;
+    // Chunk bounds at multiples of 16 elements keep every chunk's vectors as aligned as the
+    // arrays.
+    const int64_t lo = c == 0 ? 0 : len * c / per_run / 16 * 16;
+    const int64_t hi = c + 1 == per_run ? len : len * (c + 1) / per_run / 16 * 16;
     if (hi <= lo) continue;
     loop.run(
         b,

@@ -1,0 +1,265 @@
+// TileProgram (composite_program.h): planning which scalar steps fold into their neighbours, and
+// evaluating the passes on one tile. Compiled without floating-point contraction (CMakeLists.txt)
+// so that the scalar fallback of a folded step rounds as the unfused steps do.
+#include "hypatia/backends/cpu/composite_program.h"
+
+#include <algorithm>
+
+#include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/core/error.h"
+
+namespace hypatia {
+
+bool TileProgram::Affine::compose(ScalarOpKind kind, int s, bool s_first) {
+  auto negate = [&] {  // -(((v + c0) * c1) + c2) = ((v + c0) * -c1) + -c2, exactly
+    if (c[1].set())
+      c[1].neg = !c[1].neg;
+    else
+      c[1] = Slot{-1, true};
+    if (c[2].set()) c[2].neg = !c[2].neg;
+    stage = std::max(stage, 2);
+  };
+  switch (kind) {
+    case ScalarOpKind::Neg:
+      negate();
+      return true;
+    case ScalarOpKind::Add:
+    case ScalarOpKind::Sub:
+      if (kind == ScalarOpKind::Sub && s_first) {  // s - v = (v * -1) + s
+        if (stage > 2 || c[2].set()) return false;
+        negate();
+        c[2] = Slot{s, false};
+        stage = 3;
+        return true;
+      }
+      // v - s = v + (-s)
+      if (stage == 0) {
+        c[0] = Slot{s, kind == ScalarOpKind::Sub};
+        stage = 1;
+      } else if (stage <= 2) {
+        c[2] = Slot{s, kind == ScalarOpKind::Sub};
+        stage = 3;
+      } else {
+        return false;
+      }
+      return true;
+    case ScalarOpKind::Mul:
+      if (stage > 1) return false;
+      c[1] = Slot{s, false};
+      stage = 2;
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<bool> TileProgram::scalar_inputs(const Apply& node) {
+  std::vector<bool> r;
+  for (const Var& v : node.inputs) {
+    const auto& bc = v->type.broadcastable;
+    r.push_back(std::all_of(bc.begin(), bc.end(), [](bool b) { return b; }));
+  }
+  return r;
+}
+
+bool TileProgram::folds(ScalarOpKind kind, int nargs) const {
+  if (!simd_supports(kind, prog_.dtype)) return false;
+  if (nargs == 1) return true;
+  return nargs == 2 &&
+         (kind == ScalarOpKind::Add || kind == ScalarOpKind::Sub || kind == ScalarOpKind::Mul ||
+          kind == ScalarOpKind::TrueDiv || kind == ScalarOpKind::Maximum || kind == ScalarOpKind::Minimum);
+}
+
+TileProgram::TileProgram(const std::string& who, const CompositeProgram& prog, const std::vector<int>& outputs,
+                         const std::vector<bool>& scalar_inputs)
+    : prog_(prog), item_(static_cast<int64_t>(itemsize(prog.dtype))) {
+  HYP_ASSERT(prog.nin <= kMaxInputs && static_cast<int>(prog.steps.size()) <= kMaxSteps &&
+                 static_cast<int>(outputs.size()) <= kMaxOutputs && !prog.steps.empty(),
+             who, ": too many inputs, steps or outputs for the CPU kernel");
+  out_of_.assign(prog.nvalues(), -1);
+  for (size_t k = 0; k < outputs.size(); ++k) out_of_[outputs[k]] = static_cast<int>(k);
+  plan(who, outputs, scalar_inputs);
+}
+
+void TileProgram::add_exec(const std::string& who, ScalarOpKind kind, std::vector<int> args, const Affine& pre,
+                           int dest) {
+  auto [fn, writes] = elemwise_inner_fn(Elemwise(kind), prog_.dtype);
+  HYP_ASSERT(fn != nullptr && writes == prog_.dtype, who, ": step ", scalar_op_name(kind), " has no ",
+             dtype_name(prog_.dtype), " loop");
+  exec_.push_back(Exec{kind, std::move(args), pre, Affine{}, dest, fn, simd_supports(kind, prog_.dtype)});
+}
+
+void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
+                       const std::vector<bool>& scalar_inputs) {
+  const int nin = prog_.nin, nval = prog_.nvalues();
+  const bool fold = prog_.dtype == DType::Float32 || prog_.dtype == DType::Float64;
+  auto scalar = [&](int v) { return v < nin && v < static_cast<int>(scalar_inputs.size()) && scalar_inputs[v]; };
+  std::vector<int> uses(nval, 0);
+  for (const auto& s : prog_.steps)
+    for (int a : s.args) ++uses[a];
+  std::vector<int> wanted = outputs;
+  if (wanted.empty()) wanted.push_back(nval - 1);
+  for (int v : wanted) ++uses[v];
+
+  // Pass 1: which step values are affine maps of another value (virtual), and which of those
+  // must still be stored (an output, or the argument of a step that cannot fold them).
+  std::vector<bool> virt(nval, false), need(nval, false);
+  std::vector<int> base(nval), link(nval, -1);
+  std::vector<Affine> aff(nval);
+  for (int v = 0; v < nval; ++v) base[v] = v;
+  for (size_t j = 0; j < prog_.steps.size(); ++j) {
+    const auto& s = prog_.steps[j];
+    const int v = nin + static_cast<int>(j);
+    const int na = static_cast<int>(s.args.size());
+    int other = -1, sc = -1;
+    bool s_first = false;
+    if (fold && na == 1 && s.kind == ScalarOpKind::Neg) {
+      other = s.args[0];
+    } else if (fold && na == 2 &&
+               (s.kind == ScalarOpKind::Add || s.kind == ScalarOpKind::Sub || s.kind == ScalarOpKind::Mul) &&
+               scalar(s.args[0]) != scalar(s.args[1])) {
+      s_first = scalar(s.args[0]);
+      sc = s.args[s_first ? 0 : 1];
+      other = s.args[s_first ? 1 : 0];
+    }
+    if (other >= 0) {
+      Affine a = virt[other] ? aff[other] : Affine{};
+      int b = virt[other] ? base[other] : other;
+      if (!a.compose(s.kind, sc, s_first)) {  // start a new map on the stored `other`
+        need[other] = true;
+        a = Affine{};
+        b = other;
+        a.compose(s.kind, sc, s_first);
+      }
+      virt[v] = true;
+      base[v] = b;
+      aff[v] = a;
+      link[v] = other;
+      continue;
+    }
+    for (int a : s.args)
+      if (virt[a] && !(na == 1 && folds(s.kind, 1))) need[a] = true;
+  }
+  for (int v : wanted)
+    if (virt[v]) need[v] = true;
+
+  // Pass 2: the passes, in step order. A stored map of value b becomes b's pass's post map when
+  // that pass is the latest and nothing else reads b or the values between; else its own pass.
+  std::vector<int> exec_of(nval, -1);
+  for (size_t j = 0; j < prog_.steps.size(); ++j) {
+    const auto& s = prog_.steps[j];
+    const int v = nin + static_cast<int>(j);
+    if (virt[v]) {
+      if (!need[v]) continue;
+      const int b = base[v];
+      bool chain = b >= nin && !virt[b] && exec_of[b] == static_cast<int>(exec_.size()) - 1;
+      for (int w = link[v]; chain && w != b; w = link[w]) chain = uses[w] == 1 && !need[w];
+      chain = chain && uses[b] == 1 && out_of_[b] < 0;
+      if (chain) {
+        Exec& e = exec_[exec_of[b]];
+        chain = e.post.identity() && folds(e.kind, static_cast<int>(e.args.size()));
+        if (chain) {
+          e.post = aff[v];
+          e.dest = v;
+          exec_of[v] = exec_of[b];
+          continue;
+        }
+      }
+      add_exec(who, ScalarOpKind::Identity, {b}, aff[v], v);
+      exec_of[v] = static_cast<int>(exec_.size()) - 1;
+      continue;
+    }
+    Affine pre;
+    std::vector<int> args = s.args;
+    if (args.size() == 1 && virt[args[0]] && !need[args[0]]) {
+      pre = aff[args[0]];
+      args[0] = base[args[0]];
+    }
+    add_exec(who, s.kind, std::move(args), pre, v);
+    exec_of[v] = static_cast<int>(exec_.size()) - 1;
+  }
+}
+
+void TileProgram::constants(const Affine& a, const std::byte* const* in, double* c) const {
+  for (int k = 0; k < 3; ++k) {
+    const Slot& s = a.c[k];
+    double v;
+    if (s.input < 0)
+      v = k == 1 ? 1.0 : -0.0;
+    else if (prog_.dtype == DType::Float32)
+      v = *reinterpret_cast<const float*>(in[s.input]);
+    else
+      v = *reinterpret_cast<const double*>(in[s.input]);
+    c[k] = s.neg ? -v : v;
+  }
+}
+
+namespace {
+
+/// x = ((x + c0) * c1) + c2 over m strided elements (the fallback of a folded step).
+template <class T>
+void affine_strided(const std::byte* src, int64_t ss, std::byte* dst, int64_t ds, int64_t m, const double* c) {
+  const T c0 = static_cast<T>(c[0]), c1 = static_cast<T>(c[1]), c2 = static_cast<T>(c[2]);
+  for (int64_t i = 0; i < m; ++i) {
+    const T x = *reinterpret_cast<const T*>(src + i * ss);
+    const T s = x + c0;
+    const T p = s * c1;
+    *reinterpret_cast<T*>(dst + i * ds) = p + c2;
+  }
+}
+
+}  // namespace
+
+void TileProgram::eval(const std::byte* const* in, const int64_t* is, std::byte* const* out, const int64_t* os,
+                       int64_t m, Buffers& buf) const {
+  const int nin = prog_.nin;
+  auto where = [&](int v, const std::byte*& p, int64_t& st) {
+    if (v < nin) {
+      p = in[v];
+      st = is[v];
+    } else if (const int o = out_of_[v]; o >= 0) {
+      p = out[o];
+      st = os[o];
+    } else {
+      p = reinterpret_cast<const std::byte*>(buf[v - nin].data());
+      st = item_;
+    }
+  };
+  for (const Exec& e : exec_) {
+    std::array<const std::byte*, 3> ptr{};
+    std::array<int64_t, 3> str{};
+    const int na = static_cast<int>(e.args.size());
+    for (int k = 0; k < na; ++k) where(e.args[k], ptr[k], str[k]);
+    const std::byte* dst_c;
+    int64_t ds;
+    where(e.dest, dst_c, ds);
+    run_exec(e, ptr, str, const_cast<std::byte*>(dst_c), ds, in, m, buf);
+  }
+}
+
+void TileProgram::run_exec(const Exec& e, std::array<const std::byte*, 3>& ptr, std::array<int64_t, 3>& str,
+                           std::byte* dst, int64_t ds, const std::byte* const* in, int64_t m, Buffers& buf) const {
+  const int na = static_cast<int>(e.args.size());
+  const bool f32 = prog_.dtype == DType::Float32;
+  const bool has_pre = !e.pre.identity(), has_post = !e.post.identity();
+  if (!has_pre && !has_post) return e.fn(dst, ds, ptr.data(), str.data(), m, e.simd);
+  double c[6];
+  constants(e.pre, in, c);
+  constants(e.post, in, c + 3);
+  bool flat = e.simd && ds == item_ && m >= 8;
+  for (int k = 0; k < na; ++k) flat = flat && (str[k] == item_ || (na == 2 && str[k] == 0));
+  if (flat && na == 1) return simd_unary(e.kind, prog_.dtype, ptr[0], dst, m, c);
+  if (flat && na == 2) return simd_binary(e.kind, prog_.dtype, ptr[0], str[0] == 0, ptr[1], str[1] == 0, dst, m, c + 3);
+  // Strided operands or few elements: the pre map into the spare buffer, the step, the post map
+  // in place.
+  if (has_pre) {
+    auto* tmp = reinterpret_cast<std::byte*>(buf[kMaxSteps].data());
+    (f32 ? affine_strided<float> : affine_strided<double>)(ptr[0], str[0], tmp, item_, m, c);
+    ptr[0] = tmp;
+    str[0] = item_;
+  }
+  e.fn(dst, ds, ptr.data(), str.data(), m, e.simd);
+  if (has_post) (f32 ? affine_strided<float> : affine_strided<double>)(dst, ds, dst, ds, m, c + 3);
+}
+
+}  // namespace hypatia
