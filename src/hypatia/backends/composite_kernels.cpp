@@ -116,7 +116,7 @@ class CompositeCpuKernel final : public Kernel {
     run_strided_parallel<M>(
         StridedLoop<M>(shape, sp), b, shape.prod(),
         [&prog, nout, nin](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
-          alignas(64) TileProgram::Buffers buf;
+          TileProgram::Buffers& buf = TileProgram::scratch();
           std::array<const std::byte*, TileProgram::kMaxInputs> in{};
           std::array<std::byte*, TileProgram::kMaxOutputs> out{};
           for (int64_t off = 0; off < n; off += TileProgram::kTile) {

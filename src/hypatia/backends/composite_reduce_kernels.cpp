@@ -445,7 +445,7 @@ class CompositeReduceCpuKernel final : public Kernel {
     }
     const TileProgram& prog = prog_;
     const int nin = op_.nin;
-    alignas(64) TileProgram::Buffers buf;
+    TileProgram::Buffers& buf = TileProgram::scratch();
     StridedLoop<M>(box.shape, sp)
         .run(b, [&](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
           std::array<const std::byte*, TileProgram::kMaxInputs> in{};

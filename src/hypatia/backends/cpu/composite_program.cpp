@@ -4,6 +4,7 @@
 #include "hypatia/backends/cpu/composite_program.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "hypatia/backends/cpu/elemwise_simd.h"
 #include "hypatia/core/error.h"
@@ -51,6 +52,15 @@ bool TileProgram::Affine::compose(ScalarOpKind kind, int s, bool s_first) {
     default:
       return false;
   }
+}
+
+TileProgram::Buffers& TileProgram::scratch() {
+  struct alignas(64) Aligned {
+    Buffers b;
+  };
+  thread_local std::unique_ptr<Aligned> mine;
+  if (!mine) mine = std::make_unique<Aligned>();
+  return mine->b;
 }
 
 std::vector<bool> TileProgram::scalar_inputs(const Apply& node) {
