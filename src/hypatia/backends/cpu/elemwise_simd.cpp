@@ -249,10 +249,14 @@ HWY_INLINE T ScalarUnary(T x) {
 }
 
 /// ((x + a[0]) * a[1]) + a[2]: the scalar mul/add steps a fused program folds into its neighbours,
-/// applied in the order the unfused steps apply them (identity: -0, 1, -0). Skipping identity
-/// constants with branches measured slower (the loops lose their straight-line schedule).
-template <class D, class V, class T>
+/// applied in the order the unfused steps apply them (identity: -0, 1, -0). Mode 1 leaves out the
+/// multiplication by 1 (it would take an FMA-port slot from the math), mode 2 is the whole map.
+/// Skipping identity constants with branches measured slower (the loops lose their straight-line
+/// schedule).
+template <int Mode, class D, class V, class T>
 HWY_INLINE V ApplyAffine(D d, V x, const T* a) {
+  if constexpr (Mode == 0) return x;
+  if constexpr (Mode == 1) return hn::Add(hn::Add(x, hn::Set(d, a[0])), hn::Set(d, a[2]));
   return hn::Add(hn::Mul(hn::Add(x, hn::Set(d, a[0])), hn::Set(d, a[1])), hn::Set(d, a[2]));
 }
 
@@ -263,23 +267,18 @@ HWY_INLINE T ScalarAffine(T x, const T* a) {
   return m + a[2];
 }
 
-/// out = post(K(pre(in))) (aff: pre then post, 3 values each; Pre / Post: whether to apply them).
-template <ScalarOpKind K, class T, bool Pre, bool Post>
+/// out = post(K(pre(in))) (aff: pre then post, 3 values each; Pre / Post: the ApplyAffine mode
+/// of each).
+template <ScalarOpKind K, class T, int Pre, int Post>
 HWY_NOINLINE void UnaryLoop(const T* in, T* out, size_t n, const T* aff) {
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
-  auto pre = [&](auto x) {
-    if constexpr (Pre) return ApplyAffine(d, x, aff);
-    return x;
-  };
-  auto post = [&](auto y) {
-    if constexpr (Post) return ApplyAffine(d, y, aff + 3);
-    return y;
-  };
+  auto pre = [&](auto x) { return ApplyAffine<Pre>(d, x, aff); };
+  auto post = [&](auto y) { return ApplyAffine<Post>(d, y, aff + 3); };
   auto scalar = [&](T x) {
-    if constexpr (Pre) x = ScalarAffine(x, aff);
+    if constexpr (Pre != 0) x = ScalarAffine(x, aff);
     const T y = ScalarUnary<K>(x);
-    if constexpr (Post) return ScalarAffine(y, aff + 3);
+    if constexpr (Post != 0) return ScalarAffine(y, aff + 3);
     return y;
   };
   size_t i = 0;
@@ -351,7 +350,7 @@ HWY_NOINLINE void BinaryLoop(const T* a, bool a_scalar, const T* b, bool b_scala
   const auto av = hn::Set(d, a[0]);
   const auto bv = hn::Set(d, b[0]);
   auto apply = [&](auto x, auto y) {
-    if constexpr (Aff) return ApplyAffine(d, ApplyBinary<K>(d, x, y), post);
+    if constexpr (Aff) return ApplyAffine<2>(d, ApplyBinary<K>(d, x, y), post);
     return ApplyBinary<K>(d, x, y);
   };
   size_t i = 0;
@@ -382,24 +381,49 @@ struct AffineT {
   }
 };
 
+/// UnaryLoop with the affine modes picked at run time.
+template <ScalarOpKind K, class T>
+void unary_modes(int pre, int post, const T* x, T* y, size_t m, const T* aff) {
+  switch (pre * 3 + post) {
+    case 0:
+      return UnaryLoop<K, T, 0, 0>(x, y, m, aff);
+    case 1:
+      return UnaryLoop<K, T, 0, 1>(x, y, m, aff);
+    case 2:
+      return UnaryLoop<K, T, 0, 2>(x, y, m, aff);
+    case 3:
+      return UnaryLoop<K, T, 1, 0>(x, y, m, aff);
+    case 4:
+      return UnaryLoop<K, T, 1, 1>(x, y, m, aff);
+    case 5:
+      return UnaryLoop<K, T, 1, 2>(x, y, m, aff);
+    case 6:
+      return UnaryLoop<K, T, 2, 0>(x, y, m, aff);
+    case 7:
+      return UnaryLoop<K, T, 2, 1>(x, y, m, aff);
+    default:
+      return UnaryLoop<K, T, 2, 2>(x, y, m, aff);
+  }
+}
+
 template <class T>
 void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* aff) {
   const T* x = static_cast<const T*>(in);
   T* y = static_cast<T*>(out);
   const size_t m = static_cast<size_t>(n);
   const AffineT<T> a(aff, 6);
-  // An identity map (-0, 1, -0) is skipped.
-  auto is_identity = [](const double* c) {
-    return c[0] == 0 && std::signbit(c[0]) && c[1] == 1 && c[2] == 0 && std::signbit(c[2]);
+  // Per map: 0 when it is the identity (-0, 1, -0), 1 when its factor is 1, else 2.
+  auto mode = [&](const double* c) {
+    if (!a.on) return 0;
+    const bool add0 = !(c[0] == 0 && std::signbit(c[0])), add2 = !(c[2] == 0 && std::signbit(c[2]));
+    if (c[1] != 1) return 2;
+    return add0 || add2 ? 1 : 0;
   };
-  const bool pre = a.on && !is_identity(aff), post = a.on && !is_identity(aff + 3);
+  const int pre = mode(aff), post = a.on ? mode(aff + 3) : 0;
   switch (k) {
-#define HYP_SIMD_UNARY(KIND)                                                            \
-  case ScalarOpKind::KIND:                                                              \
-    if (!a.on) return UnaryLoop<ScalarOpKind::KIND, T, false, false>(x, y, m, nullptr); \
-    if (!post) return UnaryLoop<ScalarOpKind::KIND, T, true, false>(x, y, m, a.v);      \
-    if (!pre) return UnaryLoop<ScalarOpKind::KIND, T, false, true>(x, y, m, a.v);       \
-    return UnaryLoop<ScalarOpKind::KIND, T, true, true>(x, y, m, a.v);
+#define HYP_SIMD_UNARY(KIND) \
+  case ScalarOpKind::KIND:   \
+    return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v);
     HYP_SIMD_UNARY(Identity)
     HYP_SIMD_UNARY(Exp)
     HYP_SIMD_UNARY(Expm1)
