@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "hypatia/backends/cpu/elemwise_simd.h"
 
@@ -381,29 +382,12 @@ struct AffineT {
   }
 };
 
-/// UnaryLoop with the affine modes picked at run time.
-template <ScalarOpKind K, class T>
-void unary_modes(int pre, int post, const T* x, T* y, size_t m, const T* aff) {
-  switch (pre * 3 + post) {
-    case 0:
-      return UnaryLoop<K, T, 0, 0>(x, y, m, aff);
-    case 1:
-      return UnaryLoop<K, T, 0, 1>(x, y, m, aff);
-    case 2:
-      return UnaryLoop<K, T, 0, 2>(x, y, m, aff);
-    case 3:
-      return UnaryLoop<K, T, 1, 0>(x, y, m, aff);
-    case 4:
-      return UnaryLoop<K, T, 1, 1>(x, y, m, aff);
-    case 5:
-      return UnaryLoop<K, T, 1, 2>(x, y, m, aff);
-    case 6:
-      return UnaryLoop<K, T, 2, 0>(x, y, m, aff);
-    case 7:
-      return UnaryLoop<K, T, 2, 1>(x, y, m, aff);
-    default:
-      return UnaryLoop<K, T, 2, 2>(x, y, m, aff);
-  }
+/// UnaryLoop with the affine modes (each 0-2) picked at run time.
+template <ScalarOpKind K, class T, size_t... I>
+void unary_modes(int pre, int post, const T* x, T* y, size_t m, const T* aff, std::index_sequence<I...>) {
+  using Fn = void (*)(const T*, T*, size_t, const T*);
+  static constexpr Fn table[] = {&UnaryLoop<K, T, static_cast<int>(I / 3), static_cast<int>(I % 3)>...};
+  table[pre * 3 + post](x, y, m, aff);
 }
 
 template <class T>
@@ -423,7 +407,7 @@ void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* 
   switch (k) {
 #define HYP_SIMD_UNARY(KIND) \
   case ScalarOpKind::KIND:   \
-    return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v);
+    return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v, std::make_index_sequence<9>());
     HYP_SIMD_UNARY(Identity)
     HYP_SIMD_UNARY(Exp)
     HYP_SIMD_UNARY(Expm1)
