@@ -120,6 +120,41 @@ def test_take():
     np.testing.assert_array_equal(r[2], a[[1]])
 
 
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+def test_take_wrap_and_clip_modes_match_numpy(mode):
+    x = T.dmatrix("x")
+    i = T.lvector("i")
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.array([-9, -5, -1, 0, 3, 4, 7, 13], dtype=np.int64)
+    f = hypatia.function([x, i], [T.take(x, i, axis=1, mode=mode), T.take(x, i, mode=mode),
+                                  x.take(i, axis=-2, mode=mode)])
+    r = f(a, idx)
+    np.testing.assert_array_equal(r[0], np.take(a, idx, axis=1, mode=mode))
+    np.testing.assert_array_equal(r[1], np.take(a, idx, mode=mode))
+    np.testing.assert_array_equal(r[2], np.take(a, idx, axis=-2, mode=mode))
+    # Constant indices (a Python list) take the same path.
+    g = hypatia.function([x], T.take(x, [-1, 5], axis=0, mode=mode))
+    np.testing.assert_array_equal(g(a), np.take(a, [-1, 5], axis=0, mode=mode))
+
+
+def test_take_clip_gradient_accumulates_on_the_clamped_elements():
+    x = T.dvector("x")
+    cost = T.take(x, np.array([-3, 0, 5, 9]), mode="clip").sum()
+    gx = hypatia.function([x], hypatia.grad(cost, x))(np.arange(4.0))
+    np.testing.assert_array_equal(gx, [2.0, 0.0, 0.0, 2.0])
+
+
+def test_take_modes_errors():
+    x = T.dmatrix("x")
+    with pytest.raises(ValueError, match="mode must be 'raise', 'wrap' or 'clip'"):
+        T.take(x, [0], mode="nearest")
+    with pytest.raises(ValueError, match="axis 2 is out of range"):
+        T.take(x, [0], axis=2, mode="wrap")
+    f = hypatia.function([x], T.take(x, [1], axis=1, mode="wrap"))
+    with pytest.raises(IndexError):
+        f(np.zeros((2, 0)))  # numpy: cannot do a non-empty take from an empty axis
+
+
 def test_basic_index_output_is_a_view_op():
     x = T.dmatrix("x")
     node = x[1:, ::-1].owner

@@ -10,7 +10,7 @@ import numpy as np
 from hypatia import _core
 from hypatia.configparser import config
 from hypatia.tensor.basic import (Variable, _dtype_name, _int_scalar, _operands, _shape_list, any, as_tensor_variable,
-                                  cast, constant, get_vector_length)
+                                  cast, clip, constant, get_vector_length)
 
 # ------------------------------------------------------------------------------------------------
 # Shapes
@@ -302,9 +302,20 @@ def _operands_like(like, *xs):
 
 
 def take(a, indices, axis=None, mode="raise"):
-    """numpy.take: elements of a gathered by integer indices along axis (a flattened when None)."""
-    if mode != "raise":
-        raise NotImplementedError("take: only mode='raise' is supported")
+    """numpy.take: elements of a gathered by integer indices along axis (a flattened when None).
+
+    mode: 'raise' (an index outside [-n, n) raises IndexError), 'wrap' (indices taken modulo n) or
+    'clip' (indices clamped to [0, n - 1], so negative ones give the first element, as numpy does).
+    """
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    a = as_tensor_variable(a)
     if not isinstance(indices, Variable):
         indices = constant(np.asarray(indices, dtype=np.int64))
-    return _core.take(as_tensor_variable(a), indices, axis)
+    if mode != "raise" and np.dtype(indices.dtype).kind in "iu":
+        if axis is not None and not -a.ndim <= axis < a.ndim:
+            raise ValueError(f"take: axis {axis} is out of range for a {a.ndim}-d tensor")
+        n = a.size if axis is None else a.shape[axis]
+        # On an empty axis the gather then raises IndexError, as numpy does.
+        indices = indices % n if mode == "wrap" else clip(indices, 0, n - 1)
+    return _core.take(a, indices, axis)
