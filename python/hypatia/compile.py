@@ -22,7 +22,9 @@ class In:
 
     value: default used when the caller leaves the input out. name: lets callers pass the input by
     keyword. borrow: the function may keep the argument between calls. mutable: the function may
-    overwrite the argument's buffer.
+    overwrite the argument's buffer. update: the input's value after each call; the input then
+    holds state (initially `value`, or the container another function's ``f.container[v]``
+    gives) that the caller does not pass and reads or sets as ``f[v]``.
     """
 
     def __init__(self, variable, name=None, value=None, update=None, mutable=None, strict=False,
@@ -30,7 +32,18 @@ class In:
         if not isinstance(variable, Variable):
             raise TypeError(f"In: expected a symbolic Variable, got {type(variable).__name__}")
         if update is not None:
-            raise NotImplementedError("In(update=...) is not supported; use function(updates=...)")
+            # The input holds state between calls: `value` is its initial value (or another
+            # function's container, f.container[v]) and `update` its value after each call.
+            if value is None:
+                raise ValueError(f"In({variable}, update=...): give the initial state as value=")
+            if implicit is False:
+                raise NotImplementedError(f"In({variable}, update=..., implicit=False): an input with an update "
+                                          "is implicit here (read and set its state as f[variable])")
+            if not isinstance(update, Variable):
+                from hypatia.tensor.basic import constant
+
+                update = constant(np.asarray(update, dtype=variable.dtype))
+        self.update = update
         self.variable = variable
         self.name = name if name is not None else (variable.name if autoname else None)
         self.value = value
@@ -276,8 +289,30 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
                 updated.add(id(leaf))
     giv = [(k, v if isinstance(v, Variable) else as_tensor_variable(v)) for k, v in _pairs(givens, "givens")]
 
+    # Inputs with an update keep their state in a shared variable (their container): the graph
+    # reads the container in their place and the update writes it, committed with the others.
+    states = []
+    declared, user_upd, user_giv = ins, list(upd), list(giv)
+    for k, i in enumerate(ins):
+        if i.update is None:
+            continue
+        sv = i.value
+        if not (isinstance(sv, Variable) and sv.kind == "shared"):
+            sv = shared(np.asarray(i.value, dtype=i.variable.dtype), name=i.variable.name,
+                        broadcastable=i.variable.broadcastable)
+        if sv.dtype != i.variable.dtype or tuple(sv.broadcastable) != tuple(i.variable.broadcastable):
+            raise TypeError(f"In({i.variable}, update=...): the container {sv} is {sv.dtype} "
+                            f"{tuple(sv.broadcastable)}, the input {i.variable.dtype} {tuple(i.variable.broadcastable)}")
+        states.append((i.variable, sv))
+        giv.append((i.variable, sv))
+        upd.append((sv, i.update))
+        if declared is ins:
+            declared = list(ins)
+        declared[k] = In(i.variable, name=i.name, value=sv, update=i.update)
+    ins = [i for i in ins if i.update is None]
+
     m = get_mode(mode)
-    compile_args = dict(inputs=ins, outputs=outputs if unpack else outs, mode=m, updates=upd, givens=giv,
+    compile_args = dict(inputs=declared, outputs=outputs if unpack else outs, mode=m, updates=user_upd, givens=user_giv,
                         no_default_updates=True, name=name, allow_input_downcast=allow_input_downcast,
                         profile=profile, on_unused_input=on_unused_input)
     want_profile = None if profile is None else bool(profile)
@@ -304,12 +339,47 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
             unpack,
         )
     fn._hyp_inputs = ins
+    fn._hyp_states = states
     fn._hyp_outputs = outs
     fn._hyp_mode = m
     fn._hyp_compile_args = compile_args  # what pickle stores
     if want_profile:
         _profiled.append(fn)
     return fn
+
+
+def _state_of(fn, key):
+    """The container of the In(update=...) input `key` (the variable or its name) of fn."""
+    states = getattr(fn, "_hyp_states", [])
+    for var, sv in states:
+        if key is var or (isinstance(key, str) and key == var.name):
+            return sv
+    names = ", ".join(str(v) for v, _ in states) or "none"
+    raise KeyError(f"{key!r} is not an input with an update of this function (those: {names})")
+
+
+class _Containers:
+    """f.container[v]: the shared variable holding the state of f's input v (In(v, update=...)),
+    which another function may take as its In(v, value=f.container[v], update=...)."""
+
+    def __init__(self, fn):
+        self._fn = fn
+
+    def __getitem__(self, key):
+        return _state_of(self._fn, key)
+
+
+def _function_getitem(self, key):
+    return _state_of(self, key).get_value()
+
+
+def _function_setitem(self, key, value):
+    _state_of(self, key).set_value(value)
+
+
+_core.Function.__getitem__ = _function_getitem
+_core.Function.__setitem__ = _function_setitem
+_core.Function.container = property(_Containers)
 
 
 def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, broadcastable=None, **kwargs):

@@ -115,6 +115,43 @@ def test_updates_forms_and_atomicity():
         function([], updates=[(acc, T.cast(acc, "float32"))])
 
 
+def test_in_with_update_keeps_state_between_calls():
+    # Theano's documentation example: two functions sharing one accumulator.
+    x, s = T.dscalars("x", "s")
+    inc = function([x, In(s, value=0, update=s + x)], [])
+    dec = function([x, In(s, value=inc.container[s], update=s - x)], [])
+    inc(5)
+    assert inc[s] == 5.0 and dec[s] == 5.0
+    dec(2)
+    assert inc[s] == 3.0
+    inc["s"] = 10
+    assert dec[s] == 10.0
+    # Outputs see the state before the update, as with shared variables.
+    g = function([x, In(s, value=1.0, update=s * x)], s)
+    assert [g(3.0), g(3.0), g[s]] == [1.0, 3.0, 9.0]
+    v = T.dvector("v")
+    h = function([x, In(v, value=np.zeros(3), update=v + x)], v.sum())
+    assert h(1.0) == 0.0 and h(2.0) == 3.0
+    np.testing.assert_array_equal(h[v], [3.0, 3.0, 3.0])
+    # A failed call leaves the state as it was.
+    i = T.lscalar("i")
+    k = function([i, In(v, value=np.zeros(3), update=T.set_subtensor(v[i], 1.0))], [])
+    with pytest.raises(IndexError):
+        k(5)
+    np.testing.assert_array_equal(k[v], [0.0, 0.0, 0.0])
+    # The input is implicit: callers do not pass it.
+    with pytest.raises(TypeError, match="1 inputs"):
+        g(1.0, 2.0)
+    with pytest.raises(KeyError, match="not an input with an update"):
+        g[x]
+    with pytest.raises(ValueError, match="initial state as value="):
+        In(s, update=s + 1)
+    with pytest.raises(NotImplementedError, match="implicit"):
+        In(s, value=0.0, update=s + 1, implicit=False)
+    with pytest.raises(TypeError, match="container"):
+        function([x, In(v, value=inc.container[s], update=v + x)], [])
+
+
 def test_givens():
     x, y = T.dscalars("x", "y")
     s = shared(np.float64(3.0))

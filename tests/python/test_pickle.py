@@ -69,3 +69,13 @@ def test_function_roundtrip_keeps_shared_links():
     f = hypatia.function([hypatia.In(x, value=np.zeros(3))], hypatia.Out(x * 2, borrow=True))
     f2 = roundtrip(f)
     np.testing.assert_array_equal(f2(), np.zeros(3))
+
+
+def test_function_with_in_update_state_survives_pickling():
+    x, s = T.dscalars("x", "s")
+    g = hypatia.function([x, hypatia.In(s, value=1.0, update=s * x)], s)
+    g(3.0)
+    g2 = pickle.loads(pickle.dumps(g))
+    assert g2["s"] == 3.0
+    assert g2(2.0) == 3.0 and g2["s"] == 6.0
+    assert g[s] == 3.0  # the original's state is its own
