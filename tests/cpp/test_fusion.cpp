@@ -306,5 +306,46 @@ TEST(FusionMulti, GradientOfAFusedGraph) {
       {rnd({3, 4}, DType::Float64, 3), rnd({3, 4}, DType::Float64, 4)});
 }
 
+TEST(Fusion, RopOfFusedOpsGoesThroughTheirUnfusedGraphs) {
+  // Rop of each fused op against Rop of the same program written as Elemwise nodes, and against
+  // a central difference along the eval points.
+  using S = Composite::Step;
+  std::vector<S> steps{{ScalarOpKind::Mul, {0, 1}}, {ScalarOpKind::Tanh, {2}}, {ScalarOpKind::Exp, {2}}};
+  Var x = variable(matrix_type(DType::Float64), "x"), w = variable(matrix_type(DType::Float64), "w");
+  Var ex = variable(matrix_type(DType::Float64), "ex"), ew = variable(matrix_type(DType::Float64), "ew");
+  const std::vector<Var> in{x, w};
+  auto composite = std::make_shared<Composite>(2, DType::Float64, std::vector<S>(steps.begin(), steps.end() - 1));
+  auto multi = std::make_shared<MultiComposite>(2, DType::Float64, steps, std::vector<int>{3, 4});
+  auto reduce = std::make_shared<CompositeReduce>(2, DType::Float64, std::vector<S>(steps.begin(), steps.end() - 1),
+                                                  ReduceKind::Sum, std::vector<int>{1}, DType::Float64);
+  std::vector<Var> fused = apply_op(multi, in);
+  fused.insert(fused.begin(), apply_op1(composite, in));
+  fused.push_back(apply_op1(reduce, in));
+  const std::vector<Var> vals = multi->build(in);
+  const std::vector<Var> plain{vals[3], vals[3], vals[4], sum(vals[3], std::vector<int>{1})};
+  std::vector<Out> outs;
+  for (const Var& r : Rop(fused, {x, w}, {ex, ew})) outs.push_back(r);
+  for (const Var& r : Rop(plain, {x, w}, {ex, ew})) outs.push_back(r);
+  Function f = compile_none({x, w, ex, ew}, outs);
+  const NDArray xv = rnd({3, 4}, DType::Float64, 1), wv = rnd({3, 4}, DType::Float64, 2);
+  const NDArray exv = rnd({3, 4}, DType::Float64, 3), ewv = rnd({3, 4}, DType::Float64, 4);
+  std::vector<NDArray> r = f({xv, wv, exv, ewv});
+  ASSERT_EQ(r.size(), 8u);
+  for (int k = 0; k < 4; ++k) EXPECT_ALLCLOSE(r[k], r[k + 4], 1e-12, 1e-12) << "output " << k;
+  // d/dt tanh((x + t ex) * (w + t ew)) at t = 0, by central difference.
+  Function value = compile_none({x, w}, {fused[0]});
+  const double h = 1e-6;
+  NDArray xp = xv.copy(), xm = xv.copy(), wp = wv.copy(), wm = wv.copy();
+  for (int64_t i = 0; i < 12; ++i) {
+    xp.data<double>()[i] += h * exv.data<double>()[i];
+    xm.data<double>()[i] -= h * exv.data<double>()[i];
+    wp.data<double>()[i] += h * ewv.data<double>()[i];
+    wm.data<double>()[i] -= h * ewv.data<double>()[i];
+  }
+  NDArray up = value({xp, wp})[0], um = value({xm, wm})[0], fd = NDArray::empty({3, 4}, DType::Float64);
+  for (int64_t i = 0; i < 12; ++i) fd.data<double>()[i] = (up.data<double>()[i] - um.data<double>()[i]) / (2 * h);
+  EXPECT_ALLCLOSE(r[0], fd, 1e-6, 1e-8);
+}
+
 }  // namespace
 }  // namespace hypatia

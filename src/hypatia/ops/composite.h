@@ -57,6 +57,8 @@ class Composite : public OpWithProps<Composite>, public CompositeProgram {
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
   /// Through the unfused graph.
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  /// Forward mode through the unfused graph.
+  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
   AliasMap destroy_map() const override {
     if (inplace < 0) return {};
     return {{inplace}};
@@ -81,6 +83,8 @@ class MultiComposite : public OpWithProps<MultiComposite>, public CompositeProgr
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  /// Forward mode through the unfused graph.
+  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
 };
 
 /// Reduction `kind` (Sum, Prod, Max or Min) over `axes` (sorted, unique) of the last step's
@@ -100,6 +104,8 @@ class CompositeReduce : public OpWithProps<CompositeReduce>, public CompositePro
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  /// Forward mode through the unfused graph.
+  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
 };
 
 /// The unfused graph a Composite, MultiComposite or CompositeReduce node computes, rebuilt on
