@@ -27,8 +27,9 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
     """d cost / d wrt (reverse mode). wrt is a variable or a list of them; the result has the same form.
 
     consider_constant: variables whose gradient is not propagated. disconnected_inputs: 'raise',
-    'warn' or 'ignore' (zeros) when a wrt does not reach the cost. known_grads: {variable: gradient}
-    to start from (cost may then be None).
+    'warn' or 'ignore' when a wrt does not reach the cost; return_disconnected: what such a wrt
+    gets, 'zero' (zeros of its shape) or 'None'. known_grads: {variable: gradient} to start from
+    (cost may then be None).
     """
     wrt_list, kind = _as_list(wrt)
     for w in wrt_list:
@@ -36,10 +37,18 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
             raise TypeError(f"grad: wrt must be symbolic Variables, got {type(w).__name__}")
     if return_disconnected not in ("zero", "None", "Disconnected"):
         raise ValueError("grad: return_disconnected must be 'zero', 'None' or 'Disconnected'")
+    if return_disconnected == "Disconnected":
+        raise NotImplementedError("grad: return_disconnected='Disconnected' (Theano's DisconnectedType results) "
+                                  "is not supported; use 'zero' or 'None'")
     if cost is not None:
         cost = as_tensor_variable(cost)
     known = [(k, as_tensor_variable(v)) for k, v in (known_grads or {}).items()]
     gs = _core.grad(cost, wrt_list, list(consider_constant or []), disconnected_inputs, known)
+    if return_disconnected == "None":
+        # A wrt the cost (or a known gradient's variable) does not reach gets None, not zeros.
+        roots = ([cost] if cost is not None else []) + [k for k, _ in known]
+        reach = {id(v) for v in roots} | {id(v) for node in _core.toposort(roots) for v in node.inputs}
+        gs = [g if id(w) in reach else None for w, g in zip(wrt_list, gs)]
     if add_names and cost is not None and cost.name:
         for g, w in zip(gs, wrt_list):
             if g.name is None and g.owner is not None:

@@ -90,6 +90,14 @@ def test_grad_options():
     z = T.dvector("z")
     gz = T.grad(cost, z, disconnected_inputs="ignore")
     np.testing.assert_array_equal(gz.eval({z: np.ones(2)}), np.zeros(2))
+    # return_disconnected='None': None for what the cost does not reach, the gradient otherwise.
+    gx, gz2 = T.grad(cost, [x, z], disconnected_inputs="ignore", return_disconnected="None")
+    assert gz2 is None and gx is not None
+    np.testing.assert_array_equal(gx.eval({x: np.ones(2), y: np.array([3.0, 4.0])}), [3.0, 4.0])
+    assert T.grad(None, z, known_grads={x: T.ones_like(x)}, disconnected_inputs="ignore",
+                  return_disconnected="None") is None
+    with pytest.raises(NotImplementedError, match="Disconnected"):
+        T.grad(cost, x, return_disconnected="Disconnected")
     # consider_constant: y's gradient does not flow through the product.
     h = x * y
     g = T.grad(T.sum(h * x), x, consider_constant=[h])
