@@ -163,8 +163,16 @@ void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
       if (!need[v]) continue;
       const int b = base[v];
       bool chain = b >= nin && !virt[b] && exec_of[b] == static_cast<int>(exec_.size()) - 1;
-      for (int w = link[v]; chain && w != b; w = link[w]) chain = uses[w] == 1 && !need[w];
+      std::vector<bool> on_chain(nval, false);
+      on_chain[v] = true;
+      for (int w = link[v]; chain && w != b; w = link[w]) {
+        chain = uses[w] == 1 && !need[w];
+        on_chain[w] = true;
+      }
       chain = chain && uses[b] == 1 && out_of_[b] < 0;
+      // b's own value is gone once its pass writes v: no other map may be based on it (as
+      // exp(x) * 2 is, when exp(x) - 1.5 is stored and exp(x) * 2 is computed from exp(x)).
+      for (int w = nin; chain && w < nval; ++w) chain = !(virt[w] && base[w] == b && !on_chain[w]);
       if (chain) {
         Exec& e = exec_[exec_of[b]];
         chain = e.post.identity() && folds(e.kind, static_cast<int>(e.args.size()));
