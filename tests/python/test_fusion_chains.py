@@ -60,3 +60,35 @@ def test_fused_programs_match_unfused_bitwise(program, dtype, n, strided, seed):
         np.testing.assert_array_equal(got, want)  # NaN matches NaN
         finite = ~np.isnan(want)
         np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(want[finite]))
+
+
+@given(programs(), st.sampled_from(["float32", "float64"]), st.sampled_from([(1, 1), (3, 7), (5, 300)]),
+       st.sampled_from([None, 0, 1]), st.booleans(), st.integers(0, 2**31 - 1))
+def test_fused_programs_with_broadcast_rows_and_reductions(program, dtype, shape, axis, fortran, seed):
+    """The same programs on a matrix, with a broadcast row mixed in by the binary steps and the
+    outputs reduced (CompositeReduce when the fusion phase runs): fused elementwise outputs give
+    the same bits, fused sums agree to rounding (they accumulate float32 in float64 tiles)."""
+    steps, outs = program
+    x = T.matrix("x", dtype=dtype)
+    r = T.row("r", dtype=dtype)
+    vals = [x]
+    for kind, op, a, b, c in steps:
+        if kind == "unary":
+            vals.append(UNARY[op](vals[a]))
+        elif kind == "scalar":
+            vals.append(SCALAR[op](vals[a], np.asarray(c, dtype=dtype)))
+        else:
+            vals.append(BINARY[op](vals[a], r if b % 2 else vals[b]))
+    ys = [vals[outs[0]]] + [T.sum(vals[k], axis=axis) for k in outs[1:]]
+    fused = hypatia.function([x, r], ys, mode=hypatia.Mode(optimizer="fast_run"), on_unused_input="ignore")
+    plain = hypatia.function([x, r], ys, mode=hypatia.Mode(optimizer="fast_run").excluding("fusion"),
+                             on_unused_input="ignore")
+    rng = np.random.default_rng(seed)
+    xv = (rng.standard_normal(shape)).astype(dtype)
+    xv = np.asfortranarray(xv) if fortran else xv
+    rv = (rng.standard_normal((1, shape[1]))).astype(dtype)
+    got, want = fused(xv, rv), plain(xv, rv)
+    np.testing.assert_array_equal(got[0], want[0])
+    rtol = 1e-4 if dtype == "float32" else 1e-10
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * (1 + np.nanmax(np.abs(w), initial=0) * shape[0]))

@@ -5,6 +5,7 @@
 // config().openmp_elemwise_minsize elements the runs are split across OpenMP threads.
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -33,12 +34,34 @@ void elemwise_inner(std::byte* out, int64_t os, const std::byte* const* in, cons
     const int64_t sz = (Kd == ScalarOpKind::Switch && k == 0) ? 1 : static_cast<int64_t>(sizeof(T));
     flat = flat && (is[k] == 0 || is[k] == sz);
   }
+  if constexpr (std::is_floating_point_v<T> && std::is_same_v<R, T> && N == 1) {
+    // A float unary op with a SIMD loop uses it whatever the length and the strides (strided runs
+    // through a buffer), so that results do not depend on the layout: the SIMD exp or tanh may
+    // differ from the C library's by an ulp.
+    if (simd && !flat) {
+      alignas(64) T buf[256];
+      for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t m = std::min<int64_t>(256, n - i0);
+        for (int64_t i = 0; i < m; ++i) buf[i] = ld(0, i0 + i);
+        simd_unary(Kd, dtype_of<T>(), buf, buf, m);
+        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(out + (i0 + i) * os) = buf[i];
+      }
+      return;
+    }
+  }
   if (flat) {
     R* o = reinterpret_cast<R*>(out);
     if constexpr (std::is_floating_point_v<T> && std::is_same_v<R, T> && N <= 2) {
-      if (simd && n >= 8) {  // a few elements are cheaper without the dispatch
+      // A unary op takes its SIMD loop at any length (see above); a binary op's is exact either
+      // way, and a few elements are cheaper without the dispatch.
+      if (simd && (N == 1 || n >= 8)) {
         if constexpr (N == 1) {
           if (is[0] != 0) return simd_unary(Kd, dtype_of<T>(), in[0], out, n);
+          // One element broadcast: computed once, by the same SIMD loop.
+          T v = *reinterpret_cast<const T*>(in[0]);
+          simd_unary(Kd, dtype_of<T>(), &v, &v, 1);
+          std::fill(o, o + n, v);
+          return;
         } else {
           if (is[0] != 0 || is[1] != 0)
             return simd_binary(Kd, dtype_of<T>(), in[0], is[0] == 0, in[1], is[1] == 0, out, n);
