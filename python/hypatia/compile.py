@@ -37,8 +37,8 @@ class In:
             if value is None:
                 raise ValueError(f"In({variable}, update=...): give the initial state as value=")
             if implicit is False:
-                raise NotImplementedError(f"In({variable}, update=..., implicit=False): an input with an update "
-                                          "is implicit here (read and set its state as f[variable])")
+                raise ValueError(f"In({variable}, update=..., implicit=False): an input with an update is "
+                                 "implicit (callers do not pass it; read and set its state as f[variable])")
             if not isinstance(update, Variable):
                 from hypatia.tensor.basic import constant
 
@@ -292,7 +292,7 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
     # Inputs with an update keep their state in a shared variable (their container): the graph
     # reads the container in their place and the update writes it, committed with the others.
     states = []
-    declared, user_upd, user_giv = ins, list(upd), list(giv)
+    declared, user_upd, user_giv = list(ins), list(upd), list(giv)
     for k, i in enumerate(ins):
         if i.update is None:
             continue
@@ -306,8 +306,6 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
         states.append((i.variable, sv))
         giv.append((i.variable, sv))
         upd.append((sv, i.update))
-        if declared is ins:
-            declared = list(ins)
         declared[k] = In(i.variable, name=i.name, value=sv, update=i.update)
     ins = [i for i in ins if i.update is None]
 

@@ -35,11 +35,9 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_nam
     for w in wrt_list:
         if not isinstance(w, Variable):
             raise TypeError(f"grad: wrt must be symbolic Variables, got {type(w).__name__}")
-    if return_disconnected not in ("zero", "None", "Disconnected"):
-        raise ValueError("grad: return_disconnected must be 'zero', 'None' or 'Disconnected'")
-    if return_disconnected == "Disconnected":
-        raise NotImplementedError("grad: return_disconnected='Disconnected' (Theano's DisconnectedType results) "
-                                  "is not supported; use 'zero' or 'None'")
+    if return_disconnected not in ("zero", "None"):
+        raise ValueError(f"grad: return_disconnected must be 'zero' or 'None' (Theano's 'Disconnected', "
+                         f"DisconnectedType results, does not exist here), got {return_disconnected!r}")
     if cost is not None:
         cost = as_tensor_variable(cost)
     known = [(k, as_tensor_variable(v)) for k, v in (known_grads or {}).items()]

@@ -146,7 +146,7 @@ def test_in_with_update_keeps_state_between_calls():
         g[x]
     with pytest.raises(ValueError, match="initial state as value="):
         In(s, update=s + 1)
-    with pytest.raises(NotImplementedError, match="implicit"):
+    with pytest.raises(ValueError, match="implicit"):
         In(s, value=0.0, update=s + 1, implicit=False)
     with pytest.raises(TypeError, match="container"):
         function([x, In(v, value=inc.container[s], update=v + x)], [])
