@@ -1,5 +1,6 @@
 // NDArray, dtype promotion, config.
 #include "hypatia/core/allocator.h"
+#include "hypatia/core/cancel.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -127,3 +128,22 @@ TEST(Constructors, FloatXAndPrefixes) {
 }
 }  // namespace
 }  // namespace hypatia
+
+TEST(Cancel, ScopesNestAndRestoreTheFlag) {
+  std::atomic<bool> outer{false}, inner{true};
+  EXPECT_FALSE(hypatia::cancel_requested());
+  {
+    hypatia::CancelScope a(&outer);
+    EXPECT_FALSE(hypatia::cancel_requested());
+    {
+      hypatia::CancelScope b(&inner);
+      EXPECT_TRUE(hypatia::cancel_requested());
+      EXPECT_THROW(hypatia::check_cancelled(), hypatia::Cancelled);
+    }
+    EXPECT_FALSE(hypatia::cancel_requested());
+    outer = true;
+    EXPECT_TRUE(hypatia::cancel_requested());
+  }
+  EXPECT_FALSE(hypatia::cancel_requested());
+  EXPECT_NO_THROW(hypatia::check_cancelled());
+}
