@@ -5,8 +5,14 @@ THEANO_FLAGS) < code (``hypatia.config.floatX = 'float32'``). Every read and wri
 C++ Config, so C++ and Python always agree.
 """
 import contextlib
+import warnings
 
 from hypatia import _core
+
+# Read ~/.hypatiarc and HYPATIA_FLAGS at import: a malformed one fails here, naming the variable or
+# file, the line and the expected form (not later, as a missing option).
+for _message in _core.config_load():
+    warnings.warn(_message, stacklevel=2)
 
 _BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites", "debug_checks"})
 _INT_KEYS = frozenset({"openmp_elemwise_minsize", "num_threads"})
@@ -44,10 +50,11 @@ class Config:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        try:
-            text = _core.config_get(name)
-        except ValueError:
-            raise AttributeError(f"hypatia.config has no option {name!r}") from None
+        if _core.config_is_ignored_theano_option(name):
+            raise AttributeError(f"hypatia.config has no option {name!r} (a Theano option Hypatia does not have)")
+        if name not in _KEYS:
+            raise AttributeError(f"hypatia.config has no option {name!r}")
+        text = _core.config_get(name)
         if name in _BOOL_KEYS:
             return text == "True"
         if name in _INT_KEYS:
@@ -55,6 +62,10 @@ class Config:
         return text
 
     def __setattr__(self, name, value):
+        if _core.config_is_ignored_theano_option(name):
+            warnings.warn(f"hypatia.config: Theano's option {name!r} has no effect in Hypatia and is ignored",
+                          stacklevel=2)
+            return
         _core.config_set(name, _to_text(name, value))
 
     def __dir__(self):

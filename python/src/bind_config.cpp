@@ -5,14 +5,35 @@ namespace hypatia::python {
 
 void init_config(nb::module_& m) {
   m.def(
+      "config_load",
+      [] {
+        // Reads ~/.hypatiarc and HYPATIA_FLAGS now (import time), so that a malformed one fails
+        // the import with its message; the warnings come back for warnings.warn.
+        std::vector<std::string> warnings;
+        set_config_warning_handler([&warnings](const std::string& w) { warnings.push_back(w); });
+        try {
+          config();
+        } catch (...) {
+          set_config_warning_handler(nullptr);
+          throw;
+        }
+        set_config_warning_handler(nullptr);
+        return warnings;
+      },
+      "Reads ~/.hypatiarc and HYPATIA_FLAGS (ValueError naming the source, line and expected form when one "
+      "is malformed); returns the warnings (ignored Theano options and sections).");
+  m.def(
       "config_get", [](const std::string& key) { return config().get(key); }, "key"_a,
       "A setting as text; ValueError for an unknown key.");
   m.def(
       "config_set", [](const std::string& key, const std::string& value) { config().set(key, value); }, "key"_a,
       "value"_a, "Sets a setting from text (ValueError for an unknown key or a bad value).");
   m.def(
-      "config_apply_flags", [](const std::string& flags) { config().apply_flags(flags); }, "flags"_a,
+      "config_apply_flags", [](const std::string& flags) { config().apply_flags(flags, "flags"); }, "flags"_a,
       "Applies 'key=value,key=value' (the HYPATIA_FLAGS format).");
+  m.def(
+      "config_is_ignored_theano_option", [](const std::string& key) { return is_ignored_theano_option(key); }, "key"_a,
+      "Whether key is a Theano option that Hypatia does not have (ignored with a warning).");
 }
 
 }  // namespace hypatia::python

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "interrupt.h"
 
 namespace hypatia::python {
 namespace {
@@ -18,7 +19,8 @@ struct PyFunction {
   Downcast downcast = Downcast::None;
   /// Outputs were given as one variable (return one array) rather than a list.
   bool unpack_single = false;
-  /// Argument and output slots, reused by every call that is not re-entrant.
+  /// Argument and output slots, reused by every call that finds them free (a call from another
+  /// thread, or from inside a call, uses slots of its own). `busy` is read and set with the GIL.
   std::vector<NDArray> args, outs;
   bool busy = false;
 
@@ -35,7 +37,7 @@ struct PyFunction {
   /// other values go through Theano's filter.
   NDArray convert(PyObject* obj, size_t i) const {
     if (is_numpy_array(obj)) return to_ndarray(obj);
-    return filter_value(obj, input_types[i], downcast, input_label(i).c_str());
+    return filter_value(obj, input_types[i], downcast, input_label(i).c_str(), /*offer_downcast_flag=*/true);
   }
 
   PyObject* call(PyObject* args_tuple, PyObject* kwargs, std::vector<NDArray>& a, std::vector<NDArray>& o) {
@@ -65,7 +67,22 @@ struct PyFunction {
                         ") is missing: it was not given and has no default value");
       a[i] = *defaults[i];
     }
-    fn.call(a, o);
+    // Pending signals first (a Ctrl-C before the call raises before it runs).
+    if (PyErr_CheckSignals() < 0) throw nb::python_error();
+    const std::atomic<bool>* cancel = begin_interruptible_call();
+    for (;;) {
+      try {
+        // The kernels run without the GIL (other Python threads go on; Python Ops take it back).
+        nb::gil_scoped_release nogil;
+        CancelScope scope(cancel);
+        fn.call(a, o);
+        break;
+      } catch (const Cancelled&) {
+        // Ctrl-C: the call stopped between nodes and changed no shared variable. Python's
+        // handler raises KeyboardInterrupt; a handler that does not raise lets the call run again.
+        if (finish_interrupted_call()) throw nb::python_error();
+      }
+    }
     for (NDArray& x : a) x = NDArray();
     if (unpack_single) {
       PyObject* r = to_numpy(o[0]);
@@ -91,7 +108,8 @@ struct PyFunction {
 PyObject* function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   PyFunction* f = nb::inst_ptr<PyFunction>(self);
   if (f->busy) {
-    // Re-entrant call (from a callback during a call): use fresh slots.
+    // A call from another thread (the first one released the GIL) or from inside a call (a
+    // Python Op's perform): fresh slots; the C++ Function gives it working state of its own.
     std::vector<NDArray> a(f->args.size()), o(f->outs.size());
     try {
       return f->call(args, kwargs, a, o);
@@ -137,7 +155,7 @@ PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec
     in.mutable_ = mut;
     if (!value.is_none()) {
       std::string who = "function: the default value of input '" + (in_name.empty() ? var->str() : in_name) + "'";
-      in.value = filter_value(value.ptr(), var->type, downcast, who.c_str());
+      in.value = filter_value(value.ptr(), var->type, downcast, who.c_str(), /*offer_downcast_flag=*/true);
     }
     defaults.push_back(in.value);
     types.push_back(var->type);

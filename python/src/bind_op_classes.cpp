@@ -79,10 +79,14 @@ ReduceKind reduce_kind(const std::string& name) {
   fail<ValueError>("CAReduce: unknown reduction '", name, "'");
 }
 
-/// Adds __reduce__ returning (the class, args(op)).
+/// Adds __reduce__: unpickling calls hypatia._pickle._rebuild_op(the class, args(op)), which turns a
+/// failure (a corrupted or incompatible pickle) into pickle.UnpicklingError.
 template <class T, class F>
 void reducible(OpClass<T>& cls, F args) {
-  cls.def("__reduce__", [args](const T& op) { return nb::make_tuple(nb::type<T>(), args(op)); });
+  cls.def("__reduce__", [args](const T& op) {
+    nb::object rebuild = nb::module_::import_("hypatia._pickle").attr("_rebuild_op");
+    return nb::make_tuple(rebuild, nb::make_tuple(nb::type<T>(), args(op)));
+  });
 }
 
 /// An op class with no attributes: constructible with no argument.

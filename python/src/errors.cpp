@@ -56,6 +56,8 @@ void set_python_error(const std::exception_ptr& p) noexcept {
         break;
     }
     PyErr_SetString(type, e.what());
+  } catch (const Cancelled& e) {
+    PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
   } catch (const GradientError& e) {
     PyErr_SetString(g_err.gradient_error, e.what());
   } catch (const DisconnectedInputError& e) {
@@ -106,6 +108,12 @@ void init_errors(nb::module_& m) {
       set_python_error(p);
     } catch (const InternalError&) {
       set_python_error(p);
+    } catch (const nb::cast_error&) {
+      // A Python value of the wrong type reached C++ (e.g. a corrupted pickle's arguments):
+      // say so instead of RuntimeError("std::bad_cast").
+      PyErr_SetString(PyExc_TypeError,
+                      "hypatia: a value of the wrong Python type was passed to the C++ engine (could not convert it "
+                      "to the expected C++ type)");
     }
   });
 }

@@ -131,7 +131,11 @@ NDArray wrap_array(PyArrayObject* arr, DType dt) {
   Py_INCREF(arr);
   // The shared_ptr points at element 0, so the NDArray's offset is 0.
   std::shared_ptr<void> owner(data, PyRefDeleter{reinterpret_cast<PyObject*>(arr)});
-  return NDArray::wrap(std::move(owner), data, shape, strides, dt);
+  NDArray a = NDArray::wrap(std::move(owner), data, shape, strides, dt);
+  // Read-only memory (a read-only array, an mmap opened read-only, a bytes object) is never
+  // written: in-place work on it goes to a copy.
+  if (!PyArray_ISWRITEABLE(arr)) a.set_writeable(false);
+  return a;
 }
 
 /// The dtype of `arr` when it can be viewed in place, else nullopt.
@@ -192,7 +196,8 @@ NDArray to_ndarray(PyObject* obj) {
   return wrap_array(arr, *dt);
 }
 
-NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, const char* who) {
+NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, const char* who,
+                     bool offer_downcast_flag) {
   const bool is_array = PyArray_Check(obj);
   NDArray a = to_ndarray(obj);
   const DType want = type.dtype;
@@ -203,16 +208,15 @@ NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, c
     if (same_values(conv, a)) return conv;
     if (downcast == Downcast::None && PyFloat_Check(obj) && want == config().floatX) return conv;
     fail<TypeError>(who, ": the value ", nb::cast<std::string>(nb::repr(nb::handle(obj))), " cannot be converted to ",
-                    dtype_name(want), " (", type.str(),
-                    ") without losing precision. Pass allow_input_downcast=True "
-                    "(or allow_downcast=True) or convert the data to ",
-                    dtype_name(want), ".");
+                    dtype_name(want), " (", type.str(), ") without losing precision. ",
+                    offer_downcast_flag ? "Pass allow_input_downcast=True to function() or c" : "C",
+                    "onvert the data to ", dtype_name(want), " first (numpy.asarray(value, dtype='", dtype_name(want),
+                    "')).");
   }
   fail<TypeError>(who, ": expected an array of dtype ", dtype_name(want), " (", type.str(), ") but got ",
-                  dtype_name(a.dtype()),
-                  "; casting would lose precision. Pass allow_input_downcast=True, or "
-                  "convert the data with .astype('",
-                  dtype_name(want), "').");
+                  dtype_name(a.dtype()), "; casting would lose precision. ",
+                  offer_downcast_flag ? "Pass allow_input_downcast=True to function(), or c" : "C",
+                  "onvert the data with .astype('", dtype_name(want), "').");
 }
 
 PyObject* to_numpy(const NDArray& a, bool writeable) {
@@ -228,8 +232,8 @@ PyObject* to_numpy(const NDArray& a, bool writeable) {
   }
   PyArray_Descr* d = g_descr[static_cast<int>(a.dtype())];
   Py_INCREF(d);
-  PyObject* arr =
-      PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, strides, a.raw(), writeable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
+  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, strides, a.raw(),
+                                       writeable && a.writeable() ? NPY_ARRAY_WRITEABLE : 0, nullptr);
   if (!arr) return nullptr;
   PyObject* base;
   if (auto* del = std::get_deleter<PyRefDeleter>(a.storage())) {

@@ -30,8 +30,10 @@ enum class Downcast : int8_t { None = -1, No = 0, Yes = 1 };
 /// when it matches, are upcast safely, and are downcast only with Downcast::Yes. Other values
 /// (Python scalars, lists) are converted when the conversion is exact, when Downcast::Yes, or (with
 /// Downcast::None) when a Python float goes to floatX. The ndim and broadcastable checks are left to
-/// the caller (function calls and set_value check them in C++). `who` starts error messages.
-NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, const char* who);
+/// the caller (function calls and set_value check them in C++). `who` starts error messages;
+/// offer_downcast_flag: they may suggest allow_input_downcast (function inputs only).
+NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, const char* who,
+                     bool offer_downcast_flag = false);
 
 /// A numpy array viewing `a` (new reference): it keeps `a`'s buffer alive, so it stays valid after
 /// `a` is gone. Returns nullptr with a Python error set on failure.

@@ -1,5 +1,6 @@
 // hypatia._core: the nanobind module. Each binding forwards to one call of the C++ API.
 #include "bindings.h"
+#include "interrupt.h"
 
 NB_MODULE(_core, m) {
   using namespace hypatia::python;
@@ -13,4 +14,5 @@ NB_MODULE(_core, m) {
   init_ops(m);
   init_grad(m);
   init_function(m);
+  init_interrupt();
 }

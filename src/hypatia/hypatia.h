@@ -2,6 +2,7 @@
 #pragma once
 #include "hypatia/backends/registry.h"
 #include "hypatia/compile/function.h"
+#include "hypatia/core/cancel.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/dtype.h"
 #include "hypatia/core/error.h"

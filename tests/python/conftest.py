@@ -8,6 +8,9 @@ settings.register_profile("default", max_examples=25, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("thorough", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# The long fuzzing runs recorded in RELIABILITY.md.
+settings.register_profile("long", max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "5000")), deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Every function the tests compile also runs DebugMode's checks (each node against its reference

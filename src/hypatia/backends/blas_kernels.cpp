@@ -46,7 +46,7 @@ void update_into(bool inplace, const KernelArgs& args, const NDArray& A, const N
   const NDArray& z = *args.in[0];
   auto target = [&](const NDArray& t) { return z_is_vector ? as_col(t) : t; };
   if (inplace) {
-    if (z.shares_buffer(A) || z.shares_buffer(B)) {  // the product must read the old values
+    if (z.may_share_memory(A) || z.may_share_memory(B)) {  // the product must read the old values
       NDArray tmp = z.copy();
       matmul(A, B, target(tmp), alpha, beta);
       z.assign(tmp);

@@ -54,8 +54,8 @@ std::vector<std::type_index> registered_op_types(Backend backend) {
 }
 
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype) {
-  if (cell.valid() && cell.unique() && cell.dtype() == dtype && cell.shape() == shape && cell.is_c_contiguous() &&
-      cell.offset() == 0)
+  if (cell.valid() && cell.unique() && cell.writeable() && cell.dtype() == dtype && cell.shape() == shape &&
+      cell.is_c_contiguous() && cell.offset() == 0)
     return cell;
   cell = NDArray::empty(shape, dtype);
   return cell;
@@ -66,7 +66,9 @@ NDArray& prepare_inplace_output(NDArray& cell, const NDArray& target, const Shap
   if (!(target.shape() == shape) || target.dtype() != dtype)
     fail<ValueError>(op.name(), ": the overwritten input ", input, " is ", target.describe(), " but the output is ",
                      dtype_name(dtype), " ", shape.str());
-  cell = target;
+  // Memory that must not be written (read-only, or elements that share bytes) is copied first:
+  // in-place is an optimization, never a licence to write there.
+  cell = target.can_write_in_place() ? target : target.copy();
   return cell;
 }
 

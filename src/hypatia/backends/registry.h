@@ -59,11 +59,12 @@ void register_simple_kernel(Backend backend, void (*fn)(const OpT& op, const Ker
 std::vector<std::type_index> registered_op_types(Backend backend);
 
 /// Makes `cell` a C-contiguous array of `shape` and `dtype`, reusing its buffer when it is
-/// already such an array that nothing else references; returns it.
+/// already such a writeable array that nothing else references; returns it.
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype);
 /// The output cell of a node whose output overwrites its input `input` (`target`, per its
 /// destroy_map): checks that the target has the output's shape and dtype (ValueError naming `op`
-/// otherwise) and makes the cell a handle on the target's buffer.
+/// otherwise) and makes the cell a handle on the target's buffer, or on a copy of it when the
+/// target cannot be written in place (read-only memory, overlapping elements).
 NDArray& prepare_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype, const Op& op,
                                 int input);
 

@@ -13,7 +13,7 @@ namespace {
 
 NDArray value_of(const Variable& v) {
   if (v.is_constant()) return v.data;
-  if (v.is_shared()) return v.cell->value;
+  if (v.is_shared()) return v.cell->load();
   return v.test_value;
 }
 

@@ -158,11 +158,11 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   // 4. Storage cells: one per variable.
   std::unordered_map<const Variable*, int> cell_of;
   auto add_cell = [&](const Var& v, CellKind kind) {
-    auto [it, fresh] = cell_of.emplace(v.get(), static_cast<int>(program->storage.size()));
+    auto [it, fresh] = cell_of.emplace(v.get(), static_cast<int>(program->constants.size()));
     if (fresh) {
-      program->storage.emplace_back();
+      program->constants.emplace_back();
       program->cell_kind.push_back(kind);
-      if (kind == CellKind::Constant) program->storage.back() = v->data;
+      if (kind == CellKind::Constant) program->constants.back() = v->data;
       if (kind == CellKind::Shared) program->shared.push_back({it->second, v->cell});
     }
     return it->second;
@@ -170,7 +170,8 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   for (size_t i = 0; i < inputs.size(); ++i) {
     int c = add_cell(inputs[i].variable, CellKind::Input);
     program->inputs.push_back({c, inputs[i].variable->type,
-                               inputs[i].name.empty() ? inputs[i].variable->name : inputs[i].name, inputs[i].value});
+                               inputs[i].name.empty() ? inputs[i].variable->name : inputs[i].name, inputs[i].value,
+                               inputs[i].mutable_});
   }
   for (const Var& orphan : fg.orphans()) add_cell(orphan, orphan->is_shared() ? CellKind::Shared : CellKind::Constant);
 
@@ -192,43 +193,41 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     }
   }
 
-  // Thunks, and the last reader of each intermediate (for gc).
+  // Steps, and the last reader of each intermediate (for gc).
   for (const auto& n : order)
     for (int o = 0; o < n->nout(); ++o) add_cell(n->output(o), CellKind::Intermediate);
-  std::unordered_map<int, int> last_use;  // cell -> thunk index
+  std::unordered_map<int, int> last_use;  // cell -> step index
   for (size_t t = 0; t < order.size(); ++t)
     for (const auto& v : order[t]->inputs) last_use[cell_of.at(v.get())] = static_cast<int>(t);
   std::unordered_set<int> keep;  // outputs and update values stay until the end of the call
   for (const auto& v : fg.outputs()) keep.insert(cell_of.at(v.get()));
-  program->thunks.reserve(order.size());
+  program->steps.reserve(order.size());
   program->first_shared_destroyer = order.size();
   for (size_t t = 0; t < order.size(); ++t) {
-    Program::Thunk th;
-    th.node = order[t];
-    th.kernel = make_kernel(opts.backend, *th.node);
-    if (debug_mode) th.reference = make_kernel(Backend::Reference, *th.node);
-    for (const auto& v : th.node->inputs) th.in.push_back(&program->storage[cell_of.at(v.get())]);
-    for (int o = 0; o < th.node->nout(); ++o) th.out.push_back(&program->storage[cell_of.at(th.node->output_ptr(o))]);
-    if (destroys_shared(*th.node)) {
+    Program::Step st;
+    st.node = order[t];
+    for (const auto& v : st.node->inputs) st.in.push_back(cell_of.at(v.get()));
+    for (int o = 0; o < st.node->nout(); ++o) st.out.push_back(cell_of.at(st.node->output_ptr(o)));
+    if (destroys_shared(*st.node)) {
       if (program->first_shared_destroyer > t) program->first_shared_destroyer = t;
-      for (const auto& o : th.node->op->destroy_map())
+      for (const auto& o : st.node->op->destroy_map())
         for (int i : o) {
-          const Var& v = th.node->inputs[i];
-          th.shared_cells.push_back(cell_of.at(v.get()));
+          const Var& v = st.node->inputs[i];
+          st.shared_cells.push_back(cell_of.at(v.get()));
           for (const Var& view : views_of(fg, v))
-            if (view->owner) th.view_cells.push_back(cell_of.at(view.get()));
+            if (view->owner) st.view_cells.push_back(cell_of.at(view.get()));
         }
     }
-    program->thunks.push_back(std::move(th));
+    program->steps.push_back(std::move(st));
   }
   for (const auto& [cell, t] : last_use)
     if (program->cell_kind[cell] == CellKind::Intermediate && !keep.count(cell))
-      program->thunks[t].free_after.push_back(cell);
+      program->steps[t].free_after.push_back(cell);
   // Outputs nobody reads (e.g. the second output of a two-output node) die after their producer.
   for (size_t t = 0; t < order.size(); ++t)
     for (int o = 0; o < order[t]->nout(); ++o) {
       int c = cell_of.at(order[t]->output_ptr(o));
-      if (!last_use.count(c) && !keep.count(c)) program->thunks[t].free_after.push_back(c);
+      if (!last_use.count(c) && !keep.count(c)) program->steps[t].free_after.push_back(c);
     }
 
   const auto& gouts = fg.outputs();
@@ -242,12 +241,12 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   }
   program->allow_input_downcast = opts.allow_input_downcast;
   program->debug_mode = debug_mode;
+  program->backend = opts.backend;
   program->allow_gc = opts.allow_gc.value_or(config().allow_gc);
-  program->finalize();
   if (opts.profile.value_or(config().profile)) {
     program->profile = std::make_unique<Profile>();
     program->profile->function_name = opts.name;
-    for (const auto& th : program->thunks) {
+    for (const auto& th : program->steps) {
       Profile::NodeStats s;
       s.op_name = th.node->op->name();
       std::string cls = s.op_name.substr(0, s.op_name.find('{'));
@@ -259,6 +258,9 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
       s.apply_str = os.str();
       program->profile->nodes.push_back(s);
     }
+  }
+  program->finalize();  // builds the kernels: a missing one fails here
+  if (program->profile) {
     program->profile->compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     auto& reg = profile_registry();
@@ -309,7 +311,7 @@ int Function::n_inputs() const { return static_cast<int>(program_->inputs.size()
 int Function::n_outputs() const { return static_cast<int>(program_->outputs.size()); }
 std::vector<std::shared_ptr<Apply>> Function::toposort() const {
   std::vector<std::shared_ptr<Apply>> r;
-  for (const auto& t : program_->thunks) r.push_back(t.node);
+  for (const auto& t : program_->steps) r.push_back(t.node);
   return r;
 }
 std::vector<Var> Function::graph_outputs() const { return program_->fgraph->outputs(); }
@@ -337,14 +339,16 @@ NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs, B
 
 NDArray get_value(const Var& shared_var, bool borrow) {
   if (!shared_var || !shared_var->is_shared()) fail<TypeError>("get_value: the variable is not a shared variable");
-  return borrow ? shared_var->cell->value : shared_var->cell->value.copy();
+  NDArray v = shared_var->cell->load();
+  return borrow ? v : v.copy();
 }
 
 void set_value(const Var& shared_var, NDArray value, bool borrow) {
   if (!shared_var || !shared_var->is_shared()) fail<TypeError>("set_value: the variable is not a shared variable");
   if (auto err = shared_var->type.check_value(value); !err.empty())
     fail<TypeError>("set_value of shared variable '", shared_var->name, "' (", shared_var->type.str(), "): ", err);
-  shared_var->cell->value = borrow ? std::move(value) : value.copy();
+  NDArray old = shared_var->cell->exchange(borrow ? std::move(value) : value.copy());
+  old.reset();  // released outside the lock
 }
 
 }  // namespace hypatia

@@ -65,7 +65,8 @@ struct FunctionOptions {
 
 class Program;
 
-/// A compiled function. Calls are not thread-safe on one Function.
+/// A compiled function. Calls may come from several threads at once and from inside a call (each
+/// call runs in working state of its own); calls of a function with updates are serialized.
 class Function {
  public:
   Function(std::shared_ptr<Program> program);

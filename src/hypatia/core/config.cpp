@@ -1,7 +1,9 @@
 #include "hypatia/core/config.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "hypatia/core/error.h"
@@ -78,7 +80,9 @@ void Config::set(std::string_view key, std::string_view value) {
   } else if (key == "optimizer_excluding") {
     optimizer_excluding = v;
   } else {
-    fail<ValueError>("config: unknown option '", key, "'");
+    fail<ValueError>("config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
+                     "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
+                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding)");
   }
 }
 
@@ -100,7 +104,93 @@ std::string Config::get(std::string_view key) const {
   fail<ValueError>("config: unknown option '", key, "'");
 }
 
-void Config::apply_flags(std::string_view flags) {
+namespace {
+
+std::function<void(const std::string&)>& warning_handler() {
+  static std::function<void(const std::string&)> h = [](const std::string& msg) {
+    std::fprintf(stderr, "hypatia warning: %s\n", msg.c_str());
+  };
+  return h;
+}
+
+/// Sets key from one item of `source`; ignores Theano-only options with a warning; rethrows any
+/// other error as a ConfigError that names the source and the item.
+void set_from(Config& c, const std::string& key, const std::string& value, const std::string& where) {
+  if (is_ignored_theano_option(key)) {
+    warning_handler()(where + ": Theano's option '" + key + "' has no effect in Hypatia and is ignored");
+    return;
+  }
+  try {
+    c.set(key, value);
+  } catch (const ValueError& e) {
+    std::string msg = e.what();
+    if (msg.rfind("config: ", 0) == 0) msg = msg.substr(8);
+    fail<ConfigError>(where, ": ", msg);
+  }
+}
+
+}  // namespace
+
+bool is_ignored_theano_option(std::string_view key) {
+  static const char* const kTopLevel[] = {"warn_float64",
+                                          "cast_policy",
+                                          "deterministic",
+                                          "int_division",
+                                          "cxx",
+                                          "linker",
+                                          "optimizer_verbose",
+                                          "on_opt_error",
+                                          "nocleanup",
+                                          "on_unused_input",
+                                          "openmp",
+                                          "check_input",
+                                          "cache_optimizations",
+                                          "compute_test_value_opt",
+                                          "print_test_value",
+                                          "unpickle_function",
+                                          "reoptimize_unpickled_function",
+                                          "check_stack_trace",
+                                          "profile_optimizer",
+                                          "profile_memory",
+                                          "base_compiledir",
+                                          "compiledir_format",
+                                          "compiledir",
+                                          "assert_no_cpu_op",
+                                          "init_gpu_device",
+                                          "force_device",
+                                          "print_active_device",
+                                          "pickle_test_value",
+                                          "optimizer_requiring",
+                                          "allow_output_prealloc",
+                                          "experimental",
+                                          "lib",
+                                          "warn"};
+  static const char* const kSections[] = {"gpuarray",     "lib",          "cuda",
+                                          "dnn",          "magma",        "nvcc",
+                                          "gcc",          "blas",         "scan",
+                                          "compile",      "tensor",       "warn",
+                                          "experimental", "numpy",        "profiling",
+                                          "metaopt",      "optdb",        "cmodule",
+                                          "DebugMode",    "NanGuardMode", "vm",
+                                          "ctc",          "pycuda",       "unittests",
+                                          "gpuelemwise",  "traceback",    "cycle_detection",
+                                          "sparse",       "gpu",          "conv"};
+  for (const char* k : kTopLevel)
+    if (key == k) return true;
+  const size_t dot = key.find('.');
+  if (dot == std::string_view::npos) return false;
+  for (const char* k : kSections)
+    if (key.substr(0, dot) == k) return true;
+  return false;
+}
+
+void set_config_warning_handler(std::function<void(const std::string&)> handler) {
+  if (!handler) handler = [](const std::string& msg) { std::fprintf(stderr, "hypatia warning: %s\n", msg.c_str()); };
+  warning_handler() = std::move(handler);
+}
+
+void Config::apply_flags(std::string_view flags, std::string_view source) {
+  const std::string where = std::string(source) + "='" + std::string(flags) + "'";
   size_t pos = 0;
   while (pos <= flags.size()) {
     size_t end = flags.find(',', pos);
@@ -108,44 +198,59 @@ void Config::apply_flags(std::string_view flags) {
     std::string item = trim(flags.substr(pos, end - pos));
     if (!item.empty()) {
       size_t eq = item.find('=');
-      if (eq == std::string::npos) fail<ValueError>("HYPATIA_FLAGS: expected key=value, got '", item, "'");
-      set(trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
+      if (eq == std::string::npos || trim(item.substr(0, eq)).empty())
+        fail<ConfigError>(where, ": the item '", item,
+                          "' is not of the form key=value (expected comma-separated key=value items, e.g. ", source,
+                          "=floatX=float32,mode=FAST_RUN)");
+      set_from(*this, trim(item.substr(0, eq)), trim(item.substr(eq + 1)), where);
     }
     pos = end + 1;
   }
 }
 
-void Config::apply_rc(std::string_view text) {
+void Config::apply_rc(std::string_view text, std::string_view source) {
   std::istringstream in{std::string(text)};
   std::string line, section = "global";
+  int lineno = 0;
+  std::string ignored_section;
   while (std::getline(in, line)) {
-    std::string t = trim(line.substr(0, line.find('#')));
-    if (t.empty()) continue;
-    if (t.front() == '[' && t.back() == ']') {
+    ++lineno;
+    const std::string where = std::string(source) + " line " + std::to_string(lineno);
+    std::string t = trim(line);
+    if (t.empty() || t.front() == '#' || t.front() == ';') continue;
+    // Inline comments: " #" or " ;" after a value.
+    for (const char* c : {" #", "\t#", " ;", "\t;"})
+      if (size_t k = t.find(c); k != std::string::npos) t = trim(t.substr(0, k));
+    if (t.front() == '[') {
+      if (t.back() != ']') fail<ConfigError>(where, ": expected a section header like [global], got '", t, "'");
       section = trim(t.substr(1, t.size() - 2));
+      if (section != "global")
+        warning_handler()(where + ": section [" + section + "] is ignored (Hypatia reads options from [global])");
       continue;
     }
-    size_t eq = t.find('=');
-    if (eq == std::string::npos) fail<ValueError>("~/.hypatiarc: expected 'key = value', got '", t, "'");
-    std::string key = trim(t.substr(0, eq));
-    if (section != "global") key = section + "." + key;
-    set(key, trim(t.substr(eq + 1)));
+    size_t eq = t.find_first_of("=:");
+    if (eq == std::string::npos || trim(t.substr(0, eq)).empty())
+      fail<ConfigError>(where, ": expected 'key = value' (Theano's rc syntax: a [global] section of key = value ",
+                        "lines; # and ; start comments), got '", t, "'");
+    if (section != "global") continue;
+    set_from(*this, trim(t.substr(0, eq)), trim(t.substr(eq + 1)), where);
   }
 }
 
 Config& config() {
   static Config* cfg = [] {
-    auto* c = new Config();
+    auto c = std::make_unique<Config>();
     if (const char* home = std::getenv("HOME")) {
-      std::ifstream f(std::string(home) + "/.hypatiarc");
+      const std::string path = std::string(home) + "/.hypatiarc";
+      std::ifstream f(path);
       if (f) {
         std::stringstream ss;
         ss << f.rdbuf();
-        c->apply_rc(ss.str());
+        c->apply_rc(ss.str(), path);
       }
     }
     if (const char* flags = std::getenv("HYPATIA_FLAGS")) c->apply_flags(flags);
-    return c;
+    return c.release();
   }();
   return *cfg;
 }

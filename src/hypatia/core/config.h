@@ -1,9 +1,11 @@
 // Run-time configuration: defaults < ~/.hypatiarc < HYPATIA_FLAGS < code.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "hypatia/core/dtype.h"
+#include "hypatia/core/error.h"
 
 namespace hypatia {
 
@@ -37,15 +39,35 @@ struct Config {
   std::string optimizer_excluding;
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
-  /// Applies "key=value,key=value" (the HYPATIA_FLAGS format).
-  void apply_flags(std::string_view flags);
-  /// Applies an rc file's text: "key = value" lines, optional [global] sections, '#' comments.
-  void apply_rc(std::string_view text);
+  /// Applies "key=value,key=value" (the HYPATIA_FLAGS format). `source` names the text in
+  /// messages. Theano options that Hypatia does not have (linker, nvcc.fastmath, ...) are ignored
+  /// with a warning; a malformed item, an unknown option or a bad value throws ConfigError naming
+  /// the source, the item and the expected form.
+  void apply_flags(std::string_view flags, std::string_view source = "HYPATIA_FLAGS");
+  /// Applies an rc file's text in Theano's syntax: "key = value" (or "key: value") lines under
+  /// [global]; '#' and ';' start comments; other sections ([nvcc], [blas], ...) are ignored with a
+  /// warning. Errors as apply_flags, naming the file and the line.
+  void apply_rc(std::string_view text, std::string_view source = "~/.hypatiarc");
   /// Reads a key as text.
   std::string get(std::string_view key) const;
 };
 
-/// The process-wide configuration, initialized from ~/.hypatiarc and HYPATIA_FLAGS on first call.
+/// A malformed HYPATIA_FLAGS or ~/.hypatiarc, or a bad value in one (Python: ValueError).
+class ConfigError : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
+
+/// The process-wide configuration, initialized from ~/.hypatiarc and HYPATIA_FLAGS on first call
+/// (a malformed one throws ConfigError from every call).
 Config& config();
+
+/// Whether `key` is an option of Theano 1.0 that Hypatia does not have (it is ignored with a
+/// warning instead of failing, so that a Theano user's flags keep working).
+bool is_ignored_theano_option(std::string_view key);
+
+/// Receives the warnings of reading the configuration (ignored options and sections). The
+/// default prints them to stderr; the Python module turns them into Python warnings.
+void set_config_warning_handler(std::function<void(const std::string&)> handler);
 
 }  // namespace hypatia

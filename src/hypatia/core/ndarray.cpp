@@ -142,6 +142,48 @@ double NDArray::get_flat(int64_t i) const {
   });
 }
 
+namespace {
+
+/// [lo, hi) of the bytes an array's elements occupy (lo == hi for an empty array).
+std::pair<const std::byte*, const std::byte*> byte_extent(const NDArray& a) {
+  const std::byte* lo = a.raw();
+  const std::byte* hi = a.raw();
+  for (int d = 0; d < a.ndim(); ++d) {
+    if (a.shape(d) == 0) return {a.raw(), a.raw()};
+    const int64_t span = (a.shape(d) - 1) * a.strides()[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo, hi + a.itemsize()};
+}
+
+}  // namespace
+
+bool NDArray::may_share_memory(const NDArray& o) const {
+  if (!valid() || !o.valid()) return false;
+  auto [a0, a1] = byte_extent(*this);
+  auto [b0, b1] = byte_extent(o);
+  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
+}
+
+bool NDArray::has_internal_overlap() const {
+  // Dimensions of length > 1 by increasing |stride|: each stride must step past everything the
+  // smaller dimensions cover.
+  std::array<std::pair<int64_t, int64_t>, kMaxNdim> dims{};  // (|stride|, length)
+  int n = 0;
+  for (int d = 0; d < ndim(); ++d) {
+    if (shape_[d] == 0) return false;
+    if (shape_[d] > 1) dims[n++] = {strides_[d] < 0 ? -strides_[d] : strides_[d], shape_[d]};
+  }
+  std::sort(dims.begin(), dims.begin() + n);
+  int64_t covered = static_cast<int64_t>(itemsize());
+  for (int k = 0; k < n; ++k) {
+    const auto [stride, len] = dims[k];
+    if (stride < covered) return true;
+    covered = stride * (len - 1) + covered;
+  }
+  return false;
+}
+
 bool NDArray::is_c_contiguous() const {
   int64_t acc = static_cast<int64_t>(itemsize());
   for (int i = ndim() - 1; i >= 0; --i) {

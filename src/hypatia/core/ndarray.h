@@ -142,6 +142,21 @@ class NDArray {
   long use_count() const { return storage_.use_count(); }
   /// Whether two arrays may share memory (same buffer).
   bool shares_buffer(const NDArray& o) const { return storage_ && storage_ == o.storage_; }
+  /// Whether the memory that the two arrays' elements occupy may overlap (their byte ranges
+  /// intersect), whatever owns it: two wrappings of one numpy array have different owners.
+  bool may_share_memory(const NDArray& o) const;
+  /// Whether two elements of this array occupy the same memory (a zero stride on a dimension
+  /// longer than one, or strides that make rows overlap); conservative: true when unsure. Such an
+  /// array cannot be written elementwise.
+  bool has_internal_overlap() const;
+  /// Whether kernels may write into this array's memory: false for borrowed read-only memory (a
+  /// read-only numpy array, an mmap, a bytes object). Views inherit it; copies are writeable.
+  bool writeable() const { return writeable_; }
+  /// Marks this array (and the views made from it afterwards) writeable or read-only.
+  void set_writeable(bool w) { writeable_ = w; }
+  /// Whether a kernel may overwrite this array's elements in place: writeable, with no internal
+  /// overlap.
+  bool can_write_in_place() const { return writeable_ && !has_internal_overlap(); }
   const std::shared_ptr<void>& storage() const { return storage_; }
 
   // Views (share the buffer).
@@ -177,6 +192,7 @@ class NDArray {
   Shape shape_;
   Strides strides_;
   DType dtype_ = DType::Float64;
+  bool writeable_ = true;
 };
 
 template <class T>

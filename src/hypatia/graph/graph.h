@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <tuple>
@@ -25,8 +26,24 @@ using Var = std::shared_ptr<Variable>;
 enum class VarKind { Input, Output, Constant, Shared, NullGrad };
 
 /// The storage of a shared variable: one value, replaced (never mutated in place) by updates.
+/// The value of a shared variable. A call locks `mu` while it reads the value and while it
+/// commits an update (several cells in the order of their addresses), so that it sees all of
+/// another call's updates or none.
 struct SharedCell {
-  NDArray value;
+  NDArray value;  // guarded by mu
+  mutable std::mutex mu;
+
+  /// A reference to the current value.
+  NDArray load() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return value;
+  }
+  /// Replaces the value and returns the old one (released by the caller after the lock).
+  NDArray exchange(NDArray v) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::swap(value, v);
+    return v;
+  }
 };
 
 /// A typed symbolic value. Leaves are created by std::make_shared, so shared_from_this() gives the

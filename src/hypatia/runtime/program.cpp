@@ -6,26 +6,48 @@
 #include <iomanip>
 #include <map>
 #include <sstream>
+#include <utility>
 
+#include "hypatia/core/cancel.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/graph/printing.h"
 
 namespace hypatia {
+
+/// The working state of one call: storage cells and kernels (which may keep scratch between
+/// calls), and each step's cell pointers.
+struct Program::Frame {
+  std::vector<NDArray> storage;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  /// DebugMode only: each step's reference kernel, run beside its kernel and compared.
+  std::vector<std::unique_ptr<Kernel>> references;
+  /// Per step, its input cells then its output cells, from ptrs[first[t]] on.
+  std::vector<NDArray*> ptrs;
+  std::vector<size_t> first;
+  /// Profiling: this call's seconds per step (merged into the Profile at the end of the call).
+  std::vector<double> seconds;
+
+  KernelArgs args(const Step& s, size_t t) const {
+    NDArray* const* p = ptrs.data() + first[t];
+    return KernelArgs{std::span<NDArray* const>(p, s.in.size()),
+                      std::span<NDArray* const>(p + s.in.size(), s.out.size())};
+  }
+};
+
 namespace {
 
 /// Theano's context block for a failing node: the node, its input types, shapes and strides.
-std::string node_context(const Program::Thunk& t) {
+std::string node_context(const Apply& n, const KernelArgs& a) {
   std::ostringstream os;
-  const Apply& n = *t.node;
   os << "\nApply node that caused the error: " << n.op->name() << "(";
   for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << n.inputs[i]->str();
   os << ")\nInputs types: [";
   for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << n.inputs[i]->type.str();
   os << "]\nInputs shapes: [";
-  for (size_t i = 0; i < t.in.size(); ++i) os << (i ? ", " : "") << (t.in[i]->valid() ? t.in[i]->shape().str() : "?");
+  for (size_t i = 0; i < a.in.size(); ++i) os << (i ? ", " : "") << (a.in[i]->valid() ? a.in[i]->shape().str() : "?");
   os << "]\nInputs strides: [";
-  for (size_t i = 0; i < t.in.size(); ++i) os << (i ? ", " : "") << (t.in[i]->valid() ? t.in[i]->strides().str() : "?");
+  for (size_t i = 0; i < a.in.size(); ++i) os << (i ? ", " : "") << (a.in[i]->valid() ? a.in[i]->strides().str() : "?");
   os << "]";
   if (!n.trace.empty())
     os << "\nNode created at: " << n.trace;
@@ -46,39 +68,29 @@ template <class E>
   throw E(std::string(e.what()) + ctx);
 }
 
-}  // namespace
-
-void Program::bind_input(size_t i, const NDArray& arg) {
-  const InputSlot& s = inputs[i];
-  auto where = [&] {
-    std::ostringstream os;
-    os << "function '" << (name.empty() ? "<unnamed>" : name) << "': input " << i;
-    if (!s.name.empty()) os << " ('" << s.name << "')";
-    return os.str();
-  };
-  if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
-  if (arg.ndim() != s.type.ndim())
-    fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(),
-                    " dimensions) but got an array of shape ", arg.shape().str(), " (", arg.ndim(), " dimensions)");
-  for (int d = 0; d < arg.ndim(); ++d)
-    if (s.type.broadcastable[d] && arg.shape(d) != 1)
-      fail<TypeError>(where(), ": dimension ", d, " of ", s.type.str(),
-                      " is broadcastable (length 1) but the array has shape ", arg.shape().str());
-  NDArray& cell = storage[s.cell];
-  if (arg.dtype() == s.type.dtype) {
-    cell = arg;
-    return;
+/// Runs fn; an error gets the node's context (Theano's "Apply node that caused the error").
+template <class Fn>
+void with_node_context(const Apply& node, const KernelArgs& a, Fn&& fn) {
+  try {
+    fn();
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const IndexError& e) {
+    rethrow_with(e, node_context(node, a));
+  } catch (const NotDifferentiableError& e) {
+    rethrow_with(e, node_context(node, a));
+  } catch (const TypeError& e) {
+    rethrow_with(e, node_context(node, a));
+  } catch (const ValueError& e) {
+    rethrow_with(e, node_context(node, a));
+  } catch (const Error& e) {
+    rethrow_with(e, node_context(node, a));
+  } catch (const InternalError& e) {
+    rethrow_with(e, node_context(node, a));
+  } catch (const std::bad_alloc&) {
+    throw ValueError(node.op->name() + ": out of memory" + node_context(node, a));
   }
-  if (!allow_input_downcast && !can_cast_safely(arg.dtype(), s.type.dtype))
-    fail<TypeError>(where(), ": expected dtype ", dtype_name(s.type.dtype), " (", s.type.str(), ") but got ",
-                    dtype_name(arg.dtype()),
-                    "; casting would lose precision. Pass allow_input_downcast=true "
-                    "or cast the data to ",
-                    dtype_name(s.type.dtype), ".");
-  cell = arg.astype(s.type.dtype);
 }
-
-namespace {
 
 /// Whether a and b hold the same values (NaN equals NaN) within the dtype's tolerance.
 bool values_close(const NDArray& a, const NDArray& b, bool exact) {
@@ -96,130 +108,292 @@ bool values_close(const NDArray& a, const NDArray& b, bool exact) {
   return true;
 }
 
+/// Locks shared variables' cells in the order given (the global order: by address) for a scope.
+class CellLocks {
+ public:
+  explicit CellLocks(const std::vector<SharedCell*>& cells) : cells_(cells) {
+    for (SharedCell* c : cells_) c->mu.lock();
+  }
+  ~CellLocks() {
+    for (auto it = cells_.rbegin(); it != cells_.rend(); ++it) (*it)->mu.unlock();
+  }
+  CellLocks(const CellLocks&) = delete;
+  CellLocks& operator=(const CellLocks&) = delete;
+
+ private:
+  const std::vector<SharedCell*>& cells_;
+};
+
+/// The cells of `slots`' shared variables, once each, in the global lock order.
+template <class Slots>
+std::vector<SharedCell*> lock_order(const Slots& slots) {
+  std::vector<SharedCell*> v;
+  for (const auto& s : slots) v.push_back(s.shared.get());
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
 }  // namespace
 
-void Program::run_debug(Thunk& th) {
-  if (th.node->op->has_side_effects()) {  // run once: a Print must print once
-    th.kernel->run(KernelArgs{th.in, th.out});
-    return;
+/// Holds a frame for one call: the first frame when it is free, else one from the pool.
+class Program::FrameLease {
+ public:
+  explicit FrameLease(Program& p) : p_(p) {
+    if (!p.primary_busy_.exchange(true, std::memory_order_acquire)) {
+      frame_ = p.primary_.get();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(p.pool_mu_);
+      if (!p.pool_.empty()) {
+        owned_ = std::move(p.pool_.back());
+        p.pool_.pop_back();
+      }
+    }
+    if (!owned_) owned_ = p.make_frame();
+    frame_ = owned_.get();
   }
-  const AliasMap dm = th.node->op->destroy_map();
-  std::vector<bool> destroyed(th.in.size(), false);
-  for (const auto& o : dm)
-    for (int i : o) destroyed[i] = true;
-  std::vector<NDArray> before, ref_in, ref_out(th.out.size());
-  for (NDArray* a : th.in) {
-    before.push_back(a->valid() ? a->copy() : NDArray());
-    ref_in.push_back(a->valid() ? a->copy() : NDArray());
+  ~FrameLease() {
+    if (!owned_) {
+      p_.primary_busy_.store(false, std::memory_order_release);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(p_.pool_mu_);
+    // A burst of concurrent calls leaves a few frames for the next one; more are dropped.
+    if (p_.pool_.size() < 8) p_.pool_.push_back(std::move(owned_));
   }
-  th.kernel->run(KernelArgs{th.in, th.out});
-  for (size_t i = 0; i < th.in.size(); ++i)
-    if (!destroyed[i] && !values_close(*th.in[i], before[i], /*exact=*/true))
-      fail<InternalError>("DebugMode: ", th.node->op->name(), " changed its input ", i,
-                          " which its destroy_map does not declare (BadDestroyMap)");
-  std::vector<NDArray*> rin, rout;
-  for (auto& a : ref_in) rin.push_back(&a);
-  for (auto& a : ref_out) rout.push_back(&a);
-  th.reference->run(KernelArgs{rin, rout});
-  for (size_t o = 0; o < th.out.size(); ++o)
-    if (!values_close(*th.out[o], ref_out[o], /*exact=*/false))
-      fail<InternalError>("DebugMode: output ", o, " of ", th.node->op->name(),
-                          " differs from the reference kernel's (", th.out[o]->valid() ? th.out[o]->describe() : "none",
-                          " vs ", ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
-}
+  FrameLease(const FrameLease&) = delete;
+  FrameLease& operator=(const FrameLease&) = delete;
+  Frame& frame() { return *frame_; }
+
+ private:
+  Program& p_;
+  Frame* frame_ = nullptr;
+  std::unique_ptr<Frame> owned_;
+};
 
 namespace {
 
-/// Runs fn; an error gets the node's context (Theano's "Apply node that caused the error").
-template <class Fn>
-void with_node_context(const Program::Thunk& th, Fn&& fn) {
-  try {
-    fn();
-  } catch (const IndexError& e) {
-    rethrow_with(e, node_context(th));
-  } catch (const NotDifferentiableError& e) {
-    rethrow_with(e, node_context(th));
-  } catch (const TypeError& e) {
-    rethrow_with(e, node_context(th));
-  } catch (const ValueError& e) {
-    rethrow_with(e, node_context(th));
-  } catch (const Error& e) {
-    rethrow_with(e, node_context(th));
-  } catch (const InternalError& e) {
-    rethrow_with(e, node_context(th));
-  } catch (const std::bad_alloc&) {
-    throw ValueError(th.node->op->name() + ": out of memory" + node_context(th));
+/// Serializes the calls of a function with updates (so that two threads running one training
+/// step apply their updates one after the other); a re-entrant call on the owning thread passes.
+class UpdateSerializer {
+ public:
+  UpdateSerializer(bool needed, std::mutex& mu, std::atomic<std::thread::id>& owner) {
+    if (!needed) return;
+    const std::thread::id me = std::this_thread::get_id();
+    if (owner.load(std::memory_order_relaxed) == me) return;
+    mu.lock();
+    owner.store(me, std::memory_order_relaxed);
+    mu_ = &mu;
+    owner_ = &owner;
   }
-}
+  ~UpdateSerializer() {
+    if (!mu_) return;
+    owner_->store(std::thread::id{}, std::memory_order_relaxed);
+    mu_->unlock();
+  }
+  UpdateSerializer(const UpdateSerializer&) = delete;
+  UpdateSerializer& operator=(const UpdateSerializer&) = delete;
+
+ private:
+  std::mutex* mu_ = nullptr;
+  std::atomic<std::thread::id>* owner_ = nullptr;
+};
 
 }  // namespace
 
-void Program::run_thunks(size_t begin, size_t end) {
-  const bool prof = profile != nullptr;
-  for (size_t t = begin; t < end; ++t) {
-    Thunk& th = thunks[t];
-    KernelArgs args{th.in, th.out};
-    with_node_context(th, [&] {
-      if (prof) {
-        auto t0 = std::chrono::steady_clock::now();
-        th.kernel->run(args);
-        auto& st = profile->nodes[t];
-        st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        ++st.calls;
-      } else if (debug_mode) {
-        run_debug(th);
-      } else {
-        th.kernel->run(args);
-      }
-    });
-    if (allow_gc)
-      for (int c : th.free_after) storage[c] = NDArray();
-  }
-}
+Program::Program() = default;
+Program::~Program() = default;
 
-void Program::prepare_shared_destroyers() {
-  for (size_t t = first_shared_destroyer; t < thunks.size(); ++t) {
-    const Thunk& th = thunks[t];
-    with_node_context(th, [&] { th.node->op->check_runtime_inputs(*th.node, th.in); });
+std::unique_ptr<Program::Frame> Program::make_frame() const {
+  auto f = std::make_unique<Frame>();
+  f->storage = constants;
+  f->kernels.reserve(steps.size());
+  for (const Step& s : steps) {
+    f->kernels.push_back(make_kernel(backend, *s.node));
+    if (debug_mode) f->references.push_back(make_kernel(Backend::Reference, *s.node));
+    f->first.push_back(f->ptrs.size());
+    for (int c : s.in) f->ptrs.push_back(&f->storage[c]);
+    for (int c : s.out) f->ptrs.push_back(&f->storage[c]);
   }
-  for (size_t t = first_shared_destroyer; t < thunks.size(); ++t) {
-    for (int c : thunks[t].view_cells) storage[c].reset();
-    for (int c : thunks[t].shared_cells)
-      if (storage[c].use_count() > 2) storage[c] = storage[c].copy();  // held outside the call too
-  }
+  if (profile) f->seconds.assign(steps.size(), 0.0);
+  return f;
 }
 
 void Program::finalize() {
-  release_cells.clear();
-  for (size_t c = 0; c < storage.size(); ++c)
+  release_cells_.clear();
+  for (size_t c = 0; c < cell_kind.size(); ++c)
     if (cell_kind[c] == CellKind::Input || cell_kind[c] == CellKind::Shared ||
         (allow_gc && cell_kind[c] == CellKind::Intermediate))
-      release_cells.push_back(static_cast<int>(c));
+      release_cells_.push_back(static_cast<int>(c));
+  read_locks_ = lock_order(shared);
+  update_locks_ = lock_order(updates);
+  any_mutable_input_ = std::any_of(inputs.begin(), inputs.end(), [](const InputSlot& s) { return s.mutable_; });
+  primary_ = make_frame();
 }
 
-void Program::release_intermediates() {
-  for (int c : release_cells) storage[c].reset();
+const Kernel& Program::kernel(size_t i) const { return *primary_->kernels.at(i); }
+
+void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const NDArray> args) const {
+  const InputSlot& s = inputs[i];
+  auto where = [&] {
+    std::ostringstream os;
+    os << "function '" << (name.empty() ? "<unnamed>" : name) << "': input " << i;
+    if (!s.name.empty()) os << " ('" << s.name << "')";
+    return os.str();
+  };
+  if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
+  if (arg.ndim() != s.type.ndim())
+    fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(),
+                    " dimensions) but got an array of shape ", arg.shape().str(), " (", arg.ndim(), " dimensions)");
+  for (int d = 0; d < arg.ndim(); ++d)
+    if (s.type.broadcastable[d] && arg.shape(d) != 1)
+      fail<TypeError>(where(), ": dimension ", d, " of ", s.type.str(),
+                      " is broadcastable (length 1) but the array has shape ", arg.shape().str());
+  NDArray& cell = f.storage[s.cell];
+  if (arg.dtype() != s.type.dtype) {
+    if (!allow_input_downcast && !can_cast_safely(arg.dtype(), s.type.dtype))
+      fail<TypeError>(where(), ": expected dtype ", dtype_name(s.type.dtype), " (", s.type.str(), ") but got ",
+                      dtype_name(arg.dtype()),
+                      "; casting would lose precision. Pass allow_input_downcast=true "
+                      "or cast the data to ",
+                      dtype_name(s.type.dtype), ".");
+    cell = arg.astype(s.type.dtype);  // a fresh array: the call may overwrite it
+    return;
+  }
+  cell = arg;
+  if (!s.mutable_) return;
+  // A mutable argument is written in place only when that is safe: writeable, no element
+  // sharing memory with another, and no memory shared with another argument (f(a, a)) or the
+  // input's default value. (Shared variables are checked once they are bound.)
+  bool copy = !arg.can_write_in_place() || (s.default_value && s.default_value->may_share_memory(arg));
+  for (size_t j = 0; j < args.size() && !copy; ++j) copy = j != i && args[j].may_share_memory(arg);
+  if (copy) cell = arg.copy();
+}
+
+void Program::run_debug(Frame& f, size_t t) {
+  const Step& st = steps[t];
+  const KernelArgs a = f.args(st, t);
+  Kernel& kernel = *f.kernels[t];
+  if (st.node->op->has_side_effects()) {  // run once: a Print must print once
+    kernel.run(a);
+    return;
+  }
+  const AliasMap dm = st.node->op->destroy_map();
+  std::vector<bool> destroyed(a.in.size(), false);
+  for (const auto& o : dm)
+    for (int i : o) destroyed[i] = true;
+  std::vector<NDArray> before, ref_in, ref_out(a.out.size());
+  for (NDArray* x : a.in) {
+    before.push_back(x->valid() ? x->copy() : NDArray());
+    ref_in.push_back(x->valid() ? x->copy() : NDArray());
+  }
+  kernel.run(a);
+  for (size_t i = 0; i < a.in.size(); ++i)
+    if (!destroyed[i] && !values_close(*a.in[i], before[i], /*exact=*/true))
+      fail<InternalError>("DebugMode: ", st.node->op->name(), " changed its input ", i,
+                          " which its destroy_map does not declare (BadDestroyMap)");
+  std::vector<NDArray*> rin, rout;
+  for (auto& x : ref_in) rin.push_back(&x);
+  for (auto& x : ref_out) rout.push_back(&x);
+  f.references[t]->run(KernelArgs{rin, rout});
+  for (size_t o = 0; o < a.out.size(); ++o)
+    if (!values_close(*a.out[o], ref_out[o], /*exact=*/false))
+      fail<InternalError>("DebugMode: output ", o, " of ", st.node->op->name(),
+                          " differs from the reference kernel's (", a.out[o]->valid() ? a.out[o]->describe() : "none",
+                          " vs ", ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
+}
+
+void Program::run_step(Frame& f, size_t t) {
+  const Step& st = steps[t];
+  const KernelArgs a = f.args(st, t);
+  with_node_context(*st.node, a, [&] {
+    if (profile) {
+      auto t0 = std::chrono::steady_clock::now();
+      f.kernels[t]->run(a);
+      f.seconds[t] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else if (debug_mode) {
+      run_debug(f, t);
+    } else {
+      f.kernels[t]->run(a);
+    }
+  });
+  if (allow_gc)
+    for (int c : st.free_after) f.storage[c].reset();
+}
+
+void Program::run_steps(Frame& f, size_t begin, size_t end) {
+  for (size_t t = begin; t < end; ++t) {
+    check_cancelled();
+    run_step(f, t);
+  }
+}
+
+void Program::prepare_shared_destroyers(Frame& f) const {
+  for (size_t t = first_shared_destroyer; t < steps.size(); ++t) {
+    const Step& st = steps[t];
+    const KernelArgs a = f.args(st, t);
+    with_node_context(*st.node, a, [&] { st.node->op->check_runtime_inputs(*st.node, a.in); });
+  }
+  for (size_t t = first_shared_destroyer; t < steps.size(); ++t)
+    for (int c : steps[t].shared_cells) {
+      NDArray& cell = f.storage[c];
+      // The cell's own reference, and the shared variable's when it still holds this buffer
+      // (another call may have committed a new value since this call read it).
+      long ours = 1;
+      for (const SharedSlot& s : shared)
+        if (s.cell == c && s.shared->value.shares_buffer(cell)) ours = 2;
+      if (cell.use_count() > ours || !cell.can_write_in_place()) cell = cell.copy();
+    }
+}
+
+void Program::release(Frame& f) const {
+  for (int c : release_cells_) f.storage[c].reset();
 }
 
 void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   HYP_ASSERT(args.size() == inputs.size() && outs.size() == outputs.size());
+  UpdateSerializer serial(!updates.empty(), update_mu_, update_owner_);
   auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  FrameLease lease(*this);
+  Frame& f = lease.frame();
+  // Values the updates replace: released after the shared variables' locks (the last reference
+  // to a buffer borrowed from Python needs the GIL, which another thread waiting on a lock may
+  // hold).
+  std::vector<NDArray> replaced;
   try {
-    for (size_t i = 0; i < args.size(); ++i) bind_input(i, args[i]);
+    for (size_t i = 0; i < args.size(); ++i) bind_input(f, i, args[i], args);
     if (check_rewrites) {
       std::vector<NDArray> bound;
-      for (const InputSlot& s : inputs) bound.push_back(storage[s.cell]);
+      for (const InputSlot& s : inputs) bound.push_back(f.storage[s.cell]);
       check_rewrites(bound);
     }
-    for (const SharedSlot& s : shared) storage[s.cell] = s.shared->value;
+    {
+      // One consistent snapshot: another call's updates are seen all or none.
+      CellLocks lock(read_locks_);
+      for (const SharedSlot& s : shared) f.storage[s.cell] = s.shared->value;
+    }
+    if (any_mutable_input_)
+      for (const InputSlot& in : inputs) {
+        NDArray& cell = f.storage[in.cell];
+        if (!in.mutable_ || !cell.valid() || cell.use_count() == 1) continue;  // private copy already
+        for (const SharedSlot& s : shared)
+          if (f.storage[s.cell].may_share_memory(cell)) {
+            cell = cell.copy();
+            break;
+          }
+      }
     // The caller's previous outputs, when nothing else holds them, become this call's output buffers.
     for (size_t i = 0; i < outputs.size(); ++i) {
-      NDArray& cell = storage[outputs[i].cell];
-      if (cell_kind[outputs[i].cell] == CellKind::Intermediate && !cell.valid() && outs[i].valid() && outs[i].unique())
+      NDArray& cell = f.storage[outputs[i].cell];
+      if (cell_kind[outputs[i].cell] == CellKind::Intermediate && !cell.valid() && outs[i].valid() &&
+          outs[i].unique() && outs[i].writeable())
         cell = std::move(outs[i]);
       outs[i].reset();
     }
-    run_thunks(0, first_shared_destroyer);
+    run_steps(f, 0, first_shared_destroyer);
+    check_cancelled();
     // Updates: check every new value before committing any, so a failure changes nothing. The
     // nodes that overwrite shared variables run after the other values are checked, and after
     // checking their own inputs: past that point nothing can fail.
@@ -227,22 +401,25 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
     for (size_t i = 0; i < updates.size(); ++i) {
       const UpdateSlot& u = updates[i];
       if (u.in_place) continue;
-      NDArray v = storage[u.value_cell];
+      NDArray v = f.storage[u.value_cell];
       if (auto err = u.variable->type.check_value(v); !err.empty())
         fail<ValueError>("function '", name, "': the update of shared variable '", u.variable->name, "': ", err);
       bool alias = u.may_alias_leaf;
       for (const NDArray& prev : new_values) alias |= prev.shares_buffer(v);
       new_values[i] = alias ? v.copy() : std::move(v);
     }
-    if (first_shared_destroyer < thunks.size()) {
-      prepare_shared_destroyers();
-      run_thunks(first_shared_destroyer, thunks.size());
+    for (size_t t = first_shared_destroyer; t < steps.size(); ++t)
+      for (int c : steps[t].view_cells) f.storage[c].reset();
+    CellLocks lock(update_locks_);
+    if (first_shared_destroyer < steps.size()) {
+      prepare_shared_destroyers(f);
+      for (size_t t = first_shared_destroyer; t < steps.size(); ++t) run_step(f, t);
       for (size_t i = 0; i < updates.size(); ++i)
-        if (updates[i].in_place) new_values[i] = storage[updates[i].value_cell];
+        if (updates[i].in_place) new_values[i] = f.storage[updates[i].value_cell];
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const OutputSlot& o = outputs[i];
-      NDArray& cell = storage[o.cell];
+      NDArray& cell = f.storage[o.cell];
       bool fresh = !o.may_alias_leaf;
       for (size_t j = 0; j < i && fresh; ++j) fresh = outputs[j].cell != o.cell;
       for (const NDArray& nv : new_values) fresh = fresh && !nv.shares_buffer(cell);
@@ -253,13 +430,21 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       else
         outs[i] = cell.copy();
     }
-    for (size_t i = 0; i < updates.size(); ++i) updates[i].shared->value = std::move(new_values[i]);
+    replaced.reserve(updates.size());
+    for (size_t i = 0; i < updates.size(); ++i)
+      replaced.push_back(std::exchange(updates[i].shared->value, std::move(new_values[i])));
   } catch (...) {
-    release_intermediates();
+    release(f);
     throw;
   }
-  release_intermediates();
+  release(f);
   if (profile) {
+    std::lock_guard<std::mutex> lock(profile_mu_);
+    for (size_t t = 0; t < steps.size(); ++t) {
+      profile->nodes[t].seconds += f.seconds[t];
+      ++profile->nodes[t].calls;
+      f.seconds[t] = 0;
+    }
     ++profile->calls;
     profile->call_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

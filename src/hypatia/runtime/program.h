@@ -1,11 +1,20 @@
-// Program: the flat, precomputed schedule that a Function runs (thunks over storage cells).
+// Program: the flat, precomputed schedule that a Function runs (steps over storage cells).
+//
+// The schedule is fixed at compile time and never changes; each call runs in a Frame of its own
+// (the storage cells and the kernels, which may keep per-call scratch), so one Program can be
+// called from several threads at once and re-entered from inside a call (a Python Op whose
+// perform calls the function again). A call that finds the first frame free takes it (one atomic
+// exchange); otherwise it takes a frame from a pool, built on first need.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hypatia/backends/registry.h"
@@ -18,16 +27,14 @@ namespace hypatia {
 /// What kind of value a storage cell holds.
 enum class CellKind : uint8_t { Input, Shared, Constant, Intermediate };
 
-/// A compiled function's schedule and storage. Built by function(); run by Function.
+/// A compiled function's schedule. Built by function(); run by Function. run() is thread-safe.
 class Program {
  public:
-  struct Thunk {
-    std::unique_ptr<Kernel> kernel;
-    /// DebugMode only: the node's reference kernel, run beside `kernel` and compared.
-    std::unique_ptr<Kernel> reference;
+  /// One node of the schedule: which cells it reads and writes.
+  struct Step {
     std::shared_ptr<Apply> node;
-    std::vector<NDArray*> in, out;
-    /// Intermediate cells whose last reader is this thunk (freed after it when gc is on).
+    std::vector<int> in, out;
+    /// Intermediate cells whose last reader is this step (freed after it when gc is on).
     std::vector<int> free_after;
     /// For a node that overwrites shared variables: their cells, and the cells of views of them
     /// (dead by then; emptied so that the buffer's only holders are the cell and the variable).
@@ -38,6 +45,10 @@ class Program {
     TensorType type;
     std::string name;
     std::optional<NDArray> default_value;
+    /// In(mutable=True): nodes may overwrite the argument. An argument that cannot be written
+    /// safely (read-only, overlapping elements, memory shared with another argument or a shared
+    /// variable) is copied first.
+    bool mutable_ = false;
   };
   struct SharedSlot {
     int cell;
@@ -60,10 +71,13 @@ class Program {
 
   std::string name;
   std::unique_ptr<FunctionGraph> fgraph;
-  std::vector<NDArray> storage;
+  /// The backend whose kernels every frame builds.
+  Backend backend = Backend::Cpu;
+  /// Per cell: the constant's value for constant cells, empty otherwise.
+  std::vector<NDArray> constants;
   std::vector<CellKind> cell_kind;
-  std::vector<Thunk> thunks;
-  /// Thunks from this index on overwrite shared variables: they run after all others, and only
+  std::vector<Step> steps;
+  /// Steps from this index on overwrite shared variables: they run after all others, and only
   /// after each of them has checked its inputs (Op::check_runtime_inputs), so that a failing call
   /// changes no shared variable.
   size_t first_shared_destroyer = 0;
@@ -71,10 +85,8 @@ class Program {
   std::vector<SharedSlot> shared;
   std::vector<UpdateSlot> updates;
   std::vector<OutputSlot> outputs;
-  /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.
-  std::vector<int> release_cells;
   bool allow_input_downcast = false;
-  /// DebugMode: every thunk is checked against its reference kernel, and inputs outside its
+  /// DebugMode: every step is checked against its reference kernel, and inputs outside its
   /// destroy_map must come out unchanged (Theano's BadThunkOutput / BadDestroyMap).
   bool debug_mode = false;
   /// DebugMode: checks the rewrites' replacements on each call's arguments (compile/debug_check.h).
@@ -84,20 +96,53 @@ class Program {
   /// What the rewrite pipeline did at compile time.
   RewriteStats rewrite_stats;
 
-  /// Fills release_cells from cell_kind and allow_gc (call once the cells are final).
+  Program();
+  ~Program();
+
+  /// Call once the steps and cells are final: derives the per-call tables and builds the first
+  /// frame (every step's kernel; a missing kernel fails here, at compile time).
   void finalize();
 
-  /// Runs one call: args.size() == inputs.size(), outs.size() == outputs.size().
+  /// Runs one call: args.size() == inputs.size(), outs.size() == outputs.size(). Thread-safe and
+  /// re-entrant. Calls of a function with updates are serialized (a re-entrant call from inside a
+  /// call on the same thread goes through); others run concurrently. Between steps the call
+  /// checks the calling thread's cancel flag (core/cancel.h) and throws Cancelled, changing no
+  /// shared variable.
   void run(std::span<const NDArray> args, std::span<NDArray> outs);
 
+  /// The kernel of step `i` in the first frame (for introspection).
+  const Kernel& kernel(size_t i) const;
+
  private:
-  void bind_input(size_t i, const NDArray& arg);
-  void run_thunks(size_t begin, size_t end);
-  /// Checks the shared-variable-overwriting thunks' inputs, and gives each overwritten shared
-  /// value a buffer of its own (a copy when something outside the call holds it).
-  void prepare_shared_destroyers();
-  void run_debug(Thunk& th);
-  void release_intermediates();
+  struct Frame;
+  class FrameLease;
+
+  std::unique_ptr<Frame> make_frame() const;
+  void bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const NDArray> args) const;
+  void run_steps(Frame& f, size_t begin, size_t end);
+  void run_step(Frame& f, size_t t);
+  /// Checks the shared-variable-overwriting steps' inputs, and gives each overwritten shared
+  /// value a buffer of its own (a copy when something outside the call holds it, or when it may
+  /// not be written).
+  void prepare_shared_destroyers(Frame& f) const;
+  void run_debug(Frame& f, size_t t);
+  void release(Frame& f) const;
+
+  /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.
+  std::vector<int> release_cells_;
+  /// The shared variables the call reads, and those it updates, in one global lock order.
+  std::vector<SharedCell*> read_locks_, update_locks_;
+  bool any_mutable_input_ = false;
+
+  std::unique_ptr<Frame> primary_;
+  std::atomic<bool> primary_busy_{false};
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Frame>> pool_;
+  /// Serializes calls of a function with updates; the owner's re-entrant calls pass.
+  std::mutex update_mu_;
+  std::atomic<std::thread::id> update_owner_{};
+  /// Serializes the profile's counters.
+  std::mutex profile_mu_;
 };
 
 }  // namespace hypatia

@@ -1,0 +1,242 @@
+"""Random graphs against numpy in every mode: elementwise math, broadcasting, reductions, products,
+views and shape operations over inputs of hostile layouts (strided, reversed, transposed,
+read-only, empty) and values (0, -0, inf, NaN), compiled with FAST_RUN, FAST_COMPILE and NONE
+(each with DebugMode's checks, as the whole suite runs), and called from two threads at once.
+
+This is the fuzzer that found several of issue 9's defects, kept as a property test. The default
+hypothesis profile bounds it to well under a minute; HYPOTHESIS_PROFILE=thorough runs the longer
+search recorded in RELIABILITY.md.
+"""
+import threading
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import hypatia
+import hypatia.tensor as T
+
+MODES = ["FAST_RUN", "FAST_COMPILE", "NONE"]
+
+
+def np_sigmoid(v):
+    with np.errstate(over="ignore"):
+        return (1 / (1 + np.exp(-v))).astype(v.dtype)
+
+
+def np_softplus(v):
+    return np.logaddexp(np.zeros((), v.dtype), v).astype(v.dtype)
+
+
+# name: (hypatia op, numpy op). Domains are made safe inside the op (abs, +1) where the function
+# would otherwise be undefined on most inputs.
+UNARY = {
+    "exp": (T.exp, np.exp),
+    "tanh": (T.tanh, np.tanh),
+    "sin": (T.sin, np.sin),
+    "cos": (T.cos, np.cos),
+    "neg": (T.neg, np.negative),
+    "abs": (T.abs_, np.abs),
+    "sqr": (T.sqr, np.square),
+    "sqrt_abs": (lambda v: T.sqrt(abs(v)), lambda v: np.sqrt(np.abs(v))),
+    "log1p_abs": (lambda v: T.log1p(abs(v)), lambda v: np.log1p(np.abs(v))),
+    "sigmoid": (T.nnet.sigmoid, np_sigmoid),
+    "softplus": (T.nnet.softplus, np_softplus),
+    "floor": (T.floor, np.floor),
+    "scale": (lambda v: v * 0.5 + 0.25, lambda v: v * v.dtype.type(0.5) + v.dtype.type(0.25)),
+}
+BINARY = {
+    "add": (lambda a, b: a + b, np.add),
+    "sub": (lambda a, b: a - b, np.subtract),
+    "mul": (lambda a, b: a * b, np.multiply),
+    "maximum": (T.maximum, np.maximum),
+    "minimum": (T.minimum, np.minimum),
+}
+
+
+class Value:
+    """A symbolic value, its numpy twin, and the expression that built it (equal expressions are
+    one value after the optimizer's merge)."""
+
+    def __init__(self, sym, ref, expr):
+        self.sym, self.ref, self.expr = sym, ref, expr
+
+    @property
+    def shape(self):
+        return self.ref.shape
+
+
+def same_dtype(a, b):
+    return a.ref.dtype == b.ref.dtype
+
+
+def broadcastable_pair(a, b):
+    """Whether Theano broadcasting applies to (a, b) as numpy's does: a length-1 dim must be
+    declared broadcastable; the operand with fewer dims gets broadcastable dims on the left."""
+    nd = max(a.ref.ndim, b.ref.ndim)
+
+    def padded(v):
+        extra = nd - v.ref.ndim
+        return (1,) * extra + v.shape, (True,) * extra + tuple(v.sym.broadcastable)
+
+    (sa, ba_), (sb, bb_) = padded(a), padded(b)
+    for da, db, ba, bb in zip(sa, sb, ba_, bb_):
+        if da != db and not ((da == 1 and ba) or (db == 1 and bb)):
+            return False
+    return True
+
+
+@st.composite
+def graphs(draw):
+    """Leaves (shapes, dtypes, layouts, special values) and a list of steps over them."""
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    m = draw(st.sampled_from([0, 1, 3, 17]))
+    n = draw(st.sampled_from([1, 2, 5, 33]))
+    kinds = draw(st.lists(st.sampled_from(["matrix", "row", "col", "vector", "matrix_t"]), min_size=1, max_size=3))
+    layouts = draw(st.lists(st.sampled_from(["c", "strided", "reversed", "readonly", "fortran"]),
+                            min_size=len(kinds), max_size=len(kinds)))
+    specials = draw(st.booleans())
+    steps = []
+    for _ in range(draw(st.integers(1, 8))):
+        steps.append(draw(st.tuples(
+            st.sampled_from(["unary", "unary", "binary", "binary", "reduce", "dot", "transpose", "slice", "softmax",
+                             "concat", "reshape"]),
+            st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6))))
+    seed = draw(st.integers(0, 2**31 - 1))
+    return dtype, m, n, kinds, layouts, specials, steps, seed
+
+
+def leaf_value(kind, m, n, dtype, layout, specials, rng):
+    shape = {"matrix": (m, n), "row": (1, n), "col": (m, 1), "vector": (n,), "matrix_t": (n, m)}[kind]
+    a = rng.uniform(-3, 3, size=shape).astype(dtype)
+    if specials and a.size:
+        flat = a.reshape(-1)
+        picks = rng.integers(0, flat.size, size=max(1, flat.size // 8))
+        flat[picks] = rng.choice(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e-30], dtype=dtype),
+                                 size=picks.size)
+    if layout == "strided":
+        big = np.zeros(tuple(2 * s for s in shape), dtype=dtype)
+        big[tuple(slice(None, None, 2) for _ in shape)] = a
+        a = big[tuple(slice(None, None, 2) for _ in shape)]
+    elif layout == "reversed":
+        a = np.ascontiguousarray(a[::-1])[::-1]
+    elif layout == "fortran":
+        a = np.asfortranarray(a)
+    elif layout == "readonly":
+        a = a.copy()
+        a.setflags(write=False)
+    return a
+
+
+def apply_step(vals, step, dtype):
+    """Adds the result of one step to vals when its operands fit; returns whether it did."""
+    kind, i, j, k = step
+    a, b = vals[i % len(vals)], vals[j % len(vals)]
+    if kind == "unary":
+        name = sorted(UNARY)[k % len(UNARY)]
+        op, ref = UNARY[name]
+        with np.errstate(all="ignore"):
+            vals.append(Value(op(a.sym), ref(a.ref), f"{name}({a.expr})"))
+    elif kind == "binary":
+        if not (same_dtype(a, b) and broadcastable_pair(a, b)):
+            return False
+        name = sorted(BINARY)[k % len(BINARY)]
+        if name == "sub" and a.expr == b.expr:
+            return False  # Theano's x - x -> 0 turns inf - inf into 0 by design (docs/ARCHITECTURE.md)
+        op, ref = BINARY[name]
+        with np.errstate(all="ignore"):
+            # max(x, x) and min(x, x) are x after canonicalize: the same key, so that a later
+            # subtraction from x is seen as x - x.
+            expr = a.expr if name in ("maximum", "minimum") and a.expr == b.expr else f"{name}({a.expr}, {b.expr})"
+            vals.append(Value(op(a.sym, b.sym), ref(a.ref, b.ref), expr))
+    elif kind == "reduce":
+        if a.ref.ndim == 0:
+            return False
+        axis = k % (a.ref.ndim + 1)
+        axis = None if axis == a.ref.ndim else axis
+        how = ["sum", "max", "mean"][(k // 7) % 3]
+        if how != "sum" and (a.ref.size == 0 or (axis is not None and a.shape[axis] == 0)):
+            return False  # max/mean of nothing: numpy raises or warns
+        keep = bool((k // 21) % 2)
+        sym = getattr(T, how)(a.sym, axis=axis, keepdims=keep)
+        with np.errstate(all="ignore"):
+            ref = getattr(np, how)(a.ref, axis=axis, keepdims=keep).astype(dtype)
+        vals.append(Value(sym, np.asarray(ref), f"{how}({a.expr}, {axis}, {keep})"))
+    elif kind == "dot":
+        if a.ref.ndim != 2 or b.ref.ndim not in (1, 2) or a.shape[1] != b.shape[0] or not same_dtype(a, b):
+            return False
+        with np.errstate(all="ignore"):
+            vals.append(Value(T.dot(a.sym, b.sym), np.dot(a.ref, b.ref), f"dot({a.expr}, {b.expr})"))
+    elif kind == "transpose":
+        vals.append(Value(a.sym.T, a.ref.T, f"T({a.expr})"))
+    elif kind == "slice":
+        if a.ref.ndim == 0:
+            return False
+        start, step_ = [(None, None), (1, None), (None, -1), (None, 2), (-2, None)][k % 5]
+        key = tuple([slice(start, None, step_)] + [slice(None)] * (a.ref.ndim - 1))
+        vals.append(Value(a.sym[key], a.ref[key], f"{a.expr}[{key}]"))
+    elif kind == "softmax":
+        if a.ref.ndim != 2 or a.shape[1] == 0 or not np.all(np.isfinite(a.ref)):
+            return False
+        e = np.exp(a.ref - a.ref.max(axis=1, keepdims=True))
+        vals.append(Value(T.nnet.softmax(a.sym), e / e.sum(axis=1, keepdims=True), f"softmax({a.expr})"))
+    elif kind == "concat":
+        if a.ref.ndim == 0 or a.ref.ndim != b.ref.ndim or not same_dtype(a, b) or a.shape[1:] != b.shape[1:]:
+            return False
+        vals.append(Value(T.concatenate([a.sym, b.sym], axis=0), np.concatenate([a.ref, b.ref], axis=0),
+                          f"concat({a.expr}, {b.expr})"))
+    elif kind == "reshape":
+        vals.append(Value(a.sym.flatten(), a.ref.reshape(-1), f"flatten({a.expr})"))
+    return True
+
+
+def close(got, want, dtype):
+    rtol, atol = (2e-4, 1e-5) if dtype == "float32" else (1e-10, 1e-12)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got.astype("float64"), want.astype("float64"), rtol=rtol, atol=atol, equal_nan=True)
+
+
+@given(graphs())
+def test_random_graphs_match_numpy_in_every_mode(graph):
+    dtype, m, n, kinds, layouts, specials, steps, seed = graph
+    rng = np.random.default_rng(seed)
+    inputs, args, vals = [], [], []
+    for idx, (kind, layout) in enumerate(zip(kinds, layouts)):
+        bcast = {"matrix": (False, False), "row": (True, False), "col": (False, True), "vector": (False,),
+                 "matrix_t": (False, False)}[kind]
+        value = leaf_value(kind, m, n, dtype, layout, specials, rng)
+        bcast = tuple(b or s == 1 for b, s in zip(bcast, value.shape))
+        x = T.TensorType(dtype, bcast)(f"x{idx}")
+        inputs.append(x)
+        args.append(value)
+        vals.append(Value(x, value.copy(), x.name))
+    for step in steps:
+        apply_step(vals, step, dtype)
+    outs = [vals[-1]] if len(vals) == len(inputs) else vals[len(inputs):][-2:]
+    snapshot = [a.copy() for a in args]
+    for mode in MODES:
+        f = hypatia.function(inputs, [o.sym for o in outs], mode=mode, on_unused_input="ignore")
+        results = f(*args)
+        for got, o in zip(results, outs):
+            close(got, o.ref, o.ref.dtype.name)
+        for a, s in zip(args, snapshot):  # arguments are never written
+            np.testing.assert_array_equal(a, s)
+    # The same compiled function from two threads at once gives each the same answer.
+    errors = []
+
+    def call():
+        try:
+            for got, o in zip(f(*args), outs):
+                close(got, o.ref, o.ref.dtype.name)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=call) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
