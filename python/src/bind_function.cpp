@@ -2,6 +2,9 @@
 // arguments are viewed in place (numpy arrays) or converted (other values) into preallocated
 // NDArray slots, Function::call runs, and the outputs come back as numpy arrays that own a
 // reference to the C++ buffers. No Python code runs between the caller and the kernels.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "bindings.h"
@@ -24,7 +27,30 @@ struct PyFunction {
   std::vector<NDArray> args, outs;
   bool busy = false;
 
+  /// Whether the last call ran long (the first call counts as long): such a function releases
+  /// the GIL and obeys Ctrl-C on every call until a call runs short again.
+  std::atomic<bool> last_call_long{true};
+
   PyFunction(Function f) : fn(std::move(f)) {}
+
+  /// About 100 us on a 2 GHz time-stamp counter.
+  static constexpr uint64_t kLongCallTicks = 200000;
+  static uint64_t ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_ia32_rdtsc();
+#else
+    return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+  }
+
+  /// Whether the call may take long: then it releases the GIL and obeys Ctrl-C. Calls of a
+  /// function with updates always do (they may wait for another call of it).
+  bool may_run_long(const std::vector<NDArray>& args) const {
+    if (fn.n_updates() > 0 || last_call_long.load(std::memory_order_relaxed)) return true;
+    int64_t elements = 0;
+    for (const NDArray& x : args) elements += x.size();
+    return elements > 65536;
+  }
 
   std::string input_label(size_t i) const {
     std::string s =
@@ -69,18 +95,31 @@ struct PyFunction {
     }
     // Pending signals first (a Ctrl-C before the call raises before it runs).
     if (PyErr_CheckSignals() < 0) throw nb::python_error();
-    const std::atomic<bool>* cancel = begin_interruptible_call();
-    for (;;) {
-      try {
-        // The kernels run without the GIL (other Python threads go on; Python Ops take it back).
-        nb::gil_scoped_release nogil;
-        CancelScope scope(cancel);
-        fn.call(a, o);
-        break;
-      } catch (const Cancelled&) {
-        // Ctrl-C: the call stopped between nodes and changed no shared variable. Python's
-        // handler raises KeyboardInterrupt; a handler that does not raise lets the call run again.
-        if (finish_interrupted_call()) throw nb::python_error();
+    if (!may_run_long(a)) {
+      // A call that is expected to be short keeps the GIL: releasing it and arming Ctrl-C would
+      // cost more than the call (a one-element x + 1 takes a few hundred nanoseconds). It never
+      // blocks on a lock another call holds while waiting for the GIL: functions with updates
+      // always take the other path, and the shared variables' locks are never held across a
+      // GIL acquisition.
+      const uint64_t t0 = ticks();
+      fn.call(a, o);
+      last_call_long.store(ticks() - t0 > kLongCallTicks, std::memory_order_relaxed);
+    } else {
+      const std::atomic<bool>* cancel = begin_interruptible_call();
+      for (;;) {
+        try {
+          // The kernels run without the GIL (other Python threads go on; Python Ops take it back).
+          nb::gil_scoped_release nogil;
+          CancelScope scope(cancel);
+          const uint64_t t0 = ticks();
+          fn.call(a, o);
+          last_call_long.store(ticks() - t0 > kLongCallTicks, std::memory_order_relaxed);
+          break;
+        } catch (const Cancelled&) {
+          // Ctrl-C: the call stopped between nodes and changed no shared variable. Python's
+          // handler raises KeyboardInterrupt; a handler that does not raise lets the call run again.
+          if (finish_interrupted_call()) throw nb::python_error();
+        }
       }
     }
     for (NDArray& x : a) x = NDArray();

@@ -309,6 +309,7 @@ void Function::call(std::span<const NDArray> args, std::span<NDArray> outs) {
 
 int Function::n_inputs() const { return static_cast<int>(program_->inputs.size()); }
 int Function::n_outputs() const { return static_cast<int>(program_->outputs.size()); }
+int Function::n_updates() const { return static_cast<int>(program_->updates.size()); }
 std::vector<std::shared_ptr<Apply>> Function::toposort() const {
   std::vector<std::shared_ptr<Apply>> r;
   for (const auto& t : program_->steps) r.push_back(t.node);

@@ -84,6 +84,8 @@ class Function {
   /// Number of inputs and outputs.
   int n_inputs() const;
   int n_outputs() const;
+  /// Number of shared-variable updates the function commits.
+  int n_updates() const;
   /// The compiled graph, in execution order ("f.maker.fgraph.toposort()").
   std::vector<std::shared_ptr<Apply>> toposort() const;
   /// The outputs of the compiled graph (then the update values).

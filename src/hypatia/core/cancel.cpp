@@ -2,7 +2,9 @@
 
 namespace hypatia {
 namespace {
-thread_local const std::atomic<bool>* t_cancel_flag = nullptr;
+// Initial-exec: read on every node of every call; the general model costs a __tls_get_addr call
+// from this shared library. (Eight bytes of glibc's static TLS surplus, like the allocator's slot.)
+__attribute__((tls_model("initial-exec"))) thread_local const std::atomic<bool>* t_cancel_flag = nullptr;
 }  // namespace
 
 const std::atomic<bool>* current_cancel_flag() noexcept { return t_cancel_flag; }
