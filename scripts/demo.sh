@@ -16,7 +16,7 @@ echo
 echo "== Python (import hypatia as theano): seed 000, the four variants =="
 $py examples/python/seed000_linear.py 1000 30
 echo
-echo "== Python: seed 001, exp over a shared vector, with and without Out(borrow=True) =="
+echo "== Python: seed 001, exp over a shared vector (float32, then float64), with and without Out(borrow=True) =="
 $py examples/python/seed001_exp.py
 echo
 echo "== Python: seed 003, a 2-3-2 tanh network on two moons, gradient descent =="
