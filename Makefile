@@ -3,6 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 CMAKE_FLAGS ?=
 ifeq ($(CI),true)
   CMAKE_FLAGS += -DHYPATIA_WERROR=ON
@@ -12,7 +13,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: deps venv build build-asan test test-cpp test-asan test-python demo bench bench-compare format clean
+.PHONY: deps venv build build-asan build-tsan test test-cpp test-asan test-tsan test-python demo bench bench-compare format clean
 
 deps:
 	@bash scripts/install_deps.sh
@@ -30,6 +31,16 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHYPATIA_SANITIZE=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hypatia_tests
 
+# ThreadSanitizer: the tests of concurrent calls, cancellation and the thread pool.
+TSAN_TESTS ?= RuntimeCalls.*:Cancel.*:ThreadPool.*:ChunkedBlas.*
+build-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPATIA_TSAN=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target hypatia_tests
+
+test-tsan: build-tsan
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" HYPATIA_FLAGS=debug_checks=True \
+	  $(TSAN_BUILD)/tests/cpp/hypatia_tests --gtest_filter='$(TSAN_TESTS)'
+
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -39,9 +50,9 @@ test-asan: build-asan
 test-python: venv
 	.venv/bin/python -m pytest -q tests/python
 
-# Every C++ test, the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, then the
-# Python tests against the installed package.
-test: test-cpp test-asan test-python
+# Every C++ test, the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, the
+# concurrency tests under ThreadSanitizer, then the Python tests against the installed package.
+test: test-cpp test-asan test-tsan test-python
 
 demo: build venv
 	@bash scripts/demo.sh $(BUILD)
@@ -61,4 +72,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
