@@ -143,12 +143,15 @@ void with_node_context(const Program::Thunk& th, Fn&& fn) {
     rethrow_with(e, node_context(th));
   } catch (const ValueError& e) {
     rethrow_with(e, node_context(th));
+  } catch (const MemoryError& e) {
+    // The allocator's message names the bytes; the node's name goes first.
+    throw MemoryError(th.node->op->name() + ": " + e.what() + node_context(th));
   } catch (const Error& e) {
     rethrow_with(e, node_context(th));
   } catch (const InternalError& e) {
     rethrow_with(e, node_context(th));
   } catch (const std::bad_alloc&) {
-    throw ValueError(th.node->op->name() + ": out of memory" + node_context(th));
+    throw MemoryError(th.node->op->name() + ": out of memory (std::bad_alloc)" + node_context(th));
   }
 }
 
