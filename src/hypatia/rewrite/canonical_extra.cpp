@@ -344,9 +344,10 @@ MEntry compose_slices(const Var& n, const MEntry& s1, const MEntry& s2) {
   r.a = isel(nonempty, first, I(0));
   if (cpos && *cpos) {
     r.b = isel(nonempty, iadd(last, I(1)), I(0));
-    if (c1 && c2 && *c1 > 0 && *c2 > 0) {
+    if (ps && *c1 > 0 && *c2 > 0) {
       // Positive steps: an outer slice from the first element starts where the inner one does,
-      // and one to the end stops where the inner one does (the same bounds on the same axis).
+      // and one to the end stops where the inner one does (the same bounds on the same axis, with
+      // the exact product step; a step standing for an overflowing one must keep first/last).
       const bool from_first = !s2.a || cval(s2.a) == 0;
       if (from_first) r.a = s1.a;  // empty: [s1.a:0]
       if (!s2.b) {
