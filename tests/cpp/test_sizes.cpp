@@ -173,6 +173,14 @@ TEST(Sizes, AllocOnesEyeOfHugeShapesRaise) {
     EXPECT_ERROR(ValueError, f({NDArray::scalar_int64(k2_32)}), "dtype int8 is too big");
 }
 
+TEST(Sizes, RewritesDoNotOverflowOnHugeStaticShapes) {
+  // prod(c * x) -> c**n * prod(x) counted n = 2**32 * 2**32 in int64 (signed overflow while
+  // compiling); the graph must compile and raise at run time like the unoptimized one.
+  Var big = alloc(constant(1.0, DType::Float64), {int_constant(k2_32), int_constant(k2_32)});
+  Var p = prod(mul(constant(2.0, DType::Float64), big));
+  for (auto& f : compile_all({}, {p})) EXPECT_ERROR(ValueError, f(), "(4294967296, 4294967296)");
+}
+
 TEST(Sizes, AllocTheMachineCannotGiveRaisesMemoryErrorNamingTheNode) {
   const Var a = alloc(constant(0.0, DType::Float64), {int_constant(k2_50)});
   for (auto& f : compile_all({}, {a})) {
