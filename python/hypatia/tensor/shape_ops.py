@@ -171,7 +171,7 @@ def repeat(x, repeats, axis=None):
     if isinstance(repeats, Variable):
         r = repeats
     elif np.ndim(repeats) == 0:
-        r = _core.int_constant(int(repeats))
+        r = _int_scalar(repeats)
     else:
         r = constant(np.asarray(repeats, dtype=np.int64))
     return _core.repeat(as_tensor_variable(x), r, axis)
