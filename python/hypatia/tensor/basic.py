@@ -173,7 +173,10 @@ def _int_scalar(x):
         if x.ndim != 0:
             raise TypeError(f"expected a 0-d integer variable, got {x.type}")
         return x
-    return _core.int_constant(int(x))
+    v = int(x)
+    if not -2**63 <= v < 2**63:
+        raise ValueError(f"{v} does not fit in int64 (the largest shape entry, bound or index Hypatia takes)")
+    return _core.int_constant(v)
 
 
 def get_vector_length(v):

@@ -171,7 +171,7 @@ def repeat(x, repeats, axis=None):
     if isinstance(repeats, Variable):
         r = repeats
     elif np.ndim(repeats) == 0:
-        r = _core.int_constant(int(repeats))
+        r = _int_scalar(repeats)
     else:
         r = constant(np.asarray(repeats, dtype=np.int64))
     return _core.repeat(as_tensor_variable(x), r, axis)
@@ -243,6 +243,15 @@ def flip(x, axis):
 # Indexing
 
 
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+
+
+def _slice_bound(b):
+    """A constant slice bound or step as an int64: Python ints past int64 clamp to it, which selects
+    the same elements of any array (as numpy clamps them to Py_ssize_t)."""
+    return builtins.min(builtins.max(int(b), _INT64_MIN), _INT64_MAX)
+
+
 def _index_key(key):
     """A Python index as the tuple _core.subtensor takes (arrays and lists become constants)."""
     if not isinstance(key, tuple):
@@ -252,10 +261,13 @@ def _index_key(key):
         if k is None or k is Ellipsis or isinstance(k, Variable):
             out.append(k)
         elif isinstance(k, slice):
-            out.append(slice(*[b if b is None or isinstance(b, Variable) else int(b) for b in (k.start, k.stop, k.step)]))
+            out.append(
+                slice(*[b if b is None or isinstance(b, Variable) else _slice_bound(b) for b in (k.start, k.stop, k.step)]))
         elif isinstance(k, (bool, np.bool_)):
             raise IndexError("hypatia: indexing with a Python bool is not supported; use a boolean array")
         elif isinstance(k, (numbers.Integral, np.integer)):
+            if not _INT64_MIN <= int(k) <= _INT64_MAX:
+                raise IndexError(f"hypatia: index {int(k)} is out of bounds (past int64)")
             out.append(int(k))
         elif isinstance(k, (list, np.ndarray)):
             arr = np.asarray(k)

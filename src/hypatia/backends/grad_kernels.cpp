@@ -28,7 +28,7 @@ class MapIndexKernel final : public Kernel {
     out_.resize(1);
   }
   void run(const KernelArgs& a) override {
-    int64_t n = static_cast<int64_t>(a.in[0]->get_flat(0));
+    int64_t n = a.in[0]->get_flat_int(0);
     if (n < 0) fail<ValueError>("MapIndex: negative count ", n);
     for (size_t c = 1; c < a.in.size(); ++c) args_[c] = *a.in[c];
     NDArray* result = nullptr;

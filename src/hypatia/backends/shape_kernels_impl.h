@@ -18,6 +18,7 @@ void register_shape_cpu_kernels();
 
 class ARange;
 class Repeat;
+class Tile;
 
 namespace kernel_util {
 
@@ -49,12 +50,17 @@ inline int64_t offset_of(const int64_t* idx, const Strides& strides) {
 
 /// Copies one element converting its dtype.
 void copy_element(std::byte* dst, DType dst_dt, const std::byte* src, DType src_dt);
-/// Checks Join's inputs and returns the output shape; errors name `op`.
-Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args);
+/// Checks Join's inputs and returns the output shape (checked: the summed length and the size fit)
+/// and its dtype (the promotion of the inputs'); errors name `op`.
+Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args, DType* dtype);
 /// Runs ARange into args.out[0]; returns its shape.
 Shape arange_run(const ARange& op, const KernelArgs& args);
-/// Per-element repeat counts of a Repeat node's inputs (checked).
-std::vector<int64_t> repeat_counts(const Repeat& op, const KernelArgs& args);
+/// Per-element repeat counts of a Repeat node's inputs (checked), and the output shape (its length
+/// on the axis, the counts' sum, checked against overflow like the size).
+std::vector<int64_t> repeat_counts(const Repeat& op, const KernelArgs& args, Shape* out_shape);
+/// Tile's output shape for input x (checked: reps * length and the size fit); `off` receives the
+/// number of leading axes the input lacks.
+Shape tile_output_shape(const Tile& op, const NDArray& x, int* off);
 
 }  // namespace kernel_util
 }  // namespace hypatia

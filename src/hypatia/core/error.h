@@ -26,6 +26,12 @@ class IndexError : public Error {
  public:
   using Error::Error;
 };
+/// A valid request the machine cannot satisfy: an allocation that failed (Python: MemoryError).
+/// The message names the bytes asked for (and, from a compiled function, the node).
+class MemoryError : public Error {
+ public:
+  using Error::Error;
+};
 /// gradient requested through an op or input where it is not defined.
 class NotDifferentiableError : public TypeError {
  public:

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <new>
 #include <numeric>
 #include <sstream>
@@ -30,6 +31,33 @@ std::string Dims::str() const {
   if (n_ == 1) os << ",";
   os << ")";
   return os.str();
+}
+
+std::optional<int64_t> checked_shape_size(const Shape& shape, size_t itemsize) {
+  int64_t elements = 1, bytes = static_cast<int64_t>(itemsize);
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    auto e = checked_mul(elements, d);
+    auto b = checked_mul(bytes, d);
+    if (!e || !b) return std::nullopt;
+    elements = *e;
+    bytes = *b;
+  }
+  return empty ? 0 : elements;
+}
+
+int64_t check_shape_size(std::string_view who, const Shape& shape, DType dtype) {
+  if (auto n = checked_shape_size(shape, hypatia::itemsize(dtype))) return *n;
+  for (int64_t d : shape)
+    if (d < 0) fail<ValueError>(who, ": negative dimension in shape ", shape.str(), " (dtype ", dtype_name(dtype), ")");
+  fail<ValueError>(who, ": an array of shape ", shape.str(), " and dtype ", dtype_name(dtype),
+                   " is too big: its size in bytes (", hypatia::itemsize(dtype),
+                   " per element) does not fit in int64 (at most 9223372036854775807 bytes)");
 }
 
 int normalize_axis(int axis, int ndim, const char* who) {
@@ -75,11 +103,29 @@ struct CachedAllocator {
 
 }  // namespace
 
+namespace {
+// "8.00 TiB", as numpy's MemoryError says it.
+std::string human_bytes(size_t bytes) {
+  static const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(u == 0 ? 0 : 2);
+  os << v << " " << units[u];
+  return os.str();
+}
+}  // namespace
+
 NDArray NDArray::empty(const Shape& shape, DType dtype) {
-  for (int64_t d : shape)
-    if (d < 0) fail<ValueError>("NDArray: negative dimension in shape ", shape.str());
+  // The size check comes first: an overflowing product would wrap to a small (or zero) buffer.
+  const int64_t count = check_shape_size("NDArray", shape, dtype);
   NDArray a;
-  size_t bytes = static_cast<size_t>(shape.prod()) * hypatia::itemsize(dtype);
+  const size_t bytes = static_cast<size_t>(count) * hypatia::itemsize(dtype);
   if (bytes <= sizeof(SmallBuffer)) {
     // One allocation holds the control block and the data.
     auto b = std::allocate_shared<SmallBuffer>(CachedAllocator<SmallBuffer>{});
@@ -92,7 +138,9 @@ NDArray NDArray::empty(const Shape& shape, DType dtype) {
   }
   size_t capacity = 0;
   void* p = host_alloc(bytes, &capacity);
-  if (!p) fail<ValueError>("NDArray: cannot allocate ", bytes, " bytes for shape ", shape.str());
+  if (!p)
+    fail<MemoryError>("NDArray: unable to allocate ", bytes, " bytes (", human_bytes(bytes), ") for an array of shape ",
+                      shape.str(), " and dtype ", dtype_name(dtype));
   // The shared_ptr control block comes from the same per-thread cache as the data, so that a
   // repeated call allocates nothing from malloc.
   a.storage_ = std::shared_ptr<void>(p, BufferDeleter{capacity}, CachedAllocator<char>{});
@@ -116,6 +164,12 @@ NDArray NDArray::full(const Shape& shape, DType dtype, double value) {
 }
 
 NDArray NDArray::scalar(double value, DType dtype) { return full(Shape{}, dtype, value); }
+
+NDArray NDArray::scalar_int64(int64_t value) {
+  NDArray a = empty(Shape{}, DType::Int64);
+  *a.data<int64_t>() = value;
+  return a;
+}
 
 NDArray NDArray::wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides,
                       DType dtype) {
@@ -184,6 +238,31 @@ bool NDArray::has_internal_overlap() const {
   return false;
 }
 
+int64_t NDArray::get_flat_int(int64_t i) const {
+  std::byte* p = data_;
+  for (int d = ndim() - 1; d >= 0; --d) {
+    int64_t n = shape_[d];
+    p += (i % n) * strides_[d];
+    i /= n;
+  }
+  return dispatch_dtype(dtype_, [&](auto t) -> int64_t {
+    using T = decltype(t);
+    const T v = *reinterpret_cast<const T*>(p);
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(v)) return 0;
+      // 2**63 is the first double past INT64_MAX; the cast of anything beyond is undefined.
+      if (v >= 9223372036854775808.0) return kMax;
+      if (v < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(v);
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      return v > static_cast<uint64_t>(kMax) ? kMax : static_cast<int64_t>(v);
+    } else {
+      return static_cast<int64_t>(v);
+    }
+  });
+}
+
 bool NDArray::is_c_contiguous() const {
   int64_t acc = static_cast<int64_t>(itemsize());
   for (int i = ndim() - 1; i >= 0; --i) {
@@ -228,12 +307,16 @@ NDArray NDArray::transpose() const {
 NDArray NDArray::slice(int axis, int64_t start, int64_t stop, int64_t step) const {
   HYP_ASSERT(step != 0);
   NDArray r = *this;
+  step = clamp_slice_step(step);
+  // ceil((stop - start) / step) as (d - 1) / s + 1: d + s - 1 overflows for a huge step.
   int64_t n = 0;
-  if (step > 0 && stop > start) n = (stop - start + step - 1) / step;
-  if (step < 0 && stop < start) n = (start - stop - step - 1) / (-step);
+  if (step > 0 && stop > start) n = (stop - start - 1) / step + 1;
+  if (step < 0 && stop < start) n = (start - stop - 1) / -step + 1;
   if (n > 0) r.data_ += start * strides_[axis];
   r.shape_[axis] = n;
-  r.strides_[axis] = strides_[axis] * step;
+  // With two or more elements, stride * step spans two elements of this array, so it fits; with
+  // one or none the stride is never used, and a huge step would overflow it.
+  r.strides_[axis] = n > 1 ? strides_[axis] * step : strides_[axis];
   return r;
 }
 
@@ -253,7 +336,7 @@ NDArray NDArray::as_strided(const Shape& shape, const Strides& strides) const {
 }
 
 NDArray NDArray::reshape(const Shape& shape) const {
-  if (shape.prod() != size())
+  if (check_shape_size("reshape", shape, dtype_) != size())
     fail<ValueError>("reshape: cannot reshape an array of size ", size(), " with shape ", shape_.str(), " into shape ",
                      shape.str());
   if (is_c_contiguous()) return as_strided(shape, c_strides(shape, itemsize()));
@@ -279,6 +362,7 @@ NDArray NDArray::broadcast_to(const Shape& shape) const {
     else
       fail<ValueError>("broadcast_to: cannot broadcast shape ", shape_.str(), " to ", shape.str());
   }
+  check_shape_size("broadcast_to", shape, dtype_);
   return as_strided(shape, st);
 }
 
@@ -335,11 +419,12 @@ std::string NDArray::str() const {
   // prefix is the C-order flat index of the elements printed so far along dims [0, d).
   std::function<void(int, int64_t)> rec = [&](int d, int64_t prefix) {
     if (d == ndim()) {
-      double v = get_flat(prefix);
       if (dtype_ == DType::Bool)
-        os << (v != 0 ? "True" : "False");
+        os << (get_flat(prefix) != 0 ? "True" : "False");
+      else if (is_integer(dtype_))
+        os << get_flat_int(prefix);  // exact past 2**53
       else
-        os << v;
+        os << get_flat(prefix);
       return;
     }
     os << "[";

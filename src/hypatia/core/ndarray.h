@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "hypatia/core/checked.h"
 #include "hypatia/core/dtype.h"
 #include "hypatia/core/error.h"
 
@@ -49,7 +52,8 @@ class Dims {
     n_ = n;
   }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
-  /// Product of the entries (1 for none).
+  /// Product of the entries (1 for none). Unchecked: for the shape of an existing array, whose
+  /// size fits (see checked_shape_size); a shape computed from user values is checked first.
   int64_t prod() const {
     int64_t p = 1;
     for (int i = 0; i < n_; ++i) p *= v_[i];
@@ -72,7 +76,15 @@ class Dims {
 using Shape = Dims;
 using Strides = Dims;
 
-/// C-order (row-major) byte strides for a shape.
+/// The element count of `shape` when every dim is >= 0 and the array fits: the product of its
+/// non-zero dims times itemsize fits in int64 (numpy's rule; a shape with a zero dim is held to it
+/// too, so that strides computed from it fit); nullopt otherwise.
+std::optional<int64_t> checked_shape_size(const Shape& shape, size_t itemsize);
+/// checked_shape_size, or a ValueError whose message starts with `who` and names the shape and
+/// dtype (a negative dim, or a size in bytes past int64).
+int64_t check_shape_size(std::string_view who, const Shape& shape, DType dtype);
+
+/// C-order (row-major) byte strides for a shape (one that passed checked_shape_size).
 inline Strides c_strides(const Shape& shape, size_t itemsize) {
   Strides s;
   s.resize(shape.size());
@@ -90,13 +102,17 @@ class NDArray {
   /// An empty 0-element float64 vector-less placeholder (ndim 0, no buffer); valid() is false.
   NDArray() = default;
 
-  /// Uninitialized C-contiguous array (64-byte aligned buffer).
+  /// Uninitialized C-contiguous array (64-byte aligned buffer). A shape that does not fit
+  /// (check_shape_size) throws ValueError; a buffer the machine cannot give throws MemoryError
+  /// naming the bytes asked for.
   static NDArray empty(const Shape& shape, DType dtype);
   static NDArray zeros(const Shape& shape, DType dtype);
   /// Every element set to `value` converted to dtype.
   static NDArray full(const Shape& shape, DType dtype, double value);
   /// A 0-d array holding `value` converted to dtype.
   static NDArray scalar(double value, DType dtype);
+  /// A 0-d int64 array holding `value` exactly (scalar() goes through a double).
+  static NDArray scalar_int64(int64_t value);
   /// Copies `values` (length = shape.prod()) into a new array of T's dtype.
   template <class T>
   static NDArray from_vector(const std::vector<T>& values, const Shape& shape);
@@ -134,6 +150,10 @@ class NDArray {
   T& at(std::initializer_list<int64_t> idx) const;
   /// Element `i` in C order, converted to double (any layout); for tests and printing.
   double get_flat(int64_t i) const;
+  /// Element `i` in C order as an int64: exact for integer dtypes (a uint64 past INT64_MAX
+  /// saturates), floats truncated toward zero and saturated (NaN gives 0). get_flat's double
+  /// loses integers past 2**53.
+  int64_t get_flat_int(int64_t i) const;
 
   bool is_c_contiguous() const;
   bool is_f_contiguous() const;
@@ -162,15 +182,16 @@ class NDArray {
   // Views (share the buffer).
   NDArray transpose(std::span<const int> perm) const;
   NDArray transpose() const;  // reverses the axes
-  /// Basic slice along one axis; start/stop already normalized, step != 0.
+  /// Basic slice along one axis; start/stop already normalized (slice_indices), step != 0 (any
+  /// int64: the length is computed without overflow).
   NDArray slice(int axis, int64_t start, int64_t stop, int64_t step) const;
   /// Drops `axis` by selecting index i (normalized).
   NDArray select(int axis, int64_t i) const;
   /// View with a new shape and strides over the same element 0 (caller guarantees validity).
   NDArray as_strided(const Shape& shape, const Strides& strides) const;
-  /// Reshape: a view when the layout allows, else a C-contiguous copy.
+  /// Reshape (same size; the shape is checked): a view when the layout allows, else a C-contiguous copy.
   NDArray reshape(const Shape& shape) const;
-  /// Broadcast view to `shape` (numpy rules, 0 strides); throws ValueError if incompatible.
+  /// Broadcast view to `shape` (numpy rules, 0 strides); throws ValueError if incompatible or too large.
   NDArray broadcast_to(const Shape& shape) const;
 
   // Copies.

@@ -43,7 +43,9 @@ std::string Variable::str() const {
       os << "." << index;
       return os.str();
     case VarKind::Constant:
-      if (data.size() == 1)
+      if (data.size() == 1 && is_integer(data.dtype()))
+        os << "TensorConstant{" << data.get_flat_int(0) << "}";  // exact, not 1.09951e+12
+      else if (data.size() == 1)
         os << "TensorConstant{" << data.get_flat(0) << "}";
       else if (data.size() <= 10)
         os << "TensorConstant{" << data.str() << "}";

@@ -16,7 +16,7 @@ namespace detail {
 std::optional<int64_t> constant_int(const Var& v) {
   if (!v || !v->is_constant() || v->ndim() != 0 || !(is_integer(v->dtype()) || is_bool(v->dtype())))
     return std::nullopt;
-  return static_cast<int64_t>(v->data.get_flat(0));
+  return v->data.get_flat_int(0);
 }
 
 std::string bc_str(const std::vector<bool>& bc) {
@@ -334,7 +334,7 @@ ShapeVars shape_vars(const Var& x) {
 
 Var make_vector(const std::vector<Var>& scalars) { return apply_op1(std::make_shared<MakeVector>(), scalars); }
 
-Var int_constant(int64_t v) { return constant(NDArray::scalar(static_cast<double>(v), DType::Int64)); }
+Var int_constant(int64_t v) { return constant(NDArray::scalar_int64(v)); }
 
 // ---------------------------------------------------------------------------------------------
 // Alloc

@@ -1,7 +1,10 @@
 // Reshape, flatten, Join, Split, stack, ARange, Eye, Tile, Repeat and their builders.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <sstream>
 
+#include "hypatia/core/checked.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/reduce.h"
@@ -18,29 +21,49 @@ using detail::constant_int;
 namespace detail {
 
 Var vector_entry(const Var& v, int i) {
-  if (v->is_constant()) return int_constant(static_cast<int64_t>(v->data.get_flat(i)));
+  if (v->is_constant()) return int_constant(v->data.get_flat_int(i));
   if (v->owner && dynamic_cast<const MakeVector*>(v->owner->op.get())) return as_int64(v->owner->inputs[i]);
   return as_int64(subtensor(v, {Index(i)}));
 }
 
 std::optional<int64_t> vector_entry_constant(const Var& v, int i) {
-  if (v->is_constant()) return static_cast<int64_t>(v->data.get_flat(i));
+  if (v->is_constant()) return v->data.get_flat_int(i);
   if (v->owner && dynamic_cast<const MakeVector*>(v->owner->op.get())) return constant_int(v->owner->inputs[i]);
   return std::nullopt;
 }
 
-Var shape_product(const std::vector<Var>& dims) {
+Var shape_product(const std::vector<Var>& dims, const std::string& who) {
+  for (const Var& d : dims)
+    if (constant_int(d) == 0) return int_constant(0);
   int64_t c = 1;
   Var r;
   for (const Var& d : dims) {
     if (auto k = constant_int(d)) {
-      c *= *k;
+      auto p = checked_mul(c, *k);
+      if (!p) fail<ValueError>(who, ": the product of the lengths ", c, " and ", *k, " does not fit in int64");
+      c = *p;
       continue;
     }
     r = r ? mul(r, d) : d;
   }
   if (!r) return int_constant(c);
   return c == 1 ? r : mul(r, int_constant(c));
+}
+
+Var shape_sum(const std::vector<Var>& dims, const std::string& who) {
+  int64_t c = 0;
+  Var r;
+  for (const Var& d : dims) {
+    if (auto k = constant_int(d)) {
+      auto s = checked_add(c, *k);
+      if (!s) fail<ValueError>(who, ": the sum of the lengths ", c, " and ", *k, " does not fit in int64");
+      c = *s;
+      continue;
+    }
+    r = r ? add(r, d) : d;
+  }
+  if (!r) return int_constant(c);
+  return c == 0 ? r : add(r, int_constant(c));
 }
 
 }  // namespace detail
@@ -89,9 +112,9 @@ std::vector<ShapeVars> Reshape::infer_shape(const Apply& node, const std::vector
     if (!c || *c == -1) all_known = false;
   }
   if (all_known) return {e};
-  Var total = shape_product(in[0]);
+  Var total = shape_product(in[0], name());
   // prod(e) over all entries is -(product of the others) when one entry is -1.
-  Var prod_all = shape_product(e);
+  Var prod_all = shape_product(e, name());
   Var missing = int_div(total, maximum(neg(prod_all), int_constant(1)));
   ShapeVars r;
   for (int i = 0; i < ndim; ++i) {
@@ -144,7 +167,7 @@ Var flatten(Var x, int ndim) {
     fail<ValueError>("flatten: ndim ", ndim, " is out of range for an input of type ", x->type.str());
   ShapeVars s = shape_vars(x);
   ShapeVars out(s.begin(), s.begin() + (ndim - 1));
-  out.push_back(shape_product(ShapeVars(s.begin() + (ndim - 1), s.end())));
+  out.push_back(shape_product(ShapeVars(s.begin() + (ndim - 1), s.end()), "flatten"));
   return reshape(x, make_vector(out), ndim);
 }
 
@@ -180,15 +203,7 @@ std::vector<ShapeVars> Join::infer_shape(const Apply& node, const std::vector<Sh
     if (d == axis) {
       ShapeVars parts;
       for (const auto& x : in) parts.push_back(x[d]);
-      Var total;
-      int64_t c = 0;
-      for (const Var& p : parts) {
-        if (auto k = constant_int(p))
-          c += *k;
-        else
-          total = total ? add(total, p) : p;
-      }
-      s[d] = !total ? int_constant(c) : (c ? add(total, int_constant(c)) : total);
+      s[d] = detail::shape_sum(parts, name());
       continue;
     }
     s[d] = in[0][d];
@@ -340,8 +355,24 @@ std::vector<ShapeVars> ARange::infer_shape(const Apply& node, const std::vector<
   bool ints = is_integer(start->dtype()) && is_integer(stop->dtype()) && is_integer(step->dtype());
   Var n;
   if (ints) {
+    auto a = constant_int(start), b = constant_int(stop), c = constant_int(step);
+    if (a && b && c && *c != 0) {
+      // Constant bounds: the length in 128 bits (stop - start overflows int64 at the extremes).
+      const __int128 span = static_cast<__int128>(*b) - *a, st = *c;
+      const __int128 len = st > 0 ? (span > 0 ? (span - 1) / st + 1 : 0) : (span < 0 ? (-span - 1) / -st + 1 : 0);
+      if (len > std::numeric_limits<int64_t>::max())
+        fail<ValueError>(name(), ": the range from ", *a, " to ", *b, " by ", *c,
+                         " has more elements than int64 holds");
+      return {{int_constant(static_cast<int64_t>(len))}};
+    }
     // ceil((stop - start) / step) with floor division: -((start - stop) // step).
     n = neg(int_div(sub(as_int64(start), as_int64(stop)), as_int64(step)));
+  } else if (start->is_constant() && stop->is_constant() && step->is_constant()) {
+    // Constant bounds: the length as the kernel computes it (in double).
+    const double len = std::ceil((stop->data.get_flat(0) - start->data.get_flat(0)) / step->data.get_flat(0));
+    if (!std::isfinite(len) || len >= 9223372036854775808.0)
+      fail<ValueError>(name(), ": the length of the range (", len, ") is not a finite int64");
+    return {{int_constant(len > 0 ? static_cast<int64_t>(len) : 0)}};
   } else {
     n = cast(ceil(true_div(sub(stop, start), step)), DType::Int64);
   }
@@ -432,7 +463,7 @@ std::vector<ShapeVars> Tile::infer_shape(const Apply& node, const std::vector<Sh
     if (i < off)
       s.push_back(int_constant(reps[i]));
     else
-      s.push_back(shape_product({in[0][i - off], int_constant(reps[i])}));
+      s.push_back(shape_product({in[0][i - off], int_constant(reps[i])}, name()));
   }
   return {s};
 }
@@ -491,7 +522,7 @@ std::vector<ShapeVars> Repeat::infer_shape(const Apply& node, const std::vector<
   ShapeVars s = in[0];
   const Var& r = node.inputs[1];
   if (r->ndim() == 0)
-    s[axis] = shape_product({s[axis], as_int64(r)});
+    s[axis] = shape_product({s[axis], as_int64(r)}, name());
   else
     s[axis] = as_int64(sum(r));
   return {s};

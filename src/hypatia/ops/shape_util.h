@@ -25,6 +25,9 @@ namespace hypatia::detail {
 Var vector_entry(const Var& v, int i);
 /// Entry i of a constant or MakeVector-built vector when it is a constant.
 std::optional<int64_t> vector_entry_constant(const Var& v, int i);
-/// Product of 0-d int64 variables, folding constants.
-Var shape_product(const std::vector<Var>& dims);
+/// Product of 0-d int64 variables, folding constants (0 when a constant is 0). Throws ValueError
+/// starting with `who` when the constants' product does not fit in int64: no array has that size.
+Var shape_product(const std::vector<Var>& dims, const std::string& who);
+/// Sum of 0-d int64 variables, folding constants; ValueError starting with `who` on overflow.
+Var shape_sum(const std::vector<Var>& dims, const std::string& who);
 }  // namespace hypatia::detail

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "hypatia/core/checked.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/shape.h"
@@ -82,19 +83,6 @@ bool has_arrays(const IndexSpec& spec) {
   return false;
 }
 
-// Length of a slice on an axis of length n (Python's slice.indices semantics).
-int64_t slice_length(int64_t n, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
-  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
-  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
-    if (!v) return dflt;
-    int64_t x = *v < 0 ? *v + n : *v;
-    return x < lower ? lower : (x > upper ? upper : x);
-  };
-  const int64_t a = clamp(start, step > 0 ? 0 : n - 1), b = clamp(stop, step > 0 ? n : -1);
-  if (step > 0) return b > a ? (b - a + step - 1) / step : 0;
-  return a > b ? (a - b - step - 1) / (-step) : 0;
-}
-
 // Broadcastable flag of a sliced axis: true only when the slice of a length-1 axis is known to
 // keep its one element.
 bool slice_broadcastable(bool in_bc, const IndexEntry& e) {
@@ -106,28 +94,33 @@ bool slice_broadcastable(bool in_bc, const IndexEntry& e) {
   return slice_length(1, a, b, step) == 1;
 }
 
-// Integer arithmetic on 0-d int64 variables that folds constants.
+// Integer arithmetic on 0-d int64 variables that folds constants (checked: a result past int64 is
+// left to the op, which wraps like numpy, instead of overflowing here).
 Var ifold(ScalarOpKind k, const Var& a, const Var& b) {
   auto ca = constant_int(a), cb = constant_int(b);
   if (ca && cb) {
     int64_t x = *ca, y = *cb;
+    std::optional<int64_t> r;
     switch (k) {
       case ScalarOpKind::Add:
-        return int_constant(x + y);
+        r = checked_add(x, y);
+        break;
       case ScalarOpKind::Sub:
-        return int_constant(x - y);
+        r = checked_sub(x, y);
+        break;
       case ScalarOpKind::Maximum:
-        return int_constant(std::max(x, y));
+        r = std::max(x, y);
+        break;
       case ScalarOpKind::Minimum:
-        return int_constant(std::min(x, y));
-      case ScalarOpKind::IntDiv: {
-        int64_t q = x / y;
-        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-        return int_constant(q);
-      }
+        r = std::min(x, y);
+        break;
+      case ScalarOpKind::IntDiv:
+        if (y != 0) r = checked_floor_div(x, y);
+        break;
       default:
         break;
     }
+    if (r) return int_constant(*r);
   }
   return as_int64(elemwise(k, {a, b}));
 }
@@ -157,13 +150,19 @@ Var slice_length_var(const Var& n, const IndexEntry& e, const std::vector<Var>& 
     ++k;
     return nullptr;
   }
-  const int64_t step = e.c == Bound::Const ? e.cv : 1;
+  const int64_t step = clamp_slice_step(e.c == Bound::Const ? e.cv : 1);
   const bool pos = step > 0;
   Var a = start ? clamp_bound(start, n, pos) : (pos ? int_constant(0) : ifold(ScalarOpKind::Add, n, int_constant(-1)));
   Var b = stop ? clamp_bound(stop, n, pos) : (pos ? n : int_constant(-1));
+  // a and b are clamped to [-1, n], so diff lies in [-n, n]; (diff - 1) // s + 1 is ceil(diff / s)
+  // without the diff + s - 1 that overflows for a huge step (x[::2**63 - 1]).
   Var diff = pos ? ifold(ScalarOpKind::Sub, b, a) : ifold(ScalarOpKind::Sub, a, b);
   const int64_t s = pos ? step : -step;
-  Var len = ifold(ScalarOpKind::IntDiv, ifold(ScalarOpKind::Add, diff, int_constant(s - 1)), int_constant(s));
+  Var len = s == 1
+                ? diff
+                : ifold(ScalarOpKind::Add,
+                        ifold(ScalarOpKind::IntDiv, ifold(ScalarOpKind::Add, diff, int_constant(-1)), int_constant(s)),
+                        int_constant(1));
   return ifold(ScalarOpKind::Maximum, len, int_constant(0));
 }
 

@@ -113,17 +113,50 @@ bool merge_pass(FunctionGraph& fg) {
 
 constexpr int64_t kMaxFoldElements = 65536;
 
+// Whether the node's infer_shape, on its constant inputs, says an output has more than
+// kMaxFoldElements elements (or a count past int64, or shape arithmetic that fails): such a node
+// is not folded, so that compiling T.alloc(0., 2**40) or T.eye(10**5) allocates nothing.
+bool fold_output_too_large(const Apply& n) {
+  std::vector<ShapeVars> in_shapes;
+  for (const auto& in : n.inputs) in_shapes.push_back(shape_vars(in));
+  std::vector<ShapeVars> shapes;
+  try {
+    shapes = n.op->infer_shape(n, in_shapes);
+  } catch (const Error&) {
+    return true;
+  }
+  for (const ShapeVars& s : shapes) {
+    int64_t total = 1;
+    for (const Var& d : s) {
+      if (!d || !d->is_constant() || d->ndim() != 0 || !is_integer(d->dtype())) {
+        total = -1;  // unknown: the size check after the kernel decides
+        break;
+      }
+      const int64_t v = d->data.get_flat_int(0);
+      if (v < 0) {
+        total = -1;  // invalid: the kernel raises, and the error surfaces at run time
+        break;
+      }
+      if (v == 0) {
+        total = 0;
+        continue;
+      }
+      auto p = checked_mul(total, v);
+      if (!p) return true;
+      total = *p;
+    }
+    if (total > kMaxFoldElements) return true;
+  }
+  return false;
+}
+
 std::optional<std::vector<Var>> constant_fold(FunctionGraph&, Apply& n) {
   if (n.inputs.empty() || !n.op->destroy_map().empty() || n.op->has_side_effects()) return std::nullopt;
   for (const auto& in : n.inputs)
     if (!in->is_constant()) return std::nullopt;
-  // Allocations of a large result are not folded (the graph would hold the big constant).
-  if (typeid(*n.op) == typeid(Alloc)) {
-    int64_t total = 1;
-    for (size_t i = 1; i < n.inputs.size(); ++i)
-      total *= std::max<int64_t>(1, static_cast<int64_t>(n.inputs[i]->data.get_flat(0)));
-    if (total > kMaxFoldElements) return std::nullopt;
-  }
+  // Large results are not folded (the graph would hold the big constant, and compiling would
+  // allocate it).
+  if (fold_output_too_large(n)) return std::nullopt;
   std::vector<NDArray> in_vals, out_vals(n.nout());
   for (const auto& v : n.inputs) in_vals.push_back(v->data);
   std::vector<NDArray*> in_ptrs, out_ptrs;

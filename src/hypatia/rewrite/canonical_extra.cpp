@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "hypatia/core/checked.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/shape.h"
@@ -47,7 +48,7 @@ std::optional<int64_t> static_dim(const Var& x, int axis);
 
 std::optional<int64_t> cval(const Var& v) {
   if (!v || !v->is_constant() || v->ndim() != 0) return std::nullopt;
-  return static_cast<int64_t>(v->data.get_flat(0));
+  return v->data.get_flat_int(0);
 }
 
 Var retype(Var x, const TensorType& t) {
@@ -128,7 +129,9 @@ using Kind = IndexEntry::Kind;
 using Bound = IndexEntry::Bound;
 
 // ---------------------------------------------------------------------------------------------
-// 0-d int64 arithmetic that folds constants (and the identities x + 0, x * 1, x * 0).
+// 0-d int64 arithmetic that folds constants (and the identities x + 0, x * 1, x * 0). A constant
+// result past int64 is not folded: the op wraps like numpy at run time, and the compositions
+// below only use such values in branches a switch discards.
 
 Var I(int64_t v) { return int_constant(v); }
 Var B(bool v) { return constant(v ? 1.0 : 0.0, DType::Bool); }
@@ -136,21 +139,24 @@ Var i64(const Var& v) { return v->dtype() == DType::Int64 ? v : cast(v, DType::I
 
 Var iadd(const Var& a, const Var& b) {
   const auto x = cval(a), y = cval(b);
-  if (x && y) return I(*x + *y);
+  if (x && y)
+    if (auto r = checked_add(*x, *y)) return I(*r);
   if (x && *x == 0) return b;
   if (y && *y == 0) return a;
   return add(a, b);
 }
 Var isub(const Var& a, const Var& b) {
   const auto x = cval(a), y = cval(b);
-  if (x && y) return I(*x - *y);
+  if (x && y)
+    if (auto r = checked_sub(*x, *y)) return I(*r);
   if (y && *y == 0) return a;
   if (a.get() == b.get()) return I(0);
   return sub(a, b);
 }
 Var imul(const Var& a, const Var& b) {
   const auto x = cval(a), y = cval(b);
-  if (x && y) return I(*x * *y);
+  if (x && y)
+    if (auto r = checked_mul(*x, *y)) return I(*r);
   if ((x && *x == 0) || (y && *y == 0)) return I(0);
   if (x && *x == 1) return b;
   if (y && *y == 1) return a;
@@ -172,11 +178,8 @@ Var imin(const Var& a, const Var& b) {
 Var ifloordiv(const Var& a, const Var& b) {
   const auto x = cval(a), y = cval(b);
   if (y && *y == 1) return a;
-  if (x && y && *y != 0) {
-    int64_t q = *x / *y;
-    if ((*x % *y != 0) && ((*x < 0) != (*y < 0))) --q;
-    return I(q);
-  }
+  if (x && y && *y != 0)
+    if (auto q = checked_floor_div(*x, *y)) return I(*q);
   return int_div(a, b);
 }
 Var ilt(const Var& a, const Var& b) {
@@ -264,26 +267,18 @@ Var build_subtensor(const Var& x, const std::vector<MEntry>& es) {
   return apply_op1(std::make_shared<Subtensor>(spec), in);
 }
 
-// Length of a constant slice on an axis of length n (Python's slice.indices).
-int64_t slice_length(int64_t n, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
-  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
-  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
-    if (!v) return dflt;
-    const int64_t x = *v < 0 ? *v + n : *v;
-    return std::clamp(x, lower, upper);
-  };
-  const int64_t a = clamp(start, step > 0 ? 0 : n - 1), b = clamp(stop, step > 0 ? n : -1);
-  if (step > 0) return b > a ? (b - a + step - 1) / step : 0;
-  return a > b ? (a - b - step - 1) / (-step) : 0;
-}
-
 // The first index a slice takes and its length, on an axis of length n (Python's slice.indices).
 struct NormSlice {
   Var start, len;
 };
 
+// A slice's step as Python uses it: INT64_MIN acts as -INT64_MAX (so that -step fits).
+Var slice_step(const MEntry& s) { return s.c ? imax(s.c, I(-std::numeric_limits<int64_t>::max())) : I(1); }
+
+// No step, bound or length overflows int64 for any int64 start/stop/step: the bounds are clamped
+// to [-1, n] first, and the length is (d - 1) // step + 1 rather than (d + step - 1) // step.
 NormSlice normalize_slice(const Var& n, const MEntry& s) {
-  const Var step = s.c ? s.c : I(1);
+  const Var step = slice_step(s);
   const Var pos = ilt(I(0), step);
   const Var lower = isel(pos, I(0), I(-1));
   const Var upper = isel(pos, n, isub(n, I(1)));
@@ -292,14 +287,18 @@ NormSlice normalize_slice(const Var& n, const MEntry& s) {
   const Var stop = s.b ? clamp(s.b) : isel(pos, n, I(-1));
   const auto sign = cval(pos);
   Var len_pos, len_neg;
-  if (!sign || *sign) len_pos = imax(I(0), ifloordiv(iadd(isub(stop, start), isub(step, I(1))), step));
-  if (!sign || !*sign) len_neg = imax(I(0), ifloordiv(isub(isub(start, stop), iadd(step, I(1))), isub(I(0), step)));
+  if (!sign || *sign) len_pos = imax(I(0), iadd(ifloordiv(isub(isub(stop, start), I(1)), step), I(1)));
+  if (!sign || !*sign) len_neg = imax(I(0), iadd(ifloordiv(isub(isub(start, stop), I(1)), isub(I(0), step)), I(1)));
   return {start, sign ? (*sign ? len_pos : len_neg) : isel(pos, len_pos, len_neg)};
 }
 
 bool nonneg_const_or_none(const Var& v) { return !v || (cval(v) && *cval(v) >= 0); }
 
 // s2 applied to the axis that slice s1 leaves of an axis of length n: one slice of that axis.
+// Nothing overflows for any int64 bounds and steps: the bounds are built from the first and last
+// elements taken (indices of the axis) and the merged step is only a product where the result has
+// two elements (so it is less than n); a value that could wrap is only computed in a switch
+// branch that is discarded.
 MEntry compose_slices(const Var& n, const MEntry& s1, const MEntry& s2) {
   const auto c1 = s1.c ? cval(s1.c) : std::optional<int64_t>(1);
   const auto c2 = s2.c ? cval(s2.c) : std::optional<int64_t>(1);
@@ -308,37 +307,61 @@ MEntry compose_slices(const Var& n, const MEntry& s1, const MEntry& s2) {
   if (c1 && c2 && *c1 > 0 && *c2 > 0 && nonneg_const_or_none(s1.a) && nonneg_const_or_none(s1.b) &&
       nonneg_const_or_none(s2.a) && nonneg_const_or_none(s2.b)) {
     const int64_t a1 = s1.a ? *cval(s1.a) : 0, a2 = s2.a ? *cval(s2.a) : 0;
-    const int64_t start = a1 + a2 * *c1;
-    if (start != 0) r.a = I(start);
-    std::optional<int64_t> stop;
-    if (s1.b) stop = *cval(s1.b);
-    if (s2.b) stop = std::min(stop.value_or(std::numeric_limits<int64_t>::max()), a1 + *cval(s2.b) * *c1);
-    if (stop) r.b = I(*stop);
-    if (*c1 * *c2 != 1) r.c = I(*c1 * *c2);
-    return r;
+    const auto off = checked_mul(a2, *c1);
+    const auto start = off ? checked_add(a1, *off) : std::nullopt;
+    const auto step = checked_mul(*c1, *c2);
+    std::optional<int64_t> stop2;
+    if (s2.b)
+      if (const auto p = checked_mul(*cval(s2.b), *c1)) stop2 = checked_add(a1, *p);
+    // A bound or step past int64 takes the general path below.
+    if (start && step && (!s2.b || stop2)) {
+      if (*start != 0) r.a = I(*start);
+      std::optional<int64_t> stop;
+      if (s1.b) stop = *cval(s1.b);
+      if (s2.b) stop = std::min(stop.value_or(std::numeric_limits<int64_t>::max()), *stop2);
+      if (stop) r.b = I(*stop);
+      if (*step != 1) r.c = I(*step);
+      return r;
+    }
   }
-  const Var step1 = s1.c ? s1.c : I(1), step2 = s2.c ? s2.c : I(1);
+  const Var step1 = slice_step(s1), step2 = slice_step(s2);
   const NormSlice n1 = normalize_slice(n, s1);
   const NormSlice n2 = normalize_slice(n1.len, s2);
-  const Var start = iadd(n1.start, imul(n2.start, step1));
-  const Var step = imul(step1, step2);
-  const Var stop = iadd(start, imul(n2.len, step));
-  const auto cs = cval(step);
-  if (cs && *cs > 0) {
-    // start == stop when the result is empty: both clamp alike.
-    r.a = start;
-    r.b = stop;
-    if (c1 && c2 && *c1 > 0 && *c2 > 0) {
+  const Var& len = n2.len;
+  const Var nonempty = ilt(I(0), len);
+  // The first and last elements taken, as indices of the axis (exact when the result is not empty).
+  const Var first = iadd(n1.start, imul(n2.start, step1));
+  const auto ps = c1 && c2 ? checked_mul(*c1, *c2) : std::nullopt;
+  const Var pos = ilt(I(0), step1), pos2 = ilt(I(0), step2);
+  const auto cp = cval(pos), cp2 = cval(pos2);
+  // The merged step's sign; its value matters only where the result has two elements or more.
+  const Var positive = cp && cp2 ? B(*cp == *cp2) : eq(pos, pos2);
+  const auto cpos = cval(positive);
+  const Var sign = isel(positive, I(1), I(-1));
+  const Var step = ps ? I(*ps) : (c1 && c2) ? sign : isel(ilt(I(1), len), imul(step1, step2), sign);
+  const Var last = iadd(first, imul(isub(len, I(1)), step));
+  // An empty result is [0:0].
+  r.a = isel(nonempty, first, I(0));
+  if (cpos && *cpos) {
+    r.b = isel(nonempty, iadd(last, I(1)), I(0));
+    if (ps && *c1 > 0 && *c2 > 0) {
       // Positive steps: an outer slice from the first element starts where the inner one does,
-      // and one to the end stops where the inner one does (the same bounds on the same axis).
-      if (!s2.a || cval(s2.a) == 0) r.a = s1.a;
-      if (!s2.b) r.b = s1.b;
+      // and one to the end stops where the inner one does (the same bounds on the same axis, with
+      // the exact product step; a step standing for an overflowing one must keep first/last).
+      const bool from_first = !s2.a || cval(s2.a) == 0;
+      if (from_first) r.a = s1.a;  // empty: [s1.a:0]
+      if (!s2.b) {
+        r.b = s1.b;
+        // empty: [s1.b:s1.b], or [INT64_MAX:] when the inner slice runs to the end.
+        if (!from_first) r.a = isel(nonempty, first, s1.b ? s1.b : I(std::numeric_limits<int64_t>::max()));
+      }
     }
   } else {
     // A negative bound would count from the end: -n - 1 stands for "before the first element".
     const Var before = isub(I(-1), n);
-    r.a = isel(ilt(start, I(0)), before, start);
-    r.b = isel(ilt(stop, I(0)), before, stop);
+    const Var stop_neg = isel(ilt(last, I(1)), before, isub(last, I(1)));
+    const Var stop = cpos ? stop_neg : isel(positive, iadd(last, I(1)), stop_neg);
+    r.b = isel(nonempty, stop, I(0));
   }
   r.c = step;
   return r;
@@ -351,16 +374,19 @@ Var compose_index(const Var& n, const MEntry& s, const Var& i) {
   const auto ci = cval(i);
   if (c && ci && *ci >= 0) {
     // x[a::c][i] = x[a + i*c] for a >= 0, c > 0 (and below b); x[a::c][i] = x[a + i*c] for a < 0, c < 0.
-    if (*c > 0 && nonneg_const_or_none(s.a) && nonneg_const_or_none(s.b)) {
-      const int64_t idx = (s.a ? *cval(s.a) : 0) + *ci * *c;
-      if (!s.b || idx < *cval(s.b)) return I(idx);
+    const auto off = checked_mul(*ci, *c);
+    if (*c > 0 && off && nonneg_const_or_none(s.a) && nonneg_const_or_none(s.b)) {
+      const auto idx = checked_add(s.a ? *cval(s.a) : 0, *off);
+      if (idx && (!s.b || *idx < *cval(s.b))) return I(*idx);
     }
-    if (*c < 0 && !s.b && (!s.a || (cval(s.a) && *cval(s.a) < 0))) return I((s.a ? *cval(s.a) : -1) + *ci * *c);
+    if (*c < 0 && off && !s.b && (!s.a || (cval(s.a) && *cval(s.a) < 0)))
+      if (const auto idx = checked_add(s.a ? *cval(s.a) : -1, *off)) return I(*idx);
   }
   const NormSlice ns = normalize_slice(n, s);
   const Var inorm = isel(ilt(i, I(0)), iadd(i, ns.len), i);
   const Var valid = iand(ilt(I(-1), inorm), ilt(inorm, ns.len));
-  return isel(valid, iadd(ns.start, imul(inorm, s.c ? s.c : I(1))), n);
+  // inorm * step is exact where valid (it spans elements of the axis).
+  return isel(valid, iadd(ns.start, imul(inorm, slice_step(s))), n);
 }
 
 std::optional<std::vector<Var>> subtensor_merge(FunctionGraph&, Apply& node) {
@@ -450,7 +476,7 @@ std::optional<std::vector<Var>> subtensor_merge(FunctionGraph&, Apply& node) {
 
 // Entry i of a reshape's shape vector as a 0-d integer variable, or null when it is not visible.
 Var shape_entry(const Var& s, int i) {
-  if (s->is_constant()) return I(static_cast<int64_t>(s->data.get_flat(i)));
+  if (s->is_constant()) return I(s->data.get_flat_int(i));
   if (!s->owner) return nullptr;
   if (typeid(*s->owner->op) == typeid(MakeVector)) return s->owner->inputs[i];
   if (typeid(*s->owner->op) == typeid(ShapeOp)) return shape_vars(s->owner->inputs[0])[i];

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "hypatia/core/checked.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
@@ -236,8 +237,9 @@ std::optional<std::vector<Var>> reduce_mul_scalar(FunctionGraph&, Apply& n) {
       bool known = true;
       for (int a : r.axes) {
         const auto d = canon::static_dim(z, a);
-        if (!d) known = false;
-        count *= d.value_or(0);
+        const auto c = d ? checked_mul(count, *d) : std::nullopt;
+        if (!c) known = false;  // unknown, or past int64 (no such array: leave the graph as it is)
+        count = c.value_or(0);
       }
       if (!known) continue;
       factor = std::pow(*cv, static_cast<double>(count));

@@ -83,12 +83,15 @@ void with_node_context(const Apply& node, const KernelArgs& a, Fn&& fn) {
     rethrow_with(e, node_context(node, a));
   } catch (const ValueError& e) {
     rethrow_with(e, node_context(node, a));
+  } catch (const MemoryError& e) {
+    // The allocator's message names the bytes; the node's name goes first.
+    throw MemoryError(node.op->name() + ": " + e.what() + node_context(node, a));
   } catch (const Error& e) {
     rethrow_with(e, node_context(node, a));
   } catch (const InternalError& e) {
     rethrow_with(e, node_context(node, a));
   } catch (const std::bad_alloc&) {
-    throw ValueError(node.op->name() + ": out of memory" + node_context(node, a));
+    throw MemoryError(node.op->name() + ": out of memory (std::bad_alloc)" + node_context(node, a));
   }
 }
 

@@ -8,9 +8,8 @@ namespace {
 using namespace kernel_util;
 
 void join_cpu(const Join& op, const KernelArgs& args) {
-  Shape shape = join_output_shape(op.name(), op.axis, args);
-  DType dt = args.in[0]->dtype();
-  for (NDArray* x : args.in) dt = promote_types(dt, x->dtype());
+  DType dt;
+  Shape shape = join_output_shape(op.name(), op.axis, args, &dt);
   NDArray& out = prepare_output(*args.out[0], shape, dt);
   int64_t off = 0;
   for (NDArray* x : args.in) {
@@ -23,12 +22,10 @@ void join_cpu(const Join& op, const KernelArgs& args) {
 void tile_cpu(const Tile& op, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
   const int nd = static_cast<int>(op.reps.size());
-  if (x.ndim() > nd) fail<ValueError>(op.name(), ": the input ", x.describe(), " has more dimensions than reps");
-  const int off = nd - x.ndim();
+  int off = 0;
+  const Shape shape = tile_output_shape(op, x, &off);
   Shape xs;
   for (int i = 0; i < nd; ++i) xs.push_back(i < off ? 1 : x.shape(i - off));
-  Shape shape;
-  for (int i = 0; i < nd; ++i) shape.push_back(op.reps[i] * xs[i]);
   NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
   if (out.size() == 0) return;
   const NDArray src = x.reshape(xs);
@@ -42,11 +39,8 @@ void tile_cpu(const Tile& op, const KernelArgs& args) {
 
 void repeat_cpu(const Repeat& op, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
-  std::vector<int64_t> counts = repeat_counts(op, args);
-  Shape shape = x.shape();
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
-  shape[op.axis] = total;
+  Shape shape;
+  std::vector<int64_t> counts = repeat_counts(op, args, &shape);
   NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
   if (out.size() == 0) return;
   int64_t o = 0;

@@ -1,6 +1,7 @@
 // Reference kernels of Join, ARange, Eye, Tile and Repeat: naive element loops (the test oracle).
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "hypatia/backends/shape_kernels_impl.h"
 #include "hypatia/ops/shape.h"
@@ -19,7 +20,7 @@ void copy_element(std::byte* dst, DType dst_dt, const std::byte* src, DType src_
   });
 }
 
-Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args) {
+Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args, DType* dtype) {
   const NDArray& first = *args.in[0];
   if (first.ndim() <= axis) fail<ValueError>(op, ": axis ", axis, " is out of range for input 0 ", first.describe());
   Shape shape = first.shape();
@@ -32,8 +33,17 @@ Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args)
       if (d != axis && x.shape(d) != first.shape(d))
         fail<ValueError>(op, ": all input dimensions except the concatenation axis must match: input ", k,
                          " has shape ", x.shape().str(), " but input 0 has shape ", first.shape().str());
-    shape[axis] += x.shape(axis);
+    // Views (broadcast ones have no memory behind them) can be long enough for the sum to wrap.
+    auto len = checked_add(shape[axis], x.shape(axis));
+    if (!len)
+      fail<ValueError>(op, ": the joined length along axis ", axis, " does not fit in int64 (input ", k, " has shape ",
+                       x.shape().str(), ")");
+    shape[axis] = *len;
   }
+  DType dt = first.dtype();
+  for (NDArray* x : args.in) dt = promote_types(dt, x->dtype());
+  check_shape_size(op, shape, dt);
+  *dtype = dt;
   return shape;
 }
 
@@ -45,12 +55,22 @@ Shape arange_run(const ARange& op, const KernelArgs& args) {
     const int64_t start = read_int_scalar(a, op.name(), "start"), stop = read_int_scalar(b, op.name(), "stop"),
                   step = read_int_scalar(c, op.name(), "step");
     if (step == 0) fail<ValueError>(op.name(), ": step must not be zero");
-    const int64_t span = stop - start;
-    n = step > 0 ? (span > 0 ? (span + step - 1) / step : 0) : (span < 0 ? (-span + (-step) - 1) / (-step) : 0);
+    // In 128 bits: stop - start and the length (up to 2**64 - 1) overflow int64 at the extremes.
+    const __int128 span = static_cast<__int128>(stop) - start, s = step;
+    const __int128 len = s > 0 ? (span > 0 ? (span - 1) / s + 1 : 0) : (span < 0 ? (-span - 1) / -s + 1 : 0);
+    if (len > std::numeric_limits<int64_t>::max())
+      fail<ValueError>(op.name(), ": the range from ", start, " to ", stop, " by ", step,
+                       " has more elements than int64 holds");
+    n = static_cast<int64_t>(len);
+    check_shape_size(op.name(), Shape{n}, op.dtype);
     NDArray& out = prepare_output(*args.out[0], Shape{n}, op.dtype);
     dispatch_dtype(op.dtype, [&](auto t) {
       using T = decltype(t);
-      for (int64_t i = 0; i < n; ++i) out.data<T>()[i] = static_cast<T>(start + i * step);
+      // Each value lies between start and stop, but i * step alone may not fit: modular arithmetic
+      // in uint64 gives the exact value.
+      for (int64_t i = 0; i < n; ++i)
+        out.data<T>()[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(start) +
+                                                               static_cast<uint64_t>(i) * static_cast<uint64_t>(step)));
     });
     return out.shape();
   }
@@ -58,7 +78,12 @@ Shape arange_run(const ARange& op, const KernelArgs& args) {
   if (step == 0) fail<ValueError>(op.name(), ": step must not be zero");
   const double len = std::ceil((stop - start) / step);
   if (!std::isfinite(len)) fail<ValueError>(op.name(), ": the length of the range is not finite");
+  // 2**63 and beyond do not convert to int64.
+  if (len >= 9223372036854775808.0)
+    fail<ValueError>(op.name(), ": the range from ", start, " to ", stop, " by ", step, " has ", len,
+                     " elements, more than int64 holds");
   n = len > 0 ? static_cast<int64_t>(len) : 0;
+  check_shape_size(op.name(), Shape{n}, op.dtype);
   NDArray& out = prepare_output(*args.out[0], Shape{n}, op.dtype);
   dispatch_dtype(op.dtype, [&](auto t) {
     using T = decltype(t);
@@ -67,7 +92,7 @@ Shape arange_run(const ARange& op, const KernelArgs& args) {
   return out.shape();
 }
 
-std::vector<int64_t> repeat_counts(const Repeat& op, const KernelArgs& args) {
+std::vector<int64_t> repeat_counts(const Repeat& op, const KernelArgs& args, Shape* out_shape) {
   const NDArray &x = *args.in[0], &r = *args.in[1];
   if (x.ndim() <= op.axis) fail<ValueError>(op.name(), ": axis ", op.axis, " is out of range for ", x.describe());
   const int64_t n = x.shape(op.axis);
@@ -80,9 +105,37 @@ std::vector<int64_t> repeat_counts(const Repeat& op, const KernelArgs& args) {
       fail<ValueError>(op.name(), ": repeats has ", counts.size(), " entries but axis ", op.axis,
                        " of the input has length ", n, " (", x.describe(), ")");
   }
-  for (int64_t c : counts)
+  int64_t total = 0;
+  for (int64_t c : counts) {
     if (c < 0) fail<ValueError>(op.name(), ": repeats must be non-negative, got ", c);
+    auto t = checked_add(total, c);
+    if (!t)
+      fail<ValueError>(op.name(), ": the repeated length along axis ", op.axis, " does not fit in int64 (input ",
+                       x.describe(), ")");
+    total = *t;
+  }
+  Shape shape = x.shape();
+  shape[op.axis] = total;
+  check_shape_size(op.name(), shape, x.dtype());
+  *out_shape = shape;
   return counts;
+}
+
+Shape tile_output_shape(const Tile& op, const NDArray& x, int* off) {
+  const int nd = static_cast<int>(op.reps.size());
+  if (x.ndim() > nd) fail<ValueError>(op.name(), ": the input ", x.describe(), " has more dimensions than reps");
+  *off = nd - x.ndim();
+  Shape shape;
+  for (int i = 0; i < nd; ++i) {
+    const int64_t len = i < *off ? 1 : x.shape(i - *off);
+    auto d = checked_mul(op.reps[i], len);
+    if (!d)
+      fail<ValueError>(op.name(), ": ", op.reps[i], " repetitions of length ", len, " along axis ", i,
+                       " do not fit in int64 (input ", x.describe(), ")");
+    shape.push_back(*d);
+  }
+  check_shape_size(op.name(), shape, x.dtype());
+  return shape;
 }
 
 }  // namespace kernel_util
@@ -91,9 +144,8 @@ namespace {
 using namespace kernel_util;
 
 void join_ref(const Join& op, const KernelArgs& args) {
-  Shape shape = join_output_shape(op.name(), op.axis, args);
-  DType dt = args.in[0]->dtype();
-  for (NDArray* x : args.in) dt = promote_types(dt, x->dtype());
+  DType dt;
+  Shape shape = join_output_shape(op.name(), op.axis, args, &dt);
   NDArray& out = prepare_output(*args.out[0], shape, dt);
   int64_t off = 0;
   for (NDArray* xp : args.in) {
@@ -115,28 +167,23 @@ void eye_kernel(const Eye& op, const KernelArgs& args) {
   const int64_t n = read_int_scalar(*args.in[0], op.name(), "n"), m = read_int_scalar(*args.in[1], op.name(), "m"),
                 k = read_int_scalar(*args.in[2], op.name(), "k");
   if (n < 0 || m < 0) fail<ValueError>(op.name(), ": negative dimensions are not allowed (n=", n, ", m=", m, ")");
+  check_shape_size(op.name(), Shape{n, m}, op.dtype);
   NDArray& out = prepare_output(*args.out[0], Shape{n, m}, op.dtype);
   out.fill(0);
+  // The diagonal misses the matrix unless -n < k < m; then i + k cannot overflow (n + m fits, as
+  // n * m does).
+  if (out.size() == 0 || k >= m || k <= -n) return;
   dispatch_dtype(op.dtype, [&](auto t) {
     using T = decltype(t);
-    for (int64_t i = 0; i < n; ++i)
-      if (i + k >= 0 && i + k < m) out.data<T>()[i * m + i + k] = static_cast<T>(1);
+    for (int64_t i = std::max<int64_t>(0, -k); i < n && i + k < m; ++i)
+      out.data<T>()[i * m + i + k] = static_cast<T>(1);
   });
-}
-
-Shape tile_shape(const Tile& op, const NDArray& x, int* off) {
-  const int nd = static_cast<int>(op.reps.size());
-  if (x.ndim() > nd) fail<ValueError>(op.name(), ": the input ", x.describe(), " has more dimensions than reps");
-  *off = nd - x.ndim();
-  Shape shape;
-  for (int i = 0; i < nd; ++i) shape.push_back(op.reps[i] * (i < *off ? 1 : x.shape(i - *off)));
-  return shape;
 }
 
 void tile_ref(const Tile& op, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
   int off = 0;
-  Shape shape = tile_shape(op, x, &off);
+  Shape shape = tile_output_shape(op, x, &off);
   NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
   const size_t isz = x.itemsize();
   for_each_index(shape, [&](const int64_t* idx) {
@@ -148,13 +195,15 @@ void tile_ref(const Tile& op, const KernelArgs& args) {
 
 void repeat_ref(const Repeat& op, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
-  std::vector<int64_t> counts = repeat_counts(op, args);
+  Shape shape;
+  std::vector<int64_t> counts = repeat_counts(op, args, &shape);
+  // The output first: a length the machine cannot hold fails there, not while building src.
+  NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
+  if (out.size() == 0) return;
   std::vector<int64_t> src;
+  src.reserve(static_cast<size_t>(shape[op.axis]));
   for (size_t j = 0; j < counts.size(); ++j)
     for (int64_t c = 0; c < counts[j]; ++c) src.push_back(static_cast<int64_t>(j));
-  Shape shape = x.shape();
-  shape[op.axis] = static_cast<int64_t>(src.size());
-  NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
   const size_t isz = x.itemsize();
   for_each_index(shape, [&](const int64_t* idx) {
     std::array<int64_t, kMaxNdim> s{};

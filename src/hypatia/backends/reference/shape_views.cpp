@@ -12,21 +12,16 @@ namespace kernel_util {
 int64_t read_int_scalar(const NDArray& a, const std::string& op, const char* role) {
   if (a.ndim() != 0 || !(is_integer(a.dtype()) || is_bool(a.dtype())))
     fail<ValueError>(op, ": ", role, " must be a 0-d integer array, got ", a.describe());
-  return dispatch_dtype(a.dtype(), [&](auto t) -> int64_t {
-    using T = decltype(t);
-    return static_cast<int64_t>(*a.data<T>());
-  });
+  // Exact, and a uint64 past INT64_MAX saturates (a wrapped negative value would be a different
+  // index or a negative length).
+  return a.get_flat_int(0);
 }
 
 std::vector<int64_t> read_int_vector(const NDArray& a, const std::string& op, const char* role) {
   if (a.ndim() != 1 || !(is_integer(a.dtype()) || is_bool(a.dtype())))
     fail<ValueError>(op, ": ", role, " must be an integer vector, got ", a.describe());
   std::vector<int64_t> r(a.shape(0));
-  dispatch_dtype(a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    for (int64_t i = 0; i < a.shape(0); ++i)
-      r[i] = static_cast<int64_t>(*reinterpret_cast<const T*>(a.raw() + i * a.strides()[0]));
-  });
+  for (int64_t i = 0; i < a.shape(0); ++i) r[i] = a.get_flat_int(i);
   return r;
 }
 
@@ -101,6 +96,8 @@ struct AllocKernel final : Kernel {
       if (s < 0) fail<ValueError>("Alloc: shape entry ", i, " is negative (", s, ")");
       shape.push_back(s);
     }
+    // Before any broadcast or allocation: a product past int64 would wrap to a small buffer.
+    check_shape_size("Alloc", shape, v.dtype());
     if (v.ndim() > nd)
       fail<ValueError>("Alloc: the value ", v.describe(), " has more dimensions than the shape ", shape.str());
     const int off = nd - v.ndim();
@@ -166,7 +163,6 @@ void reshape_kernel(const Reshape& op, const KernelArgs& args) {
     fail<ValueError>(op.name(), ": the shape has ", req.size(), " entries, expected ", op.ndim);
   Shape shape;
   int unknown = -1;
-  int64_t known = 1;
   for (int i = 0; i < op.ndim; ++i) {
     if (req[i] == -1) {
       if (unknown >= 0) fail<ValueError>(op.name(), ": can only specify one unknown dimension (-1)");
@@ -175,16 +171,25 @@ void reshape_kernel(const Reshape& op, const KernelArgs& args) {
       continue;
     }
     if (req[i] < 0) fail<ValueError>(op.name(), ": invalid shape entry ", req[i]);
-    known *= req[i];
     shape.push_back(req[i]);
   }
-  auto mismatch = [&] {
+  auto req_str = [&] {
     std::ostringstream s;
     s << "(";
     for (size_t i = 0; i < req.size(); ++i) s << (i ? ", " : "") << req[i];
     s << (req.size() == 1 ? ",)" : ")");
+    return s.str();
+  };
+  // A product past int64 would wrap (an empty array reshaped to (2**32, 2**32) would pass as 0).
+  const auto checked = checked_shape_size(shape, x.itemsize());
+  if (!checked)
+    fail<ValueError>(op.name(), ": cannot reshape ", x.describe(), " into shape ", req_str(),
+                     ": an array of that shape and dtype ", dtype_name(x.dtype()),
+                     " is too big (its size in bytes does not fit in int64)");
+  const int64_t known = *checked;
+  auto mismatch = [&] {
     fail<ValueError>(op.name(), ": cannot reshape an array of size ", x.size(), " (", x.describe(), ") into shape ",
-                     s.str());
+                     req_str());
   };
   if (unknown >= 0) {
     if (known == 0 || x.size() % known != 0) mismatch();
@@ -214,7 +219,12 @@ void split_kernel(const Split& op, const KernelArgs& args) {
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) fail<ValueError>(op.name(), ": split sizes must be non-negative, got ", s);
-    total += s;
+    // A wrapped sum could equal the axis length and give views past the end of the buffer.
+    auto t = checked_add(total, s);
+    if (!t)
+      fail<ValueError>(op.name(), ": the split sizes sum past int64 but axis ", op.axis, " of the input has length ",
+                       x.shape(op.axis), " (", x.describe(), ")");
+    total = *t;
   }
   if (total != x.shape(op.axis))
     fail<ValueError>(op.name(), ": the split sizes sum to ", total, " but axis ", op.axis, " of the input has length ",

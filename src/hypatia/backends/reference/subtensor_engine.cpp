@@ -21,16 +21,11 @@ bool has_arrays(const IndexSpec& spec) {
   return false;
 }
 
-// Python's slice.indices(n) followed by the view.
+// Python's slice.indices(n) followed by the view (any int64 bounds and step, without overflow).
 NDArray apply_slice(const NDArray& p, int ax, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
-  const int64_t n = p.shape(ax);
-  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
-  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
-    if (!v) return dflt;
-    int64_t x = *v < 0 ? *v + n : *v;
-    return x < lower ? lower : (x > upper ? upper : x);
-  };
-  return p.slice(ax, clamp(start, step > 0 ? 0 : n - 1), clamp(stop, step > 0 ? n : -1), step);
+  int64_t first = 0, end = 0;
+  slice_indices(p.shape(ax), start, stop, step, &first, &end);
+  return p.slice(ax, first, end, step);
 }
 
 [[noreturn]] void out_of_bounds(const std::string& op, int64_t i, int axis, int64_t n) {
@@ -267,6 +262,9 @@ Resolved resolve(const std::string& op, const IndexSpec& spec, const NDArray& x,
                        shapes.str());
     }
   }
+  // The index arrays are materialized at the broadcast shape (int64), and the result has it too:
+  // broadcast views of index arrays can make it too big.
+  check_shape_size(op, b, DType::Int64);
   r.bshape = b;
   for (size_t j = 0; j < raw.size(); ++j) {
     NDArray a = raw[j].broadcast_to(b).astype(DType::Int64);
@@ -294,6 +292,7 @@ Resolved resolve(const std::string& op, const IndexSpec& spec, const NDArray& x,
   for (int d = 0; d < r.insert_pos; ++d) out.push_back(rest[d]);
   for (int d = 0; d < b.size(); ++d) out.push_back(b[d]);
   for (int d = r.insert_pos; d < rest.size(); ++d) out.push_back(rest[d]);
+  check_shape_size(op, out, x.dtype());
   r.result_shape = out;
   return r;
 }
