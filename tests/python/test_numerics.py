@@ -42,6 +42,11 @@ FUNCS = [
 
 def _ulp_error(got, exact, dtype):
     """|got - exact| in ulps of the correctly rounded result (exact: long double)."""
+    with np.errstate(all="ignore"):
+        return _ulp_error_quiet(got, exact, dtype)
+
+
+def _ulp_error_quiet(got, exact, dtype):
     cr = exact.astype(dtype)
     finite = np.isfinite(cr) & (cr != 0)
     e = np.zeros(got.shape)
@@ -73,7 +78,9 @@ def test_float64_within_one_ulp(name, build, ref, rng, mode):
     f = hypatia.function([x], build(x), mode=mode)
     xv = _samples(*rng, "float64")
     got = f(xv)
-    err = _ulp_error(got, ref(xv.astype(LD)), np.float64)
+    with np.errstate(all="ignore"):
+        exact = ref(xv.astype(LD))
+    err = _ulp_error(got, exact, np.float64)
     worst = int(np.argmax(err))
     # Below 1 ulp from the exact value means one of the two doubles around it.
     assert err[worst] < 1.0, f"{name}({xv[worst]!r}) = {got[worst]!r}: {err[worst]:.3f} ulp"
@@ -97,7 +104,9 @@ def test_float32_within_documented_bound(name, build, ref, rng):
     xv = _samples(lo, hi, "float32")
     xv = xv[np.isfinite(xv)]
     got = f(xv)
-    err = _ulp_error(got, ref(xv.astype(LD)), np.float32)
+    with np.errstate(all="ignore"):
+        exact = ref(xv.astype(LD))
+    err = _ulp_error(got, exact, np.float32)
     worst = int(np.argmax(err))
     assert err[worst] <= FLOAT32_BOUND[name], f"{name}({xv[worst]!r}) = {got[worst]!r}: {err[worst]:.3f} ulp"
 
@@ -133,7 +142,7 @@ def test_exact_points(dtype, mode):
     for build, xin, want in EXACT:
         f = hypatia.function([x], build(x), mode=mode)
         # Alone and among ordinary values (a SIMD vector and the padded tail).
-        for vals in ([xin], [0.3] * 9 + [xin] + [0.3] * 6):
+        for vals in ([xin], [0.3] * 8 + [xin] + [0.3] * 7):
             got = f(np.array(vals, dtype=dtype))[len(vals) // 2 if len(vals) > 1 else 0]
             assert got == want and np.signbit(got) == np.signbit(want), f"{build.__name__}({xin}) = {got!r}"
     for build, _, _ in EXACT:
