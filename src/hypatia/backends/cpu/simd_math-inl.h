@@ -80,29 +80,31 @@ HWY_INLINE hn::Vec<D> Lookup16(D d, const double* table, VI idx) {
   return hn::GatherIndex(d, table, idx);
 }
 
-/// 1 / x within about 2^-54 for x in [1, 2^60]: rcp14 and two Newton steps on AVX-512 (a
-/// division costs 16 cycles per vector there), a division elsewhere. Only ever corrected further.
-template <class D, class V>
+/// 1 / x for x in [1, 2^60] within 2^-28 (kSteps 1) or 2^-54 (kSteps 2): rcp14 and Newton steps
+/// on AVX-512 (a division costs 16 cycles per vector there), a division elsewhere. Only ever
+/// corrected further.
+template <int kSteps, class D, class V>
 HWY_INLINE V Recip(D d, V x) {
 #if HWY_TARGET <= HWY_AVX3
   if constexpr (sizeof(V) == 64) {
     const V one = hn::Set(d, 1.0);
     V r{_mm512_rcp14_pd(x.raw)};
-    r = hn::MulAdd(r, hn::NegMulAdd(x, r, one), r);
-    return hn::MulAdd(r, hn::NegMulAdd(x, r, one), r);
+    for (int i = 0; i < kSteps; ++i) r = hn::MulAdd(r, hn::NegMulAdd(x, r, one), r);
+    return r;
   }
 #endif
   return hn::Div(hn::Set(d, 1.0), x);
 }
 
 /// (nh + nl) / (dh + dl) rounded once: an approximate quotient corrected by its exact residual.
-template <class D, class V>
+/// With kSteps = 1 the quotient before the last rounding is within 2^-56 (adds at most 1/8 ulp).
+template <int kSteps = 2, class D, class V>
 HWY_INLINE V DivDD(D d, V nh, V nl, V dh, V dl) {
-  const V rcp = Recip(d, dh);
+  const V rcp = Recip<kSteps>(d, dh);
   const V q0 = hn::Mul(nh, rcp);
   const V p = hn::Mul(q0, dh);
   const V pe = TwoProdErr(d, q0, dh, p);
-  // nh - p is exact (Sterbenz: q0 is within 2^-50 of nh / dh).
+  // nh - p is exact (Sterbenz: q0 is within 2^-27 of nh / dh).
   const V rem = hn::Add(hn::Sub(hn::Sub(nh, p), pe), hn::NegMulAdd(q0, dl, nl));
   return hn::MulAdd(rem, rcp, q0);
 }
@@ -264,14 +266,15 @@ HWY_INLINE void LogCore(D d, V x, V xlo, V& hi, V& lo, hn::Mask<D> scaled = hn::
   const V ch = Lookup16(d, simd_tables::kLogCHi, idx);
   const V cl = Lookup16(d, simd_tables::kLogCLo, idx);
   // r = z / c - 1 = z invc - 1 exactly as rh + rl (z invc is within 3.2% of 1: Sterbenz).
+  // r = z / c - 1 = z invc - 1 = rh + pe exactly (rh exact by Sterbenz: z invc is within 3.2% of 1).
   const V p = hn::Mul(z, invc);
   const V pe = TwoProdErr(d, z, invc, p);
-  V rh, rl;
-  FastTwoSum(hn::Sub(p, one), pe, rh, rl);
-  // k ln2 + log c + rh, exactly as h + (we + he).
+  const V rh = hn::Sub(p, one);
+  // k ln2 + log c + rh, exactly as h + (we + he): |k ln2 + log c| exceeds every |rh| of its
+  // subinterval (or is 0), so Fast2Sum is exact.
   V w, we, h, he;
   FastTwoSum(hn::Mul(kd, hn::Set(d, kLn2Hi)), ch, w, we);
-  TwoSum(w, rh, h, he);
+  FastTwoSum(w, rh, h, he);
   // log1p(r) - r = r^2 (-1/2 + r P(r)), P of degree 7 on [-0.0286, 0.0313] (2^-66 absolute).
   const V r2 = hn::Mul(rh, rh);
   const V r4 = hn::Mul(r2, r2);
@@ -281,7 +284,8 @@ HWY_INLINE void LogCore(D d, V x, V xlo, V& hi, V& lo, hn::Mask<D> scaled = hn::
   const V p67 = hn::MulAdd(hn::Set(d, -0x1.964f27795fc05p-4), rh, hn::Set(d, 0x1.c7c286b03c17ap-4));
   const V pp = hn::MulAdd(hn::MulAdd(p67, r2, p45), r4, hn::MulAdd(p23, r2, p01));
   const V poly = hn::Mul(r2, hn::MulAdd(rh, pp, hn::Set(d, -0.5)));
-  V l = hn::Add(hn::Add(we, he), hn::Add(rl, cl));
+  // pe enters log1p as pe / (1 + r) ~ pe (1 - r).
+  V l = hn::Add(hn::Add(we, he), hn::Add(hn::NegMulAdd(pe, rh, pe), cl));
   l = hn::MulAdd(kd, hn::Set(d, kLn2Lo), l);
   if constexpr (kLo) {
     // log(x + xlo) - log(x) = t - t^2 / 2 with t = xlo / x, and 1 / x = invc 2^-k / (1 + r)
@@ -453,16 +457,19 @@ HWY_INLINE V Tanh(D d, V x) {
   V nh, nl, dh, dl;
   FastTwoSum(h, hn::Neg(one), nh, nl);
   FastTwoSum(h, one, dh, dl);
-  const V q = DivDD(d, nh, hn::Add(nl, l), dh, hn::Add(dl, l));
+  const V q = DivDD<1>(d, nh, hn::Add(nl, l), dh, hn::Add(dl, l));
   V r = hn::CopySignToAbs(q, x);
-  // |x| < 2^-7: x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835))), 2^-70 relative.
-  const V x2 = hn::Mul(x, x);
-  V pz = hn::MulAdd(hn::Set(d, 0x1.664f4882c10fap-6), x2, hn::Set(d, -0x1.ba1ba1ba1ba1cp-5));
-  pz = hn::MulAdd(pz, x2, hn::Set(d, 0x1.1111111111111p-3));
-  pz = hn::MulAdd(pz, x2, hn::Set(d, -0x1.5555555555555p-2));
-  const V small = hn::MulAdd(hn::Mul(x2, x), pz, x);
-  r = hn::IfThenElse(hn::Lt(ax, hn::Set(d, 0x1p-7)), small, r);
-  return hn::IfThenElse(hn::Or(hn::Lt(ax, hn::Set(d, 0x1p-27)), hn::IsNaN(x)), x, r);
+  const auto small = hn::Lt(ax, hn::Set(d, 0x1p-7));
+  if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Or(small, hn::IsNaN(x))))) {
+    // |x| < 2^-7: x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835))), 2^-70 relative.
+    const V x2 = hn::Mul(x, x);
+    V pz = hn::MulAdd(hn::Set(d, 0x1.664f4882c10fap-6), x2, hn::Set(d, -0x1.ba1ba1ba1ba1cp-5));
+    pz = hn::MulAdd(pz, x2, hn::Set(d, 0x1.1111111111111p-3));
+    pz = hn::MulAdd(pz, x2, hn::Set(d, -0x1.5555555555555p-2));
+    r = hn::IfThenElse(small, hn::MulAdd(hn::Mul(x2, x), pz, x), r);
+    r = hn::IfThenElse(hn::Or(hn::Lt(ax, hn::Set(d, 0x1p-27)), hn::IsNaN(x)), x, r);
+  }
+  return r;
 }
 
 /// 1 / (1 + exp(-x)) from e = exp(-|x|) as a double-double: 1 / (1 + e) or e / (1 + e), divided
