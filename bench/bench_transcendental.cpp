@@ -2,6 +2,7 @@
 // and on AVX2 (the other machines' target), against a scalar C library loop; numpy's times for the
 // same functions through compiled functions are bench/python/bench_transcendental.py.
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -100,8 +101,11 @@ BENCHMARK(BM_f64_libm)->Apply(args_libm)->Unit(benchmark::kMicrosecond)->UseReal
 int main(int argc, char** argv) {
   std::vector<hypatia::bench::Ratio> ratios;
   for (int fn = 0; fn < 7; ++fn) {
-    const std::string a = "/" + std::to_string(fn) + "/100000";
-    ratios.push_back({"BM_f64_simd" + a + "/0/real_time", "BM_f64_libm" + a + "/real_time"});
+    // snprintf: GCC 12 warns (-Wrestrict, a false positive) on string concatenation here.
+    char simd[64], libm[64];
+    std::snprintf(simd, sizeof simd, "BM_f64_simd/%d/100000/0/real_time", fn);
+    std::snprintf(libm, sizeof libm, "BM_f64_libm/%d/100000/real_time", fn);
+    ratios.push_back({simd, libm});
   }
   return hypatia::bench::run_with_ratios(argc, argv, ratios);
 }

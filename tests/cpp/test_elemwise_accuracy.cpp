@@ -39,7 +39,7 @@ struct MathFn {
   const char* name;
   ScalarOpKind kind;
   long double (*ref)(long double);
-  double lo, hi;  // the random range
+  double lo, hi;          // the random range
   bool f64_only = false;  // float32 keeps the C library's function (no SIMD loop)
 };
 
@@ -88,10 +88,9 @@ std::vector<T> sample_points(const MathFn& f, int n, uint64_t seed) {
     }
     v.push_back(x);
   }
-  const double specials[] = {0.0,     -0.0,   1.0,    -1.0,    0.5,     -0.5,   2.0,     kInf,    -kInf,
-                             kNaN,    1e-310, -1e-310, 5e-324, 0x1p-1022, 1e-30, -1e-30, 1e-8,   -1e-8,
-                             0x1p-7,  0x1p-27, 19.1,   -19.1,   88.7,    -87.3,  -103.9,  709.78, 709.79,
-                             -708.4,  -745.13, -745.14, -690.5, 40.5,    -36.9,  3.141592653589793,
+  const double specials[] = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, kInf, -kInf, kNaN, 1e-310, -1e-310, 5e-324,
+                             0x1p-1022, 1e-30, -1e-30, 1e-8, -1e-8, 0x1p-7, 0x1p-27, 19.1, -19.1, 88.7, -87.3, -103.9,
+                             709.78, 709.79, -708.4, -745.13, -745.14, -690.5, 40.5, -36.9, 3.141592653589793,
                              1.5707963267948966, 0.7853981633974483, 39000.5, 0x1p19, -0x1.fffffffffffffp18,
                              // The double closest to a multiple of pi/2 (Muller's worst case).
                              6381956970095103.0 * 0x1p797, 1e300, -1e22, 3.4e38, 1e308};
@@ -190,30 +189,32 @@ TEST(ElemwiseAccuracy, ExactPointsOnEveryTarget) {
     double x, want;
   };
   const Point points[] = {
-      {ScalarOpKind::Cos, 0.0, 1.0},        {ScalarOpKind::Cos, -0.0, 1.0},       {ScalarOpKind::Sin, 0.0, 0.0},
-      {ScalarOpKind::Sin, -0.0, -0.0},      {ScalarOpKind::Sin, 1e-310, 1e-310},  {ScalarOpKind::Exp, 0.0, 1.0},
-      {ScalarOpKind::Exp, -0.0, 1.0},       {ScalarOpKind::Exp, -kInf, 0.0},      {ScalarOpKind::Exp, kInf, kInf},
-      {ScalarOpKind::Exp, 710.0, kInf},     {ScalarOpKind::Exp, -746.0, 0.0},     {ScalarOpKind::Log, 1.0, 0.0},
-      {ScalarOpKind::Log, 0.0, -kInf},      {ScalarOpKind::Log, -0.0, -kInf},     {ScalarOpKind::Log, kInf, kInf},
-      {ScalarOpKind::Tanh, 0.0, 0.0},       {ScalarOpKind::Tanh, -0.0, -0.0},     {ScalarOpKind::Tanh, kInf, 1.0},
-      {ScalarOpKind::Tanh, -kInf, -1.0},    {ScalarOpKind::Tanh, 30.0, 1.0},      {ScalarOpKind::Expm1, 0.0, 0.0},
-      {ScalarOpKind::Expm1, -0.0, -0.0},    {ScalarOpKind::Expm1, -kInf, -1.0},   {ScalarOpKind::Expm1, kInf, kInf},
-      {ScalarOpKind::Log1p, 0.0, 0.0},      {ScalarOpKind::Log1p, -0.0, -0.0},    {ScalarOpKind::Log1p, -1.0, -kInf},
-      {ScalarOpKind::Sigmoid, 0.0, 0.5},    {ScalarOpKind::Sigmoid, -0.0, 0.5},   {ScalarOpKind::Sigmoid, kInf, 1.0},
-      {ScalarOpKind::Sigmoid, -kInf, 0.0},  {ScalarOpKind::Softplus, -kInf, 0.0}, {ScalarOpKind::Softplus, kInf, kInf},
-      {ScalarOpKind::Sqrt, 4.0, 2.0},       {ScalarOpKind::Sqrt, -0.0, -0.0},     {ScalarOpKind::Sqrt, kInf, kInf},
+      {ScalarOpKind::Cos, 0.0, 1.0},       {ScalarOpKind::Cos, -0.0, 1.0},       {ScalarOpKind::Sin, 0.0, 0.0},
+      {ScalarOpKind::Sin, -0.0, -0.0},     {ScalarOpKind::Sin, 1e-310, 1e-310},  {ScalarOpKind::Exp, 0.0, 1.0},
+      {ScalarOpKind::Exp, -0.0, 1.0},      {ScalarOpKind::Exp, -kInf, 0.0},      {ScalarOpKind::Exp, kInf, kInf},
+      {ScalarOpKind::Exp, 710.0, kInf},    {ScalarOpKind::Exp, -746.0, 0.0},     {ScalarOpKind::Log, 1.0, 0.0},
+      {ScalarOpKind::Log, 0.0, -kInf},     {ScalarOpKind::Log, -0.0, -kInf},     {ScalarOpKind::Log, kInf, kInf},
+      {ScalarOpKind::Tanh, 0.0, 0.0},      {ScalarOpKind::Tanh, -0.0, -0.0},     {ScalarOpKind::Tanh, kInf, 1.0},
+      {ScalarOpKind::Tanh, -kInf, -1.0},   {ScalarOpKind::Tanh, 30.0, 1.0},      {ScalarOpKind::Expm1, 0.0, 0.0},
+      {ScalarOpKind::Expm1, -0.0, -0.0},   {ScalarOpKind::Expm1, -kInf, -1.0},   {ScalarOpKind::Expm1, kInf, kInf},
+      {ScalarOpKind::Log1p, 0.0, 0.0},     {ScalarOpKind::Log1p, -0.0, -0.0},    {ScalarOpKind::Log1p, -1.0, -kInf},
+      {ScalarOpKind::Sigmoid, 0.0, 0.5},   {ScalarOpKind::Sigmoid, -0.0, 0.5},   {ScalarOpKind::Sigmoid, kInf, 1.0},
+      {ScalarOpKind::Sigmoid, -kInf, 0.0}, {ScalarOpKind::Softplus, -kInf, 0.0}, {ScalarOpKind::Softplus, kInf, kInf},
+      {ScalarOpKind::Sqrt, 4.0, 2.0},      {ScalarOpKind::Sqrt, -0.0, -0.0},     {ScalarOpKind::Sqrt, kInf, kInf},
   };
   const Point points64[] = {
-      {ScalarOpKind::Log10, 1.0, 0.0},      {ScalarOpKind::Log10, 1000.0, 3.0},   {ScalarOpKind::Log10, 0.0, -kInf},
-      {ScalarOpKind::Log2, 1.0, 0.0},       {ScalarOpKind::Log2, 0x1p-1074, -1074.0}, {ScalarOpKind::Log2, 0x1p1000, 1000.0},
-      {ScalarOpKind::Sinh, 0.0, 0.0},       {ScalarOpKind::Sinh, -0.0, -0.0},     {ScalarOpKind::Sinh, kInf, kInf},
-      {ScalarOpKind::Sinh, -kInf, -kInf},   {ScalarOpKind::Sinh, 711.0, kInf},    {ScalarOpKind::Cosh, 0.0, 1.0},
-      {ScalarOpKind::Cosh, -0.0, 1.0},      {ScalarOpKind::Cosh, -kInf, kInf},    {ScalarOpKind::ArcCosh, 1.0, 0.0},
-      {ScalarOpKind::ArcCosh, kInf, kInf},
+      {ScalarOpKind::Log10, 1.0, 0.0},          {ScalarOpKind::Log10, 1000.0, 3.0},
+      {ScalarOpKind::Log10, 0.0, -kInf},        {ScalarOpKind::Log2, 1.0, 0.0},
+      {ScalarOpKind::Log2, 0x1p-1074, -1074.0}, {ScalarOpKind::Log2, 0x1p1000, 1000.0},
+      {ScalarOpKind::Sinh, 0.0, 0.0},           {ScalarOpKind::Sinh, -0.0, -0.0},
+      {ScalarOpKind::Sinh, kInf, kInf},         {ScalarOpKind::Sinh, -kInf, -kInf},
+      {ScalarOpKind::Sinh, 711.0, kInf},        {ScalarOpKind::Cosh, 0.0, 1.0},
+      {ScalarOpKind::Cosh, -0.0, 1.0},          {ScalarOpKind::Cosh, -kInf, kInf},
+      {ScalarOpKind::ArcCosh, 1.0, 0.0},        {ScalarOpKind::ArcCosh, kInf, kInf},
   };
-  const ScalarOpKind all[] = {ScalarOpKind::Exp,     ScalarOpKind::Expm1,    ScalarOpKind::Log, ScalarOpKind::Log1p,
-                              ScalarOpKind::Tanh,    ScalarOpKind::Sigmoid,  ScalarOpKind::Softplus,
-                              ScalarOpKind::Sin,     ScalarOpKind::Cos,      ScalarOpKind::Sqrt};
+  const ScalarOpKind all[] = {ScalarOpKind::Exp,  ScalarOpKind::Expm1,   ScalarOpKind::Log,      ScalarOpKind::Log1p,
+                              ScalarOpKind::Tanh, ScalarOpKind::Sigmoid, ScalarOpKind::Softplus, ScalarOpKind::Sin,
+                              ScalarOpKind::Cos,  ScalarOpKind::Sqrt};
   for (int64_t target : simd_targets()) {
     simd_force_target(target);
     for (DType dt : testing::kFloatTypes) {
@@ -233,8 +234,8 @@ TEST(ElemwiseAccuracy, ExactPointsOnEveryTarget) {
           }
           const double want = dt == DType::Float64 ? p.want : static_cast<float>(p.want);
           EXPECT_TRUE(got == want && std::signbit(got) == std::signbit(want))
-              << simd_target_name(target) << " " << dtype_name(dt) << " kind " << static_cast<int>(p.k) << "("
-              << p.x << ") = " << got << ", want " << want;
+              << simd_target_name(target) << " " << dtype_name(dt) << " kind " << static_cast<int>(p.k) << "(" << p.x
+              << ") = " << got << ", want " << want;
         }
       }
       if (dt == DType::Float64) {
@@ -298,8 +299,8 @@ TEST(ElemwiseAccuracy, FloorCosCeilIsOneThroughFunctions) {
 /// and neighbours that take the special paths (huge sin arguments, exp overflow), give the same bits.
 TEST(ElemwiseAccuracy, SameBitsWhateverTheLayoutAndNeighbours) {
   using Build = Var (*)(Var);
-  const std::pair<const char*, Build> ops[] = {{"exp", exp},   {"log", log},       {"tanh", tanh},
-                                               {"sin", sin},   {"cos", cos},       {"sigmoid", sigmoid},
+  const std::pair<const char*, Build> ops[] = {{"exp", exp},           {"log", log},     {"tanh", tanh},
+                                               {"sin", sin},           {"cos", cos},     {"sigmoid", sigmoid},
                                                {"softplus", softplus}, {"expm1", expm1}, {"log1p", log1p}};
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(-30, 30);

@@ -14,8 +14,6 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
-#include "hypatia/backends/cpu/simd_math-inl.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,6 +22,7 @@
 #include <utility>
 
 #include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/backends/cpu/simd_math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hypatia {
@@ -38,20 +37,14 @@ struct Limits {
   static constexpr T trig_max = T(39000);
 };
 
+/// float32 exp by Highway's Exp with numpy's results outside its range (the lanes ExpF32Core
+/// leaves: subnormal results, overflow, NaN). float64 has f64math::Exp.
 template <class D, class V>
 HWY_INLINE V ExpFixed(D d, V x) {
   using T = hn::TFromD<D>;
   const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
   const V xc = hn::Min(hn::Max(x, hn::Set(d, Limits<T>::exp_lo)), hn::Set(d, T(Limits<T>::exp_hi)));
   V r = hn::Exp(d, xc);
-  if constexpr (sizeof(T) == 8) {
-    // Highway's float64 Exp is valid up to 706 only: exp(x) = exp(x / 2)^2 above 700.
-    const auto big = hn::Gt(xc, hn::Set(d, T(700)));
-    if (!hn::AllFalse(d, big)) {
-      const V h = hn::Exp(d, hn::Mul(xc, hn::Set(d, T(0.5))));
-      r = hn::IfThenElse(big, hn::Mul(h, h), r);
-    }
-  }
   r = hn::IfThenElse(hn::Gt(x, hn::Set(d, Limits<T>::exp_hi)), inf, r);
   r = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, Limits<T>::exp_lo)), r);
   return hn::IfThenElse(hn::IsNaN(x), x, r);
@@ -183,16 +176,7 @@ HWY_INLINE V TanhF32(D d, V x) {
                         r);
 }
 
-template <class D, class V>
-HWY_INLINE V TanhFixed(D d, V x) {
-  using T = hn::TFromD<D>;
-  if constexpr (sizeof(T) == 4) return TanhF32(d, x);
-  // tanh saturates to +-1 well before |x| = 20; clamping keeps inf out of the polynomial.
-  const V xc = hn::Min(hn::Max(x, hn::Set(d, T(-20))), hn::Set(d, T(20)));
-  return hn::IfThenElse(hn::IsNaN(x), x, hn::Tanh(d, xc));
-}
-
-/// 1 / (1 + exp(-x)) as exp(-|x|) based forms that never overflow.
+/// float32 1 / (1 + exp(-x)) as exp(-|x|) based forms that never overflow.
 template <class D, class V>
 HWY_INLINE V SigmoidV(D d, V x) {
   using T = hn::TFromD<D>;
@@ -203,7 +187,7 @@ HWY_INLINE V SigmoidV(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
-/// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
+/// float32 log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
 template <class D, class V>
 HWY_INLINE V SoftplusV(D d, V x) {
   const V e = ExpFast(d, hn::Neg(hn::Abs(x)));
@@ -261,7 +245,7 @@ HWY_INLINE V ApplyUnary(D d, V x) {
   else if constexpr (K == ScalarOpKind::Log1p)
     return Log1pFixed(d, x);
   else if constexpr (K == ScalarOpKind::Tanh)
-    return TanhFixed(d, x);
+    return TanhF32(d, x);
   else if constexpr (K == ScalarOpKind::Sigmoid)
     return SigmoidV(d, x);
   else if constexpr (K == ScalarOpKind::Softplus)
@@ -291,7 +275,6 @@ HWY_INLINE V ApplyAffine(D d, V x, const T* a) {
   if constexpr (Mode == 1) return hn::Add(hn::Add(x, hn::Set(d, a[0])), hn::Set(d, a[2]));
   return hn::Add(hn::Mul(hn::Add(x, hn::Set(d, a[0])), hn::Set(d, a[1])), hn::Set(d, a[2]));
 }
-
 
 /// out = post(K(pre(in))) (aff: pre then post, 3 values each; Pre / Post: the ApplyAffine mode
 /// of each).

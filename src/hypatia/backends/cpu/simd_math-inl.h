@@ -317,8 +317,8 @@ HWY_INLINE V Log(D d, V x) {
   V r = hn::Add(hi, lo);
   r = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Neg(inf), r);
   r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
-  return hn::IfThenElse(hn::Or(hn::Lt(x, hn::Zero(d)), hn::IsNaN(x)), hn::Set(d, std::numeric_limits<double>::quiet_NaN()),
-                        r);
+  return hn::IfThenElse(hn::Or(hn::Lt(x, hn::Zero(d)), hn::IsNaN(x)),
+                        hn::Set(d, std::numeric_limits<double>::quiet_NaN()), r);
 }
 
 /// log1p(x) = log(u + ue) with u + ue = 1 + x exactly: log1p(+-0) = +-0, log1p(-1) = -inf,
@@ -364,8 +364,8 @@ HWY_INLINE V LogScaled(D d, V x, double ch, double cl) {
   V r = hn::Add(p, hn::Add(pe, hn::MulAdd(lo, vch, hn::Mul(hi, hn::Set(d, cl)))));
   r = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Neg(inf), r);
   r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
-  return hn::IfThenElse(hn::Or(hn::Lt(x, hn::Zero(d)), hn::IsNaN(x)), hn::Set(d, std::numeric_limits<double>::quiet_NaN()),
-                        r);
+  return hn::IfThenElse(hn::Or(hn::Lt(x, hn::Zero(d)), hn::IsNaN(x)),
+                        hn::Set(d, std::numeric_limits<double>::quiet_NaN()), r);
 }
 
 /// sinh (kCosh false) or cosh: (E -+ 1/E) / 2 with E = exp(|x|) and 1/E = exp(-|x|) as
@@ -402,7 +402,8 @@ HWY_INLINE V SinhCosh(D d, V x) {
     ExpDD(d, hn::Min(hn::Sub(ax, hn::Set(d, 700.0)), hn::Set(d, 11.0)), bh, bl);
     const V ch = hn::Set(d, 0x1.d945df4f8ec8ep+944);
     const V p = hn::Mul(bh, ch);
-    const V corr = hn::Add(TwoProdErr(d, bh, ch, p), hn::MulAdd(bl, ch, hn::Mul(bh, hn::Set(d, 0x1.183392684a46ep+889))));
+    const V corr =
+        hn::Add(TwoProdErr(d, bh, ch, p), hn::MulAdd(bl, ch, hn::Mul(bh, hn::Set(d, 0x1.183392684a46ep+889))));
     V h = hn::Mul(hn::Add(p, corr), hn::Set(d, 0x1p64));
     if constexpr (!kCosh) h = hn::CopySign(h, x);
     r = hn::IfThenElse(big, h, r);

@@ -54,25 +54,28 @@ alignas(64) inline constexpr double kLogInvC[16] = {
     0x1.af74e9781af75p-1, 0x1.99db2d4eede8ap-1, 0x1.86510688c8f77p-1, 0x1.748e5ac1f3905p-1,
 };
 alignas(64) inline constexpr double kLogCHi[16] = {
-    -0x1.52a6cae96f7c0p-2, -0x1.2707ee8263a6cp-2, -0x1.fa6388a0173fbp-3, -0x1.aa00c1b2c285cp-3,
-    -0x1.5ca7daa12f628p-3, -0x1.12201dfafceeap-3, -0x1.946da634b7bcbp-4, -0x1.097cdb1d21e49p-4,
-    -0x1.06377b7021b32p-5, 0x0.0p+0,              0x1.e98c1dcf58d69p-5,  0x1.df4710cfa62b0p-4,
-    0x1.5e87d246cb804p-3,  0x1.c7b7b42b7fabdp-3,  0x1.15e1245e49638p-2,  0x1.45914b81cc83ap-2,
+    -0x1.52a6cae96f7c0p-2, -0x1.2707ee8263a6cp-2, -0x1.fa6388a0173fbp-3, -0x1.aa00c1b2c285cp-3, -0x1.5ca7daa12f628p-3,
+    -0x1.12201dfafceeap-3, -0x1.946da634b7bcbp-4, -0x1.097cdb1d21e49p-4, -0x1.06377b7021b32p-5, 0x0.0p+0,
+    0x1.e98c1dcf58d69p-5,  0x1.df4710cfa62b0p-4,  0x1.5e87d246cb804p-3,  0x1.c7b7b42b7fabdp-3,  0x1.15e1245e49638p-2,
+    0x1.45914b81cc83ap-2,
 };
 alignas(64) inline constexpr double kLogCLo[16] = {
-    -0x1.260c16e721502p-57, -0x1.6f6d5710310e2p-57, -0x1.0026247c86adcp-64, 0x1.38eb7f2d6040dp-60,
-    0x1.fe7b78be6469dp-58,  0x1.97d4a7bc4500dp-57,  -0x1.6be7f2333c095p-60, -0x1.3839a01e210d5p-59,
-    0x1.b874748b4f38ap-60,  0x0.0p+0,               -0x1.8554d8473bde3p-59, -0x1.49c01d37432dap-65,
-    -0x1.c47d6f81b882fp-57, 0x1.7dc27b09f536cp-57,  -0x1.4dc018bdeb7c2p-56, -0x1.9716049408191p-56,
+    -0x1.260c16e721502p-57, -0x1.6f6d5710310e2p-57,
+    -0x1.0026247c86adcp-64, 0x1.38eb7f2d6040dp-60,
+    0x1.fe7b78be6469dp-58,  0x1.97d4a7bc4500dp-57,
+    -0x1.6be7f2333c095p-60, -0x1.3839a01e210d5p-59,
+    0x1.b874748b4f38ap-60,  0x0.0p+0,
+    -0x1.8554d8473bde3p-59, -0x1.49c01d37432dap-65,
+    -0x1.c47d6f81b882fp-57, 0x1.7dc27b09f536cp-57,
+    -0x1.4dc018bdeb7c2p-56, -0x1.9716049408191p-56,
 };
 
 /// The bits of 2/pi after the binary point, 64 per word, most significant first (1280 bits).
 inline constexpr uint64_t kTwoOverPi[20] = {
-    0xa2f9836e4e441529ull, 0xfc2757d1f534ddc0ull, 0xdb6295993c439041ull, 0xfe5163abdebbc561ull,
-    0xb7246e3a424dd2e0ull, 0x06492eea09d1921cull, 0xfe1deb1cb129a73eull, 0xe88235f52ebb4484ull,
-    0xe99c7026b45f7e41ull, 0x3991d639835339f4ull, 0x9c845f8bbdf9283bull, 0x1ff897ffde05980full,
-    0xef2f118b5a0a6d1full, 0x6d367ecf27cb09b7ull, 0x4f463f669e5fea2dull, 0x7527bac7ebe5f17bull,
-    0x3d0739f78a5292eaull, 0x6bfb5fb11f8d5d08ull, 0x56033046fc7b6babull, 0xf0cfbc209af4361dull,
+    0xa2f9836e4e441529ull, 0xfc2757d1f534ddc0ull, 0xdb6295993c439041ull, 0xfe5163abdebbc561ull, 0xb7246e3a424dd2e0ull,
+    0x06492eea09d1921cull, 0xfe1deb1cb129a73eull, 0xe88235f52ebb4484ull, 0xe99c7026b45f7e41ull, 0x3991d639835339f4ull,
+    0x9c845f8bbdf9283bull, 0x1ff897ffde05980full, 0xef2f118b5a0a6d1full, 0x6d367ecf27cb09b7ull, 0x4f463f669e5fea2dull,
+    0x7527bac7ebe5f17bull, 0x3d0739f78a5292eaull, 0x6bfb5fb11f8d5d08ull, 0x56033046fc7b6babull, 0xf0cfbc209af4361dull,
 };
 
 /// Payne-Hanek: x = n pi/2 + (rh + rl) for a finite |x| >= 2^19, with |rh + rl| <= pi/4 (plus
@@ -100,7 +103,7 @@ inline int64_t reduce_pio2_large(double x, double& rh, double& rl) {
   q[2] = static_cast<uint64_t>(t);
   q[3] = static_cast<uint64_t>(t >> 64);
   const int s = i0 + 191 - e;  // in [190, 225]
-  auto bits_at = [&](int o) {    // (q >> o) mod 2^64
+  auto bits_at = [&](int o) {  // (q >> o) mod 2^64
     const int wi = o >> 6, sh = o & 63;
     const uint64_t lo = q[wi] >> sh;
     const uint64_t hi = (sh == 0 || wi + 1 > 3) ? 0 : q[wi + 1] << (64 - sh);
@@ -113,7 +116,8 @@ inline int64_t reduce_pio2_large(double x, double& rh, double& rl) {
   if (fh < 0) n += 1;
   // f 2^64 = fh + fl 2^-64 as four exact doubles of 32 bits each, summed into a double-double.
   const double parts[4] = {std::ldexp(static_cast<double>(fh >> 32), 32), static_cast<double>(fh & 0xffffffff),
-                           std::ldexp(static_cast<double>(fl >> 32), -32), std::ldexp(static_cast<double>(fl & 0xffffffff), -64)};
+                           std::ldexp(static_cast<double>(fl >> 32), -32),
+                           std::ldexp(static_cast<double>(fl & 0xffffffff), -64)};
   double sh = parts[0], sl = 0;
   for (int k = 1; k < 4; ++k) {
     const double a = sh + parts[k], bb = a - sh;
