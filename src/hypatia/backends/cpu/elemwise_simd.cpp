@@ -380,6 +380,33 @@ void unary_modes(int pre, int post, const T* x, T* y, size_t m, const T* aff, st
   table[pre * 3 + post](x, y, m, aff);
 }
 
+/// The float64 kernels of simd_math-inl.h are large: rather than nine affine variants each, they
+/// get two, no maps or both maps in full (an identity map (-0, 1, -0) leaves every value, -0 and NaN
+/// included, as it is), which keeps elemwise_simd.cpp's compile time in bounds.
+constexpr bool two_modes_only(ScalarOpKind k, size_t size) {
+  if (size != 8) return false;
+  switch (k) {
+    case ScalarOpKind::Exp:
+    case ScalarOpKind::Expm1:
+    case ScalarOpKind::Log:
+    case ScalarOpKind::Log1p:
+    case ScalarOpKind::Tanh:
+    case ScalarOpKind::Sigmoid:
+    case ScalarOpKind::Softplus:
+    case ScalarOpKind::Sin:
+    case ScalarOpKind::Cos:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <ScalarOpKind K, class T>
+void unary_two_modes(int pre, int post, const T* x, T* y, size_t m, const T* aff) {
+  if (pre == 0 && post == 0) return UnaryLoop<K, T, 0, 0>(x, y, m, aff);
+  UnaryLoop<K, T, 2, 2>(x, y, m, aff);
+}
+
 template <class T>
 void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* aff) {
   const T* x = static_cast<const T*>(in);
@@ -395,9 +422,12 @@ void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* 
   };
   const int pre = mode(aff), post = a.on ? mode(aff + 3) : 0;
   switch (k) {
-#define HYP_SIMD_UNARY(KIND) \
-  case ScalarOpKind::KIND:   \
-    return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v, std::make_index_sequence<9>());
+#define HYP_SIMD_UNARY(KIND)                                                  \
+  case ScalarOpKind::KIND:                                                    \
+    if constexpr (two_modes_only(ScalarOpKind::KIND, sizeof(T)))              \
+      return unary_two_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v); \
+    else                                                                      \
+      return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v, std::make_index_sequence<9>());
     HYP_SIMD_UNARY(Identity)
     HYP_SIMD_UNARY(Exp)
     HYP_SIMD_UNARY(Expm1)
@@ -416,8 +446,8 @@ void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* 
       break;
   }
   if constexpr (sizeof(T) == 8) {
-    // float64-only kernels (float32 keeps the C library's): no affine variants, since the fused
-    // programs fold nothing into them; the maps run as passes of their own, in the same order.
+    // float64-only kernels (float32 keeps the C library's): no affine variants; a map a fused
+    // program folds into them runs as a pass of its own over a buffer, in the same order.
     const bool has_aff = pre != 0 || post != 0;
     auto run = [&](auto kc) {
       constexpr ScalarOpKind K = decltype(kc)::value;
