@@ -1,23 +1,28 @@
 // Highway SIMD loops for float32/float64 elementwise ops, compiled for several x86 targets and
-// picked at run time (HWY_DYNAMIC_DISPATCH). The contrib math functions are only valid on part of
-// the real line; the fix-ups below give numpy's results outside it (inf, 0, NaN), and sin/cos fall
-// back to std:: for vectors holding |x| > 39000.
+// picked at run time (HWY_DYNAMIC_DISPATCH). float64 math is simd_math-inl.h (within 1 ulp of the
+// correctly rounded result). float32 uses Highway's contrib math, valid on part of the real line
+// only: the fix-ups below give numpy's results outside it (inf, 0, NaN), lane by lane, so that a
+// lane's result never depends on its neighbours (docs/NUMERICS.md has the measured errors).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "hypatia/backends/cpu/elemwise_simd.cpp"
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS HWY_SSSE3
 #endif
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/targets.h>
 // Must come after foreach_target.h.
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/backends/cpu/simd_math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hypatia {
@@ -32,20 +37,14 @@ struct Limits {
   static constexpr T trig_max = T(39000);
 };
 
+/// float32 exp by Highway's Exp with numpy's results outside its range (the lanes ExpF32Core
+/// leaves: subnormal results, overflow, NaN). float64 has f64math::Exp.
 template <class D, class V>
 HWY_INLINE V ExpFixed(D d, V x) {
   using T = hn::TFromD<D>;
   const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
   const V xc = hn::Min(hn::Max(x, hn::Set(d, Limits<T>::exp_lo)), hn::Set(d, T(Limits<T>::exp_hi)));
   V r = hn::Exp(d, xc);
-  if constexpr (sizeof(T) == 8) {
-    // Highway's float64 Exp is valid up to 706 only: exp(x) = exp(x / 2)^2 above 700.
-    const auto big = hn::Gt(xc, hn::Set(d, T(700)));
-    if (!hn::AllFalse(d, big)) {
-      const V h = hn::Exp(d, hn::Mul(xc, hn::Set(d, T(0.5))));
-      r = hn::IfThenElse(big, hn::Mul(h, h), r);
-    }
-  }
   r = hn::IfThenElse(hn::Gt(x, hn::Set(d, Limits<T>::exp_hi)), inf, r);
   r = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, Limits<T>::exp_lo)), r);
   return hn::IfThenElse(hn::IsNaN(x), x, r);
@@ -79,14 +78,19 @@ HWY_INLINE V ExpF32Core(D d, V x) {
   return hn::Mul(e, hn::BitCast(d, bits));
 }
 
-/// exp with a fast float32 path when every lane gives a normal result, else ExpFixed.
+/// exp: float64 from simd_math-inl.h; float32 by ExpF32Core where the result is normal, lanes
+/// beyond (and NaN) by ExpFixed, so that each lane's formula depends on its own input only.
 template <class D, class V>
 HWY_INLINE V ExpFast(D d, V x) {
   using T = hn::TFromD<D>;
-  if constexpr (sizeof(T) == 4) {
-    if (hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, 87.0f)))) return ExpF32Core(d, x);
+  if constexpr (sizeof(T) == 8) {
+    return f64math::Exp(d, x);
+  } else {
+    const auto in = hn::Le(hn::Abs(x), hn::Set(d, 87.0f));
+    const V r = ExpF32Core(d, hn::IfThenElseZero(in, x));
+    if (HWY_LIKELY(hn::AllTrue(d, in))) return r;
+    return hn::IfThenElse(in, r, ExpFixed(d, x));
   }
-  return ExpFixed(d, x);
 }
 
 template <class D, class V>
@@ -99,7 +103,8 @@ HWY_INLINE V Expm1Fixed(D d, V x) {
   const auto big = hn::Gt(x, hi);
   if (!hn::AllFalse(d, big)) r = hn::IfThenElse(big, ExpFixed(d, x), r);
   r = hn::IfThenElse(hn::Lt(x, lo), hn::Set(d, T(-1)), r);
-  return hn::IfThenElse(hn::IsNaN(x), x, r);
+  // NaN passes through; zeros keep their sign.
+  return hn::IfThenElse(hn::Or(hn::IsNaN(x), hn::Eq(x, hn::Zero(d))), x, r);
 }
 
 /// log for x > 0 including subnormals; log(0) = -inf, log(x < 0) = NaN, log(inf) = inf.
@@ -140,6 +145,7 @@ HWY_INLINE V Log1pFixed(D d, V x) {
   V r = hn::IfThenElse(hn::Lt(x, zero), neg, pos);
   r = hn::IfThenElse(hn::Eq(x, hn::Set(d, T(-1))), hn::Neg(inf), r);
   r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  r = hn::IfThenElse(hn::Eq(x, zero), x, r);  // log1p(-0) = -0
   const auto bad = hn::Or(hn::Lt(x, hn::Set(d, T(-1))), hn::IsNaN(x));
   return hn::IfThenElse(bad, hn::Set(d, std::numeric_limits<T>::quiet_NaN()), r);
 }
@@ -170,16 +176,7 @@ HWY_INLINE V TanhF32(D d, V x) {
                         r);
 }
 
-template <class D, class V>
-HWY_INLINE V TanhFixed(D d, V x) {
-  using T = hn::TFromD<D>;
-  if constexpr (sizeof(T) == 4) return TanhF32(d, x);
-  // tanh saturates to +-1 well before |x| = 20; clamping keeps inf out of the polynomial.
-  const V xc = hn::Min(hn::Max(x, hn::Set(d, T(-20))), hn::Set(d, T(20)));
-  return hn::IfThenElse(hn::IsNaN(x), x, hn::Tanh(d, xc));
-}
-
-/// 1 / (1 + exp(-x)) as exp(-|x|) based forms that never overflow.
+/// float32 1 / (1 + exp(-x)) as exp(-|x|) based forms that never overflow.
 template <class D, class V>
 HWY_INLINE V SigmoidV(D d, V x) {
   using T = hn::TFromD<D>;
@@ -190,7 +187,7 @@ HWY_INLINE V SigmoidV(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
-/// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
+/// float32 log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
 template <class D, class V>
 HWY_INLINE V SoftplusV(D d, V x) {
   const V e = ExpFast(d, hn::Neg(hn::Abs(x)));
@@ -198,8 +195,45 @@ HWY_INLINE V SoftplusV(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
+/// float32 sin/cos: Highway's below |x| = 39000 (its valid range), the C library's per lane above.
+template <bool kCos, class D, class V>
+HWY_INLINE V SinCosF32(D d, V x) {
+  using T = hn::TFromD<D>;
+  const auto in = hn::Le(hn::Abs(x), hn::Set(d, Limits<T>::trig_max));
+  const V xs = hn::IfThenElseZero(in, x);
+  V r = kCos ? hn::Cos(d, xs) : hn::Sin(d, xs);
+  if (HWY_UNLIKELY(!hn::AllTrue(d, in))) {
+    HWY_ALIGN T xv[HWY_MAX_BYTES / sizeof(T)];
+    HWY_ALIGN T rv[HWY_MAX_BYTES / sizeof(T)];
+    hn::Store(x, d, xv);
+    hn::Store(r, d, rv);
+    for (size_t i = 0; i < hn::Lanes(d); ++i)
+      if (!(std::fabs(xv[i]) <= Limits<T>::trig_max)) rv[i] = kCos ? std::cos(xv[i]) : std::sin(xv[i]);
+    r = hn::Load(d, rv);
+  }
+  if constexpr (!kCos) r = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, r);  // sin(-0) = -0
+  return r;
+}
+
 template <ScalarOpKind K, class D, class V>
 HWY_INLINE V ApplyUnary(D d, V x) {
+  if constexpr (sizeof(hn::TFromD<D>) == 8 && K != ScalarOpKind::Exp) {
+    // float64: the accurate kernels (exp goes through ExpFast below).
+    if constexpr (K == ScalarOpKind::Expm1) return f64math::Expm1(d, x);
+    if constexpr (K == ScalarOpKind::Log) return f64math::Log(d, x);
+    if constexpr (K == ScalarOpKind::Log1p) return f64math::Log1p(d, x);
+    if constexpr (K == ScalarOpKind::Tanh) return f64math::Tanh(d, x);
+    if constexpr (K == ScalarOpKind::Sigmoid) return f64math::Sigmoid(d, x);
+    if constexpr (K == ScalarOpKind::Softplus) return f64math::Softplus(d, x);
+    if constexpr (K == ScalarOpKind::Sin) return f64math::SinCos<false>(d, x);
+    if constexpr (K == ScalarOpKind::Cos) return f64math::SinCos<true>(d, x);
+    if constexpr (K == ScalarOpKind::Log10)
+      return f64math::LogScaled(d, x, 0x1.bcb7b1526e50ep-2, 0x1.95355baaafad3p-57);
+    if constexpr (K == ScalarOpKind::Log2) return f64math::LogScaled(d, x, 0x1.71547652b82fep+0, 0x1.777d0ffda0d24p-56);
+    if constexpr (K == ScalarOpKind::Sinh) return f64math::SinhCosh<false>(d, x);
+    if constexpr (K == ScalarOpKind::Cosh) return f64math::SinhCosh<true>(d, x);
+    if constexpr (K == ScalarOpKind::ArcCosh) return f64math::Acosh(d, x);
+  }
   if constexpr (K == ScalarOpKind::Exp)
     return ExpFast(d, x);
   else if constexpr (K == ScalarOpKind::Identity)
@@ -211,7 +245,7 @@ HWY_INLINE V ApplyUnary(D d, V x) {
   else if constexpr (K == ScalarOpKind::Log1p)
     return Log1pFixed(d, x);
   else if constexpr (K == ScalarOpKind::Tanh)
-    return TanhFixed(d, x);
+    return TanhF32(d, x);
   else if constexpr (K == ScalarOpKind::Sigmoid)
     return SigmoidV(d, x);
   else if constexpr (K == ScalarOpKind::Softplus)
@@ -225,28 +259,9 @@ HWY_INLINE V ApplyUnary(D d, V x) {
   else if constexpr (K == ScalarOpKind::Sqr)
     return hn::Mul(x, x);
   else if constexpr (K == ScalarOpKind::Sin)
-    return hn::Sin(d, x);
+    return SinCosF32<false>(d, x);
   else
-    return hn::Cos(d, x);
-}
-
-/// Whether a vector must take the scalar path (sin/cos outside Highway's valid range, or NaN).
-template <ScalarOpKind K, class D, class V>
-HWY_INLINE bool NeedsScalar(D d, V x) {
-  if constexpr (K == ScalarOpKind::Sin || K == ScalarOpKind::Cos) {
-    using T = hn::TFromD<D>;
-    return !hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, Limits<T>::trig_max)));
-  } else {
-    return false;
-  }
-}
-
-template <ScalarOpKind K, class T>
-HWY_INLINE T ScalarUnary(T x) {
-  if constexpr (K == ScalarOpKind::Sin)
-    return std::sin(x);
-  else
-    return std::cos(x);
+    return SinCosF32<true>(d, x);
 }
 
 /// ((x + a[0]) * a[1]) + a[2]: the scalar mul/add steps a fused program folds into its neighbours,
@@ -261,13 +276,6 @@ HWY_INLINE V ApplyAffine(D d, V x, const T* a) {
   return hn::Add(hn::Mul(hn::Add(x, hn::Set(d, a[0])), hn::Set(d, a[1])), hn::Set(d, a[2]));
 }
 
-template <class T>
-HWY_INLINE T ScalarAffine(T x, const T* a) {
-  const T s = x + a[0];
-  const T m = s * a[1];
-  return m + a[2];
-}
-
 /// out = post(K(pre(in))) (aff: pre then post, 3 values each; Pre / Post: the ApplyAffine mode
 /// of each).
 template <ScalarOpKind K, class T, int Pre, int Post>
@@ -276,12 +284,6 @@ HWY_NOINLINE void UnaryLoop(const T* in, T* out, size_t n, const T* aff) {
   const size_t N = hn::Lanes(d);
   auto pre = [&](auto x) { return ApplyAffine<Pre>(d, x, aff); };
   auto post = [&](auto y) { return ApplyAffine<Post>(d, y, aff + 3); };
-  auto scalar = [&](T x) {
-    if constexpr (Pre != 0) x = ScalarAffine(x, aff);
-    const T y = ScalarUnary<K>(x);
-    if constexpr (Post != 0) return ScalarAffine(y, aff + 3);
-    return y;
-  };
   size_t i = 0;
   // Four independent vectors per step, so that the long dependency chains of the polynomial
   // approximations overlap (the loops are latency-bound with fewer).
@@ -290,10 +292,6 @@ HWY_NOINLINE void UnaryLoop(const T* in, T* out, size_t n, const T* aff) {
     const auto x1 = pre(hn::LoadU(d, in + i + N));
     const auto x2 = pre(hn::LoadU(d, in + i + 2 * N));
     const auto x3 = pre(hn::LoadU(d, in + i + 3 * N));
-    if (NeedsScalar<K>(d, x0) || NeedsScalar<K>(d, x1) || NeedsScalar<K>(d, x2) || NeedsScalar<K>(d, x3)) {
-      for (size_t j = 0; j < 4 * N; ++j) out[i + j] = scalar(in[i + j]);
-      continue;
-    }
     const auto y0 = post(ApplyUnary<K>(d, x0));
     const auto y1 = post(ApplyUnary<K>(d, x1));
     const auto y2 = post(ApplyUnary<K>(d, x2));
@@ -305,10 +303,6 @@ HWY_NOINLINE void UnaryLoop(const T* in, T* out, size_t n, const T* aff) {
   }
   for (; i + N <= n; i += N) {
     const auto x = pre(hn::LoadU(d, in + i));
-    if (NeedsScalar<K>(d, x)) {
-      for (size_t j = 0; j < N; ++j) out[i + j] = scalar(in[i + j]);
-      continue;
-    }
     hn::StoreU(post(ApplyUnary<K>(d, x)), d, out + i);
   }
   if (i < n) {
@@ -316,10 +310,6 @@ HWY_NOINLINE void UnaryLoop(const T* in, T* out, size_t n, const T* aff) {
     HWY_ALIGN T buf[HWY_MAX_BYTES / sizeof(T)] = {};
     std::memcpy(buf, in + i, (n - i) * sizeof(T));
     const auto x = pre(hn::Load(d, buf));
-    if (NeedsScalar<K>(d, x)) {
-      for (size_t j = i; j < n; ++j) out[j] = scalar(in[j]);
-      return;
-    }
     hn::Store(post(ApplyUnary<K>(d, x)), d, buf);
     std::memcpy(out + i, buf, (n - i) * sizeof(T));
   }
@@ -390,6 +380,33 @@ void unary_modes(int pre, int post, const T* x, T* y, size_t m, const T* aff, st
   table[pre * 3 + post](x, y, m, aff);
 }
 
+/// The float64 kernels of simd_math-inl.h are large: rather than nine affine variants each, they
+/// get two, no maps or both maps in full (an identity map (-0, 1, -0) leaves every value, -0 and NaN
+/// included, as it is), which keeps elemwise_simd.cpp's compile time in bounds.
+constexpr bool two_modes_only(ScalarOpKind k, size_t size) {
+  if (size != 8) return false;
+  switch (k) {
+    case ScalarOpKind::Exp:
+    case ScalarOpKind::Expm1:
+    case ScalarOpKind::Log:
+    case ScalarOpKind::Log1p:
+    case ScalarOpKind::Tanh:
+    case ScalarOpKind::Sigmoid:
+    case ScalarOpKind::Softplus:
+    case ScalarOpKind::Sin:
+    case ScalarOpKind::Cos:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <ScalarOpKind K, class T>
+void unary_two_modes(int pre, int post, const T* x, T* y, size_t m, const T* aff) {
+  if (pre == 0 && post == 0) return UnaryLoop<K, T, 0, 0>(x, y, m, aff);
+  UnaryLoop<K, T, 2, 2>(x, y, m, aff);
+}
+
 template <class T>
 void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* aff) {
   const T* x = static_cast<const T*>(in);
@@ -405,9 +422,12 @@ void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* 
   };
   const int pre = mode(aff), post = a.on ? mode(aff + 3) : 0;
   switch (k) {
-#define HYP_SIMD_UNARY(KIND) \
-  case ScalarOpKind::KIND:   \
-    return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v, std::make_index_sequence<9>());
+#define HYP_SIMD_UNARY(KIND)                                                  \
+  case ScalarOpKind::KIND:                                                    \
+    if constexpr (two_modes_only(ScalarOpKind::KIND, sizeof(T)))              \
+      return unary_two_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v); \
+    else                                                                      \
+      return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v, std::make_index_sequence<9>());
     HYP_SIMD_UNARY(Identity)
     HYP_SIMD_UNARY(Exp)
     HYP_SIMD_UNARY(Expm1)
@@ -422,10 +442,40 @@ void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* 
     HYP_SIMD_UNARY(Sqr)
     HYP_SIMD_UNARY(Sin)
     HYP_SIMD_UNARY(Cos)
-#undef HYP_SIMD_UNARY
     default:
-      return;
+      break;
   }
+  if constexpr (sizeof(T) == 8) {
+    // float64-only kernels (float32 keeps the C library's): no affine variants; a map a fused
+    // program folds into them runs as a pass of its own over a buffer, in the same order.
+    const bool has_aff = pre != 0 || post != 0;
+    auto run = [&](auto kc) {
+      constexpr ScalarOpKind K = decltype(kc)::value;
+      if (!has_aff) return UnaryLoop<K, T, 0, 0>(x, y, m, a.v);
+      for (size_t i0 = 0; i0 < m; i0 += 512) {
+        alignas(64) T buf[512];
+        const size_t c = std::min<size_t>(512, m - i0);
+        for (size_t i = 0; i < c; ++i) buf[i] = ((x[i0 + i] + a.v[0]) * a.v[1]) + a.v[2];
+        UnaryLoop<K, T, 0, 0>(buf, buf, c, a.v);
+        for (size_t i = 0; i < c; ++i) y[i0 + i] = ((buf[i] + a.v[3]) * a.v[4]) + a.v[5];
+      }
+    };
+    switch (k) {
+      case ScalarOpKind::Log10:
+        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Log10>{});
+      case ScalarOpKind::Log2:
+        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Log2>{});
+      case ScalarOpKind::Sinh:
+        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Sinh>{});
+      case ScalarOpKind::Cosh:
+        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Cosh>{});
+      case ScalarOpKind::ArcCosh:
+        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::ArcCosh>{});
+      default:
+        return;
+    }
+  }
+#undef HYP_SIMD_UNARY
 }
 
 template <class T>
@@ -452,6 +502,8 @@ void BinaryT(ScalarOpKind k, const void* a, bool as, const void* b, bool bs, voi
   }
 }
 
+int64_t ActiveTarget() { return HWY_TARGET; }
+
 void UnaryF32(ScalarOpKind k, const void* in, void* out, int64_t n, const double* aff) {
   UnaryT<float>(k, in, out, n, aff);
 }
@@ -474,6 +526,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace hypatia {
 
+HWY_EXPORT(ActiveTarget);
 HWY_EXPORT(UnaryF32);
 HWY_EXPORT(UnaryF64);
 HWY_EXPORT(BinaryF32);
@@ -482,6 +535,12 @@ HWY_EXPORT(BinaryF64);
 bool simd_supports(ScalarOpKind k, DType dt) {
   if (dt != DType::Float32 && dt != DType::Float64) return false;
   switch (k) {
+    case ScalarOpKind::Log10:
+    case ScalarOpKind::Log2:
+    case ScalarOpKind::Sinh:
+    case ScalarOpKind::Cosh:
+    case ScalarOpKind::ArcCosh:
+      return dt == DType::Float64;
     case ScalarOpKind::Identity:
     case ScalarOpKind::Exp:
     case ScalarOpKind::Expm1:
@@ -507,6 +566,14 @@ bool simd_supports(ScalarOpKind k, DType dt) {
       return false;
   }
 }
+
+std::vector<int64_t> simd_targets() { return hwy::SupportedAndGeneratedTargets(); }
+
+void simd_force_target(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
+
+std::string simd_target_name(int64_t target) { return hwy::TargetName(target); }
+
+int64_t simd_active_target() { return HWY_DYNAMIC_DISPATCH(ActiveTarget)(); }
 
 void simd_unary(ScalarOpKind k, DType dt, const void* in, void* out, int64_t n, const double* affine) {
   if (dt == DType::Float32)
