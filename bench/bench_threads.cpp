@@ -8,8 +8,13 @@
 // Cases: add1 (x + 1, 4M float32), chain6 (tanh(exp(x * 0.5 + 0.25) - 1.5) * 2, 4M float32),
 // sum (x.sum(), 4M float32), sum_axis0 (column sums of 2048x2048 float32), softmax (rows of
 // 4096x1024 float32), mlp (a 784-500-500-10 MLP training step, batch 256), seed000
-// (dot(m, x) + b, 1000x1000 float32, m and b shared).
+// (dot(m, x) + b, 1000x1000 float32, m and b shared); gemm1000 and gemm_mlp (1000^3, and the 8
+// GEMMs of one MLP step, through the CPU kernels' cpu_matmul) and raw_gemm1000 and raw_gemm_mlp
+// (the same with cblas_sgemm called directly: OpenBLAS's own threading).
+#include <cblas.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "hypatia/backends/cpu/blas_matmul.h"
 
 namespace hypatia::bench {
 namespace {
@@ -76,6 +82,37 @@ Case seed000_case() {
   return {[f, args, outs] { f->call(*args, *outs); }};
 }
 
+// C = A.B for (m, k, n) shapes, through cpu_matmul or cblas_sgemm.
+Case gemm_case(std::vector<std::array<int64_t, 3>> shapes, bool raw) {
+  struct Op {
+    NDArray a, b, c;
+  };
+  auto ops = std::make_shared<std::vector<Op>>();
+  uint64_t seed = 1;
+  for (auto [m, k, n] : shapes)
+    ops->push_back(
+        {random_f32({m, k}, -1, 1, seed++), random_f32({k, n}, -1, 1, seed++), NDArray::empty({m, n}, DType::Float32)});
+  return {[ops, raw] {
+    for (Op& o : *ops) {
+      if (!raw) {
+        cpu_matmul(o.a, o.b, o.c, 1.0, 0.0);
+        continue;
+      }
+      const int m = static_cast<int>(o.a.shape(0)), k = static_cast<int>(o.a.shape(1)),
+                n = static_cast<int>(o.b.shape(1));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, o.a.data<float>(), k, o.b.data<float>(), n,
+                  0.0f, o.c.data<float>(), n);
+    }
+  }};
+}
+
+// The GEMM shapes of one 784-500-500-10 training step, batch 256: forward x.W per layer, dW =
+// h^T.d per layer, dh = d.W^T for layers 2 and 3 (all as plain products of the same sizes).
+std::vector<std::array<int64_t, 3>> mlp_shapes() {
+  return {{256, 784, 500}, {256, 500, 500}, {256, 500, 10},  {784, 256, 500},
+          {500, 256, 500}, {500, 256, 10},  {256, 500, 500}, {256, 10, 500}};
+}
+
 Case make_case(const std::string& name) {
   Var v = variable(vector_type(DType::Float32), "x");
   Var m = variable(matrix_type(DType::Float32), "x");
@@ -86,6 +123,10 @@ Case make_case(const std::string& name) {
   if (name == "softmax") return elemwise_case(softmax(m), m, random_f32({4096, 1024}, -4, 4, 1));
   if (name == "mlp") return mlp_case();
   if (name == "seed000") return seed000_case();
+  if (name == "gemm1000") return gemm_case({{1000, 1000, 1000}}, false);
+  if (name == "raw_gemm1000") return gemm_case({{1000, 1000, 1000}}, true);
+  if (name == "gemm_mlp") return gemm_case(mlp_shapes(), false);
+  if (name == "raw_gemm_mlp") return gemm_case(mlp_shapes(), true);
   std::fprintf(stderr, "bench_threads: unknown case '%s'\n", name.c_str());
   std::exit(2);
 }
