@@ -252,10 +252,9 @@ TEST(ThreadPool, ChunkedBlasMatchesReference) {
   ThreadsScope s(3, 1000);
   // Contiguous, transposed, padded leading dimension (the first `count`).
   auto layouts = [](const Shape& sh, DType dt, uint64_t seed, size_t count = 3) {
-    std::vector<NDArray> r{random_array(sh, dt, -1, 1, seed),
-                           random_array({sh[1], sh[0]}, dt, -1, 1, seed).transpose()};
     NDArray big = random_array({sh[0] + 1, sh[1] + 5}, dt, -1, 1, seed);
-    r.push_back(big.slice(0, 1, sh[0] + 1, 1).slice(1, 2, sh[1] + 2, 1));
+    std::vector<NDArray> r{random_array(sh, dt, -1, 1, seed), random_array({sh[1], sh[0]}, dt, -1, 1, seed).transpose(),
+                           big.slice(0, 1, sh[0] + 1, 1).slice(1, 2, sh[1] + 2, 1)};
     r.resize(count);
     return r;
   };
