@@ -84,14 +84,17 @@ struct Job {
   bool work() {
     int64_t done = 0;
     for (;;) {
-      if (stopping()) {
-        // Skip every task nobody has claimed: claims after this exchange see next >= tasks.
-        const int64_t i = next.exchange(tasks, std::memory_order_relaxed);
-        if (i < tasks) done += tasks - i;
-        break;
-      }
       const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= tasks) break;
+      // Checked only while holding task i: until it is counted done the caller cannot return,
+      // so its cancel flag is still alive (a worker that joined late may claim after the caller
+      // left, and then finds no task).
+      if (stopping()) {
+        // Skip task i and every task nobody has claimed: claims after the exchange find none.
+        const int64_t rest = next.exchange(tasks, std::memory_order_relaxed);
+        done += 1 + (rest < tasks ? tasks - rest : 0);
+        break;
+      }
       try {
         fn(ctx, i);
       } catch (...) {
