@@ -63,7 +63,12 @@ def main():
     ap.add_argument("--loads", default="0,1,2", help="spinning processes per phase")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--nice", type=int, default=0,
+                    help="niceness change for the runs and the spinners alike (negative: other work on the "
+                         "machine disturbs less; needs root)")
     args = ap.parse_args()
+    if args.nice:
+        os.nice(args.nice)
     variants = [parse_variant(v) for v in (args.variant or ["new=build"])]
     cases = args.cases.split(",")
     loads = [int(x) for x in args.loads.split(",")]
@@ -83,7 +88,7 @@ def main():
         finally:
             stop_spinners(spinners)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {time.time() - t0:.0f} s, rounds={args.rounds} reps={args.reps}, "
-          f"loadavg at end {os.getloadavg()[0]:.1f}")
+          f"nice {args.nice:+d}, loadavg at end {os.getloadavg()[0]:.1f}")
     first = variants[0][0]
     print("| load | case | variant | 1 thread (median / min) | default (median / min) | ratio (median / min) | vs "
           f"{first} |")
