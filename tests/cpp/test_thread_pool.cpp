@@ -68,23 +68,28 @@ TEST(ThreadPool, ThreadCountFollowsConfig) {
 // The property that makes the pool tolerate a busy machine: when every worker is held up (here by
 // another caller's tasks that block), a parallel loop still completes, on the caller alone.
 TEST(ThreadPool, CallerFinishesAloneWhenEveryWorkerIsBusy) {
-  constexpr int kThreads = 4;
+  // Enough threads to hold every worker the pool has (earlier tests may have started more).
+  const int threads = std::max(4, thread_pool_workers() + 1);
   std::atomic<bool> release{false};
   std::atomic<int> blocked{0};
   std::thread holder([&] {
-    parallel_for(kThreads, kThreads, [&](int64_t) {
+    parallel_for(threads, threads, [&](int64_t) {
       blocked.fetch_add(1);
       while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
     });
   });
-  // Wait (bounded) until the holder's caller and its workers all sit in blocked tasks.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (blocked.load() < kThreads && std::chrono::steady_clock::now() < deadline)
+  // Wait (bounded) until the holder's caller and every worker sit in blocked tasks.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (blocked.load() < threads && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(blocked.load(), kThreads);
+  if (blocked.load() < threads || thread_pool_workers() != threads - 1) {
+    release.store(true);
+    holder.join();
+    FAIL() << blocked.load() << " of " << threads << " threads blocked; " << thread_pool_workers() << " workers";
+  }
   const std::thread::id me = std::this_thread::get_id();
   std::atomic<int> ran{0}, elsewhere{0};
-  parallel_for(100, kThreads, [&](int64_t) {
+  parallel_for(100, threads, [&](int64_t) {
     ran.fetch_add(1);
     if (std::this_thread::get_id() != me) elsewhere.fetch_add(1);
   });
