@@ -80,8 +80,15 @@ struct Job {
 
   bool has_tasks() const { return next.load(std::memory_order_relaxed) < tasks; }
 
+  /// The caller's own share of a job, timed (to judge whether the job gained from its helpers).
+  struct OwnShare {
+    int64_t tasks = 0;
+    std::chrono::steady_clock::duration busy{};
+  };
+
   /// Claims and runs tasks until none is left; returns whether this thread finished the job.
-  bool work() {
+  /// With `own`, times each task (the caller).
+  bool work(OwnShare* own = nullptr) {
     int64_t done = 0;
     for (;;) {
       const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
@@ -96,7 +103,14 @@ struct Job {
         break;
       }
       try {
-        fn(ctx, i);
+        if (own != nullptr) {
+          const auto t0 = std::chrono::steady_clock::now();
+          fn(ctx, i);
+          own->busy += std::chrono::steady_clock::now() - t0;
+          ++own->tasks;
+        } else {
+          fn(ctx, i);
+        }
       } catch (...) {
         if (!failed.exchange(true, std::memory_order_relaxed)) error = std::current_exception();
       }
@@ -216,6 +230,38 @@ int cpu_count() {
   return n;
 }
 
+/// Backing off on an overloaded machine. A job loses when the caller's wait for the tasks held
+/// by its helpers outlasts what they saved (a helper was descheduled while holding a task: the
+/// other threads on the machine outnumber the cores). After a loss the next jobs of every caller
+/// run on the calling thread alone: 2, 4, ... 64 after consecutive losses; the next job that gains
+/// from its helpers ends the streak. On a quiet machine jobs gain and this stays at zero.
+std::atomic<int> g_serial_credit{0};
+std::atomic<int> g_loss_streak{0};
+constexpr int kMaxLossStreak = 6;
+
+/// Takes one serial job from the credit, if any is left.
+bool take_serial_credit() {
+  int c = g_serial_credit.load(std::memory_order_relaxed);
+  while (c > 0)
+    if (g_serial_credit.compare_exchange_weak(c, c - 1, std::memory_order_relaxed)) return true;
+  return false;
+}
+
+/// Records a parallel job's outcome: `elapsed` from posting it to the end of the wait, the
+/// caller's own share, `tasks` in all.
+void judge_job(std::chrono::steady_clock::duration elapsed, const Job::OwnShare& own, int64_t tasks) {
+  if (own.tasks <= 0 || own.tasks >= tasks) return;  // no helper took part: nothing to judge
+  // The caller's tasks stand for all of them: alone it would have taken about this long.
+  const auto alone = own.busy / own.tasks * tasks;
+  if (elapsed > alone) {
+    const int streak = std::min(g_loss_streak.load(std::memory_order_relaxed) + 1, kMaxLossStreak);
+    g_loss_streak.store(streak, std::memory_order_relaxed);
+    g_serial_credit.store(1 << streak, std::memory_order_relaxed);
+  } else {
+    g_loss_streak.store(0, std::memory_order_relaxed);
+  }
+}
+
 void run_serial(int64_t tasks, pool_detail::TaskFn fn, const void* ctx, const std::atomic<bool>* cancel) {
   for (int64_t i = 0; i < tasks; ++i) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return;
@@ -239,19 +285,22 @@ namespace pool_detail {
 void run(int64_t tasks, int threads, TaskFn fn, const void* ctx) {
   const std::atomic<bool>* cancel = current_cancel_flag();
   const int helpers = static_cast<int>(std::min<int64_t>(std::min(threads, kMaxWorkers + 1), tasks)) - 1;
-  if (helpers <= 0 || t_in_parallel) return run_serial(tasks, fn, ctx, cancel);
+  if (helpers <= 0 || t_in_parallel || take_serial_credit()) return run_serial(tasks, fn, ctx, cancel);
   Pool& p = pool();
   p.grow(helpers);
   Job* j = new Job(fn, ctx, tasks, cancel, helpers);
+  const auto start = std::chrono::steady_clock::now();
   p.post(j);
   t_in_parallel = true;
-  j->work();
+  Job::OwnShare own;
+  j->work(&own);
   t_in_parallel = false;
   p.retire(j);
   if (!spin_until([j] { return j->left.load(std::memory_order_acquire) == 0; }, kCallerSpin)) {
     std::unique_lock<std::mutex> lk(j->m);
     j->cv.wait(lk, [j] { return j->left.load(std::memory_order_acquire) == 0; });
   }
+  judge_job(std::chrono::steady_clock::now() - start, own, tasks);
   std::exception_ptr error = j->error;
   j->release();
   if (error) std::rethrow_exception(error);
