@@ -8,6 +8,8 @@
 // - workers spin a short bounded time after their last task (so the next kernel of the same call
 //   finds them awake), then sleep on a condition variable;
 // - one fork/join per kernel; below a size threshold (parallel_worth) the caller runs alone;
+// - when a job's wait for a descheduled helper outlasted what the helpers saved (more runnable
+//   threads than cores), the next 2..64 jobs run on the caller alone, then it tries again;
 // - several user threads may run parallel loops at once: each loop is its own job, workers help
 //   whichever job has tasks left; a parallel loop started inside a task runs serially.
 // OpenMP's teams (libgomp) instead wait at every region's end for every member to arrive, and
