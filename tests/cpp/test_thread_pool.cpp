@@ -35,6 +35,7 @@ struct ThreadsScope {
 };
 
 TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
+  thread_pool_reset_backoff();
   for (int threads : {1, 2, 3, 8})
     for (int64_t tasks : {0, 1, 2, 7, 64, 1000}) {
       std::vector<std::atomic<int>> hits(static_cast<size_t>(tasks));
@@ -68,6 +69,7 @@ TEST(ThreadPool, ThreadCountFollowsConfig) {
 // The property that makes the pool tolerate a busy machine: when every worker is held up (here by
 // another caller's tasks that block), a parallel loop still completes, on the caller alone.
 TEST(ThreadPool, CallerFinishesAloneWhenEveryWorkerIsBusy) {
+  thread_pool_reset_backoff();
   // Enough threads to hold every worker the pool has (earlier tests may have started more).
   const int threads = std::max(4, thread_pool_workers() + 1);
   std::atomic<bool> release{false};
@@ -102,6 +104,7 @@ TEST(ThreadPool, CallerFinishesAloneWhenEveryWorkerIsBusy) {
 // On an overloaded machine a helper may be descheduled while it holds a task, and the caller then
 // waits longer than the helpers saved it: the pool notices and runs the next jobs on the caller.
 TEST(ThreadPool, JobsAfterALosingOneRunOnTheCaller) {
+  thread_pool_reset_backoff();
   const std::thread::id me = std::this_thread::get_id();
   std::atomic<int> helped{0};
   parallel_for(1000, 2, [&](int64_t) {
@@ -122,6 +125,7 @@ TEST(ThreadPool, JobsAfterALosingOneRunOnTheCaller) {
 }
 
 TEST(ThreadPool, CancelStopsHandingOutTasks) {
+  thread_pool_reset_backoff();
   for (int threads : {1, 2, 4}) {
     std::atomic<bool> flag{false};
     CancelScope scope(&flag);
@@ -199,6 +203,7 @@ TEST(ThreadPool, NestedLoopsRunSeriallyInsideTasks) {
 }
 
 TEST(ThreadPool, ConcurrentCallersGetTheirOwnResults) {
+  thread_pool_reset_backoff();
   constexpr int kCallers = 6;
   std::vector<std::thread> callers;
   std::vector<int> bad(kCallers, 0);
@@ -218,6 +223,7 @@ TEST(ThreadPool, ConcurrentCallersGetTheirOwnResults) {
 // Compiled functions (one per thread: a Function's call is not shared here) whose kernels all
 // run parallel loops at once give the single-threaded results.
 TEST(ThreadPool, ConcurrentKernelsMatchSingleThreaded) {
+  thread_pool_reset_backoff();
   ThreadsScope s(3, 1000);
   Var x = variable(matrix_type(DType::Float32), "x");
   Var w = variable(matrix_type(DType::Float32), "w");

@@ -280,6 +280,11 @@ bool parallel_worth(int64_t elements) { return elements >= config().openmp_elemw
 
 int thread_pool_workers() { return pool().workers(); }
 
+void thread_pool_reset_backoff() {
+  g_serial_credit.store(0, std::memory_order_relaxed);
+  g_loss_streak.store(0, std::memory_order_relaxed);
+}
+
 namespace pool_detail {
 
 void run(int64_t tasks, int threads, TaskFn fn, const void* ctx) {

@@ -43,8 +43,9 @@ void run(int64_t tasks, int threads, TaskFn fn, const void* ctx);
 /// yet claimed are skipped (body is not called for them) and the call returns normally: the caller
 /// decides what a cancelled kernel means. An exception thrown by body stops handing out tasks too;
 /// the first one is rethrown on the calling thread after every running task has finished.
-/// Called from inside a task (nested), or with threads <= 1 or a single task, it runs the tasks on
-/// the calling thread in order.
+/// Called from inside a task (nested), with threads <= 1 or a single task, or while the pool backs
+/// off after jobs that lost to a descheduled helper, it runs the tasks on the calling thread in
+/// order.
 template <class Body>
 void parallel_for(int64_t tasks, int threads, const Body& body) {
   if (tasks <= 0) return;
@@ -81,5 +82,9 @@ void parallel_ranges(int64_t n, int64_t tasks, int threads, const Body& body) {
 
 /// Number of worker threads the pool has started so far (for tests).
 int thread_pool_workers();
+
+/// Forgets the back-off after losing jobs, so that the next parallel_for uses its helpers (for
+/// tests).
+void thread_pool_reset_backoff();
 
 }  // namespace hypatia
