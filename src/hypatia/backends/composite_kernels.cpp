@@ -62,7 +62,7 @@ class FusedReferenceKernel final : public Kernel {
 constexpr int kMaxOperands = TileProgram::kMaxOutputs + TileProgram::kMaxInputs;
 
 /// Composite (outputs {last step}, maybe in place) and MultiComposite: one broadcasting strided
-/// loop over the outputs and inputs, on OpenMP threads above the threshold, each run cut into
+/// loop over the outputs and inputs, on the thread pool above the threshold, each run cut into
 /// tiles.
 class CompositeCpuKernel final : public Kernel {
  public:

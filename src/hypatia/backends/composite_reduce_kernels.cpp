@@ -12,22 +12,20 @@
 // that all add into one row of accumulators, column sums of a narrow matrix, column by column in
 // registers). Sums and products accumulate in float64, like the Reduce kernel.
 //
-// Threads (above config().openmp_elemwise_minsize elements): the shape is cut along its outermost
-// dim long enough into one box per thread. When that dim is kept each thread owns its outputs;
-// otherwise (a full reduction, or a reduced outer dim with at most 32768 outputs) each thread
-// accumulates into private accumulators that are combined in thread order (with more outputs,
-// the longest kept dim is cut). The cut depends only on the shape and the thread count, so the
-// result is the same for the same thread count.
-#include <omp.h>
-
+// Threads (above config().openmp_elemwise_minsize elements, on the thread pool): the shape is cut
+// along its outermost dim long enough into boxes, a few per thread, taken dynamically. When that
+// dim is kept each box owns its outputs; otherwise (a full reduction, or a reduced outer dim with
+// at most 32768 outputs) each box accumulates into private accumulators that are combined in box
+// order (with more outputs, the longest kept dim is cut). The cut depends only on the shape and
+// the thread count, so the result is the same for the same thread count.
 #include <algorithm>
 #include <numeric>
 #include <vector>
 
 #include "hypatia/backends/cpu/composite_program.h"
+#include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/reference/reduce_common.h"
 #include "hypatia/backends/registry.h"
-#include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/core/strided_loop.h"
 #include "hypatia/ops/composite.h"
@@ -378,10 +376,7 @@ class CompositeReduceCpuKernel final : public Kernel {
     Box whole{sh, {}, acc.raw()};
     for (int i = 0; i < nin; ++i) whole.in[i] = args.in[i]->raw();
 
-    const Config& cfg = config();
-    const int nt = shape.prod() >= cfg.openmp_elemwise_minsize
-                       ? (cfg.num_threads > 0 ? cfg.num_threads : omp_get_max_threads())
-                       : 1;
+    const int nt = parallel_worth(shape.prod()) ? parallel_threads() : 1;
     const int64_t n_out = acc.size();
     // Where to cut: the outermost dim long enough (boxes stay contiguous), giving each thread its
     // own outputs when that dim is kept, private accumulators otherwise; with too many outputs
@@ -406,7 +401,11 @@ class CompositeReduceCpuKernel final : public Kernel {
         split = kd;
       }
     }
-    const int chunks = split < 0 ? 1 : static_cast<int>(std::min<int64_t>(nt, sh[split]));
+    // A few boxes per thread (private accumulators: at most two per thread, since each is
+    // combined at the end).
+    const int64_t tasks =
+        priv ? std::min<int64_t>(parallel_task_count(shape.prod(), nt), 2 * nt) : parallel_task_count(shape.prod(), nt);
+    const int chunks = split < 0 ? 1 : static_cast<int>(std::min<int64_t>(tasks, sh[split]));
     if (chunks <= 1) return run_box<K, T>(whole, acc_st, in_st);
 
     std::vector<Acc> part(priv ? static_cast<size_t>(chunks) * n_out : 0, R::init());
@@ -418,8 +417,7 @@ class CompositeReduceCpuKernel final : public Kernel {
       box.acc = priv ? reinterpret_cast<std::byte*>(part.data() + c * n_out) : whole.acc + b * acc_st[split];
       return box;
     };
-#pragma omp parallel for num_threads(chunks) schedule(static)
-    for (int c = 0; c < chunks; ++c) run_box<K, T>(box_of(c), acc_st, in_st);
+    parallel_for(chunks, nt, [&](int64_t c) { run_box<K, T>(box_of(static_cast<int>(c)), acc_st, in_st); });
     if (!priv) return;
     Acc* a = acc.data<Acc>();
     for (int c = 0; c < chunks; ++c)

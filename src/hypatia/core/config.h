@@ -26,9 +26,10 @@ struct Config {
   std::string exception_verbosity = "low";
   /// "off", "ignore", "warn" or "raise".
   std::string compute_test_value = "off";
-  /// Elementwise kernels use OpenMP threads above this many elements.
+  /// Kernels split their work across the thread pool above this many elements (Theano's name,
+  /// kept; Hypatia's kernels no longer use OpenMP).
   long openmp_elemwise_minsize = 200000;
-  /// Threads for Hypatia's own kernels (0: OpenMP's default).
+  /// Threads for Hypatia's kernels and the BLAS calls (0: the CPUs this process may run on).
   int num_threads = 0;
   bool print_rewrites = false;
   /// Every function runs DebugMode's checks whatever its mode (the test suites set it): each node

@@ -293,6 +293,7 @@ void Program::run_debug(Frame& f, size_t t) {
     ref_in.push_back(x->valid() ? x->copy() : NDArray());
   }
   kernel.run(a);
+  check_cancelled();  // a parallel kernel stops early when cancelled: its output is partial
   for (size_t i = 0; i < a.in.size(); ++i)
     if (!destroyed[i] && !values_close(*a.in[i], before[i], /*exact=*/true))
       fail<InternalError>("DebugMode: ", st.node->op->name(), " changed its input ", i,
@@ -322,6 +323,8 @@ void Program::run_step(Frame& f, size_t t) {
       f.kernels[t]->run(a);
     }
   });
+  // A parallel kernel asked to stop returns early with a partial output: nothing may read it.
+  check_cancelled();
   if (allow_gc)
     for (int c : st.free_after) f.storage[c].reset();
 }
@@ -415,6 +418,9 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       for (int c : steps[t].view_cells) f.storage[c].reset();
     CellLocks lock(update_locks_);
     if (first_shared_destroyer < steps.size()) {
+      // Past this point nothing may fail or stop half way: the in-place writers of shared
+      // variables run to the end whatever the cancel flag says.
+      CancelScope uncancellable(nullptr);
       prepare_shared_destroyers(f);
       for (size_t t = first_shared_destroyer; t < steps.size(); ++t) run_step(f, t);
       for (size_t i = 0; i < updates.size(); ++i)

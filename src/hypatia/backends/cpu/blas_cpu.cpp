@@ -1,11 +1,16 @@
 // The CPU matrix product: OpenBLAS (sdot/ddot, sgemv/dgemv, sger/dger, sgemm/dgemm) for floats.
+// OpenBLAS runs single-threaded; large products are cut into panels of the output (row or column
+// blocks of C, ranges of y or of A's rows, pieces of a dot) that run as thread pool tasks, so a
+// product tolerates a descheduled thread like Hypatia's own kernels (thread_pool.h).
 #include <cblas.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <vector>
 
 #include "hypatia/backends/cpu/blas_matmul.h"
+#include "hypatia/backends/cpu/thread_pool.h"
 
 namespace hypatia {
 namespace {
@@ -99,6 +104,111 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bla
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/// A GEMM worth a task: about 2M multiply-adds (~40 us on one core), so a task's start
+/// (claiming it, waking a worker) and its own packing of the operands stay small beside it.
+constexpr int64_t kGemmTaskWork = int64_t{1} << 21;
+/// The same for the memory-bound products (gemv, ger, dot): 64K matrix elements, as for the
+/// elementwise kernels (parallel_task_count).
+constexpr int64_t kStreamTaskWork = int64_t{1} << 16;
+/// Tasks per thread at most: more than one, so a descheduled thread leaves its share to the
+/// others; few, since each GEMM task packs its own copy of the shared operand (1000^3 in 8
+/// column panels repacks the 4 MB left operand 8 times: 20-30% slower than OpenBLAS's own two
+/// threads in one run on the 2-core VM; 2 per thread halves that).
+constexpr int64_t kBlasTasksPerThread = 2;
+/// Panel widths are multiples of this (OpenBLAS's micro-kernels work on 16- to 32-wide blocks).
+constexpr int64_t kPanelAlign = 64;
+
+/// Tasks for a product of `work` multiply-adds (`per_task` of them at least per task) whose output
+/// splits along `len`: 1 (run it directly) for small products or one thread.
+int64_t blas_tasks(int64_t work, int64_t per_task, int64_t len, int threads) {
+  if (threads <= 1) return 1;
+  return std::max<int64_t>(1, std::min({work / per_task, int64_t{threads} * kBlasTasksPerThread, len / kPanelAlign}));
+}
+
+/// Runs body(lo, hi) for `tasks` consecutive panels of [0, len), bounds at multiples of
+/// kPanelAlign (the last panel takes the rest), on the thread pool.
+template <class Body>
+void for_panels(int64_t len, int64_t tasks, int threads, const Body& body) {
+  if (tasks <= 1) return body(int64_t{0}, len);
+  const int64_t units = (len + kPanelAlign - 1) / kPanelAlign;
+  parallel_for(tasks, threads, [&](int64_t t) {
+    const int64_t lo = std::min(len, units * t / tasks * kPanelAlign);
+    const int64_t hi = t + 1 == tasks ? len : std::min(len, units * (t + 1) / tasks * kPanelAlign);
+    if (hi > lo) body(lo, hi);
+  });
+}
+
+/// OpenBLAS single-threaded, once per process: the thread pool supplies the threads.
+void blas_single_threaded() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+/// y = alpha op(A) x + beta y (row-major A of rows x cols), y cut into ranges.
+template <class T>
+void gemv_tasks(CBLAS_TRANSPOSE t, blasint rows, blasint cols, T alpha, const T* a, blasint lda, const T* x, blasint ix,
+                T beta, T* y, blasint iy) {
+  const bool nt = t == CblasNoTrans;
+  const int threads = parallel_threads();
+  const int64_t tasks = blas_tasks(int64_t{rows} * cols, kStreamTaskWork, nt ? rows : cols, threads);
+  for_panels(nt ? rows : cols, tasks, threads, [&](int64_t lo, int64_t hi) {
+    const blasint len = static_cast<blasint>(hi - lo);
+    if (nt)
+      blas_gemv(t, len, cols, alpha, a + lo * lda, lda, x, ix, beta, y + lo * iy, iy);
+    else
+      blas_gemv(t, rows, len, alpha, a + lo, lda, x, ix, beta, y + lo * iy, iy);
+  });
+}
+
+/// C = alpha op(A) op(B) + beta C (row-major), C cut into column blocks (or row blocks when it is
+/// taller than wide): each task is an independent GEMM on a panel of C.
+template <class T>
+void gemm_tasks(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, T alpha, const T* a,
+                blasint lda, const T* b, blasint ldb, T beta, T* c, blasint ldc) {
+  const int threads = parallel_threads();
+  const bool by_cols = n >= m;
+  const int64_t tasks = blas_tasks(int64_t{m} * n * k, kGemmTaskWork, by_cols ? n : m, threads);
+  for_panels(by_cols ? n : m, tasks, threads, [&](int64_t lo, int64_t hi) {
+    const blasint len = static_cast<blasint>(hi - lo);
+    if (by_cols)
+      blas_gemm(ta, tb, m, len, k, alpha, a, lda, tb == CblasNoTrans ? b + lo : b + lo * ldb, ldb, beta, c + lo, ldc);
+    else
+      blas_gemm(ta, tb, len, n, k, alpha, ta == CblasNoTrans ? a + lo * lda : a + lo, lda, b, ldb, beta, c + lo * ldc,
+                ldc);
+  });
+}
+
+/// A += alpha x y^T (row-major m x n), A cut into row blocks.
+template <class T>
+void ger_tasks(blasint m, blasint n, T alpha, const T* x, blasint ix, const T* y, blasint iy, T* a, blasint lda) {
+  const int threads = parallel_threads();
+  const int64_t tasks = blas_tasks(int64_t{m} * n, kStreamTaskWork, m, threads);
+  for_panels(m, tasks, threads, [&](int64_t lo, int64_t hi) {
+    blas_ger(static_cast<blasint>(hi - lo), n, alpha, x + lo * ix, ix, y, iy, a + lo * lda, lda);
+  });
+}
+
+/// x . y, cut into pieces whose partial sums are added in order.
+template <class T>
+T dot_tasks(blasint n, const T* x, blasint ix, const T* y, blasint iy) {
+  const int threads = parallel_threads();
+  const int64_t tasks = blas_tasks(n, kStreamTaskWork, n, threads);
+  if (tasks <= 1) return blas_dot(n, x, ix, y, iy);
+  std::vector<T> part(tasks);
+  const int64_t units = (int64_t{n} + kPanelAlign - 1) / kPanelAlign;
+  parallel_for(tasks, threads, [&](int64_t t) {
+    const int64_t lo = std::min<int64_t>(n, units * t / tasks * kPanelAlign);
+    const int64_t hi = t + 1 == tasks ? n : std::min<int64_t>(n, units * (t + 1) / tasks * kPanelAlign);
+    part[t] = hi > lo ? blas_dot(static_cast<blasint>(hi - lo), x + lo * ix, ix, y + lo * iy, iy) : T(0);
+  });
+  T r = 0;
+  for (T v : part) r += v;
+  return r;
+}
+
 template <class T>
 void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double alpha, double beta) {
   const int64_t M = C.shape(0), N = C.shape(1), K = A.shape(1);
@@ -119,7 +229,7 @@ void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double al
   const blasint m = static_cast<blasint>(M), n = static_cast<blasint>(N), k = static_cast<blasint>(K);
   if (M == 1 && N == 1) {
     VecRef<T> x = as_vec<T>(A.select(0, 0)), y = as_vec<T>(B.select(1, 0));
-    const T r = blas_dot(k, x.p, x.inc, y.p, y.inc);
+    const T r = dot_tasks(k, x.p, x.inc, y.p, y.inc);
     c[0] = beta != 0 ? a * r + b * c[0] : a * r;
     return;
   }
@@ -129,7 +239,7 @@ void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double al
     if (beta == 0)  // BLAS may scale NaN garbage by 0 instead of overwriting it
       for (int64_t i = 0; i < M; ++i) c[i * ldc] = T(0);
     const bool nt = ma.trans == CblasNoTrans;
-    blas_gemv(ma.trans, nt ? m : k, nt ? k : m, a, ma.p, ma.ld, x.p, x.inc, b, c, ldc);
+    gemv_tasks(ma.trans, nt ? m : k, nt ? k : m, a, ma.p, ma.ld, x.p, x.inc, b, c, ldc);
     return;
   }
   if (M == 1) {  // C[0, :] = alpha B^T·A[0, :] + beta C[0, :]
@@ -137,21 +247,22 @@ void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double al
     VecRef<T> x = as_vec<T>(A.select(0, 0));
     if (beta == 0) std::fill(c, c + N, T(0));
     const bool nt = mb.trans == CblasNoTrans;
-    blas_gemv(nt ? CblasTrans : CblasNoTrans, nt ? k : n, nt ? n : k, a, mb.p, mb.ld, x.p, x.inc, b, c, 1);
+    gemv_tasks(nt ? CblasTrans : CblasNoTrans, nt ? k : n, nt ? n : k, a, mb.p, mb.ld, x.p, x.inc, b, c, 1);
     return;
   }
   if (K == 1 && beta == 1) {  // rank-1 update (Ger)
     VecRef<T> x = as_vec<T>(A.select(1, 0)), y = as_vec<T>(B.select(0, 0));
-    blas_ger(m, n, a, x.p, x.inc, y.p, y.inc, c, ldc);
+    ger_tasks(m, n, a, x.p, x.inc, y.p, y.inc, c, ldc);
     return;
   }
   MatRef<T> ma = as_mat<T>(A), mb = as_mat<T>(B);
-  blas_gemm(ma.trans, mb.trans, m, n, k, a, ma.p, ma.ld, mb.p, mb.ld, b, c, ldc);
+  gemm_tasks(ma.trans, mb.trans, m, n, k, a, ma.p, ma.ld, mb.p, mb.ld, b, c, ldc);
 }
 
 }  // namespace
 
 void cpu_matmul(const NDArray& A, const NDArray& B, const NDArray& C, double alpha, double beta) {
+  blas_single_threaded();
   switch (C.dtype()) {
     case DType::Float32:
       return matmul_blas<float>(A, B, C, alpha, beta);

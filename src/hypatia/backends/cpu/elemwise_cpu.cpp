@@ -2,9 +2,7 @@
 // built, driven by StridedLoop (broadcast dims get stride 0, mergeable dims merge, so same-shape
 // contiguous operands become one flat run). Flat runs of float32/float64 use the Highway loops,
 // other flat runs simple loops the compiler vectorizes, the rest a strided scalar loop. Above
-// config().openmp_elemwise_minsize elements the runs are split across OpenMP threads.
-#include <omp.h>
-
+// config().openmp_elemwise_minsize elements the runs are split across the thread pool's threads.
 #include <algorithm>
 #include <array>
 #include <vector>
@@ -187,8 +185,8 @@ class ElemwiseCpuKernel final : public Kernel {
                                     : &prepare_output(*args.out[0], shape, out_dtype_);
     const int64_t total = shape.prod();
     // Fast path: C-contiguous operands of the output's shape (or single elements), below the
-    // threading threshold: one call of the inner loop, no stride bookkeeping.
-    if (total < config().openmp_elemwise_minsize && out->is_c_contiguous()) {
+    // threading threshold (or on one thread): one call of the inner loop, no stride bookkeeping.
+    if (!parallel_worth(total) && out->is_c_contiguous()) {
       bool flat = true;
       std::array<const std::byte*, 3> p{};
       std::array<int64_t, 3> ps{};

@@ -122,13 +122,11 @@ void SoftmaxColumnsF64(const double* x, double* y, size_t n, size_t inner, size_
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <omp.h>
-
 #include <algorithm>
 #include <vector>
 
+#include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/reference/nnet_common.h"
-#include "hypatia/core/config.h"
 
 namespace hypatia::nnet_detail {
 
@@ -160,31 +158,29 @@ void softmax_cpu(const Softmax& op, const KernelArgs& args) {
   for (int d = 0; d < op.axis; ++d) outer *= x.shape(d);
   for (int d = op.axis + 1; d < x.ndim(); ++d) inner *= x.shape(d);
   const int64_t n = x.shape(op.axis);
-  const int threads = x.size() >= config().openmp_elemwise_minsize
-                          ? (config().num_threads > 0 ? config().num_threads : omp_get_max_threads())
-                          : 1;
+  const int threads = parallel_worth(x.size()) ? parallel_threads() : 1;
+  const int64_t tasks = parallel_task_count(x.size(), threads);
   dispatch_float(x.dtype(), op.name(), [&](auto t) {
     using T = decltype(t);
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
     if (inner == 1) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-      for (int64_t r = 0; r < outer; ++r) softmax_row(xp + r * n, yp + r * n, static_cast<size_t>(n), op.log);
+      parallel_ranges(outer, tasks, threads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) softmax_row(xp + r * n, yp + r * n, static_cast<size_t>(n), op.log);
+      });
       return;
     }
     const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
+    parallel_ranges(outer * blocks, tasks, threads, [&](int64_t t0, int64_t t1) {
       std::vector<T> m(kColumnBlock), s(kColumnBlock);
-#pragma omp for schedule(static)
-      for (int64_t task = 0; task < outer * blocks; ++task) {
+      for (int64_t task = t0; task < t1; ++task) {
         const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
         const int64_t w = std::min(kColumnBlock, inner - c0);
         const int64_t base = o * n * inner + c0;
         softmax_columns(xp + base, yp + base, static_cast<size_t>(n), static_cast<size_t>(inner),
                         static_cast<size_t>(w), op.log, m.data(), s.data());
       }
-    }
+    });
   });
 }
 

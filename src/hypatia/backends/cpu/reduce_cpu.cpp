@@ -1,17 +1,15 @@
 // CPU kernels of the reduce family. Reductions: one strided pass over the input in memory order, with
 // vectorizable inner loops (a contiguous run folded into one accumulator, or accumulated into a
-// contiguous row of accumulators) and OpenMP threads above a size threshold. Cumulative ops and
+// contiguous row of accumulators) and the thread pool above a size threshold. Cumulative ops and
 // argmax/argmin: contiguous rows or column blocks.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <vector>
 
+#include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/reference/reduce_common.h"
-#include "hypatia/core/config.h"
 #include "hypatia/core/strided_loop.h"
 
 namespace hypatia::reduce_detail {
@@ -21,6 +19,9 @@ namespace {
 /// vector registers (the fixed-length inner loop vectorizes); it also splits float sums into
 /// shorter partial sums, which keeps them accurate.
 constexpr int kFoldLanes = 16;
+
+/// At most this many outputs get private per-task accumulators when a reduced dim is cut.
+constexpr int64_t kMaxPrivateOutputs = 1 << 15;
 
 /// Folds n elements of q (byte stride `stride`) into v.
 template <ReduceKind K, class In, class Acc>
@@ -56,7 +57,8 @@ void accumulate_run(std::byte* a, int64_t sa, const std::byte* q, int64_t sq, in
     *reinterpret_cast<Acc*>(a) = R::step(*reinterpret_cast<Acc*>(a), *reinterpret_cast<const In*>(q));
 }
 
-int max_threads() { return config().num_threads > 0 ? config().num_threads : omp_get_max_threads(); }
+/// Threads for a kernel over `elements` elements: the pool's above the threshold, else 1.
+int kernel_threads(int64_t elements) { return parallel_worth(elements) ? parallel_threads() : 1; }
 
 /// Reduces x (any strides) over `axes` into acc, a C-contiguous array of the kept shape.
 template <ReduceKind K, class In>
@@ -95,7 +97,8 @@ void reduce_into(const NDArray& x, const std::vector<int>& axes, const NDArray& 
     as.push_back(acc_str[d]);
     kept.push_back(!std::binary_search(axes.begin(), axes.end(), d));
   }
-  const int threads = x.size() >= config().openmp_elemwise_minsize ? max_threads() : 1;
+  const int threads = kernel_threads(x.size());
+  const int64_t tasks = parallel_task_count(x.size(), threads);
 
   auto inner = [](const std::array<std::byte*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
     if (s[0] == 0) {
@@ -109,62 +112,86 @@ void reduce_into(const NDArray& x, const std::vector<int>& axes, const NDArray& 
   if (n_out == 1) {
     StridedLoop<1> loop(shape, {&xs});
     const int64_t runs = loop.outer_size();
-    auto fold = [&](Acc& v, int64_t begin, int64_t end) {
-      loop.run(
-          {x.raw()},
-          [&v](const std::array<std::byte*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
-            v = fold_run<K, In, Acc>(v, p[0], s[0], n);
-          },
-          begin, end);
-    };
-    if (threads <= 1) {
+    if (tasks <= 1) {
       Acc v = R::init();
-      fold(v, 0, runs);
+      loop.run({x.raw()}, [&v](const std::array<std::byte*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
+        v = fold_run<K, In, Acc>(v, p[0], s[0], n);
+      });
       accp[0] = v;
       return;
     }
-    // One cache line per thread's partial result.
+    // One partial result per task (a cache line each), combined in task order: the result depends
+    // only on the shape and the thread count. Many runs: each task folds whole runs; few long
+    // runs (a contiguous array is one run): each run is cut into pieces.
     struct alignas(64) Slot {
       Acc v;
     };
-    std::vector<Slot> part(threads, Slot{R::init()});
-    if (runs >= threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int t = 0; t < threads; ++t) fold(part[t].v, runs * t / threads, runs * (t + 1) / threads);
-    } else {
-      // Few long runs (a contiguous array is one run): split each run across the threads.
-      loop.run({x.raw()}, [&](const std::array<std::byte*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int t = 0; t < threads; ++t) {
-          int64_t b = n * t / threads, e = n * (t + 1) / threads;
-          part[t].v = fold_run<K, In, Acc>(part[t].v, p[0] + b * s[0], s[0], e - b);
-        }
-      });
-    }
+    const int64_t per_run = runs >= tasks ? 1 : (tasks + runs - 1) / runs;
+    const int64_t n_tasks = runs >= tasks ? tasks : runs * per_run;
+    std::vector<Slot> part(n_tasks, Slot{R::init()});
+    parallel_for(n_tasks, threads, [&](int64_t t) {
+      Acc& v = part[t].v;
+      const int64_t r0 = per_run == 1 ? runs * t / n_tasks : t / per_run;
+      const int64_t r1 = per_run == 1 ? runs * (t + 1) / n_tasks : r0 + 1;
+      const int64_t c = per_run == 1 ? 0 : t % per_run;
+      loop.run(
+          {x.raw()},
+          [&](const std::array<std::byte*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
+            const int64_t b = n * c / per_run, e = n * (c + 1) / per_run;
+            v = fold_run<K, In, Acc>(v, p[0] + b * s[0], s[0], e - b);
+          },
+          r0, r1);
+    });
     Acc v = R::init();
     for (const Slot& pv : part) v = R::combine(v, pv.v);
     accp[0] = v;
     return;
   }
 
-  // Split the kept axis with the largest extent across threads: each thread owns its outputs.
-  int split = -1;
-  for (int d = 0; d < nd; ++d)
-    if (kept[d] && (split < 0 || shape[d] > shape[split])) split = d;
-  const int chunks = threads <= 1 ? 1 : static_cast<int>(std::min<int64_t>(threads, shape[split]));
-  if (chunks <= 1) {
+  if (tasks <= 1) {
     StridedLoop<2> loop(shape, {&as, &xs});
     loop.run({acc.raw(), x.raw()}, inner);
     return;
   }
-#pragma omp parallel for num_threads(chunks) schedule(static)
-  for (int c = 0; c < chunks; ++c) {
-    const int64_t b = shape[split] * c / chunks, e = shape[split] * (c + 1) / chunks;
+  // Where to cut: the outermost dim (in memory order) long enough, so that each task reads whole
+  // contiguous blocks (cutting the columns of a C-contiguous matrix for column sums made every
+  // task read a short piece of every row: 4x slower on two threads than on one). When that dim is
+  // kept each task owns its outputs; when it is reduced each task accumulates privately (at most
+  // kMaxPrivateOutputs outputs) and the partial results are combined in task order; otherwise the
+  // longest kept dim is cut.
+  int split = -1;
+  for (int d = 0; d < nd && split < 0; ++d)
+    if (shape[d] >= tasks) split = d;
+  if (split < 0)
+    for (int d = 0; d < nd; ++d)
+      if (split < 0 || shape[d] > shape[split]) split = d;
+  const bool priv = !kept[split] && n_out <= kMaxPrivateOutputs;
+  if (!kept[split] && !priv)
+    for (int d = 0, best = -1; d < nd; ++d)
+      if (kept[d] && (best < 0 || shape[d] > shape[best])) split = best = d;
+  if (!priv) {
+    parallel_ranges(shape[split], tasks, threads, [&](int64_t b, int64_t e) {
+      Shape sub = shape;
+      sub[split] = e - b;
+      StridedLoop<2> loop(sub, {&as, &xs});
+      loop.run({acc.raw() + b * as[split], x.raw() + b * xs[split]}, inner);
+    });
+    return;
+  }
+  // Private accumulators have acc's layout (as), so as[split] == 0 and each task's sub-box starts
+  // at its own copy.
+  const int64_t chunks = std::min<int64_t>({tasks, 2 * int64_t{threads}, shape[split]});
+  std::unique_ptr<Acc[]> part(new Acc[static_cast<size_t>(chunks * n_out)]);  // Acc may be bool
+  std::fill(part.get(), part.get() + chunks * n_out, R::init());
+  parallel_for(chunks, threads, [&](int64_t c) {
+    const auto [b, e] = task_range(shape[split], chunks, c);
     Shape sub = shape;
     sub[split] = e - b;
     StridedLoop<2> loop(sub, {&as, &xs});
-    loop.run({acc.raw() + b * as[split], x.raw() + b * xs[split]}, inner);
-  }
+    loop.run({reinterpret_cast<std::byte*>(part.get() + c * n_out), x.raw() + b * xs[split]}, inner);
+  });
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t i = 0; i < n_out; ++i) accp[i] = R::combine(accp[i], part[c * n_out + i]);
 }
 
 /// Whether v replaces the current extreme b (a NaN b stays: the first NaN wins, like numpy).
@@ -183,28 +210,28 @@ constexpr int64_t kColumnBlock = 512;
 /// argmax/argmin over a C-contiguous x viewed as (outer, n, inner), n > 0, into out (outer, inner).
 template <class In>
 void arg_contiguous(bool is_max, const In* x, int64_t* out, int64_t outer, int64_t n, int64_t inner, int threads) {
+  const int64_t tasks = parallel_task_count(outer * n * inner, threads);
   if (inner == 1) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t o = 0; o < outer; ++o) {
-      const In* p = x + o * n;
-      int64_t best = 0;
-      In bv = p[0];
-      for (int64_t i = 1; i < n; ++i)
-        if (arg_better(is_max, p[i], bv)) {
-          best = i;
-          bv = p[i];
-        }
-      out[o] = best;
-    }
+    parallel_ranges(outer, tasks, threads, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const In* p = x + o * n;
+        int64_t best = 0;
+        In bv = p[0];
+        for (int64_t i = 1; i < n; ++i)
+          if (arg_better(is_max, p[i], bv)) {
+            best = i;
+            bv = p[i];
+          }
+        out[o] = best;
+      }
+    });
     return;
   }
   const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
+  parallel_ranges(outer * blocks, tasks, threads, [&](int64_t t0, int64_t t1) {
     // Not std::vector: In may be bool.
     std::unique_ptr<In[]> bv(new In[kColumnBlock]);
-#pragma omp for schedule(static)
-    for (int64_t task = 0; task < outer * blocks; ++task) {
+    for (int64_t task = t0; task < t1; ++task) {
       const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
       const int64_t w = std::min(kColumnBlock, inner - c0);
       int64_t* bi = out + o * inner + c0;
@@ -222,7 +249,7 @@ void arg_contiguous(bool is_max, const In* x, int64_t* out, int64_t outer, int64
           }
       }
     }
-  }
+  });
 }
 
 /// Output element type of a cumulative op on In (cum_dtype at compile time).
@@ -237,26 +264,26 @@ void cum_contiguous(const CumOp& op, const In* x, CumOut<In>* y, int64_t outer, 
   using Acc = SumAcc<In>;
   using Out = CumOut<In>;
   const bool mul = op.is_mul, rev = op.reverse;
+  const int64_t tasks = parallel_task_count(outer * n * inner, threads);
   if (inner == 1) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t o = 0; o < outer; ++o) {
-      const In* xr = x + o * n;
-      Out* yr = y + o * n;
-      Acc acc = mul ? Acc(1) : Acc(0);
-      for (int64_t k = 0; k < n; ++k) {
-        const int64_t i = rev ? n - 1 - k : k;
-        acc = mul ? acc * static_cast<Acc>(xr[i]) : acc + static_cast<Acc>(xr[i]);
-        yr[i] = static_cast<Out>(acc);
+    parallel_ranges(outer, tasks, threads, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const In* xr = x + o * n;
+        Out* yr = y + o * n;
+        Acc acc = mul ? Acc(1) : Acc(0);
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t i = rev ? n - 1 - k : k;
+          acc = mul ? acc * static_cast<Acc>(xr[i]) : acc + static_cast<Acc>(xr[i]);
+          yr[i] = static_cast<Out>(acc);
+        }
       }
-    }
+    });
     return;
   }
   const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
+  parallel_ranges(outer * blocks, tasks, threads, [&](int64_t t0, int64_t t1) {
     std::vector<Acc> acc(kColumnBlock);
-#pragma omp for schedule(static)
-    for (int64_t task = 0; task < outer * blocks; ++task) {
+    for (int64_t task = t0; task < t1; ++task) {
       const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
       const int64_t w = std::min(kColumnBlock, inner - c0);
       std::fill(acc.begin(), acc.begin() + w, mul ? Acc(1) : Acc(0));
@@ -272,7 +299,7 @@ void cum_contiguous(const CumOp& op, const In* x, CumOut<In>* y, int64_t outer, 
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -313,7 +340,7 @@ void arg_reduce_cpu(const ArgReduce& op, const KernelArgs& args) {
     for (int d = 0; d < *op.axis; ++d) outer *= x.shape(d);
     for (int d = *op.axis + 1; d < x.ndim(); ++d) inner *= x.shape(d);
   }
-  const int threads = x.size() >= config().openmp_elemwise_minsize ? max_threads() : 1;
+  const int threads = kernel_threads(x.size());
   dispatch_dtype(x.dtype(), [&](auto t) {
     using In = decltype(t);
     arg_contiguous<In>(op.is_max, x.data<In>(), out.data<int64_t>(), outer, n, inner, threads);
@@ -328,7 +355,7 @@ void cum_op_cpu(const CumOp& op, const KernelArgs& args) {
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < op.axis; ++d) outer *= x.shape(d);
   for (int d = op.axis + 1; d < x.ndim(); ++d) inner *= x.shape(d);
-  const int threads = x.size() >= config().openmp_elemwise_minsize ? max_threads() : 1;
+  const int threads = kernel_threads(x.size());
   dispatch_dtype(x.dtype(), [&](auto t) {
     using In = decltype(t);
     HYP_ASSERT(dtype_of<CumOut<In>>() == out.dtype(), op.name(), " output dtype");

@@ -2,9 +2,9 @@
 // (embedding lookups, take) copies whole rows with memcpy, split across threads when large.
 #include <cstring>
 
+#include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/shape_kernels_impl.h"
 #include "hypatia/backends/subtensor_engine.h"
-#include "hypatia/core/config.h"
 
 namespace hypatia {
 
@@ -37,12 +37,15 @@ void advanced_subtensor_cpu(const AdvancedSubtensor& op, const KernelArgs& args)
   if (row == 0 || n == 0) return;
   const std::byte* src = x.raw();
   std::byte* dst = out.raw();
-  const bool par = static_cast<long>(n * static_cast<int64_t>(row)) > config().openmp_elemwise_minsize * 8;
-#pragma omp parallel for if (par)
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t j = v[i] < 0 ? v[i] + len : v[i];
-    std::memcpy(dst + static_cast<size_t>(i) * row, src + static_cast<size_t>(j) * row, row);
-  }
+  // Threads above the threshold counted in 8-byte words (a copy moves bytes, no arithmetic).
+  const int64_t words = static_cast<int64_t>(n * static_cast<int64_t>(row) / 8);
+  const int threads = parallel_worth(words) ? parallel_threads() : 1;
+  parallel_ranges(n, parallel_task_count(words, threads), threads, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t j = v[i] < 0 ? v[i] + len : v[i];
+      std::memcpy(dst + static_cast<size_t>(i) * row, src + static_cast<size_t>(j) * row, row);
+    }
+  });
 }
 
 }  // namespace
