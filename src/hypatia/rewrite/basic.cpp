@@ -77,7 +77,7 @@ bool merge_pass(FunctionGraph& fg) {
     if (!v->is_constant() || v->data.size() > 65536) continue;
     auto [it, fresh] = consts.emplace(constant_key(v), v);
     if (!fresh && it->second->type == v->type) {
-      fg.replace(v, it->second, "merge");
+      replace_by_rewrite(fg, {{v, it->second}}, "merge");
       changed = true;
     }
   }
@@ -102,7 +102,9 @@ bool merge_pass(FunctionGraph& fg) {
       bucket.push_back(n.get());
       continue;
     }
-    for (int o = 0; o < n->nout(); ++o) fg.replace(n->output(o), same->output(o), "merge");
+    std::vector<std::pair<Var, Var>> pairs;
+    for (int o = 0; o < n->nout(); ++o) pairs.emplace_back(n->output(o), same->output(o));
+    replace_by_rewrite(fg, pairs, "merge");
     changed = true;
   }
   return changed;
