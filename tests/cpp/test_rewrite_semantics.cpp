@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "hypatia/hypatia.h"
@@ -213,6 +214,44 @@ TEST(RewriteSemantics, NoTraceWithoutAHook) {
   o.mode = "FAST_RUN";
   Function f = function({x}, {tanh(exp(x) * 2.0)}, o);
   for (const auto& n : f.toposort()) EXPECT_EQ(n->trace, "");
+}
+
+// Before: x / c -> x * (1 / c) built 1 / c in c's dtype: 0 for an integer c (int_x / 4 gave 0,
+// and float_x / int8(4) too). Found by the property test (tests/python/test_rewrite_properties.py).
+TEST(RewriteSemantics, DivisionByAnIntegerConstantIsNotZero) {
+  Var xi = variable(vector_type(DType::Int32), "xi");
+  Var xf = variable(vector_type(DType::Float32), "xf");
+  Var four = constant(NDArray::scalar(4, DType::Int8));
+  check_modes({xi}, {true_div(xi, four), true_div(xi, constant(NDArray::scalar(3, DType::Int32)))},
+              {NDArray::from_vector<int32_t>({7, -9, 49})});
+  Function f = check_modes({xf}, {true_div(xf, four)}, {testing::make_array({1, 2, -6}, {3}, DType::Float32)});
+  EXPECT_EQ(f({testing::make_array({1, 2, -6}, {3}, DType::Float32)})[0].get_flat(2), -1.5);
+}
+
+// Before: log(sum(exp(x))) became max + log(sum(exp(x - max))), which adds the max's 1 to the
+// rest before the log: logsumexp([0, -40]) came out 0 instead of 4.2e-18.
+TEST(RewriteSemantics, LogSumExpIsAccurateAndKeepsInfinities) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    FunctionOptions o;
+    o.mode = std::string("FAST_RUN");
+    Var x = variable(matrix_type(dt), "x");
+    Function f = function({x}, {log(sum(exp(x), std::vector<int>{1}))}, o);
+    EXPECT_EQ(count_ops(f, "LogSoftmax"), 1);
+    const double e40 = std::exp(-40.0);  // log1p(e40) is e40 to double precision
+    auto r = f({testing::make_array({0, -40, 1e5, 1e5, INFINITY, 1, -INFINITY, -INFINITY, NAN, 1, 3, 3}, {6, 2}, dt)});
+    const double tol = dt == DType::Float32 ? 1e-6 : 1e-15;
+    EXPECT_NEAR(r[0].get_flat(0) / e40, 1.0, tol);
+    EXPECT_NEAR(r[0].get_flat(1), 1e5 + std::log(2.0), dt == DType::Float32 ? 0.008 : 1e-10);
+    EXPECT_EQ(r[0].get_flat(2), INFINITY);
+    EXPECT_EQ(r[0].get_flat(3), -INFINITY);
+    EXPECT_TRUE(std::isnan(r[0].get_flat(4)));
+    EXPECT_NEAR(r[0].get_flat(5), 3 + std::log(2.0), tol * 4);
+    // Over several axes the max-shifted form stays (still finite at the extremes).
+    Var t = variable(tensor3_type(dt), "t");
+    Function g = function({t}, {log(sum(exp(t), std::vector<int>{1, 2}))}, o);
+    auto q = g({testing::make_array({1000, 1000, 1000, 1000}, {1, 2, 2}, dt)});
+    EXPECT_NEAR(q[0].get_flat(0), 1000 + std::log(4.0), 1e-3);
+  }
 }
 
 }  // namespace

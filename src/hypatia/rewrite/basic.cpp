@@ -266,6 +266,16 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
           const Var& y = ex->owner->inputs[0];
           // y - switch(isinf(m), 0, m) is this rewrite's own result: already stable.
           if (elemwise_of(y, ScalarOpKind::Sub) && elemwise_of(y->owner->inputs[1], ScalarOpKind::Switch)) break;
+          if (r.axes.size() == 1 && is_float(y->dtype()) && y->dtype() == out.dtype) {
+            // One axis: max(y) - max(log_softmax(y)), the max of log_softmax being -log1p(rest)
+            // (rest: the sum of exp(y - max) over the other elements) computed to a few ulp, where
+            // log(sum(exp(y - max))) would add rest to 1 first and lose it (logsumexp([0, -40]) is
+            // 4.2e-18, not 0). An infinite max is the result itself (+inf; -inf for a row of -inf).
+            const int axis = r.axes[0];
+            Var m = max(y, std::vector<int>{axis});
+            Var top = max(apply_op1(std::make_shared<Softmax>(axis, true), {y}), std::vector<int>{axis});
+            return one(as_type(switch_(isinf(m), m, m - top), out));
+          }
           Var m = max(y, r.axes, /*keepdims=*/true);
           // An infinite max would give inf - inf; use 0 there (the result is then exact anyway).
           Var safe_m = switch_(isinf(m), zeros_like(m), m);
@@ -301,11 +311,13 @@ std::optional<std::vector<Var>> specialize_elemwise(FunctionGraph&, Apply& n) {
   if (!e) return std::nullopt;
   const TensorType& out = n.output_ptr(0)->type;
   const auto& in = n.inputs;
-  if (e->scalar == ScalarOpKind::TrueDiv && is_float(out.dtype)) {
-    // x / c -> x * (1 / c) for a constant c
+  if (e->scalar == ScalarOpKind::TrueDiv && is_float(out.dtype) && in[0]->dtype() == out.dtype) {
+    // x / c -> x * (1 / c) for a constant c, with 1 / c in the output's dtype (an integer c, like
+    // the 4 of int_x / 4.0, would round 1 / c to 0), for an x of that dtype (an integer x times
+    // a float would compute in another dtype).
     auto c = scalar_constant(in[1]);
     if (c && *c != 0 && *c != 1 && in[1]->ndim() <= out.ndim()) {
-      Var inv = constant(NDArray::scalar(1.0 / *c, in[1]->dtype()));
+      Var inv = constant(NDArray::scalar(1.0 / *c, out.dtype));
       return one(as_type(mul(in[0], inv), out));
     }
   }

@@ -16,15 +16,75 @@ HWY_BEFORE_NAMESPACE();
 namespace hypatia::nnet_detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// exp(v - m), or NaN where v - m is NaN (a NaN input, or an all -inf row), so that the NaN reaches
-/// the sum and the whole row like in the reference (the SIMD exp does not propagate NaN).
+/// exp(x - m) where x - m is computed exactly: s = x - m rounded, plus its rounding error err
+/// (Knuth's TwoSum), and exp(s + err) = exp(s) * (1 + err) to double precision. Rounding x - m
+/// alone would cost up to |x - m| * 2^-p relative (64 ulp at x - m = -80). NaN where s is NaN
+/// (a NaN input), so that the NaN reaches the sum and the whole row like in the reference (the
+/// SIMD exp gives 0 for NaN); 0 where s is -inf.
 template <class D, class V>
-HWY_INLINE V ExpShifted(D d, V v, V m) {
-  const V diff = hn::Sub(v, m);
-  return hn::IfThenElse(hn::IsNaN(diff), diff, hn::Exp(d, diff));
+HWY_INLINE V ExpShifted(D d, V x, V m) {
+  const V s = hn::Sub(x, m);
+  const V bp = hn::Sub(s, x);  // -m as rounded into s
+  const V err = hn::Add(hn::Sub(x, hn::Sub(s, bp)), hn::Sub(hn::Neg(m), bp));
+  const V e = hn::Exp(d, s);
+  const V corrected = hn::MulAdd(e, hn::IfThenElseZero(hn::IsFinite(s), err), e);
+  return hn::IfThenElse(hn::IsNaN(s), s, corrected);
 }
 
-/// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements.
+/// Adds e to the compensated sum (sum, comp) lane by lane (Knuth's TwoSum: sum + comp holds the
+/// exact total to about twice the precision). The max element adds exactly 1, and the rest of
+/// the total, which log_softmax needs as log1p(rest), survives beside it in comp.
+template <class V>
+HWY_INLINE void AddCompensated(V e, V& sum, V& comp) {
+  const V t = hn::Add(sum, e);
+  const V bp = hn::Sub(t, sum);
+  comp = hn::Add(comp, hn::Add(hn::Sub(sum, hn::Sub(t, bp)), hn::Sub(e, bp)));
+  sum = t;
+}
+
+/// Scalar forms of the above, for the tails. In double: exact for float inputs, and for double
+/// inputs through the same TwoSum.
+template <class T>
+HWY_INLINE double exp_shifted_scalar(T x, T m) {
+  if constexpr (sizeof(T) == 4) {
+    return std::exp(static_cast<double>(x) - static_cast<double>(m));
+  } else {
+    const double s = x - m;
+    if (std::isnan(s)) return s;
+    if (!std::isfinite(s)) return 0.0;
+    const double bp = s - x;
+    const double err = (x - (s - bp)) + (-m - bp);
+    const double e = std::exp(s);
+    return e + e * err;
+  }
+}
+
+/// The compensated total of the lanes of (sum, comp) plus the scalar compensated (ts, tc), minus
+/// the 1 the max element added: rest = sum over the other elements of exp(x - m).
+template <class D, class V>
+HWY_INLINE double RestOfTotal(D d, V sum, V comp, double ts, double tc) {
+  using T = hn::TFromD<D>;
+  HWY_ALIGN T s[hn::MaxLanes(d)];
+  HWY_ALIGN T c[hn::MaxLanes(d)];
+  hn::Store(sum, d, s);
+  hn::Store(comp, d, c);
+  for (size_t j = 0; j < hn::Lanes(d); ++j) {
+    for (double e : {static_cast<double>(s[j]), static_cast<double>(c[j])}) {
+      const double t = ts + e;
+      const double bp = t - ts;
+      tc += (ts - (t - bp)) + (e - bp);
+      ts = t;
+    }
+  }
+  // ts is in [1, n]: ts - 1 is exact up to 2 and loses nothing that matters above it.
+  return (ts - 1.0) + tc;
+}
+
+/// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements:
+///   softmax = exp(x - m) / (1 + rest),   log_softmax = (x - m) - log1p(rest),
+/// with m the max, rest the sum of exp(x - m) over the other elements (so that nothing is added
+/// to m before the subtraction, and nothing to 1 before the log). A row with a NaN, a +inf or no
+/// finite element is NaN throughout (+inf - +inf).
 template <class T>
 void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log) {
   const hn::ScalableTag<T> d;
@@ -37,26 +97,34 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
     m = hn::GetLane(hn::MaxOfLanes(d, vm));
   }
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  if (!std::isfinite(m)) {
+    for (i = 0; i < n; ++i) y[i] = std::numeric_limits<T>::quiet_NaN();
+    return;
+  }
   const auto vmax = hn::Set(d, m);
-  auto vs = hn::Zero(d);
+  auto vs = hn::Zero(d), vc = hn::Zero(d);
   for (i = 0; i + L <= n; i += L) {
     auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
     if (!log) hn::StoreU(e, d, y + i);
-    vs = hn::Add(vs, e);
+    AddCompensated(e, vs, vc);
   }
-  double s = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, vs)));
+  double ts = 0, tc = 0;
   for (; i < n; ++i) {
-    T e = std::exp(x[i] - m);
-    if (!log) y[i] = e;
-    s += static_cast<double>(e);
+    const double e = exp_shifted_scalar(x[i], m);
+    if (!log) y[i] = static_cast<T>(e);
+    const double t = ts + e;
+    const double bp = t - ts;
+    tc += (ts - (t - bp)) + (e - bp);
+    ts = t;
   }
+  const double rest = RestOfTotal(d, vs, vc, ts, tc);
   if (log) {
-    const T shift = static_cast<T>(static_cast<double>(m) + std::log(s));
+    const T shift = static_cast<T>(std::log1p(rest));
     const auto vshift = hn::Set(d, shift);
-    for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Sub(hn::LoadU(d, x + i), vshift), d, y + i);
-    for (; i < n; ++i) y[i] = x[i] - shift;
+    for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vmax), vshift), d, y + i);
+    for (; i < n; ++i) y[i] = (x[i] - m) - shift;
   } else {
-    const T inv = static_cast<T>(1.0 / s);
+    const T inv = static_cast<T>(1.0 / (1.0 + rest));
     const auto vinv = hn::Set(d, inv);
     for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
     for (; i < n; ++i) y[i] *= inv;
@@ -64,10 +132,11 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
 }
 
 /// Softmax along the rows of a block: x[k * inner + c] for k < n and c < w (w columns of a
-/// row-major (n, inner) slab). m and s are scratch of w elements.
+/// row-major (n, inner) slab), column by column as SoftmaxRowT does a row. m, s and comp are
+/// scratch of w elements.
 template <class T>
 void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_t inner, size_t w, bool log,
-                     T* HWY_RESTRICT m, T* HWY_RESTRICT s) {
+                     T* HWY_RESTRICT m, T* HWY_RESTRICT s, T* HWY_RESTRICT comp) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
   size_t c = 0;
@@ -81,41 +150,55 @@ void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_
     for (size_t k = 1; k < n; ++k) mc = x[k * inner + c] > mc ? x[k * inner + c] : mc;
     m[c] = mc;
   }
-  for (c = 0; c < w; ++c) s[c] = 0;
+  for (c = 0; c < w; ++c) s[c] = comp[c] = 0;
   for (size_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
     for (c = 0; c + L <= w; c += L) {
       auto e = ExpShifted(d, hn::LoadU(d, xk + c), hn::LoadU(d, m + c));
       if (!log) hn::StoreU(e, d, yk + c);
-      hn::StoreU(hn::Add(hn::LoadU(d, s + c), e), d, s + c);
+      auto vs = hn::LoadU(d, s + c), vc = hn::LoadU(d, comp + c);
+      AddCompensated(e, vs, vc);
+      hn::StoreU(vs, d, s + c);
+      hn::StoreU(vc, d, comp + c);
     }
     for (; c < w; ++c) {
-      T e = std::exp(xk[c] - m[c]);
+      const T e = static_cast<T>(exp_shifted_scalar(xk[c], m[c]));
       if (!log) yk[c] = e;
-      s[c] += e;
+      const T t = s[c] + e;
+      const T bp = t - s[c];
+      comp[c] += (s[c] - (t - bp)) + (e - bp);
+      s[c] = t;
     }
   }
-  // Turn s into the factor (softmax) or the shift (log_softmax) for each column.
-  for (c = 0; c < w; ++c) s[c] = log ? m[c] + std::log(s[c]) : T(1) / s[c];
+  // Turn s into the factor (softmax) or the shift (log_softmax) of each column. A column with a
+  // NaN, a +inf or no finite element has a NaN sum (NaN - m, inf - inf), so it is NaN throughout.
+  for (c = 0; c < w; ++c) {
+    const double rest = (static_cast<double>(s[c]) - 1.0) + static_cast<double>(comp[c]);
+    s[c] = static_cast<T>(log ? std::log1p(rest) : 1.0 / (1.0 + rest));
+  }
   for (size_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
     for (c = 0; c + L <= w; c += L) {
-      auto f = hn::LoadU(d, s + c);
-      hn::StoreU(log ? hn::Sub(hn::LoadU(d, xk + c), f) : hn::Mul(hn::LoadU(d, yk + c), f), d, yk + c);
+      const auto f = hn::LoadU(d, s + c);
+      const auto r =
+          log ? hn::Sub(hn::Sub(hn::LoadU(d, xk + c), hn::LoadU(d, m + c)), f) : hn::Mul(hn::LoadU(d, yk + c), f);
+      hn::StoreU(r, d, yk + c);
     }
-    for (; c < w; ++c) yk[c] = log ? xk[c] - s[c] : yk[c] * s[c];
+    for (; c < w; ++c) yk[c] = log ? (xk[c] - m[c]) - s[c] : yk[c] * s[c];
   }
 }
 
 void SoftmaxRowF32(const float* x, float* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
 void SoftmaxRowF64(const double* x, double* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
-void SoftmaxColumnsF32(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s) {
-  SoftmaxColumnsT(x, y, n, inner, w, log, m, s);
+void SoftmaxColumnsF32(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s,
+                       float* comp) {
+  SoftmaxColumnsT(x, y, n, inner, w, log, m, s, comp);
 }
-void SoftmaxColumnsF64(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s) {
-  SoftmaxColumnsT(x, y, n, inner, w, log, m, s);
+void SoftmaxColumnsF64(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s,
+                       double* comp) {
+  SoftmaxColumnsT(x, y, n, inner, w, log, m, s, comp);
 }
 
 }  // namespace hypatia::nnet_detail::HWY_NAMESPACE
@@ -140,11 +223,13 @@ HWY_EXPORT(SoftmaxColumnsF64);
 namespace {
 void softmax_row(const float* x, float* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(x, y, n, log); }
 void softmax_row(const double* x, double* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF64)(x, y, n, log); }
-void softmax_columns(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF32)(x, y, n, inner, w, log, m, s);
+void softmax_columns(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s,
+                     float* comp) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF32)(x, y, n, inner, w, log, m, s, comp);
 }
-void softmax_columns(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF64)(x, y, n, inner, w, log, m, s);
+void softmax_columns(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s,
+                     double* comp) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF64)(x, y, n, inner, w, log, m, s, comp);
 }
 
 /// Columns per block in the column path: the block's m and s stay in L1.
@@ -175,14 +260,14 @@ void softmax_cpu(const Softmax& op, const KernelArgs& args) {
     const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-      std::vector<T> m(kColumnBlock), s(kColumnBlock);
+      std::vector<T> m(kColumnBlock), s(kColumnBlock), comp(kColumnBlock);
 #pragma omp for schedule(static)
       for (int64_t task = 0; task < outer * blocks; ++task) {
         const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
         const int64_t w = std::min(kColumnBlock, inner - c0);
         const int64_t base = o * n * inner + c0;
         softmax_columns(xp + base, yp + base, static_cast<size_t>(n), static_cast<size_t>(inner),
-                        static_cast<size_t>(w), op.log, m.data(), s.data());
+                        static_cast<size_t>(w), op.log, m.data(), s.data(), comp.data());
       }
     }
   });
