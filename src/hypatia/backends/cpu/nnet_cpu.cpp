@@ -32,8 +32,10 @@ HWY_INLINE V ExpShifted(D d, V x, V m) {
 }
 
 /// Adds e to the compensated sum (sum, comp) lane by lane (Knuth's TwoSum: sum + comp holds the
-/// exact total to about twice the precision). The max element adds exactly 1, and the rest of
-/// the total, which log_softmax needs as log1p(rest), survives beside it in comp.
+/// exact total to about twice the precision). The max's own term, exactly 1, is in one lane of
+/// sum, and the rest of the total survives beside it: subtracting that 1 again is exact, which
+/// leaves rest, the sum of the other terms, correct to its last bits (log_softmax needs
+/// log1p(rest), and rest may be 1e-30).
 template <class V>
 HWY_INLINE void AddCompensated(V e, V& sum, V& comp) {
   const V t = hn::Add(sum, e);
@@ -42,151 +44,105 @@ HWY_INLINE void AddCompensated(V e, V& sum, V& comp) {
   sum = t;
 }
 
-/// Scalar forms of the above, for the tails. In double: exact for float inputs, and for double
-/// inputs through the same TwoSum.
-template <class T>
-HWY_INLINE double exp_shifted_scalar(T x, T m) {
-  if constexpr (sizeof(T) == 4) {
-    return std::exp(static_cast<double>(x) - static_cast<double>(m));
-  } else {
-    const double s = x - m;
-    if (std::isnan(s)) return s;
-    if (!std::isfinite(s)) return 0.0;
-    const double bp = s - x;
-    const double err = (x - (s - bp)) + (-m - bp);
-    const double e = std::exp(s);
-    return e + e * err;
-  }
-}
-
-/// The compensated total of the lanes of (sum, comp) plus the scalar compensated (ts, tc), minus
-/// the 1 the max element added: rest = sum over the other elements of exp(x - m).
-template <class D, class V>
-HWY_INLINE double RestOfTotal(D d, V sum, V comp, double ts, double tc) {
-  using T = hn::TFromD<D>;
-  HWY_ALIGN T s[hn::MaxLanes(d)];
-  HWY_ALIGN T c[hn::MaxLanes(d)];
-  hn::Store(sum, d, s);
-  hn::Store(comp, d, c);
-  for (size_t j = 0; j < hn::Lanes(d); ++j) {
-    for (double e : {static_cast<double>(s[j]), static_cast<double>(c[j])}) {
-      const double t = ts + e;
-      const double bp = t - ts;
-      tc += (ts - (t - bp)) + (e - bp);
-      ts = t;
-    }
-  }
-  // ts is in [1, n]: ts - 1 is exact up to 2 and loses nothing that matters above it.
-  return (ts - 1.0) + tc;
-}
-
 /// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements:
 ///   softmax = exp(x - m) / (1 + rest),   log_softmax = (x - m) - log1p(rest),
 /// with m the max, rest the sum of exp(x - m) over the other elements (so that nothing is added
 /// to m before the subtraction, and nothing to 1 before the log). A row with a NaN, a +inf or no
-/// finite element is NaN throughout (+inf - +inf).
+/// finite element is NaN throughout (+inf - +inf). The last partial vector is handled with masks,
+/// so rows shorter than a vector run in SIMD too.
 template <class T>
 void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
+  const auto ninf = hn::Set(d, -std::numeric_limits<T>::infinity());
+  auto vm = ninf;
   size_t i = 0;
-  T m = x[0];
-  if (n >= L) {
-    auto vm = hn::LoadU(d, x);
-    for (i = L; i + L <= n; i += L) vm = hn::Max(vm, hn::LoadU(d, x + i));
-    m = hn::GetLane(hn::MaxOfLanes(d, vm));
-  }
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (; i + L <= n; i += L) vm = hn::Max(vm, hn::LoadU(d, x + i));
+  const size_t r = n - i;
+  const auto tail = hn::FirstN(d, r);
+  if (r) vm = hn::Max(vm, hn::IfThenElse(tail, hn::MaskedLoad(tail, d, x + i), ninf));
+  const auto vmax = hn::MaxOfLanes(d, vm);
+  const T m = hn::GetLane(vmax);
   if (!std::isfinite(m)) {
     for (i = 0; i < n; ++i) y[i] = std::numeric_limits<T>::quiet_NaN();
     return;
   }
-  const auto vmax = hn::Set(d, m);
-  auto vs = hn::Zero(d), vc = hn::Zero(d);
+  // The lane that saw the max: its sum holds the max's term, exactly 1 (exp(0)).
+  const intptr_t max_lane = hn::FindFirstTrue(d, hn::Eq(vm, vmax));
+  auto sum = hn::Zero(d), comp = hn::Zero(d);
   for (i = 0; i + L <= n; i += L) {
-    auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
+    const auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
     if (!log) hn::StoreU(e, d, y + i);
-    AddCompensated(e, vs, vc);
+    AddCompensated(e, sum, comp);
   }
-  double ts = 0, tc = 0;
-  for (; i < n; ++i) {
-    const double e = exp_shifted_scalar(x[i], m);
-    if (!log) y[i] = static_cast<T>(e);
-    const double t = ts + e;
-    const double bp = t - ts;
-    tc += (ts - (t - bp)) + (e - bp);
-    ts = t;
+  if (r) {
+    const auto e = hn::IfThenElseZero(tail, ExpShifted(d, hn::MaskedLoad(tail, d, x + i), vmax));
+    if (!log) hn::BlendedStore(e, tail, d, y + i);
+    AddCompensated(e, sum, comp);
   }
-  const double rest = RestOfTotal(d, vs, vc, ts, tc);
+  const auto one_there =
+      hn::IfThenElseZero(hn::Eq(hn::Iota(d, 0), hn::Set(d, static_cast<T>(max_lane))), hn::Set(d, 1));
+  sum = hn::Sub(sum, one_there);
+  const double rest = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum))) +
+                      static_cast<double>(hn::GetLane(hn::SumOfLanes(d, comp)));
   if (log) {
-    const T shift = static_cast<T>(std::log1p(rest));
-    const auto vshift = hn::Set(d, shift);
+    const auto vshift = hn::Set(d, static_cast<T>(std::log1p(rest)));
     for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vmax), vshift), d, y + i);
-    for (; i < n; ++i) y[i] = (x[i] - m) - shift;
+    if (r) hn::BlendedStore(hn::Sub(hn::Sub(hn::MaskedLoad(tail, d, x + i), vmax), vshift), tail, d, y + i);
   } else {
-    const T inv = static_cast<T>(1.0 / (1.0 + rest));
-    const auto vinv = hn::Set(d, inv);
+    const auto vinv = hn::Set(d, static_cast<T>(1.0 / (1.0 + rest)));
     for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
-    for (; i < n; ++i) y[i] *= inv;
+    if (r) hn::BlendedStore(hn::Mul(hn::MaskedLoad(tail, d, y + i), vinv), tail, d, y + i);
   }
 }
 
 /// Softmax along the rows of a block: x[k * inner + c] for k < n and c < w (w columns of a
-/// row-major (n, inner) slab), column by column as SoftmaxRowT does a row. m, s and comp are
-/// scratch of w elements.
+/// row-major (n, inner) slab), column by column as SoftmaxRowT does a row (the last partial
+/// vector of columns with masks). m, s and comp are scratch of w elements.
 template <class T>
 void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_t inner, size_t w, bool log,
                      T* HWY_RESTRICT m, T* HWY_RESTRICT s, T* HWY_RESTRICT comp) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
-  size_t c = 0;
-  for (; c + L <= w; c += L) {
-    auto vm = hn::LoadU(d, x + c);
-    for (size_t k = 1; k < n; ++k) vm = hn::Max(vm, hn::LoadU(d, x + k * inner + c));
-    hn::StoreU(vm, d, m + c);
+  for (size_t c = 0; c < w; c += L) {
+    const auto lanes = hn::FirstN(d, w - c);
+    auto vm = hn::MaskedLoad(lanes, d, x + c);
+    for (size_t k = 1; k < n; ++k) vm = hn::Max(vm, hn::MaskedLoad(lanes, d, x + k * inner + c));
+    // No finite max (+inf, or -inf throughout): a NaN m makes the whole column NaN below, as in
+    // the row kernel.
+    vm = hn::IfThenElse(hn::IsFinite(vm), vm, hn::Set(d, std::numeric_limits<T>::quiet_NaN()));
+    hn::BlendedStore(vm, lanes, d, m + c);
   }
-  for (; c < w; ++c) {
-    T mc = x[c];
-    for (size_t k = 1; k < n; ++k) mc = x[k * inner + c] > mc ? x[k * inner + c] : mc;
-    m[c] = mc;
-  }
-  for (c = 0; c < w; ++c) s[c] = comp[c] = 0;
+  for (size_t c = 0; c < w; ++c) s[c] = comp[c] = 0;
   for (size_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
-    for (c = 0; c + L <= w; c += L) {
-      auto e = ExpShifted(d, hn::LoadU(d, xk + c), hn::LoadU(d, m + c));
-      if (!log) hn::StoreU(e, d, yk + c);
-      auto vs = hn::LoadU(d, s + c), vc = hn::LoadU(d, comp + c);
+    for (size_t c = 0; c < w; c += L) {
+      const auto lanes = hn::FirstN(d, w - c);
+      const auto e = ExpShifted(d, hn::MaskedLoad(lanes, d, xk + c), hn::MaskedLoad(lanes, d, m + c));
+      if (!log) hn::BlendedStore(e, lanes, d, yk + c);
+      auto vs = hn::MaskedLoad(lanes, d, s + c), vc = hn::MaskedLoad(lanes, d, comp + c);
       AddCompensated(e, vs, vc);
-      hn::StoreU(vs, d, s + c);
-      hn::StoreU(vc, d, comp + c);
-    }
-    for (; c < w; ++c) {
-      const T e = static_cast<T>(exp_shifted_scalar(xk[c], m[c]));
-      if (!log) yk[c] = e;
-      const T t = s[c] + e;
-      const T bp = t - s[c];
-      comp[c] += (s[c] - (t - bp)) + (e - bp);
-      s[c] = t;
+      hn::BlendedStore(vs, lanes, d, s + c);
+      hn::BlendedStore(vc, lanes, d, comp + c);
     }
   }
-  // Turn s into the factor (softmax) or the shift (log_softmax) of each column. A column with a
-  // NaN, a +inf or no finite element has a NaN sum (NaN - m, inf - inf), so it is NaN throughout.
-  for (c = 0; c < w; ++c) {
-    const double rest = (static_cast<double>(s[c]) - 1.0) + static_cast<double>(comp[c]);
+  // Turn s into the factor (softmax) or the shift (log_softmax) of each column: s holds the max's
+  // term, exactly 1, and s - 1 is exact. A column with a NaN has a NaN sum: NaN throughout.
+  for (size_t c = 0; c < w; ++c) {
+    const double rest = (static_cast<double>(s[c]) - 1) + static_cast<double>(comp[c]);
     s[c] = static_cast<T>(log ? std::log1p(rest) : 1.0 / (1.0 + rest));
   }
   for (size_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
-    for (c = 0; c + L <= w; c += L) {
-      const auto f = hn::LoadU(d, s + c);
-      const auto r =
-          log ? hn::Sub(hn::Sub(hn::LoadU(d, xk + c), hn::LoadU(d, m + c)), f) : hn::Mul(hn::LoadU(d, yk + c), f);
-      hn::StoreU(r, d, yk + c);
+    for (size_t c = 0; c < w; c += L) {
+      const auto lanes = hn::FirstN(d, w - c);
+      const auto f = hn::MaskedLoad(lanes, d, s + c);
+      const auto out = log ? hn::Sub(hn::Sub(hn::MaskedLoad(lanes, d, xk + c), hn::MaskedLoad(lanes, d, m + c)), f)
+                           : hn::Mul(hn::MaskedLoad(lanes, d, yk + c), f);
+      hn::BlendedStore(out, lanes, d, yk + c);
     }
-    for (; c < w; ++c) yk[c] = log ? (xk[c] - m[c]) - s[c] : yk[c] * s[c];
   }
 }
 
