@@ -1,5 +1,7 @@
 // nnet ops: OpInfo entries (softmax, log_softmax, relu, cross-entropies), exact values, stability
 // on large inputs, error paths and gradients.
+#include <hwy/targets.h>
+
 #include <cmath>
 #include <limits>
 
@@ -401,6 +403,36 @@ TEST(Nnet, SoftmaxLongRowsStayAccurate) {
     }
   }
   config().openmp_elemwise_minsize = saved;
+}
+
+// Every SIMD target this machine can run (AVX-512, AVX2, SSE4, ... as compiled): the partial last
+// vector of a row or of a block of columns goes through a buffer, never past the array's end (a
+// MaskedLoad is a full aligned load on the SSE targets).
+TEST(Nnet, SoftmaxEveryTargetMatchesTheReference) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (DType dt : testing::kFloatTypes)
+      for (int64_t n : {1, 3, 7, 16, 17, 33}) {
+        NDArray a = random_array({3, n}, dt, -30, 30, 40 + n);
+        // Slices cut out of a bigger buffer end right before other data: a read past them would
+        // see it (and ASan would report it).
+        NDArray b = random_array({n, 5}, dt, -30, 30, 41 + n);
+        Var x = variable(matrix_type(dt), "x");
+        for (bool log : {false, true})
+          for (int axis : {0, 1}) {
+            Var y = log ? log_softmax(x, axis) : softmax(x, axis);
+            for (const NDArray& v : {a, b}) {
+              NDArray got = eval(y, {{x, v}}, Backend::Cpu);
+              NDArray want = eval(y, {{x, v}}, Backend::Reference);
+              EXPECT_ALLCLOSE(got, want, dt == DType::Float32 ? 1e-6 : 1e-14, 1e-30)
+                  << hwy::TargetName(target) << " n " << n << " axis " << axis << (log ? " log" : "");
+            }
+          }
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(Nnet, CategoricalCrossentropyValues) {

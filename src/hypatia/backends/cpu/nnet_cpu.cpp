@@ -44,87 +44,108 @@ HWY_INLINE void AddCompensated(V e, V& sum, V& comp) {
   sum = t;
 }
 
+/// The r < Lanes(d) elements at p as a vector, the other lanes `fill`: through a buffer, so that
+/// no load reaches past the end of the array (MaskedLoad may, on some targets).
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> LoadTail(D d, const T* HWY_RESTRICT p, size_t r, T fill) {
+  HWY_ALIGN T buf[hn::MaxLanes(d)];
+  for (size_t j = 0; j < hn::Lanes(d); ++j) buf[j] = j < r ? p[j] : fill;
+  return hn::Load(d, buf);
+}
+
+/// Stores the first r < Lanes(d) lanes of v at p.
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE void StoreTail(D d, hn::Vec<D> v, T* HWY_RESTRICT p, size_t r) {
+  HWY_ALIGN T buf[hn::MaxLanes(d)];
+  hn::Store(v, d, buf);
+  for (size_t j = 0; j < r; ++j) p[j] = buf[j];
+}
+
 /// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements:
 ///   softmax = exp(x - m) / (1 + rest),   log_softmax = (x - m) - log1p(rest),
 /// with m the max, rest the sum of exp(x - m) over the other elements (so that nothing is added
 /// to m before the subtraction, and nothing to 1 before the log). A row with a NaN, a +inf or no
-/// finite element is NaN throughout (+inf - +inf). The last partial vector is handled with masks,
-/// so rows shorter than a vector run in SIMD too.
+/// finite element is NaN throughout (+inf - +inf). The last partial vector is padded with -inf
+/// (which adds 0), so rows shorter than a vector run in SIMD too.
 template <class T>
 void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
-  const auto ninf = hn::Set(d, -std::numeric_limits<T>::infinity());
-  auto vm = ninf;
-  size_t i = 0;
-  for (; i + L <= n; i += L) vm = hn::Max(vm, hn::LoadU(d, x + i));
-  const size_t r = n - i;
-  const auto tail = hn::FirstN(d, r);
-  if (r) vm = hn::Max(vm, hn::IfThenElse(tail, hn::MaskedLoad(tail, d, x + i), ninf));
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const size_t body = n - n % L, r = n - body;
+  auto vm = hn::Set(d, ninf);
+  for (size_t i = 0; i < body; i += L) vm = hn::Max(vm, hn::LoadU(d, x + i));
+  if (r) vm = hn::Max(vm, LoadTail(d, x + body, r, ninf));
   const auto vmax = hn::MaxOfLanes(d, vm);
   const T m = hn::GetLane(vmax);
   if (!std::isfinite(m)) {
-    for (i = 0; i < n; ++i) y[i] = std::numeric_limits<T>::quiet_NaN();
+    for (size_t i = 0; i < n; ++i) y[i] = std::numeric_limits<T>::quiet_NaN();
     return;
   }
   // The lane that saw the max: its sum holds the max's term, exactly 1 (exp(0)).
   const intptr_t max_lane = hn::FindFirstTrue(d, hn::Eq(vm, vmax));
   auto sum = hn::Zero(d), comp = hn::Zero(d);
-  for (i = 0; i + L <= n; i += L) {
+  for (size_t i = 0; i < body; i += L) {
     const auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
     if (!log) hn::StoreU(e, d, y + i);
     AddCompensated(e, sum, comp);
   }
   if (r) {
-    const auto e = hn::IfThenElseZero(tail, ExpShifted(d, hn::MaskedLoad(tail, d, x + i), vmax));
-    if (!log) hn::BlendedStore(e, tail, d, y + i);
+    const auto e = ExpShifted(d, LoadTail(d, x + body, r, ninf), vmax);
+    if (!log) StoreTail(d, e, y + body, r);
     AddCompensated(e, sum, comp);
   }
-  const auto one_there =
-      hn::IfThenElseZero(hn::Eq(hn::Iota(d, 0), hn::Set(d, static_cast<T>(max_lane))), hn::Set(d, 1));
-  sum = hn::Sub(sum, one_there);
+  const auto lane = hn::Eq(hn::Iota(d, 0), hn::Set(d, static_cast<T>(max_lane)));
+  sum = hn::Sub(sum, hn::IfThenElseZero(lane, hn::Set(d, 1)));
   const double rest = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum))) +
                       static_cast<double>(hn::GetLane(hn::SumOfLanes(d, comp)));
   if (log) {
     const auto vshift = hn::Set(d, static_cast<T>(std::log1p(rest)));
-    for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vmax), vshift), d, y + i);
-    if (r) hn::BlendedStore(hn::Sub(hn::Sub(hn::MaskedLoad(tail, d, x + i), vmax), vshift), tail, d, y + i);
+    for (size_t i = 0; i < body; i += L) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vmax), vshift), d, y + i);
+    if (r) StoreTail(d, hn::Sub(hn::Sub(LoadTail(d, x + body, r, T(0)), vmax), vshift), y + body, r);
   } else {
     const auto vinv = hn::Set(d, static_cast<T>(1.0 / (1.0 + rest)));
-    for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
-    if (r) hn::BlendedStore(hn::Mul(hn::MaskedLoad(tail, d, y + i), vinv), tail, d, y + i);
+    for (size_t i = 0; i < body; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
+    if (r) StoreTail(d, hn::Mul(LoadTail(d, y + body, r, T(0)), vinv), y + body, r);
   }
 }
 
 /// Softmax along the rows of a block: x[k * inner + c] for k < n and c < w (w columns of a
-/// row-major (n, inner) slab), column by column as SoftmaxRowT does a row (the last partial
-/// vector of columns with masks). m, s and comp are scratch of w elements.
+/// row-major (n, inner) slab), column by column as SoftmaxRowT does a row. m, s and comp are
+/// scratch of w elements rounded up to a whole vector (the last partial vector of columns reads
+/// and writes x and y through LoadTail and StoreTail).
 template <class T>
 void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_t inner, size_t w, bool log,
                      T* HWY_RESTRICT m, T* HWY_RESTRICT s, T* HWY_RESTRICT comp) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
+  auto load = [&](const T* p, size_t c) { return c + L <= w ? hn::LoadU(d, p + c) : LoadTail(d, p + c, w - c, T(0)); };
+  auto store = [&](hn::Vec<decltype(d)> v, T* p, size_t c) {
+    if (c + L <= w)
+      hn::StoreU(v, d, p + c);
+    else
+      StoreTail(d, v, p + c, w - c);
+  };
   for (size_t c = 0; c < w; c += L) {
-    const auto lanes = hn::FirstN(d, w - c);
-    auto vm = hn::MaskedLoad(lanes, d, x + c);
-    for (size_t k = 1; k < n; ++k) vm = hn::Max(vm, hn::MaskedLoad(lanes, d, x + k * inner + c));
+    auto vm = load(x, c);
+    for (size_t k = 1; k < n; ++k) vm = hn::Max(vm, load(x + k * inner, c));
     // No finite max (+inf, or -inf throughout): a NaN m makes the whole column NaN below, as in
     // the row kernel.
     vm = hn::IfThenElse(hn::IsFinite(vm), vm, hn::Set(d, std::numeric_limits<T>::quiet_NaN()));
-    hn::BlendedStore(vm, lanes, d, m + c);
+    hn::StoreU(vm, d, m + c);
+    hn::StoreU(hn::Zero(d), d, s + c);
+    hn::StoreU(hn::Zero(d), d, comp + c);
   }
-  for (size_t c = 0; c < w; ++c) s[c] = comp[c] = 0;
   for (size_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
     for (size_t c = 0; c < w; c += L) {
-      const auto lanes = hn::FirstN(d, w - c);
-      const auto e = ExpShifted(d, hn::MaskedLoad(lanes, d, xk + c), hn::MaskedLoad(lanes, d, m + c));
-      if (!log) hn::BlendedStore(e, lanes, d, yk + c);
-      auto vs = hn::MaskedLoad(lanes, d, s + c), vc = hn::MaskedLoad(lanes, d, comp + c);
+      const auto e = ExpShifted(d, load(xk, c), hn::LoadU(d, m + c));
+      if (!log) store(e, yk, c);
+      auto vs = hn::LoadU(d, s + c), vc = hn::LoadU(d, comp + c);
       AddCompensated(e, vs, vc);
-      hn::BlendedStore(vs, lanes, d, s + c);
-      hn::BlendedStore(vc, lanes, d, comp + c);
+      hn::StoreU(vs, d, s + c);
+      hn::StoreU(vc, d, comp + c);
     }
   }
   // Turn s into the factor (softmax) or the shift (log_softmax) of each column: s holds the max's
@@ -137,11 +158,8 @@ void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
     for (size_t c = 0; c < w; c += L) {
-      const auto lanes = hn::FirstN(d, w - c);
-      const auto f = hn::MaskedLoad(lanes, d, s + c);
-      const auto out = log ? hn::Sub(hn::Sub(hn::MaskedLoad(lanes, d, xk + c), hn::MaskedLoad(lanes, d, m + c)), f)
-                           : hn::Mul(hn::MaskedLoad(lanes, d, yk + c), f);
-      hn::BlendedStore(out, lanes, d, yk + c);
+      const auto f = hn::LoadU(d, s + c);
+      store(log ? hn::Sub(hn::Sub(load(xk, c), hn::LoadU(d, m + c)), f) : hn::Mul(load(yk, c), f), yk, c);
     }
   }
 }
@@ -188,7 +206,8 @@ void softmax_columns(const double* x, double* y, size_t n, size_t inner, size_t 
   HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF64)(x, y, n, inner, w, log, m, s, comp);
 }
 
-/// Columns per block in the column path: the block's m and s stay in L1.
+/// Columns per block in the column path: the block's m, s and comp stay in L1. A multiple of every
+/// vector length, so that the scratch holds whole vectors.
 constexpr int64_t kColumnBlock = 512;
 }  // namespace
 
