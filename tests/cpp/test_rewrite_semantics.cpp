@@ -190,6 +190,21 @@ TEST(RewriteSemantics, RewrittenNodesCarryTheLinesOfTheNodesTheyReplace) {
   t.where = "user.py:9";
   Function h = function({A, B, C}, {e * 2.0}, o);
   EXPECT_EQ(only_node_named(h, "Gemm")->trace, "user.py:30, user.py:31");
+  // A graph edited by hand (FunctionGraph::replace) keeps the new nodes' own lines; the rewrite
+  // framework's replace_by_rewrite passes the replaced ones on.
+  {
+    t.where = "user.py:40";
+    FunctionGraph fg({x}, {exp(x)});
+    Var old = fg.outputs()[0];
+    t.where = "user.py:41";
+    Var by_hand = tanh(fg.inputs()[0]);
+    fg.replace(old, by_hand, "by hand");
+    EXPECT_EQ(by_hand->owner->trace, "user.py:41");
+    t.where = "user.py:9";
+    Var by_rewrite = sin(fg.inputs()[0]);
+    replace_by_rewrite(fg, {{by_hand, by_rewrite}}, "some_rewrite");
+    EXPECT_EQ(by_rewrite->owner->trace, "user.py:41");
+  }
   // FAST_COMPILE keeps the nodes as written.
   FunctionOptions fc;
   fc.mode = "FAST_COMPILE";

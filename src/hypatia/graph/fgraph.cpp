@@ -177,7 +177,8 @@ void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::s
   replace_all({{old_var, new_var}}, reason);
 }
 
-void FunctionGraph::replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason) {
+void FunctionGraph::replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason,
+                                bool inherit_traces) {
   for (const auto& [old_var, new_var] : pairs) {
     if (!old_var || !new_var)
       fail<TypeError>("FunctionGraph.replace", reason.empty() ? "" : " (" + reason + ")", ": a null variable");
@@ -204,7 +205,7 @@ void FunctionGraph::replace_all(const std::vector<std::pair<Var, Var>>& pairs, c
   }
   imported_sink_ = nullptr;
   pruned_traces_sink_ = nullptr;
-  if (imported.empty()) return;
+  if (!inherit_traces || imported.empty()) return;
   const std::string merged = merge_traces(replaced_traces);
   if (merged.empty()) return;  // nothing known about the replaced nodes (built in C++)
   for (const auto& n : imported) n->trace = merged;

@@ -67,15 +67,18 @@ class FunctionGraph {
   /// function() reports as missing inputs).
   std::vector<Var> orphans() const;
   /// Replaces every use of `old_var` by `new_var`. Their types must be equal; throws TypeError
-  /// naming `reason` otherwise. The same as replace_all with one pair.
+  /// naming `reason` otherwise. The same as replace_all with one pair, the new nodes keeping
+  /// their own traces (a graph edited by hand).
   void replace(const Var& old_var, const Var& new_var, const std::string& reason = "");
   /// Replaces each pair's old variable by its new one, in order, as one change made for `reason`
-  /// (the outputs of one fused node, say). Every type is checked before anything changes. The
-  /// nodes the change brings into the graph were built by a rewrite, so where they were created
-  /// says nothing to the user: they take instead the user lines (Apply::trace) of the nodes they
-  /// replace, the owners of the old variables and every node the change leaves unused (when any
-  /// of those has one; see merge_traces).
-  void replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason = "");
+  /// (the outputs of one fused node, say). Every type is checked before anything changes. With
+  /// `inherit_traces` (the rewrites' replace_by_rewrite), the nodes the change brings into the
+  /// graph were built by a rewrite, so where they were created says nothing to the user: they
+  /// take instead the user lines (Apply::trace) of the nodes they replace, the owners of the old
+  /// variables and every node the change leaves unused (when any of those has one; see
+  /// merge_traces).
+  void replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason = "",
+                   bool inherit_traces = false);
   size_t num_nodes() const { return nodes_.size(); }
   /// Whether `node` is part of the graph now.
   bool contains(const Apply* node) const { return nodes_.count(node) > 0; }

@@ -132,7 +132,7 @@ void replace_by_rewrite(FunctionGraph& fg, const std::vector<std::pair<Var, Var>
                         " of type ", b.str(), ": the ", what,
                         " differs (a rewrite must keep the exact type of what it replaces)");
   }
-  fg.replace_all(pairs, rewrite);
+  fg.replace_all(pairs, rewrite, /*inherit_traces=*/true);
 }
 
 int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite*>& rewrites, bool print,
