@@ -230,7 +230,9 @@ def draw_graph(draw):
         if dt == "int32":
             a = np.round(a * 2)
         elif special:
-            a.flat[rng.randint(0, max(a.size, 1))] = rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan, 1e15, -1e-30])
+            # No huge finite value: a dot that cancels huge terms differs between BLAS (float32
+            # sums) and the reference kernel (double sums) by more than DebugMode's tolerance.
+            a.flat[rng.randint(0, max(a.size, 1))] = rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan, -1e-30])
         a = a.astype(dt)
         ins.append(v)
         args.append(a)
@@ -354,7 +356,7 @@ def test_every_mode_agrees_on_random_broadcasting_graphs(g):
                 assert close(r, b, dtype, magnitude), (str(mode), r, b, graph())
     for o, b in zip(outs, base):
         assert b.shape == o.shape, (b.shape, o.shape, graph())
-        if exact:
+        if exact and tame:  # numpy's reference is the exact math: log(exp(x)) is x even where exp overflows
             assert close(b, o.ref, dtype, magnitude), (b, o.ref, graph())
 
 
