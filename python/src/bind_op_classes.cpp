@@ -319,6 +319,7 @@ void init_op_classes(nb::module_& m) {
   reducible(softmax, [](const Softmax& s) { return nb::make_tuple(s.axis, s.log); });
   plain_op<CrossentropyCategorical1Hot>(m, "CrossentropyCategorical1Hot");
   plain_op<CrossentropyCategorical1HotGrad>(m, "CrossentropyCategorical1HotGrad");
+  plain_op<CheckLabels>(m, "CheckLabels", "Integer labels, checked to be classes of a matrix (a view).");
   plain_op<Dot>(m, "Dot", "numpy.dot for vectors and matrices.");
   plain_op<BatchedDot>(m, "BatchedDot");
   OpClass<Gemm> gemm(m, "Gemm", "beta * z + alpha * dot(x, y).");

@@ -1,5 +1,10 @@
 // nnet ops: OpInfo entries (softmax, log_softmax, relu, cross-entropies), exact values, stability
 // on large inputs, error paths and gradients.
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <limits>
+
 #include "test_util.h"
 
 namespace hypatia {
@@ -113,6 +118,40 @@ HYP_OPINFO({
     .samples = crossentropy_label_samples,
     .dtypes = testing::kFloatTypes,
     .differentiable = false,
+});
+
+/// Logits (any sign, some far apart) and labels.
+std::vector<OpSample> softmax_crossentropy_samples(DType dt) {
+  return {
+      {"matrix (4,3)", {random_array({4, 3}, dt, -3, 3, 24), NDArray::from_vector<int64_t>({0, 2, 1, 2})}},
+      {"strided (3,3), int32 labels",
+       {random_strided({3, 3}, dt, -3, 3, 25), NDArray::from_vector<int32_t>({2, 0, 1})}},
+      {"large magnitude (2,4)",
+       {random_array({2, 4}, dt, -1000, 1000, 26), NDArray::from_vector<int64_t>({1, 3})},
+       false},
+      {"zero rows", {NDArray::zeros({0, 3}, dt), NDArray::empty({0}, DType::Int64)}},
+  };
+}
+// categorical_crossentropy of a softmax: the stable form (log_softmax, CheckLabels, indexing).
+HYP_OPINFO({
+    .name = "softmax_crossentropy_labels",
+    .build = [](const std::vector<Var>& v) { return categorical_crossentropy(softmax(v[0]), v[1]); },
+    .samples = softmax_crossentropy_samples,
+    .dtypes = testing::kFloatTypes,
+    .grad_inputs = {0},
+});
+HYP_OPINFO({
+    .name = "softmax_crossentropy_dist",
+    .build = [](const std::vector<Var>& v) { return categorical_crossentropy(softmax(v[0]), v[1]); },
+    .samples =
+        [](DType dt) {
+          return std::vector<OpSample>{
+              {"matrix (3,4)", {random_array({3, 4}, dt, -3, 3, 27), random_array({3, 4}, dt, 0, 1, 28)}},
+              {"one-hot true (2,3)",
+               {random_strided({2, 3}, dt, -3, 3, 29), make_array({0, 1, 0, 1, 0, 0}, {2, 3}, dt)}},
+          };
+        },
+    .dtypes = testing::kFloatTypes,
 });
 
 std::vector<OpSample> crossentropy_dist_samples(DType dt) {
@@ -247,6 +286,155 @@ TEST(Nnet, SoftmaxGradientsAndRop) {
   }
 }
 
+/// Distance of got from want in units in the last place of T at want (0 when both are NaN or
+/// equal; infinite when one is NaN or they are infinities that differ).
+template <class T>
+double ulps(double got, long double want) {
+  const T w = static_cast<T>(want);
+  if ((std::isnan(got) && std::isnan(w)) || got == static_cast<double>(w)) return 0;
+  if (std::isnan(got) || std::isnan(w) || std::isinf(got) || std::isinf(w)) return INFINITY;
+  const long double spacing =
+      std::nextafter(std::abs(w), std::numeric_limits<T>::infinity()) - static_cast<long double>(std::abs(w));
+  return static_cast<double>(std::abs(static_cast<long double>(got) - want) / spacing);
+}
+
+/// softmax and log_softmax of one slice, exactly enough (long double, the max's term kept out of
+/// the sum): the oracle of the accuracy tests.
+std::vector<long double> exact_softmax(const std::vector<double>& x, bool log) {
+  long double m = -INFINITY;
+  size_t at = x.size();
+  bool nan = false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) nan = true;
+    if (!std::isnan(x[i]) && (at == x.size() || x[i] > m)) m = x[at = i];
+  }
+  std::vector<long double> r(x.size(), NAN);
+  if (nan || !std::isfinite(m)) return r;
+  long double rest = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != at) rest += std::exp(static_cast<long double>(x[i]) - m);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const long double d = static_cast<long double>(x[i]) - m;
+    r[i] = log ? d - std::log1p(rest) : std::exp(d) / (1 + rest);
+  }
+  return r;
+}
+
+// Before: log_softmax of float32 [1e5, 1e5] was -0.6953 (x - (m + log(sum)) rounded m + log 2 to
+// float32 first) and of float64 [1e16, 1e16] 0; log_softmax([0, -40]) lost rest = 4e-18 in 1 + rest.
+TEST(Nnet, SoftmaxFamilyIsAccurateOnExtremeLogits) {
+  const std::vector<std::vector<double>> rows = {
+      {1e5, 1e5},
+      {1e16, 1e16},
+      {1e16, 1e16 - 4, 1e16 + 2},
+      {0, -40},
+      {0, -80, -700, -745.5},
+      {1e-30, 0, -1e-30},
+      {3, 3, 3, 3, 3},
+      {-INFINITY, 2, -INFINITY, 1},
+      {-INFINITY, -INFINITY},
+      {INFINITY, 1, 2},
+      {1, NAN, 2},
+      {-3e38, 3e38},
+      {-104, 0, -88, -87.5, 1},
+      {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, -55.5, 13, 12.9, 12.99, 12.999, 7},
+  };
+  for (DType dt : testing::kFloatTypes)
+    for (Backend b : {Backend::Reference, Backend::Cpu})
+      for (bool log : {false, true})
+        for (const auto& row : rows) {
+          const int64_t n = static_cast<int64_t>(row.size());
+          // As rows of a (2, n) matrix (the row kernel) and as columns of its transpose copy (the
+          // column kernel), and as the last axis of a 3-d tensor.
+          std::vector<double> twice = row;
+          twice.insert(twice.end(), row.begin(), row.end());
+          NDArray both = make_array(twice, {2, n}, dt);
+          // The logits as the dtype holds them are what the kernels see.
+          std::vector<double> held(n);
+          for (int64_t i = 0; i < n; ++i) held[i] = both.get_flat(i);
+          const auto want = exact_softmax(held, log);
+          Var x = variable(matrix_type(dt), "x");
+          Var y = log ? log_softmax(x, 1) : softmax(x, 1);
+          Var yt = log ? log_softmax(x, 0) : softmax(x, 0);
+          NDArray r = eval(y, {{x, both}}, b);
+          NDArray rt = eval(yt, {{x, both.transpose().copy()}}, b);
+          for (int64_t i = 0; i < n; ++i) {
+            const double tol = 4;
+            auto check = [&](double got, const char* path) {
+              const double u = dt == DType::Float32 ? ulps<float>(got, want[i]) : ulps<double>(got, want[i]);
+              EXPECT_LE(u, tol) << (log ? "log_softmax" : "softmax") << " " << dtype_name(dt) << " "
+                                << (b == Backend::Cpu ? "cpu" : "reference") << " " << path << " row "
+                                << ::testing::PrintToString(row) << " element " << i << ": got " << got << " want "
+                                << static_cast<double>(want[i]);
+            };
+            check(r.get_flat(i), "row");
+            check(r.get_flat(n + i), "row 2");
+            check(rt.get_flat(i * 2), "column");
+          }
+        }
+  // The cases, exactly.
+  Var f = variable(vector_type(DType::Float32), "f");
+  EXPECT_EQ(eval(log_softmax(f), {{f, make_array({1e5, 1e5}, {2}, DType::Float32)}}).get_flat(0),
+            static_cast<double>(static_cast<float>(-std::log(2.0))));
+  Var d = variable(vector_type(DType::Float64), "d");
+  EXPECT_EQ(eval(log_softmax(d), {{d, make_array({1e16, 1e16}, {2}, DType::Float64)}}).get_flat(1), -std::log(2.0));
+}
+
+TEST(Nnet, SoftmaxLongRowsStayAccurate) {
+  // Long rows through the SIMD body and the threaded paths: within a few ulp of the oracle.
+  long saved = config().openmp_elemwise_minsize;
+  config().openmp_elemwise_minsize = 1;
+  for (DType dt : testing::kFloatTypes) {
+    NDArray a = random_array({3, 1000}, dt, -60, 60, 31);
+    Var x = variable(matrix_type(dt), "x");
+    for (bool log : {false, true}) {
+      NDArray r = eval(log ? log_softmax(x) : softmax(x), {{x, a}}, Backend::Cpu);
+      for (int64_t row = 0; row < 3; ++row) {
+        std::vector<double> v(1000);
+        for (int64_t i = 0; i < 1000; ++i) v[i] = a.get_flat(row * 1000 + i);
+        const auto want = exact_softmax(v, log);
+        double worst = 0;
+        for (int64_t i = 0; i < 1000; ++i) {
+          const double got = r.get_flat(row * 1000 + i);
+          worst = std::max(worst, dt == DType::Float32 ? ulps<float>(got, want[i]) : ulps<double>(got, want[i]));
+        }
+        EXPECT_LE(worst, 4) << dtype_name(dt) << (log ? " log_softmax" : " softmax");
+      }
+    }
+  }
+  config().openmp_elemwise_minsize = saved;
+}
+
+// Every SIMD target this machine can run (AVX-512, AVX2, SSE4, ... as compiled): the partial last
+// vector of a row or of a block of columns goes through a buffer, never past the array's end (a
+// MaskedLoad is a full aligned load on the SSE targets).
+TEST(Nnet, SoftmaxEveryTargetMatchesTheReference) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (DType dt : testing::kFloatTypes)
+      for (int64_t n : {1, 3, 7, 16, 17, 33}) {
+        NDArray a = random_array({3, n}, dt, -30, 30, 40 + n);
+        // Slices cut out of a bigger buffer end right before other data: a read past them would
+        // see it (and ASan would report it).
+        NDArray b = random_array({n, 5}, dt, -30, 30, 41 + n);
+        Var x = variable(matrix_type(dt), "x");
+        for (bool log : {false, true})
+          for (int axis : {0, 1}) {
+            Var y = log ? log_softmax(x, axis) : softmax(x, axis);
+            for (const NDArray& v : {a, b}) {
+              NDArray got = eval(y, {{x, v}}, Backend::Cpu);
+              NDArray want = eval(y, {{x, v}}, Backend::Reference);
+              EXPECT_ALLCLOSE(got, want, dt == DType::Float32 ? 1e-6 : 1e-14, 1e-30)
+                  << hwy::TargetName(target) << " n " << n << " axis " << axis << (log ? " log" : "");
+            }
+          }
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 TEST(Nnet, CategoricalCrossentropyValues) {
   Var c = variable(matrix_type(DType::Float64), "c");
   Var y = variable(vector_type(DType::Int64), "y");
@@ -284,6 +472,24 @@ TEST(Nnet, CrossentropyErrorPaths) {
                  IndexError);
     EXPECT_THROW(eval(categorical_crossentropy(c, y), {{c, cv}, {y, NDArray::from_vector<int64_t>({0, 1, 2})}}, b),
                  ValueError);
+    // The stable form of a softmax's cross-entropy rejects a negative label too (it used to count
+    // from the end), in every mode, and so does the op rewritten into it.
+    Var sm = softmax(c);
+    for (const Var& ce :
+         {categorical_crossentropy(sm, y), apply_op1(std::make_shared<CrossentropyCategorical1Hot>(), {sm, y})})
+      for (const char* mode : {"FAST_RUN", "FAST_COMPILE", "NONE"}) {
+        FunctionOptions o;
+        o.mode = mode;
+        o.backend = b;
+        Function fn = function({c, y}, {ce}, o);
+        try {
+          fn({cv, NDArray::from_vector<int64_t>({0, -1})});
+          ADD_FAILURE() << "label -1 did not throw in " << mode;
+        } catch (const IndexError& e) {
+          EXPECT_NE(std::string(e.what()).find("label -1 at row 1"), std::string::npos) << e.what();
+        }
+        EXPECT_THROW(fn({cv, NDArray::from_vector<int64_t>({3, 0})}), IndexError);
+      }
   }
   EXPECT_THROW(categorical_crossentropy(variable(vector_type(DType::Float64)), variable(scalar_type(DType::Int64))),
                TypeError);

@@ -5,6 +5,7 @@ from hypatia.tensor.basic import _operands, as_tensor_variable, sigmoid, softplu
 Softmax = _core.Softmax
 CrossentropyCategorical1Hot = _core.CrossentropyCategorical1Hot
 CrossentropyCategorical1HotGrad = _core.CrossentropyCategorical1HotGrad
+CheckLabels = _core.CheckLabels
 
 ultra_fast_sigmoid = sigmoid
 

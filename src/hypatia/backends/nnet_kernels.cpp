@@ -9,6 +9,7 @@ void register_nnet_kernels() {
   register_simple_kernel<Softmax>(Backend::Reference, &softmax_reference);
   register_simple_kernel<CrossentropyCategorical1Hot>(Backend::Reference, &crossentropy_1hot_reference);
   register_simple_kernel<CrossentropyCategorical1HotGrad>(Backend::Reference, &crossentropy_1hot_grad_reference);
+  register_simple_kernel<CheckLabels>(Backend::Reference, &check_labels_kernel);
   register_simple_kernel<Softmax>(Backend::Cpu, &softmax_cpu);
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
+#include <string_view>
+#include <utility>
 
 #include "hypatia/core/error.h"
 
@@ -141,6 +144,7 @@ void FunctionGraph::import_var(const Var& v) {
     stack.pop_back();
     nodes_.emplace(n, n->shared_from_this());
     for (size_t i = 0; i < n->inputs.size(); ++i) clients_[n->inputs[i].get()].push_back({n, static_cast<int>(i)});
+    if (imported_sink_) imported_sink_->push_back(n->shared_from_this());
     for (GraphListener* l : listeners_) l->on_import(n);
   }
 }
@@ -154,6 +158,7 @@ void FunctionGraph::prune(Apply* root) {
     if (it == nodes_.end() || has_clients(node)) continue;
     std::shared_ptr<Apply> keep = it->second;  // alive until its listeners have seen it
     nodes_.erase(it);
+    if (pruned_traces_sink_) pruned_traces_sink_->push_back(node->trace);
     for (int o = 0; o < node->nout(); ++o) clients_.erase(node->output_ptr(o));
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const Variable* in = node->inputs[i].get();
@@ -169,10 +174,44 @@ void FunctionGraph::prune(Apply* root) {
 }
 
 void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::string& reason) {
-  if (!(old_var->type == new_var->type))
-    fail<TypeError>("FunctionGraph.replace", reason.empty() ? "" : " (" + reason + ")", ": the replacement of ",
-                    old_var->str(), " has type ", new_var->type.str(), " but the variable has type ",
-                    old_var->type.str());
+  replace_all({{old_var, new_var}}, reason);
+}
+
+void FunctionGraph::replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason,
+                                bool inherit_traces) {
+  for (const auto& [old_var, new_var] : pairs) {
+    if (!old_var || !new_var)
+      fail<TypeError>("FunctionGraph.replace", reason.empty() ? "" : " (" + reason + ")", ": a null variable");
+    if (!(old_var->type == new_var->type))
+      fail<TypeError>("FunctionGraph.replace", reason.empty() ? "" : " (" + reason + ")", ": the replacement of ",
+                      old_var->str(), " has type ", new_var->type.str(), " but the variable has type ",
+                      old_var->type.str());
+  }
+  std::vector<std::shared_ptr<Apply>> imported;
+  std::vector<std::string> replaced_traces;
+  struct Sinks {
+    FunctionGraph& fg;
+    ~Sinks() {
+      fg.imported_sink_ = nullptr;
+      fg.pruned_traces_sink_ = nullptr;
+    }
+  } sinks{*this};
+  imported_sink_ = &imported;
+  pruned_traces_sink_ = &replaced_traces;
+  for (const auto& [old_var, new_var] : pairs) {
+    if (old_var->owner && nodes_.count(old_var->owner) && clients_.count(old_var.get()))
+      replaced_traces.push_back(old_var->owner->trace);
+    replace_one(old_var, new_var, reason);
+  }
+  imported_sink_ = nullptr;
+  pruned_traces_sink_ = nullptr;
+  if (!inherit_traces || imported.empty()) return;
+  const std::string merged = merge_traces(replaced_traces);
+  if (merged.empty()) return;  // nothing known about the replaced nodes (built in C++)
+  for (const auto& n : imported) n->trace = merged;
+}
+
+void FunctionGraph::replace_one(const Var& old_var, const Var& new_var, const std::string& reason) {
   if (old_var.get() == new_var.get()) return;
   auto it = clients_.find(old_var.get());
   if (it == clients_.end()) return;
@@ -191,6 +230,40 @@ void FunctionGraph::replace(const Var& old_var, const Var& new_var, const std::s
   for (const Client& c : moved)
     for (GraphListener* l : listeners_) l->on_change_input(c.node, c.index, old_var, new_var);
   if (old_var->owner) prune(old_var->owner);
+}
+
+std::string merge_traces(const std::vector<std::string>& traces) {
+  constexpr size_t kMaxEntries = 32;
+  static const std::string kSep = ", ";
+  std::vector<std::string_view> entries;
+  for (const std::string& t : traces) {
+    std::string_view rest = t;
+    while (!rest.empty() && entries.size() < kMaxEntries) {
+      const size_t cut = rest.find(kSep);
+      const std::string_view e = rest.substr(0, cut);
+      rest = cut == std::string_view::npos ? std::string_view() : rest.substr(cut + kSep.size());
+      if (!e.empty() && std::find(entries.begin(), entries.end(), e) == entries.end()) entries.push_back(e);
+    }
+  }
+  // In source order: by file, then by line number (entries without a line number last).
+  auto key = [](std::string_view e) {
+    const size_t colon = e.rfind(':');
+    long line = -1;
+    if (colon != std::string_view::npos && colon + 1 < e.size()) {
+      line = 0;
+      for (char c : e.substr(colon + 1))
+        line = c >= '0' && c <= '9' && line >= 0 && line < 100000000 ? line * 10 + (c - '0') : -1;
+    }
+    return std::make_pair(line >= 0 ? e.substr(0, colon) : e, line >= 0 ? line : std::numeric_limits<long>::max());
+  };
+  std::stable_sort(entries.begin(), entries.end(),
+                   [&](std::string_view a, std::string_view b) { return key(a) < key(b); });
+  std::string r;
+  for (const auto& e : entries) {
+    if (!r.empty()) r += kSep;
+    r += e;
+  }
+  return r;
 }
 
 }  // namespace hypatia

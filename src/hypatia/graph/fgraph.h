@@ -23,6 +23,11 @@ struct Client {
 std::vector<Var> clone_graph(const std::vector<Var>& outputs, const std::vector<std::pair<Var, Var>>& replace = {},
                              std::unordered_map<const Variable*, Var>* memo = nullptr);
 
+/// The union of several node traces ("file:line" entries separated by ", ") without repeats or
+/// empty entries, in source order (by file, then line), at most 32 entries: the trace of a node
+/// that replaced those nodes.
+std::string merge_traces(const std::vector<std::string>& traces);
+
 /// Every Apply between the leaves and `outputs`, inputs before users.
 std::vector<std::shared_ptr<Apply>> toposort(const std::vector<Var>& outputs);
 
@@ -62,8 +67,18 @@ class FunctionGraph {
   /// function() reports as missing inputs).
   std::vector<Var> orphans() const;
   /// Replaces every use of `old_var` by `new_var`. Their types must be equal; throws TypeError
-  /// naming `reason` otherwise.
+  /// naming `reason` otherwise. The same as replace_all with one pair, the new nodes keeping
+  /// their own traces (a graph edited by hand).
   void replace(const Var& old_var, const Var& new_var, const std::string& reason = "");
+  /// Replaces each pair's old variable by its new one, in order, as one change made for `reason`
+  /// (the outputs of one fused node, say). Every type is checked before anything changes. With
+  /// `inherit_traces` (the rewrites' replace_by_rewrite), the nodes the change brings into the
+  /// graph were built by a rewrite, so where they were created says nothing to the user: they
+  /// take instead the user lines (Apply::trace) of the nodes they replace, the owners of the old
+  /// variables and every node the change leaves unused (when any of those has one; see
+  /// merge_traces).
+  void replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason = "",
+                   bool inherit_traces = false);
   size_t num_nodes() const { return nodes_.size(); }
   /// Whether `node` is part of the graph now.
   bool contains(const Apply* node) const { return nodes_.count(node) > 0; }
@@ -84,6 +99,10 @@ class FunctionGraph {
  private:
   void import_var(const Var& v);
   void prune(Apply* node);
+  void replace_one(const Var& old_var, const Var& new_var, const std::string& reason);
+  /// While replace_all runs: the nodes imported and the traces of the nodes pruned.
+  std::vector<std::shared_ptr<Apply>>* imported_sink_ = nullptr;
+  std::vector<std::string>* pruned_traces_sink_ = nullptr;
   std::vector<Var> inputs_, outputs_;
   std::unordered_map<const Apply*, std::shared_ptr<Apply>> nodes_;
   std::unordered_map<const Variable*, std::vector<Client>> clients_;

@@ -108,6 +108,22 @@ std::vector<ShapeVars> CrossentropyCategorical1HotGrad::infer_shape(const Apply&
   return {in[1]};
 }
 
+std::vector<TensorType> CheckLabels::make_output_types(const std::vector<Var>& inputs) const {
+  if (inputs.size() != 2) fail<TypeError>(name(), ": expected 2 inputs (coding_dist, labels), got ", inputs.size());
+  check_coding_and_labels(name(), inputs[0], inputs[1]);
+  return {inputs[1]->type};
+}
+
+std::vector<ShapeVars> CheckLabels::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  return {in[1]};
+}
+
+std::vector<std::vector<bool>> CheckLabels::connection_pattern(const Apply& node) const { return {{false}, {false}}; }
+
+std::vector<Var> CheckLabels::grad(const Apply& node, const std::vector<Var>& output_grads) const {
+  return {nullptr, nullptr};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Builders from elementwise ops
 
@@ -137,7 +153,15 @@ Var categorical_crossentropy(Var coding_dist, Var true_dist) {
         "categorical_crossentropy: expected true_dist to be an integer vector of labels or a tensor "
         "like coding_dist ",
         coding_dist->type.str(), ", got ", true_dist->type.str());
-  return neg(sum(mul(true_dist, log(coding_dist)), std::vector<int>{coding_dist->ndim() - 1}));
+  const int last = coding_dist->ndim() - 1;
+  // Of a softmax over the summed axis: its log computed as log_softmax (finite where a
+  // probability underflows to 0, so 0 * log(0) = NaN never appears; the gradient is stable too).
+  if (const Apply* n = coding_dist->owner; n && typeid(*n->op) == typeid(Softmax)) {
+    const auto& sm = static_cast<const Softmax&>(*n->op);
+    if (!sm.log && sm.axis == last)
+      return neg(sum(mul(true_dist, log_softmax(n->inputs[0], last)), std::vector<int>{last}));
+  }
+  return neg(sum(mul(true_dist, log(coding_dist)), std::vector<int>{last}));
 }
 
 Var softmax_crossentropy_labels(Var logits, Var labels) {
@@ -146,7 +170,8 @@ Var softmax_crossentropy_labels(Var logits, Var labels) {
   check_coding_and_labels("softmax_crossentropy_labels", logits, labels);
   Var ls = log_softmax(logits, 1);
   Var rows = arange(int_constant(0), shape_i(logits, 0), int_constant(1), DType::Int64);
-  return neg(subtensor(ls, {Index(rows), Index(labels)}));
+  Var checked = apply_op1(std::make_shared<CheckLabels>(), {logits, labels});
+  return neg(subtensor(ls, {Index(rows), Index(checked)}));
 }
 
 Var binary_crossentropy(Var output, Var target) {

@@ -9,8 +9,15 @@
 
 namespace hypatia {
 
-/// softmax (log = false) or log_softmax (log = true) along `axis` (normalized), computed stably by
-/// subtracting the max along the axis. Float inputs of ndim >= 1.
+/// softmax (log = false) or log_softmax (log = true) along `axis` (normalized), computed stably:
+/// with m the max along the axis and rest the sum of exp(x - m) over the other elements,
+///   softmax = exp(x - m) / (1 + rest),   log_softmax = (x - m) - log1p(rest),
+/// so that no logit is added to anything before the subtraction (log_softmax of float32
+/// [1e5, 1e5] is -log(2), not the -0.6953 that x - (m + log(sum)) rounds to) and rest is not
+/// rounded into 1 before the log. The kernels are within a few ulp of the exact values (tests/
+/// python/test_softmax_stability.py). -inf logits give 0 (softmax) and -inf (log_softmax) when
+/// the slice has a finite max; a slice with a NaN, a +inf or no finite logit is NaN throughout
+/// (numpy's exp(x - max) / sum gives the same). Float inputs of ndim >= 1.
 class Softmax : public OpWithProps<Softmax> {
  public:
   int axis;
@@ -51,6 +58,23 @@ class CrossentropyCategorical1HotGrad : public OpWithProps<CrossentropyCategoric
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
 };
 
+/// Checks that every label of an integer vector is a class of `coding` (a float matrix of one
+/// row per label): inputs (coding, labels), output the labels themselves (a view). A label
+/// outside [0, n_classes) throws IndexError naming the row and the label, as
+/// CrossentropyCategorical1Hot does. The stable form of the cross-entropy of a softmax
+/// (softmax_crossentropy_labels) indexes through it, so that a negative label is an error there
+/// too instead of counting from the end.
+class CheckLabels : public OpWithProps<CheckLabels> {
+ public:
+  auto props() const { return std::make_tuple(); }
+  std::string name() const override { return "CheckLabels"; }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
+  AliasMap view_map() const override { return {{1}}; }
+};
+
 /// exp(x) / sum(exp(x)) along `axis` (negative counts from the end), computed stably.
 Var softmax(Var x, int axis = -1);
 /// log(softmax(x)) along `axis`, computed stably as x - max - log(sum(exp(x - max))).
@@ -62,7 +86,9 @@ Var relu(Var x, double alpha = 0.0);
 Var hard_sigmoid(Var x);
 /// Cross-entropy between a distribution `coding_dist` (rows of a matrix) and `true_dist`: either
 /// an integer vector of labels, one per row (-log(coding[i, label[i]])), or a matrix of the same
-/// shape holding one-hot rows or probabilities (-sum(true * log(coding)) per row).
+/// shape holding one-hot rows or probabilities (-sum(true * log(coding)) per row). Of a softmax
+/// over the last axis it builds the stable forms directly (softmax_crossentropy_labels, and
+/// log_softmax for the log), so every mode and the gradient are stable.
 Var categorical_crossentropy(Var coding_dist, Var true_dist);
 /// -log_softmax(logits)[i, labels[i]] for a float matrix of logits and integer labels: the stable
 /// form of categorical_crossentropy(softmax(logits), labels), whose gradient, softmax - onehot, never

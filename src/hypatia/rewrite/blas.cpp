@@ -15,8 +15,13 @@ struct ScaledDot {
 };
 
 /// v = dot(x, y) or c * dot(x, y) (c a scalar constant), matrix x matrix, one dtype, and the dot
-/// read only by this expression.
-std::optional<ScaledDot> scaled_dot(FunctionGraph& fg, const Var& v, DType dt) {
+/// read only by this expression. Both v and the dot have exactly type `out` (dtype and
+/// broadcastable pattern): Gemm and Gemv compute the product at its own shape, so a product that
+/// the expression broadcasts (a (1, 1) dot against a matrix, a length-1 column against a wider z,
+/// a dot or a constant c of a larger shape) cannot be one.
+std::optional<ScaledDot> scaled_dot(FunctionGraph& fg, const Var& v, const TensorType& out) {
+  const DType dt = out.dtype;
+  if (!(v->type == out)) return std::nullopt;
   Var d = v;
   double alpha = 1;
   if (elemwise_of(v, ScalarOpKind::Mul)) {
@@ -29,7 +34,8 @@ std::optional<ScaledDot> scaled_dot(FunctionGraph& fg, const Var& v, DType dt) {
         break;
       }
   }
-  if (!d->owner || typeid(*d->owner->op) != typeid(Dot) || fg.clients(d.get()).size() != 1) return std::nullopt;
+  if (!d->owner || typeid(*d->owner->op) != typeid(Dot) || fg.clients(d.get()).size() != 1 || !(d->type == out))
+    return std::nullopt;
   const Var& x = d->owner->inputs[0];
   const Var& y = d->owner->inputs[1];
   if (x->ndim() != 2 || (y->ndim() != 2 && y->ndim() != 1) || x->dtype() != dt || y->dtype() != dt || d->dtype() != dt)
@@ -57,7 +63,7 @@ std::optional<std::vector<Var>> dot_to_gemm(FunctionGraph& fg, Apply& n) {
     if (e->scalar == ScalarOpKind::Sub && k == 0) continue;  // z - dot only (dot - z stays)
     const Var& z = n.inputs[1 - k];
     if (!(z->type == out)) continue;  // z must have the full shape (no broadcasting)
-    auto sd = scaled_dot(fg, n.inputs[k], out.dtype);
+    auto sd = scaled_dot(fg, n.inputs[k], out);
     if (!sd) continue;
     const double alpha = e->scalar == ScalarOpKind::Sub ? -sd->alpha : sd->alpha;
     if (sd->y->ndim() != out.ndim()) continue;  // matrix.vector gives a vector, matrix.matrix a matrix

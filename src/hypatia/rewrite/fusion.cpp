@@ -369,7 +369,9 @@ bool fuse_elemwise(FunctionGraph& fg) {
       std::vector<Var> repl;
       for (size_t k = 0; k < olds.size(); ++k) repl.push_back(as_type(fused[k], olds[k]->type));
       if (std::find(repl.begin(), repl.end(), nullptr) != repl.end()) continue;
-      for (size_t k = 0; k < olds.size(); ++k) fg.replace(olds[k], repl[k], "elemwise_fusion");
+      std::vector<std::pair<Var, Var>> pairs;
+      for (size_t k = 0; k < olds.size(); ++k) pairs.emplace_back(olds[k], repl[k]);
+      replace_by_rewrite(fg, pairs, "elemwise_fusion");
       if (repl != fused || !place(fg, pos, fused[0]->owner)) pos = positions(fg);
       changed = true;
     }
@@ -406,7 +408,7 @@ bool fuse_reductions(FunctionGraph& fg) {
     Var old = n->output(0);
     Var repl = as_type(apply_op1(op, inputs), old->type);
     if (!repl) continue;
-    fg.replace(old, repl, "reduction_fusion");
+    replace_by_rewrite(fg, {{old, repl}}, "reduction_fusion");
     changed = true;
   }
   return changed;

@@ -47,7 +47,7 @@ bool inplace_pass(FunctionGraph& fg) {
       Var old = n->output(0);
       Var repl = apply_op1(op, n->inputs);
       if (!(repl->type == old->type)) continue;
-      fg.replace(old, repl, "inplace");
+      replace_by_rewrite(fg, {{old, repl}}, "inplace");
       changed = true;
       break;
     }

@@ -122,6 +122,19 @@ RewriteOptions rewrite_options_from_config(const std::string& mode) {
   return o;
 }
 
+void replace_by_rewrite(FunctionGraph& fg, const std::vector<std::pair<Var, Var>>& pairs, const std::string& rewrite) {
+  for (const auto& [old, nv] : pairs) {
+    if (!old || !nv) fail<InternalError>("rewrite ", rewrite, " returned a null variable");
+    const TensorType &a = old->type, &b = nv->type;
+    if (a == b) continue;
+    const char* what = a.dtype != b.dtype ? "dtype" : a.ndim() != b.ndim() ? "ndim" : "broadcastable pattern";
+    fail<InternalError>("rewrite ", rewrite, " replaced ", old->str(), " of type ", a.str(), " by ", nv->str(),
+                        " of type ", b.str(), ": the ", what,
+                        " differs (a rewrite must keep the exact type of what it replaces)");
+  }
+  fg.replace_all(pairs, rewrite, /*inherit_traces=*/true);
+}
+
 int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite*>& rewrites, bool print,
                          RewriteStats* stats) {
   std::unordered_map<std::type_index, std::vector<const LocalRewrite*>> by_type;
@@ -158,20 +171,21 @@ int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite
         if (static_cast<int>(r->size()) != node->nout())
           fail<InternalError>("rewrite ", rw->name, " returned ", r->size(), " replacements for ", node->op->name(),
                               " which has ", node->nout(), " outputs");
-        bool changed = false;
+        std::vector<std::pair<Var, Var>> pairs;
         for (int o = 0; o < node->nout(); ++o) {
           const Var& nv = (*r)[o];
           if (!nv || nv.get() == node->output_ptr(o)) continue;
           Var old = node->output(o);
-          if (!(nv->type == old->type))
-            fail<InternalError>("rewrite ", rw->name, " replaced ", old->str(), " of type ", old->type.str(), " by ",
-                                nv->str(), " of type ", nv->type.str());
           if (print)
             std::cerr << "rewriting: rewrite " << rw->name << " replaces " << old->str() << " of " << node->op->name()
                       << " with " << nv->str() << (nv->owner ? " of " + nv->owner->op->name() : "") << "\n";
-          if (nv->name.empty()) nv->name = old->name;
-          fg.replace(old, nv, rw->name);
-          changed = true;
+          pairs.emplace_back(std::move(old), nv);
+        }
+        const bool changed = !pairs.empty();
+        if (changed) {
+          replace_by_rewrite(fg, pairs, rw->name);
+          for (const auto& [old, nv] : pairs)
+            if (nv->name.empty()) nv->name = old->name;
         }
         if (!changed) continue;
         ++applied;

@@ -64,6 +64,15 @@ struct RewriteStats {
   std::vector<std::pair<std::string, int>> by_name;
 };
 
+/// How every rewrite (local or global) edits a graph: replaces each pair's old variable by its new
+/// one, as one change named after `rewrite` (FunctionGraph::replace_all: the nodes it brings in
+/// take the user lines of the nodes they replace). A rewrite may only replace a variable by one of
+/// exactly its type, the same dtype, ndim and broadcastable pattern; anything else is a bug in
+/// the rewrite and throws InternalError naming it, before the graph changes. (Equal types do not
+/// make equal shapes: a rewrite must also keep every input's broadcasting, which the property
+/// tests check by values.)
+void replace_by_rewrite(FunctionGraph& fg, const std::vector<std::pair<Var, Var>>& pairs, const std::string& rewrite);
+
 /// The options config() and `mode` (empty: config().mode) give.
 RewriteOptions rewrite_options_from_config(const std::string& mode = "");
 

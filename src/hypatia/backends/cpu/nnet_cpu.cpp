@@ -16,106 +16,163 @@ HWY_BEFORE_NAMESPACE();
 namespace hypatia::nnet_detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// exp(v - m), or NaN where v - m is NaN (a NaN input, or an all -inf row), so that the NaN reaches
-/// the sum and the whole row like in the reference (the SIMD exp does not propagate NaN).
+/// exp(x - m) where x - m is computed exactly: s = x - m rounded, plus its rounding error err
+/// (Knuth's TwoSum), and exp(s + err) = exp(s) * (1 + err) to double precision. Rounding x - m
+/// alone would cost up to |x - m| * 2^-p relative (64 ulp at x - m = -80). NaN where s is NaN
+/// (a NaN input), so that the NaN reaches the sum and the whole row like in the reference (the
+/// SIMD exp gives 0 for NaN); 0 where s is -inf.
 template <class D, class V>
-HWY_INLINE V ExpShifted(D d, V v, V m) {
-  const V diff = hn::Sub(v, m);
-  return hn::IfThenElse(hn::IsNaN(diff), diff, hn::Exp(d, diff));
+HWY_INLINE V ExpShifted(D d, V x, V m) {
+  const V s = hn::Sub(x, m);
+  const V bp = hn::Sub(s, x);  // -m as rounded into s
+  const V err = hn::Add(hn::Sub(x, hn::Sub(s, bp)), hn::Sub(hn::Neg(m), bp));
+  const V e = hn::Exp(d, s);
+  const V corrected = hn::MulAdd(e, hn::IfThenElseZero(hn::IsFinite(s), err), e);
+  return hn::IfThenElse(hn::IsNaN(s), s, corrected);
 }
 
-/// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements.
+/// Adds e to the compensated sum (sum, comp) lane by lane (Knuth's TwoSum: sum + comp holds the
+/// exact total to about twice the precision). The max's own term, exactly 1, is in one lane of
+/// sum, and the rest of the total survives beside it: subtracting that 1 again is exact, which
+/// leaves rest, the sum of the other terms, correct to its last bits (log_softmax needs
+/// log1p(rest), and rest may be 1e-30).
+template <class V>
+HWY_INLINE void AddCompensated(V e, V& sum, V& comp) {
+  const V t = hn::Add(sum, e);
+  const V bp = hn::Sub(t, sum);
+  comp = hn::Add(comp, hn::Add(hn::Sub(sum, hn::Sub(t, bp)), hn::Sub(e, bp)));
+  sum = t;
+}
+
+/// The r < Lanes(d) elements at p as a vector, the other lanes `fill`: through a buffer, so that
+/// no load reaches past the end of the array (MaskedLoad may, on some targets).
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> LoadTail(D d, const T* HWY_RESTRICT p, size_t r, T fill) {
+  HWY_ALIGN T buf[hn::MaxLanes(d)];
+  for (size_t j = 0; j < hn::Lanes(d); ++j) buf[j] = j < r ? p[j] : fill;
+  return hn::Load(d, buf);
+}
+
+/// Stores the first r < Lanes(d) lanes of v at p.
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE void StoreTail(D d, hn::Vec<D> v, T* HWY_RESTRICT p, size_t r) {
+  HWY_ALIGN T buf[hn::MaxLanes(d)];
+  hn::Store(v, d, buf);
+  for (size_t j = 0; j < r; ++j) p[j] = buf[j];
+}
+
+/// Stable softmax (or log_softmax) of one contiguous row of n > 0 elements:
+///   softmax = exp(x - m) / (1 + rest),   log_softmax = (x - m) - log1p(rest),
+/// with m the max, rest the sum of exp(x - m) over the other elements (so that nothing is added
+/// to m before the subtraction, and nothing to 1 before the log). A row with a NaN, a +inf or no
+/// finite element is NaN throughout (+inf - +inf). The last partial vector is padded with -inf
+/// (which adds 0), so rows shorter than a vector run in SIMD too.
 template <class T>
 void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
-  size_t i = 0;
-  T m = x[0];
-  if (n >= L) {
-    auto vm = hn::LoadU(d, x);
-    for (i = L; i + L <= n; i += L) vm = hn::Max(vm, hn::LoadU(d, x + i));
-    m = hn::GetLane(hn::MaxOfLanes(d, vm));
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const size_t body = n - n % L, r = n - body;
+  auto vm = hn::Set(d, ninf);
+  for (size_t i = 0; i < body; i += L) vm = hn::Max(vm, hn::LoadU(d, x + i));
+  if (r) vm = hn::Max(vm, LoadTail(d, x + body, r, ninf));
+  const auto vmax = hn::MaxOfLanes(d, vm);
+  const T m = hn::GetLane(vmax);
+  if (!std::isfinite(m)) {
+    for (size_t i = 0; i < n; ++i) y[i] = std::numeric_limits<T>::quiet_NaN();
+    return;
   }
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  const auto vmax = hn::Set(d, m);
-  auto vs = hn::Zero(d);
-  for (i = 0; i + L <= n; i += L) {
-    auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
+  // The lane that saw the max: its sum holds the max's term, exactly 1 (exp(0)).
+  const intptr_t max_lane = hn::FindFirstTrue(d, hn::Eq(vm, vmax));
+  auto sum = hn::Zero(d), comp = hn::Zero(d);
+  for (size_t i = 0; i < body; i += L) {
+    const auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
     if (!log) hn::StoreU(e, d, y + i);
-    vs = hn::Add(vs, e);
+    AddCompensated(e, sum, comp);
   }
-  double s = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, vs)));
-  for (; i < n; ++i) {
-    T e = std::exp(x[i] - m);
-    if (!log) y[i] = e;
-    s += static_cast<double>(e);
+  if (r) {
+    const auto e = ExpShifted(d, LoadTail(d, x + body, r, ninf), vmax);
+    if (!log) StoreTail(d, e, y + body, r);
+    AddCompensated(e, sum, comp);
   }
+  const auto lane = hn::Eq(hn::Iota(d, 0), hn::Set(d, static_cast<T>(max_lane)));
+  sum = hn::Sub(sum, hn::IfThenElseZero(lane, hn::Set(d, 1)));
+  const double rest = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum))) +
+                      static_cast<double>(hn::GetLane(hn::SumOfLanes(d, comp)));
   if (log) {
-    const T shift = static_cast<T>(static_cast<double>(m) + std::log(s));
-    const auto vshift = hn::Set(d, shift);
-    for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Sub(hn::LoadU(d, x + i), vshift), d, y + i);
-    for (; i < n; ++i) y[i] = x[i] - shift;
+    const auto vshift = hn::Set(d, static_cast<T>(std::log1p(rest)));
+    for (size_t i = 0; i < body; i += L) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vmax), vshift), d, y + i);
+    if (r) StoreTail(d, hn::Sub(hn::Sub(LoadTail(d, x + body, r, T(0)), vmax), vshift), y + body, r);
   } else {
-    const T inv = static_cast<T>(1.0 / s);
-    const auto vinv = hn::Set(d, inv);
-    for (i = 0; i + L <= n; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
-    for (; i < n; ++i) y[i] *= inv;
+    const auto vinv = hn::Set(d, static_cast<T>(1.0 / (1.0 + rest)));
+    for (size_t i = 0; i < body; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
+    if (r) StoreTail(d, hn::Mul(LoadTail(d, y + body, r, T(0)), vinv), y + body, r);
   }
 }
 
 /// Softmax along the rows of a block: x[k * inner + c] for k < n and c < w (w columns of a
-/// row-major (n, inner) slab). m and s are scratch of w elements.
+/// row-major (n, inner) slab), column by column as SoftmaxRowT does a row. m, s and comp are
+/// scratch of w elements rounded up to a whole vector (the last partial vector of columns reads
+/// and writes x and y through LoadTail and StoreTail).
 template <class T>
 void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_t inner, size_t w, bool log,
-                     T* HWY_RESTRICT m, T* HWY_RESTRICT s) {
+                     T* HWY_RESTRICT m, T* HWY_RESTRICT s, T* HWY_RESTRICT comp) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
-  size_t c = 0;
-  for (; c + L <= w; c += L) {
-    auto vm = hn::LoadU(d, x + c);
-    for (size_t k = 1; k < n; ++k) vm = hn::Max(vm, hn::LoadU(d, x + k * inner + c));
+  auto load = [&](const T* p, size_t c) { return c + L <= w ? hn::LoadU(d, p + c) : LoadTail(d, p + c, w - c, T(0)); };
+  auto store = [&](hn::Vec<decltype(d)> v, T* p, size_t c) {
+    if (c + L <= w)
+      hn::StoreU(v, d, p + c);
+    else
+      StoreTail(d, v, p + c, w - c);
+  };
+  for (size_t c = 0; c < w; c += L) {
+    auto vm = load(x, c);
+    for (size_t k = 1; k < n; ++k) vm = hn::Max(vm, load(x + k * inner, c));
+    // No finite max (+inf, or -inf throughout): a NaN m makes the whole column NaN below, as in
+    // the row kernel.
+    vm = hn::IfThenElse(hn::IsFinite(vm), vm, hn::Set(d, std::numeric_limits<T>::quiet_NaN()));
     hn::StoreU(vm, d, m + c);
+    hn::StoreU(hn::Zero(d), d, s + c);
+    hn::StoreU(hn::Zero(d), d, comp + c);
   }
-  for (; c < w; ++c) {
-    T mc = x[c];
-    for (size_t k = 1; k < n; ++k) mc = x[k * inner + c] > mc ? x[k * inner + c] : mc;
-    m[c] = mc;
-  }
-  for (c = 0; c < w; ++c) s[c] = 0;
   for (size_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
-    for (c = 0; c + L <= w; c += L) {
-      auto e = ExpShifted(d, hn::LoadU(d, xk + c), hn::LoadU(d, m + c));
-      if (!log) hn::StoreU(e, d, yk + c);
-      hn::StoreU(hn::Add(hn::LoadU(d, s + c), e), d, s + c);
-    }
-    for (; c < w; ++c) {
-      T e = std::exp(xk[c] - m[c]);
-      if (!log) yk[c] = e;
-      s[c] += e;
+    for (size_t c = 0; c < w; c += L) {
+      const auto e = ExpShifted(d, load(xk, c), hn::LoadU(d, m + c));
+      if (!log) store(e, yk, c);
+      auto vs = hn::LoadU(d, s + c), vc = hn::LoadU(d, comp + c);
+      AddCompensated(e, vs, vc);
+      hn::StoreU(vs, d, s + c);
+      hn::StoreU(vc, d, comp + c);
     }
   }
-  // Turn s into the factor (softmax) or the shift (log_softmax) for each column.
-  for (c = 0; c < w; ++c) s[c] = log ? m[c] + std::log(s[c]) : T(1) / s[c];
+  // Turn s into the factor (softmax) or the shift (log_softmax) of each column: s holds the max's
+  // term, exactly 1, and s - 1 is exact. A column with a NaN has a NaN sum: NaN throughout.
+  for (size_t c = 0; c < w; ++c) {
+    const double rest = (static_cast<double>(s[c]) - 1) + static_cast<double>(comp[c]);
+    s[c] = static_cast<T>(log ? std::log1p(rest) : 1.0 / (1.0 + rest));
+  }
   for (size_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
-    for (c = 0; c + L <= w; c += L) {
-      auto f = hn::LoadU(d, s + c);
-      hn::StoreU(log ? hn::Sub(hn::LoadU(d, xk + c), f) : hn::Mul(hn::LoadU(d, yk + c), f), d, yk + c);
+    for (size_t c = 0; c < w; c += L) {
+      const auto f = hn::LoadU(d, s + c);
+      store(log ? hn::Sub(hn::Sub(load(xk, c), hn::LoadU(d, m + c)), f) : hn::Mul(load(yk, c), f), yk, c);
     }
-    for (; c < w; ++c) yk[c] = log ? xk[c] - s[c] : yk[c] * s[c];
   }
 }
 
 void SoftmaxRowF32(const float* x, float* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
 void SoftmaxRowF64(const double* x, double* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
-void SoftmaxColumnsF32(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s) {
-  SoftmaxColumnsT(x, y, n, inner, w, log, m, s);
+void SoftmaxColumnsF32(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s,
+                       float* comp) {
+  SoftmaxColumnsT(x, y, n, inner, w, log, m, s, comp);
 }
-void SoftmaxColumnsF64(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s) {
-  SoftmaxColumnsT(x, y, n, inner, w, log, m, s);
+void SoftmaxColumnsF64(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s,
+                       double* comp) {
+  SoftmaxColumnsT(x, y, n, inner, w, log, m, s, comp);
 }
 
 }  // namespace hypatia::nnet_detail::HWY_NAMESPACE
@@ -138,14 +195,17 @@ HWY_EXPORT(SoftmaxColumnsF64);
 namespace {
 void softmax_row(const float* x, float* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(x, y, n, log); }
 void softmax_row(const double* x, double* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF64)(x, y, n, log); }
-void softmax_columns(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF32)(x, y, n, inner, w, log, m, s);
+void softmax_columns(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s,
+                     float* comp) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF32)(x, y, n, inner, w, log, m, s, comp);
 }
-void softmax_columns(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF64)(x, y, n, inner, w, log, m, s);
+void softmax_columns(const double* x, double* y, size_t n, size_t inner, size_t w, bool log, double* m, double* s,
+                     double* comp) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF64)(x, y, n, inner, w, log, m, s, comp);
 }
 
-/// Columns per block in the column path: the block's m and s stay in L1.
+/// Columns per block in the column path: the block's m, s and comp stay in L1. A multiple of every
+/// vector length, so that the scratch holds whole vectors.
 constexpr int64_t kColumnBlock = 512;
 }  // namespace
 
@@ -172,13 +232,13 @@ void softmax_cpu(const Softmax& op, const KernelArgs& args) {
     }
     const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
     parallel_ranges(outer * blocks, tasks, threads, [&](int64_t t0, int64_t t1) {
-      std::vector<T> m(kColumnBlock), s(kColumnBlock);
+      std::vector<T> m(kColumnBlock), s(kColumnBlock), comp(kColumnBlock);
       for (int64_t task = t0; task < t1; ++task) {
         const int64_t o = task / blocks, c0 = (task % blocks) * kColumnBlock;
         const int64_t w = std::min(kColumnBlock, inner - c0);
         const int64_t base = o * n * inner + c0;
         softmax_columns(xp + base, yp + base, static_cast<size_t>(n), static_cast<size_t>(inner),
-                        static_cast<size_t>(w), op.log, m.data(), s.data());
+                        static_cast<size_t>(w), op.log, m.data(), s.data(), comp.data());
       }
     });
   });

@@ -9,6 +9,8 @@ namespace hypatia::nnet_detail {
 void softmax_reference(const Softmax& op, const KernelArgs& args);
 void crossentropy_1hot_reference(const CrossentropyCategorical1Hot& op, const KernelArgs& args);
 void crossentropy_1hot_grad_reference(const CrossentropyCategorical1HotGrad& op, const KernelArgs& args);
+/// The labels themselves (a view) once check_labels accepted them.
+void check_labels_kernel(const CheckLabels& op, const KernelArgs& args);
 /// CPU kernel: SIMD rows (last axis) or column blocks (other axes), OpenMP above a size threshold.
 void softmax_cpu(const Softmax& op, const KernelArgs& args);
 

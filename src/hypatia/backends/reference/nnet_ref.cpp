@@ -1,4 +1,5 @@
-// Reference kernels of the nnet family: naive loops in double precision (the test oracle).
+// Reference kernels of the nnet family: naive loops in double or long double precision (the test
+// oracle).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -39,7 +40,7 @@ void softmax_reference(const Softmax& op, const KernelArgs& args) {
     if (d != op.axis) other.push_back(d);
   dispatch_float(x.dtype(), op.name(), [&](auto t) {
     using T = decltype(t);
-    std::vector<double> v(n);
+    std::vector<long double> v(n);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t rem = r, xoff = 0, ooff = 0;
       for (int k = static_cast<int>(other.size()) - 1; k >= 0; --k) {
@@ -48,20 +49,41 @@ void softmax_reference(const Softmax& op, const KernelArgs& args) {
         ooff += (rem % x.shape(d)) * out.strides()[d];
         rem /= x.shape(d);
       }
-      // A NaN is skipped by the max but then makes the whole row NaN through the sum.
-      double m = -INFINITY;
+      // m: the max (NaN skipped here); k: where it is. In long double (64-bit mantissa on x86),
+      // x - m is exact for float and double inputs that are not too far apart, and the result
+      // is rounded once at the end: the oracle the CPU kernel is checked against.
+      long double m = -INFINITY;
+      int64_t at = -1;
+      bool nan = false;
       for (int64_t i = 0; i < n; ++i) {
         v[i] = *reinterpret_cast<const T*>(x.raw() + xoff + i * x.strides()[op.axis]);
-        m = std::max(m, v[i]);
+        if (std::isnan(v[i])) {
+          nan = true;
+        } else if (at < 0 || v[i] > m) {
+          m = v[i];
+          at = i;
+        }
       }
-      double s = 0;
-      for (int64_t i = 0; i < n; ++i) s += std::exp(v[i] - m);
+      // A NaN, a +inf (inf - inf) or no finite element makes the whole row NaN.
+      const bool defined = !nan && std::isfinite(m);
+      // rest: the sum of exp(x - m) over the elements but the max, so that log1p(rest) keeps
+      // what log(1 + rest) would round away.
+      long double rest = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (i != at) rest += std::exp(v[i] - m);
+      const long double shift = std::log1p(rest), inv = 1.0L / (1.0L + rest);
       for (int64_t i = 0; i < n; ++i) {
-        double y = op.log ? (v[i] - m) - std::log(s) : std::exp(v[i] - m) / s;
+        long double y = op.log ? (v[i] - m) - shift : std::exp(v[i] - m) * inv;
+        if (!defined) y = NAN;
         *reinterpret_cast<T*>(out.raw() + ooff + i * out.strides()[op.axis]) = static_cast<T>(y);
       }
     }
   });
+}
+
+void check_labels_kernel(const CheckLabels& op, const KernelArgs& args) {
+  check_labels(op.name().c_str(), *args.in[0], *args.in[1]);
+  *args.out[0] = *args.in[1];
 }
 
 void crossentropy_1hot_reference(const CrossentropyCategorical1Hot& op, const KernelArgs& args) {
