@@ -31,14 +31,15 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHYPATIA_SANITIZE=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hypatia_tests
 
-# ThreadSanitizer: the tests of concurrent calls, cancellation and the thread pool.
-TSAN_TESTS ?= RuntimeCalls.*:Cancel.*:ThreadPool.*:ChunkedBlas.*
+# ThreadSanitizer: the tests of concurrent calls, cancellation and the thread pool, and the kernel
+# suites that run on the pool (with its size threshold lowered so that they do).
+TSAN_TESTS ?= RuntimeCalls.*:Cancel.*:ThreadPool.*:Reduce.*:Nnet.*:BlasMatmul.*:TileProgram.*:FusionReduce.*:Subtensor.*
 build-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPATIA_TSAN=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target hypatia_tests
 
 test-tsan: build-tsan
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" HYPATIA_FLAGS=debug_checks=True \
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" HYPATIA_FLAGS=debug_checks=True,openmp_elemwise_minsize=4096 \
 	  $(TSAN_BUILD)/tests/cpp/hypatia_tests --gtest_filter='$(TSAN_TESTS)'
 
 test-cpp: build
