@@ -1,10 +1,10 @@
 // nnet ops: OpInfo entries (softmax, log_softmax, relu, cross-entropies), exact values, stability
 // on large inputs, error paths and gradients.
-#include <hwy/targets.h>
 
 #include <cmath>
 #include <limits>
 
+#include "hypatia/backends/cpu/elemwise_simd.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -409,10 +409,10 @@ TEST(Nnet, SoftmaxLongRowsStayAccurate) {
 // vector of a row or of a block of columns goes through a buffer, never past the array's end (a
 // MaskedLoad is a full aligned load on the SSE targets).
 TEST(Nnet, SoftmaxEveryTargetMatchesTheReference) {
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  const std::vector<int64_t> targets = simd_targets();
   ASSERT_FALSE(targets.empty());
   for (int64_t target : targets) {
-    hwy::SetSupportedTargetsForTest(target);
+    simd_force_target(target);
     for (DType dt : testing::kFloatTypes)
       for (int64_t n : {1, 3, 7, 16, 17, 33}) {
         NDArray a = random_array({3, n}, dt, -30, 30, 40 + n);
@@ -427,12 +427,12 @@ TEST(Nnet, SoftmaxEveryTargetMatchesTheReference) {
               NDArray got = eval(y, {{x, v}}, Backend::Cpu);
               NDArray want = eval(y, {{x, v}}, Backend::Reference);
               EXPECT_ALLCLOSE(got, want, dt == DType::Float32 ? 1e-6 : 1e-14, 1e-30)
-                  << hwy::TargetName(target) << " n " << n << " axis " << axis << (log ? " log" : "");
+                  << simd_target_name(target) << " n " << n << " axis " << axis << (log ? " log" : "");
             }
           }
       }
   }
-  hwy::SetSupportedTargetsForTest(0);
+  simd_force_target(0);
 }
 
 TEST(Nnet, CategoricalCrossentropyValues) {

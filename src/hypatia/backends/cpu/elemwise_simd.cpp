@@ -5,9 +5,7 @@
 // lane's result never depends on its neighbours (docs/NUMERICS.md has the measured errors).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "hypatia/backends/cpu/elemwise_simd.cpp"
-#ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS HWY_SSSE3
-#endif
+// HWY_DISABLED_TARGETS comes from CMake, the same for every TU (CMakeLists.txt says why).
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/targets.h>
 // Must come after foreach_target.h.
@@ -567,7 +565,13 @@ bool simd_supports(ScalarOpKind k, DType dt) {
   }
 }
 
-std::vector<int64_t> simd_targets() { return hwy::SupportedAndGeneratedTargets(); }
+std::vector<int64_t> simd_targets() {
+  // Not hwy::SupportedAndGeneratedTargets: an inline function, whose one linked copy may come from
+  // another TU; HWY_TARGETS here is the set this file's dispatch tables hold.
+  std::vector<int64_t> out;
+  for (int64_t ts = hwy::SupportedTargets() & HWY_TARGETS; ts != 0; ts &= ts - 1) out.push_back(ts & -ts);
+  return out;
+}
 
 void simd_force_target(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
 
