@@ -3,7 +3,8 @@
 // runs it with num_threads=1 and the default, on a quiet machine and beside spinning processes,
 // and prints each multi-threaded time against the single-threaded one measured under the same load.
 //
-//   bench_threads CASE [--threads N] [--reps R]     (N: config().num_threads, 0 = every core)
+//   bench_threads CASE [--threads N] [--reps R] [--gap-us G]   (N: config().num_threads, 0 = every
+//   core; G: microseconds of busy work on the calling thread before each call)
 //
 // Cases: add1 (x + 1, 4M float32), chain6 (tanh(exp(x * 0.5 + 0.25) - 1.5) * 2, 4M float32),
 // sum (x.sum(), 4M float32), sum_axis0 (column sums of 2048x2048 float32), softmax (rows of
@@ -137,18 +138,29 @@ Case make_case(const std::string& name) {
 int main(int argc, char** argv) {
   using namespace hypatia;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_threads CASE [--threads N] [--reps R]\n");
+    std::fprintf(stderr, "usage: bench_threads CASE [--threads N] [--reps R] [--gap-us G]\n");
     return 2;
   }
   int reps = 30;
+  double gap_us = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--gap-us") == 0) gap_us = std::atof(argv[i + 1]);
     if (std::strcmp(argv[i], "--threads") == 0) config().num_threads = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
   }
   bench::Case c = bench::make_case(argv[1]);
-  for (int i = 0; i < 3; ++i) c.step();  // warm up: buffers, pages, worker threads
+  // Warm up (buffers, pages, worker threads) for 3 calls and 100 ms: the first ~30 parallel jobs
+  // of a process can run as if on one core (a worker woken after the first calls' page faults is
+  // placed on the caller's core until the scheduler balances), which is start-up, not steady state.
+  const auto warm0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3 || std::chrono::steady_clock::now() - warm0 < std::chrono::milliseconds(100); ++i) c.step();
   std::vector<double> us;
   for (int i = 0; i < reps; ++i) {
+    // Other work of the caller's between calls (a training loop's Python code, data loading):
+    // busy, on the calling thread, so that the pool's workers see the gap.
+    for (auto g0 = std::chrono::steady_clock::now();
+         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - g0).count() < gap_us;) {
+    }
     auto t0 = std::chrono::steady_clock::now();
     c.step();
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());

@@ -110,11 +110,12 @@ constexpr int64_t kGemmTaskWork = int64_t{1} << 21;
 /// The same for the memory-bound products (gemv, ger, dot): 64K matrix elements, as for the
 /// elementwise kernels (parallel_task_count).
 constexpr int64_t kStreamTaskWork = int64_t{1} << 16;
-/// Tasks per thread at most: more than one, so a descheduled thread leaves its share to the
-/// others; few, since each GEMM task packs its own copy of the shared operand (1000^3 in 8
-/// column panels repacks the 4 MB left operand 8 times: 20-30% slower than OpenBLAS's own two
-/// threads in one run on the 2-core VM; 2 per thread halves that).
-constexpr int64_t kBlasTasksPerThread = 2;
+/// GEMM tasks per thread: one. Each GEMM task packs its own copy of the shared operand (1000^3 in
+/// 8 column panels repacks the 4 MB left operand 8 times: 20-30% slower than OpenBLAS's own two
+/// threads on the 2-core VM; 2 per thread still ~15% slower on seed000's 784x500 layers, 1 per
+/// thread as fast). Under load the back-off in thread_pool.cpp, not finer panels, keeps a
+/// descheduled helper from holding the call up.
+constexpr int64_t kBlasTasksPerThread = 1;
 /// Panel widths are multiples of this (OpenBLAS's micro-kernels work on 16- to 32-wide blocks).
 constexpr int64_t kPanelAlign = 64;
 

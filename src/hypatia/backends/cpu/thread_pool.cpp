@@ -23,10 +23,14 @@
 namespace hypatia {
 namespace {
 
-/// How long an idle worker keeps polling for a new job before it sleeps: long enough to bridge the
-/// gap between two kernels of one call (a few microseconds of serial work), short enough that a
-/// worker never holds a core that another process wants for long (BENCHMARKS.md, issue 9).
-constexpr auto kWorkerSpin = std::chrono::microseconds(50);
+/// How long an idle worker keeps polling for a new job before it sleeps. On a machine where the
+/// helpers keep up (no lost job lately) long enough to bridge the serial work between two parallel
+/// kernels of a call (an MLP step's elementwise nodes between its GEMMs: 50-200 us; waking a
+/// sleeping worker costs tens of microseconds each time); once jobs are lost to descheduled
+/// helpers (an overloaded machine) short, so that a worker never holds a core that another
+/// process wants for long (BENCHMARKS.md, issue 9). libgomp's default spins about a millisecond.
+constexpr auto kWorkerSpinQuiet = std::chrono::microseconds(500);
+constexpr auto kWorkerSpinBusy = std::chrono::microseconds(20);
 /// How long the caller polls for the tasks that workers are still running before it sleeps.
 constexpr auto kCallerSpin = std::chrono::microseconds(50);
 /// Upper bound on the worker threads (num_threads may ask for more threads than cores).
@@ -125,6 +129,13 @@ struct Job {
   }
 };
 
+/// Consecutive jobs lost to descheduled helpers (the back-off below).
+std::atomic<int> g_loss_streak{0};
+
+std::chrono::microseconds worker_spin() {
+  return g_loss_streak.load(std::memory_order_relaxed) == 0 ? kWorkerSpinQuiet : kWorkerSpinBusy;
+}
+
 /// Set on pool threads and while a thread runs tasks: a parallel loop started there runs serially.
 thread_local bool t_in_parallel = false;
 
@@ -188,7 +199,7 @@ class Pool {
         j->release();
         continue;
       }
-      if (spin_until([&] { return epoch_.load(std::memory_order_acquire) != seen; }, kWorkerSpin)) continue;
+      if (spin_until([&] { return epoch_.load(std::memory_order_acquire) != seen; }, worker_spin())) continue;
       std::unique_lock<std::mutex> lk(mu_);
       ++sleeping_;
       cv_.wait(lk, [&] { return epoch_.load(std::memory_order_relaxed) != seen; });
@@ -236,7 +247,6 @@ int cpu_count() {
 /// run on the calling thread alone: 2, 4, ... 64 after consecutive losses; the next job that gains
 /// from its helpers ends the streak. On a quiet machine jobs gain and this stays at zero.
 std::atomic<int> g_serial_credit{0};
-std::atomic<int> g_loss_streak{0};
 constexpr int kMaxLossStreak = 6;
 
 /// Takes one serial job from the credit, if any is left.

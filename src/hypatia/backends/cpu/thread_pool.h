@@ -53,12 +53,14 @@ void parallel_for(int64_t tasks, int threads, const Body& body) {
       tasks, threads, [](const void* ctx, int64_t i) { (*static_cast<const Body*>(ctx))(i); }, &body);
 }
 
-/// How many tasks to cut `total` elements into for `threads` threads: about 64K elements each
-/// (a claim costs well under 1% of that), at least one per thread, at most 8 per thread (a thread
-/// slowed by other load takes fewer; the caller waits at most for the tasks others hold).
+/// How many tasks to cut `total` elements into for `threads` threads: a multiple of the thread
+/// count (3 tasks on 2 threads leave one thread running two: a third longer than halves), 1 to 8
+/// per thread, about 64K elements or more each (a claim costs well under 1% of that). Several per
+/// thread let a thread slowed by other load take fewer; the caller waits at most for the tasks
+/// others hold.
 inline int64_t parallel_task_count(int64_t total, int threads) {
   if (threads <= 1) return 1;
-  return std::clamp<int64_t>(total >> 16, threads, int64_t{threads} * 8);
+  return int64_t{threads} * std::clamp<int64_t>(total / (int64_t{threads} << 16), 1, 8);
 }
 
 /// The t-th of `tasks` contiguous ranges of nearly equal length that cut [0, n): {begin, end}.
