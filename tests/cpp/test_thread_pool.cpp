@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -131,9 +133,9 @@ TEST(ThreadPool, CancelStopsHandingOutTasks) {
     CancelScope scope(&flag);
     std::atomic<int64_t> ran{0};
     constexpr int64_t kTasks = 1'000'000;
-    parallel_for(kTasks, threads, [&](int64_t i) {
-      ran.fetch_add(1);
-      if (i == 100) flag.store(true);
+    parallel_for(kTasks, threads, [&](int64_t) {
+      // The 100th task to run (not task 100: helpers claim from the back) sets the flag.
+      if (ran.fetch_add(1) == 99) flag.store(true);
       std::this_thread::sleep_for(std::chrono::microseconds(1));
     });
     // Tasks claimed before the flag was seen may still run: at most a few per thread.
@@ -182,9 +184,9 @@ TEST(ThreadPool, FirstExceptionIsRethrownAndPoolStaysUsable) {
   for (int threads : {1, 3}) {
     std::atomic<int> ran{0};
     EXPECT_THROW(parallel_for(10000, threads,
-                              [&](int64_t i) {
-                                ran.fetch_add(1);
-                                if (i == 5) throw std::runtime_error("task 5");
+                              [&](int64_t) {
+                                // The 6th task to run throws (the order of indices is the pool's).
+                                if (ran.fetch_add(1) == 5) throw std::runtime_error("task 5");
                               }),
                  std::runtime_error);
     EXPECT_LT(ran.load(), 10000);
@@ -274,6 +276,36 @@ TEST(ThreadPool, ForkedChildGetsAWorkingPool) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The threshold weighs each element by its op's cost: at the default 200,000 (in add-elements),
+// tanh over 50,000 float64 elements threads and an add over as many does not. Observed in a
+// forked child, whose pool starts empty: the first threaded kernel starts its workers.
+TEST(ThreadPool, ExpensiveElementwiseOpsThreadAtFewerElements) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
+#endif
+  EXPECT_EQ(scalar_op_cost(ScalarOpKind::Add), 1);
+  EXPECT_EQ(scalar_op_cost(ScalarOpKind::Tanh), 8);
+  EXPECT_EQ(parallel_work(int64_t{1} << 62, 8), std::numeric_limits<int64_t>::max());
+  Var v = variable(vector_type(DType::Float64), "v");
+  Function add = function({v}, {v + v}), th = function({v}, {tanh(v)});
+  const NDArray x = random_array({50000}, DType::Float64, -3, 3, 9);
+  for (bool expensive : {false, true}) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      ThreadsScope s(2, 200000);
+      const NDArray got = (expensive ? th : add)({x})[0];
+      const double want0 = expensive ? std::tanh(x.data<double>()[0]) : 2 * x.data<double>()[0];
+      const bool threaded = thread_pool_workers() > 0;
+      _exit(got.data<double>()[0] == want0 && threaded == expensive ? 0 : 1);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << (expensive ? "tanh did not thread" : "add threaded");
+  }
 }
 
 // The BLAS calls cut into output panels (GEMM by columns or rows of C, GEMV by ranges of y, GER

@@ -72,6 +72,8 @@ class CompositeCpuKernel final : public Kernel {
         nout_(static_cast<int>(outputs.size())),
         inplace_(inplace) {
     for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);
+    for (const CompositeStep& st : prog.steps) cost_ += scalar_op_cost(st.kind);
+    cost_ = std::max<int64_t>(cost_, 1);
   }
 
   void run(const KernelArgs& args) override {
@@ -125,7 +127,8 @@ class CompositeCpuKernel final : public Kernel {
             prog.eval(in.data(), s.data() + nout, out.data(), s.data(), std::min<int64_t>(TileProgram::kTile, n - off),
                       buf);
           }
-        });
+        },
+        cost_);
   }
 
   const Op& op_;
@@ -133,6 +136,7 @@ class CompositeCpuKernel final : public Kernel {
   int nout_;
   int inplace_;
   std::vector<std::vector<bool>> bc_;
+  int64_t cost_ = 0;  // the steps' scalar_op_cost summed: the threading threshold's weight
 };
 
 }  // namespace

@@ -388,6 +388,51 @@ Var partial_times(const Elemwise& op, const std::vector<Var>& x, const Var& z, c
 std::string_view scalar_op_name(ScalarOpKind k) { return kind_info(k).name; }
 int scalar_op_arity(ScalarOpKind k) { return kind_info(k).arity; }
 
+int scalar_op_cost(ScalarOpKind k) {
+  using K = ScalarOpKind;
+  switch (k) {
+    case K::TrueDiv:
+    case K::IntDiv:
+    case K::Mod:
+    case K::Reciprocal:
+    case K::Sqrt:
+      return 4;
+    case K::Pow:
+    case K::ArcTan2:
+    case K::Exp:
+    case K::Exp2:
+    case K::Expm1:
+    case K::Log:
+    case K::Log2:
+    case K::Log10:
+    case K::Log1p:
+    case K::Sin:
+    case K::Cos:
+    case K::Tan:
+    case K::ArcSin:
+    case K::ArcCos:
+    case K::ArcTan:
+    case K::Sinh:
+    case K::Cosh:
+    case K::Tanh:
+    case K::ArcSinh:
+    case K::ArcCosh:
+    case K::ArcTanh:
+    case K::Sigmoid:
+    case K::Softplus:
+    case K::Erf:
+    case K::Erfc:
+    case K::Erfinv:
+    case K::Gamma:
+    case K::GammaLn:
+    case K::Psi:
+    case K::TriGamma:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
 DType elemwise_output_dtype(ScalarOpKind k, const std::vector<DType>& in, DType cast_to) {
   return output_dtype_impl(k, in, cast_to, base_name(k, cast_to));
 }

@@ -86,6 +86,11 @@ enum class ScalarOpKind : uint8_t {
 std::string_view scalar_op_name(ScalarOpKind k);
 /// Number of inputs the scalar op takes (1, 2 or 3).
 int scalar_op_arity(ScalarOpKind k);
+/// Rough cost of one element against an add (1): 8 for the transcendental functions (exp, log,
+/// tanh, sin, sigmoid, erf, pow, ... : their SIMD kernels take 0.6-1.4 ns per float64 element
+/// where an add streams at about 0.1), 4 for division and square root, 1 otherwise. The CPU
+/// kernels scale the threading threshold by it (openmp_elemwise_minsize counts add-elements).
+int scalar_op_cost(ScalarOpKind k);
 
 /// A scalar op lifted to tensors. All inputs have the same ndim (builders pad with DimShuffle);
 /// dims broadcast where an input's type says broadcastable. `inplace` maps output 0 to the input

@@ -162,6 +162,7 @@ class ElemwiseCpuKernel final : public Kernel {
                dtype_name(out_dtype_));
     inner_ = fn;
     simd_ = simd_supports(op_.scalar, compute);
+    cost_ = scalar_op_cost(op_.scalar);
     for (size_t i = 0; i < dts.size(); ++i)
       want_[i] = (op_.scalar == ScalarOpKind::Switch && i == 0) ? DType::Bool : compute;
   }
@@ -186,7 +187,7 @@ class ElemwiseCpuKernel final : public Kernel {
     const int64_t total = shape.prod();
     // Fast path: C-contiguous operands of the output's shape (or single elements), below the
     // threading threshold (or on one thread): one call of the inner loop, no stride bookkeeping.
-    if (!parallel_worth(total) && out->is_c_contiguous()) {
+    if (!parallel_worth(parallel_work(total, cost_)) && out->is_c_contiguous()) {
       bool flat = true;
       std::array<const std::byte*, 3> p{};
       std::array<int64_t, 3> ps{};
@@ -222,8 +223,12 @@ class ElemwiseCpuKernel final : public Kernel {
   void run_loop(const Shape& shape, const BroadcastOperands<4>& ops) const {
     const InnerFn fn = inner_;
     const bool simd = simd_;
-    ops.run_parallel<M>(shape, [fn, simd](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s,
-                                          int64_t n) { fn(p[0], s[0], p.data() + 1, s.data() + 1, n, simd); });
+    ops.run_parallel<M>(
+        shape,
+        [fn, simd](const std::array<std::byte*, M>& p, const std::array<int64_t, M>& s, int64_t n) {
+          fn(p[0], s[0], p.data() + 1, s.data() + 1, n, simd);
+        },
+        cost_);
   }
 
   const Elemwise& op_;
@@ -233,6 +238,7 @@ class ElemwiseCpuKernel final : public Kernel {
   std::array<NDArray, 3> scratch_;
   InnerFn inner_ = nullptr;
   bool simd_ = false;
+  int cost_ = 1;  // scalar_op_cost: the threading threshold's weight
 };
 
 }  // namespace

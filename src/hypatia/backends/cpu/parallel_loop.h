@@ -15,12 +15,17 @@
 
 namespace hypatia {
 
+/// `cost`: the work of one element against an add's (scalar_op_cost): the threshold goes by
+/// total * cost, so an expensive loop threads at fewer elements.
 template <int M, class Body>
 void run_strided_parallel(const StridedLoop<M>& loop, const std::array<std::byte*, M>& b, int64_t total,
-                          const Body& body) {
+                          const Body& body, int64_t cost = 1) {
   if (loop.empty()) return;
-  if (!parallel_worth(total)) return loop.run(b, body);
+  const int64_t work = parallel_work(total, cost);
+  if (!parallel_worth(work)) return loop.run(b, body);
   const int nt = parallel_threads();
+  // Tasks by elements, not work: a task costs about a microsecond to hand out (claim, timing,
+  // dispatch), which 16 tasks of a 20 us exp over 230K float32 showed (1.5x slower than 2).
   const int64_t tasks = parallel_task_count(total, nt);
   const int64_t outer = loop.outer_size();
   if (outer >= tasks) {
@@ -68,14 +73,14 @@ struct BroadcastOperands {
 
   /// run_strided_parallel over the first M operands.
   template <int M, class Body>
-  void run_parallel(const Shape& shape, const Body& body) const {
+  void run_parallel(const Shape& shape, const Body& body, int64_t cost = 1) const {
     std::array<const Strides*, M> sp;
     std::array<std::byte*, M> b;
     for (int k = 0; k < M; ++k) {
       sp[k] = &strides[k];
       b[k] = base[k];
     }
-    run_strided_parallel<M>(StridedLoop<M>(shape, sp), b, shape.prod(), body);
+    run_strided_parallel<M>(StridedLoop<M>(shape, sp), b, shape.prod(), body, cost);
   }
 };
 

@@ -17,6 +17,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 namespace hypatia {
@@ -58,6 +59,13 @@ void parallel_for(int64_t tasks, int threads, const Body& body) {
 /// per thread, about 64K elements or more each (a claim costs well under 1% of that). Several per
 /// thread let a thread slowed by other load take fewer; the caller waits at most for the tasks
 /// others hold.
+/// total elements of `cost` add-elements each (scalar_op_cost), saturating: the work that
+/// parallel_worth and parallel_task_count weigh.
+inline int64_t parallel_work(int64_t total, int64_t cost) {
+  if (cost <= 1) return total;
+  return total > std::numeric_limits<int64_t>::max() / cost ? std::numeric_limits<int64_t>::max() : total * cost;
+}
+
 inline int64_t parallel_task_count(int64_t total, int threads) {
   if (threads <= 1) return 1;
   return int64_t{threads} * std::clamp<int64_t>(total / (int64_t{threads} << 16), 1, 8);
