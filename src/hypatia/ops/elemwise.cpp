@@ -389,7 +389,6 @@ std::string_view scalar_op_name(ScalarOpKind k) { return kind_info(k).name; }
 int scalar_op_arity(ScalarOpKind k) { return kind_info(k).arity; }
 
 int scalar_op_cost(ScalarOpKind k) {
-  using K = ScalarOpKind;
   switch (k) {
     case K::TrueDiv:
     case K::IntDiv:
@@ -397,39 +396,15 @@ int scalar_op_cost(ScalarOpKind k) {
     case K::Reciprocal:
     case K::Sqrt:
       return 4;
+    case K::Floor:
+    case K::Ceil:
+    case K::Trunc:
+      return 1;
     case K::Pow:
-    case K::ArcTan2:
-    case K::Exp:
-    case K::Exp2:
-    case K::Expm1:
-    case K::Log:
-    case K::Log2:
-    case K::Log10:
-    case K::Log1p:
-    case K::Sin:
-    case K::Cos:
-    case K::Tan:
-    case K::ArcSin:
-    case K::ArcCos:
-    case K::ArcTan:
-    case K::Sinh:
-    case K::Cosh:
-    case K::Tanh:
-    case K::ArcSinh:
-    case K::ArcCosh:
-    case K::ArcTanh:
-    case K::Sigmoid:
-    case K::Softplus:
-    case K::Erf:
-    case K::Erfc:
-    case K::Erfinv:
-    case K::Gamma:
-    case K::GammaLn:
-    case K::Psi:
-    case K::TriGamma:
       return 8;
     default:
-      return 1;
+      // The other float-valued functions are the transcendental ones (exp ... trigamma).
+      return is_float_op(k) ? 8 : 1;
   }
 }
 
