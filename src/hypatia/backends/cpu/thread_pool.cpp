@@ -311,8 +311,9 @@ int cpu_count() {
 /// Backing off on an overloaded machine. A job loses when the caller's wait for the tasks held
 /// by its helpers outlasts what they saved (a helper was descheduled while holding a task: the
 /// other threads on the machine outnumber the cores). After a loss the next jobs of every caller
-/// run on the calling thread alone: 2, 4, ... 64 after consecutive losses; the next job that gains
-/// from its helpers ends the streak. On a quiet machine jobs gain and this stays at zero.
+/// run on the calling thread alone: 2, 4, ... 64 as losses outnumber gains; each job that gains
+/// from its helpers takes one loss off the streak. On a quiet machine jobs gain and this stays at
+/// zero.
 constexpr int kMaxLossStreak = 6;
 
 /// Takes one serial job from the credit, if any is left.
@@ -333,8 +334,10 @@ void judge_job(std::chrono::steady_clock::duration elapsed, const Job::OwnShare&
     const int streak = std::min(g_loss_streak.load(std::memory_order_relaxed) + 1, kMaxLossStreak);
     g_loss_streak.store(streak, std::memory_order_relaxed);
     g_serial_credit.store(1 << streak, std::memory_order_relaxed);
-  } else {
-    g_loss_streak.store(0, std::memory_order_relaxed);
+  } else if (const int streak = g_loss_streak.load(std::memory_order_relaxed); streak > 0) {
+    // One gain takes one loss off the streak: under steady load gains and losses alternate, and
+    // resetting at once put a loss, which costs a time slice, after every short streak.
+    g_loss_streak.store(streak - 1, std::memory_order_relaxed);
   }
 }
 
