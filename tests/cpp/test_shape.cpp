@@ -30,23 +30,6 @@ NDArray ev(const Var& v, const std::vector<std::pair<Var, NDArray>>& in = {}, Ba
   return eval(v, in, b);
 }
 
-// Runs `f` and returns the message of the exception of type E it throws (fails if none).
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
-
-#define EXPECT_ERROR(E, stmt, substr) EXPECT_NE(error_of<E>([&] { stmt; }).find(substr), std::string::npos)
-
 // ------------------------------------------------------------------------------------------------
 // OpInfo entries
 

@@ -19,6 +19,7 @@ extern "C" const char* __asan_default_options() { return "allocator_may_return_n
 
 namespace hypatia {
 namespace {
+using testing::error_of;
 using testing::make_array;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -27,25 +28,6 @@ constexpr int64_t k2_32 = int64_t{1} << 32;
 // Past the 47-bit user address space of x86-64 (and ASan's limit): malloc fails whatever the
 // overcommit policy, so the MemoryError tests cannot instead exhaust the machine.
 constexpr int64_t k2_50 = int64_t{1} << 50;
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
-#define EXPECT_ERROR(E, stmt, substr)                        \
-  do {                                                       \
-    std::string msg_ = error_of<E>([&] { stmt; });           \
-    EXPECT_NE(msg_.find(substr), std::string::npos) << msg_; \
-  } while (0)
 
 NDArray i64s(const std::vector<int64_t>& v) {
   NDArray a = NDArray::empty(Shape{static_cast<int64_t>(v.size())}, DType::Int64);

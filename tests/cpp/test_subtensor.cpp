@@ -33,25 +33,6 @@ NDArray iota(const Shape& s, DType dt = DType::Float64) {
   return make_array(v, s, dt);
 }
 
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
-#define EXPECT_ERROR(E, stmt, substr)                        \
-  do {                                                       \
-    std::string msg_ = error_of<E>([&] { stmt; });           \
-    EXPECT_NE(msg_.find(substr), std::string::npos) << msg_; \
-  } while (0)
-
 // ------------------------------------------------------------------------------------------------
 // OpInfo entries
 

@@ -66,6 +66,28 @@ struct OpInfoRegistrar {
   static ::hypatia::testing::OpInfoRegistrar HYP_OPINFO_CONCAT(hyp_opinfo_, \
                                                                __LINE__)(::hypatia::testing::OpInfo __VA_ARGS__)
 
+/// Runs `f` and returns the message of the exception of type E it throws (a test failure when it
+/// throws another type or nothing).
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "no exception";
+  return "";
+}
+/// Expects `stmt` to throw E with `substr` in its message (the message is shown when not).
+#define EXPECT_ERROR(E, stmt, substr)                                  \
+  do {                                                                 \
+    std::string msg_ = ::hypatia::testing::error_of<E>([&] { stmt; }); \
+    EXPECT_NE(msg_.find(substr), std::string::npos) << msg_;           \
+  } while (0)
+
 inline const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float64};
 inline const std::vector<DType> kAllNumeric = {DType::Int8,   DType::Int32,   DType::Int64,  DType::UInt8,
                                                DType::UInt32, DType::Float32, DType::Float64};

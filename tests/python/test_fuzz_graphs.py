@@ -7,7 +7,6 @@ This is the fuzzer that found several of issue 9's defects, kept as a property t
 hypothesis profile bounds it to well under a minute; HYPOTHESIS_PROFILE=thorough runs the longer
 search recorded in RELIABILITY.md.
 """
-import threading
 
 import numpy as np
 from hypothesis import given
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 import hypatia
 import hypatia.tensor as T
+from util import run_threads
 
 MODES = ["FAST_RUN", "FAST_COMPILE", "NONE"]
 
@@ -242,19 +242,8 @@ def test_random_graphs_match_numpy_in_every_mode(graph):
         for a, s in zip(args, snapshot):  # arguments are never written
             np.testing.assert_array_equal(a, s)
     # The same compiled function from two threads at once gives each the same answer.
-    errors = []
+    def call(_):
+        for got, o in zip(f(*args), outs):
+            close(got, o.ref, o.ref.dtype.name)
 
-    def call():
-        try:
-            for got, o in zip(f(*args), outs):
-                close(got, o.ref, o.ref.dtype.name)
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-
-    ts = [threading.Thread(target=call) for _ in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    if errors:
-        raise errors[0]
+    run_threads(2, call)

@@ -6,23 +6,7 @@ import pytest
 
 import hypatia
 import hypatia.tensor as T
-
-
-class Double(hypatia.Op):
-    __props__ = ()
-
-    def make_node(self, x):
-        x = T.as_tensor_variable(x)
-        return hypatia.Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = inputs[0] * 2
-
-    def grad(self, inputs, output_grads):
-        return [output_grads[0] * 2]
-
-    def infer_shape(self, node, input_shapes):
-        return input_shapes
+from util import Double
 
 
 class ScaleShift(hypatia.Op):

@@ -11,17 +11,7 @@ import numpy as np
 
 import hypatia
 import hypatia.tensor as T
-
-
-class Double(hypatia.Op):
-    __props__ = ()
-
-    def make_node(self, x):
-        x = T.as_tensor_variable(x)
-        return hypatia.Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = inputs[0] * 2
+from util import Double, run_threads
 
 
 class CallsBack(hypatia.Op):
@@ -47,24 +37,6 @@ class CallsBack(hypatia.Op):
         else:
             inner = np.zeros_like(x)
         output_storage[0][0] = x + inner
-
-
-def run_threads(n, body):
-    errors = []
-
-    def wrapped(i):
-        try:
-            body(i)
-        except BaseException as e:  # noqa: BLE001 - reported to the main thread
-            errors.append(e)
-
-    ts = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    if errors:
-        raise errors[0]
 
 
 def test_a_function_with_a_python_op_called_from_four_threads():

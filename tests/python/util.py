@@ -1,7 +1,11 @@
-"""Helpers of the Python tests: random data per dtype and domain, memory layouts, typed inputs."""
+"""Helpers of the Python tests: random data per dtype and domain, memory layouts, typed inputs, a
+Python Op, and threads that report their errors."""
+import threading
+
 import numpy as np
 from hypothesis import strategies as st
 
+import hypatia
 import hypatia.tensor as T
 
 FLOATS = ["float32", "float64"]
@@ -83,3 +87,41 @@ def assert_close(actual, expected, dtype=None):
 
 seeds = st.integers(0, 2**31 - 1)
 layouts = st.sampled_from(LAYOUTS)
+
+
+class Double(hypatia.Op):
+    """A Python Op: 2 * x, with its gradient and shape."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = T.as_tensor_variable(x)
+        return hypatia.Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = inputs[0] * 2
+
+    def grad(self, inputs, output_grads):
+        return [output_grads[0] * 2]
+
+    def infer_shape(self, node, input_shapes):
+        return input_shapes
+
+
+def run_threads(n, body):
+    """Runs body(i) for i < n on n threads at once; re-raises the first error one of them raised."""
+    errors = []
+
+    def wrapped(i):
+        try:
+            body(i)
+        except BaseException as e:  # noqa: BLE001 - reported to the main thread
+            errors.append(e)
+
+    ts = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]

@@ -89,7 +89,6 @@ bool yield_until(const Done& done, std::chrono::microseconds limit) {
 struct Job {
   pool_detail::TaskFn fn;
   const void* ctx;
-  int64_t tasks;
   const std::atomic<bool>* cancel;
   int max_helpers;
   int helpers = 0;  // workers that joined (guarded by the pool's mutex)
@@ -106,7 +105,7 @@ struct Job {
   std::condition_variable cv;
 
   Job(pool_detail::TaskFn f, const void* c, int64_t n, const std::atomic<bool>* cf, int helpers_wanted)
-      : fn(f), ctx(c), tasks(n), cancel(cf), max_helpers(helpers_wanted), range(pack(0, n)), left(n) {}
+      : fn(f), ctx(c), cancel(cf), max_helpers(helpers_wanted), range(pack(0, n)), left(n) {}
 
   static uint64_t pack(uint64_t lo, uint64_t hi) { return lo | hi << 32; }
 
