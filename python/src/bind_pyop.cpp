@@ -211,8 +211,10 @@ std::shared_ptr<Apply> make_apply(nb::handle op, std::vector<Var> inputs, nb::ha
 }
 
 void init_pyop(nb::module_&) {
-  for (Backend b : {Backend::Reference, Backend::Cpu})
-    register_kernel(b, typeid(PyOp), [](const Apply& node) { return std::make_unique<PyOpKernel>(node); });
+  // A Python Op's perform runs on host arrays: its kernel serves every host backend.
+  for (const std::string& b : backend_names())
+    if (get_backend(b).device_kind() == DeviceKind::Host)
+      register_kernel(b, typeid(PyOp), [](const Apply& node) { return std::make_unique<PyOpKernel>(node); });
 }
 
 }  // namespace hypatia::python

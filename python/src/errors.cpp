@@ -76,6 +76,8 @@ void set_python_error(const std::exception_ptr& p) noexcept {
     PyErr_SetString(PyExc_IndexError, e.what());
   } catch (const MemoryError& e) {
     PyErr_SetString(PyExc_MemoryError, e.what());
+  } catch (const NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
   } catch (const Error& e) {
     PyErr_SetString(g_err.hypatia_error, e.what());
   } catch (const InternalError& e) {

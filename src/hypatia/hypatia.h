@@ -1,6 +1,6 @@
 // The whole public C++ API of Hypatia.
 #pragma once
-#include "hypatia/backends/registry.h"
+#include "hypatia/backends/backend.h"
 #include "hypatia/compile/function.h"
 #include "hypatia/core/cancel.h"
 #include "hypatia/core/config.h"
@@ -8,6 +8,7 @@
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
 #include "hypatia/grad/grad.h"
+#include "hypatia/testing/verify_grad.h"
 #include "hypatia/graph/constructors.h"
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/graph/graph.h"
@@ -21,4 +22,5 @@
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
+#include "hypatia/ops/transfer.h"
 #include "hypatia/rewrite/rewriter.h"

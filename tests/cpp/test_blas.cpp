@@ -246,7 +246,7 @@ HYP_OPINFO({
 NDArray arr(const std::vector<double>& v, const Shape& s, DType dt = DType::Float64) { return make_array(v, s, dt); }
 
 NDArray eval2(const Var& out, const Var& a, const NDArray& av, const Var& b, const NDArray& bv,
-              Backend be = Backend::Cpu) {
+              std::string_view be = kCpuBackend) {
   return eval(out, {{a, av}, {b, bv}}, be);
 }
 
@@ -257,7 +257,7 @@ TEST(BlasDot, ExactValuesForEveryCombination) {
     Var u = variable(vector_type(dt), "u"), v = variable(vector_type(dt), "v");
     const NDArray M = arr({1, 2, 3, 4}, {2, 2}, dt), N = arr({5, 6, 7, 8}, {2, 2}, dt);
     const NDArray U = arr({1, 2}, {2}, dt), V = arr({3, -4}, {2}, dt);
-    for (Backend be : {Backend::Cpu, Backend::Reference}) {
+    for (std::string_view be : {kCpuBackend, kReferenceBackend}) {
       EXPECT_ALLCLOSE(eval2(dot(m, n), m, M, n, N, be), arr({19, 22, 43, 50}, {2, 2}, dt));
       EXPECT_ALLCLOSE(eval2(dot(m, v), m, M, v, V, be), arr({-5, -7}, {2}, dt));
       EXPECT_ALLCLOSE(eval2(dot(u, n), u, U, n, N, be), arr({19, 22}, {2}, dt));
@@ -346,7 +346,7 @@ TEST(BlasDot, TypeErrors) {
 struct KernelRun {
   std::vector<NDArray> in;
   NDArray out;
-  void run(Backend be, const Var& v) {
+  void run(std::string_view be, const Var& v) {
     std::vector<NDArray*> ip, op{&out};
     for (auto& a : in) ip.push_back(&a);
     make_kernel(be, *v->owner)->run(KernelArgs{ip, op});
@@ -379,7 +379,7 @@ TEST(BlasGemm, ExactValuesAndNames) {
 }
 
 TEST(BlasGemm, InplaceOverwritesZInAnyLayout) {
-  for (Backend be : {Backend::Cpu, Backend::Reference})
+  for (std::string_view be : {kCpuBackend, kReferenceBackend})
     for (DType dt : {DType::Float32, DType::Float64, DType::Int32})
       for (int layout = 0; layout < 3; ++layout) {
         SCOPED_TRACE(std::string(dtype_name(dt)) + " layout " + std::to_string(layout));
@@ -392,7 +392,7 @@ TEST(BlasGemm, InplaceOverwritesZInAnyLayout) {
         auto vs = vars_like(ins);
         Var expected_v = gemm(vs[0], vs[1], vs[2], vs[3], vs[4]);
         NDArray expected = eval(expected_v, {{vs[0], z.copy()}, {vs[1], alpha}, {vs[2], x}, {vs[3], y}, {vs[4], beta}},
-                                Backend::Reference);
+                                kReferenceBackend);
         Var g = apply_op1(std::make_shared<Gemm>(true), vs);
         KernelRun k{ins, {}};
         k.run(be, g);
@@ -407,13 +407,13 @@ TEST(BlasGemm, InplaceWithZAlsoAnOperand) {
   std::vector<NDArray> ins{z, scalar(1, DType::Float64), z, z, scalar(1, DType::Float64)};
   auto vs = vars_like(ins);
   KernelRun k{ins, {}};
-  k.run(Backend::Cpu, apply_op1(std::make_shared<Gemm>(true), vs));
+  k.run(kCpuBackend, apply_op1(std::make_shared<Gemm>(true), vs));
   EXPECT_ALLCLOSE(z, arr({8, 12, 18, 26}, {2, 2}));  // z + z·z
 }
 
 TEST(BlasGemm, BetaZeroIgnoresNaNInZ) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (Backend be : {Backend::Cpu, Backend::Reference}) {
+  for (std::string_view be : {kCpuBackend, kReferenceBackend}) {
     // Each shape takes a different BLAS path: gemm, gemv (column and row), dot.
     for (Shape zs : {Shape{2, 3}, Shape{2, 1}, Shape{1, 3}, Shape{1, 1}}) {
       NDArray z = NDArray::full(zs, DType::Float32, nan);
@@ -422,7 +422,7 @@ TEST(BlasGemm, BetaZeroIgnoresNaNInZ) {
       auto vs = vars_like(ins);
       KernelRun k{ins, {}};
       k.run(be, apply_op1(std::make_shared<Gemm>(true), vs));
-      NDArray expected = eval(dot(vs[2], vs[3]), {{vs[2], x}, {vs[3], y}}, Backend::Reference);
+      NDArray expected = eval(dot(vs[2], vs[3]), {{vs[2], x}, {vs[3], y}}, kReferenceBackend);
       EXPECT_ALLCLOSE(z, expected);
     }
   }
@@ -435,7 +435,7 @@ TEST(BlasGemm, OutputCellHoldingNaNIsOverwritten) {
   KernelRun k{{arr({1, 2}, {2, 1}), scalar(1, DType::Float64), arr({1, 2}, {2, 1}), arr({3}, {1, 1}),
                scalar(0, DType::Float64)},
               NDArray::full({2, 1}, DType::Float64, std::nan(""))};
-  k.run(Backend::Cpu, g);
+  k.run(kCpuBackend, g);
   EXPECT_ALLCLOSE(k.out, arr({3, 6}, {2, 1}));
 }
 
@@ -501,7 +501,7 @@ TEST(BlasGemv, ExactValues) {
   Var z = variable(vector_type(DType::Float64)), A = variable(matrix_type(DType::Float64)),
       x = variable(vector_type(DType::Float64));
   Var g = gemv(z, constant(2.0, DType::Float64), A, x, constant(1.0, DType::Float64));
-  for (Backend be : {Backend::Cpu, Backend::Reference})
+  for (std::string_view be : {kCpuBackend, kReferenceBackend})
     EXPECT_ALLCLOSE(eval(g, {{z, arr({1, 1}, {2})}, {A, arr({1, 2, 3, 4}, {2, 2})}, {x, arr({1, -1}, {2})}}, be),
                     arr({-1, -1}, {2}));
 }
@@ -514,7 +514,7 @@ TEST(BlasGer, ExactValuesAndInplace) {
   NDArray xv = arr({1, 2}, {2}, DType::Float32), yv = arr({1, 0, -1}, {3}, DType::Float32);
   NDArray want = arr({3, 1, -1, 5, 1, -3}, {2, 3}, DType::Float32);
   EXPECT_ALLCLOSE(eval(g, {{A, Av}, {x, xv}, {y, yv}}), want);
-  for (Backend be : {Backend::Cpu, Backend::Reference}) {
+  for (std::string_view be : {kCpuBackend, kReferenceBackend}) {
     NDArray a2 = Av.copy();
     std::vector<NDArray> ins{a2, scalar(2, DType::Float32), xv, yv};
     KernelRun k{ins, {}};

@@ -33,7 +33,7 @@ Compiled compile(const std::vector<Var>& ins, const std::vector<Var>& outs) {
   fast.on_unused_input = "ignore";
   FunctionOptions none;
   none.mode = "NONE";
-  none.backend = Backend::Reference;
+  none.backend = kReferenceBackend;
   none.on_unused_input = "ignore";
   auto without_fusion = [&] {
     const std::string saved = config().optimizer_excluding;

@@ -389,7 +389,7 @@ Var fvar(int nd, DType dt = DType::Float64, const std::string& name = "x") {
   return variable(tensor_type(dt, nd), name);
 }
 
-NDArray run1(const Var& out, const std::vector<std::pair<Var, NDArray>>& in, Backend b = Backend::Cpu) {
+NDArray run1(const Var& out, const std::vector<std::pair<Var, NDArray>>& in, std::string_view b = kCpuBackend) {
   return eval(out, in, b);
 }
 
@@ -504,7 +504,7 @@ TEST(Elemwise, IntegerDivisionAndModuloFollowPython) {
   Var a = fvar(1, DType::Int32, "a"), b = fvar(1, DType::Int32, "b");
   NDArray av = testing::make_array({-7, 7, -7, 7, 5, -5, 0, -2147483648.0}, {8}, DType::Int32);
   NDArray bv = testing::make_array({2, -2, -2, 2, 0, 0, 3, -1}, {8}, DType::Int32);
-  for (Backend be : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view be : {kReferenceBackend, kCpuBackend}) {
     EXPECT_ALLCLOSE(run1(int_div(a, b), {{a, av}, {b, bv}}, be),
                     testing::make_array({-4, -4, 3, 3, 0, 0, 0, -2147483648.0}, {8}, DType::Int32));
     EXPECT_ALLCLOSE(run1(mod(a, b), {{a, av}, {b, bv}}, be),
@@ -610,7 +610,7 @@ TEST(Elemwise, ExactSpecialValues) {
 TEST(Elemwise, RuntimeBroadcastErrors) {
   Var x = fvar(2, DType::Float64, "x"), y = fvar(2, DType::Float64, "y");
   NDArray a = rnd({3, 4}, DType::Float64, 1, -1, 1);
-  for (Backend be : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view be : {kReferenceBackend, kCpuBackend}) {
     try {
       run1(x + y, {{x, a}, {y, rnd({1, 4}, DType::Float64, 2, -1, 1)}}, be);
       ADD_FAILURE() << "no error";
@@ -641,7 +641,7 @@ TEST(Elemwise, KernelsDirectlyInPlaceAndBufferReuse) {
   Var x = fvar(2, DType::Float32, "x"), y = fvar(2, DType::Float32, "y");
   Var out = apply_op1(std::make_shared<Elemwise>(ScalarOpKind::Add, DType::Float64, 0), {x, y});
   EXPECT_EQ(out->owner->op->destroy_map(), (AliasMap{{0}}));
-  for (Backend be : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view be : {kReferenceBackend, kCpuBackend}) {
     NDArray a = testing::make_array({1, 2, 3, 4}, {2, 2}, DType::Float32);
     NDArray b = testing::make_array({10, 20, 30, 40}, {2, 2}, DType::Float32);
     NDArray o;
@@ -656,7 +656,7 @@ TEST(Elemwise, KernelsDirectlyInPlaceAndBufferReuse) {
   }
   // The output buffer is reused across calls.
   Var s = add(x, y);
-  auto k = make_kernel(Backend::Cpu, *s->owner);
+  auto k = make_kernel(kCpuBackend, *s->owner);
   NDArray a = rnd({1, 1}, DType::Float32, 4, 0, 1), b = rnd({1, 1}, DType::Float32, 5, 0, 1), o;
   std::vector<NDArray*> ins{&a, &b}, outs{&o};
   k->run(KernelArgs{ins, outs});
@@ -683,7 +683,7 @@ TEST(Elemwise, ThreadedPathsMatchReference) {
       {cast(x, DType::Int32), {{x, rnd({30, 30}, DType::Float32, 7, -9, 9)}}},
   };
   for (auto& c : cases) {
-    EXPECT_ALLCLOSE(run1(c.out, c.in, Backend::Cpu), run1(c.out, c.in, Backend::Reference), 1e-5, 1e-6);
+    EXPECT_ALLCLOSE(run1(c.out, c.in, kCpuBackend), run1(c.out, c.in, kReferenceBackend), 1e-5, 1e-6);
   }
   config().openmp_elemwise_minsize = saved;
 }

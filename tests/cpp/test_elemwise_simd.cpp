@@ -34,7 +34,7 @@ void check_simd_accuracy(Var (*build)(Var), T (*ref)(T), std::vector<T> values, 
   Var x = variable(tensor_type(dt, 1), "x");
   values.push_back(std::numeric_limits<T>::quiet_NaN());
   NDArray in = NDArray::from_vector(values);
-  NDArray out = eval(build(x), {{x, in}}, Backend::Cpu);
+  NDArray out = eval(build(x), {{x, in}}, kCpuBackend);
   for (size_t i = 0; i < values.size(); ++i) {
     T got = out.data<T>()[i];
     T want = ref(values[i]);
@@ -96,8 +96,8 @@ TEST(ElemwiseSimd, BinaryOpsAndScalarOperands) {
     NDArray av = testing::random_array({67}, dt, -3, 3, 91), bv = testing::random_array({}, dt, 0.5, 2, 92);
     for (auto f : {add, sub, mul, true_div, maximum, minimum}) {
       for (Var out : {f(a, b), f(b, a), f(a, a)}) {
-        NDArray cpu = eval(out, {{a, av}, {b, bv}}, Backend::Cpu);
-        NDArray ref = eval(out, {{a, av}, {b, bv}}, Backend::Reference);
+        NDArray cpu = eval(out, {{a, av}, {b, bv}}, kCpuBackend);
+        NDArray ref = eval(out, {{a, av}, {b, bv}}, kReferenceBackend);
         EXPECT_ALLCLOSE(cpu, ref, 1e-6, 0) << out->owner->op->name();
       }
     }

@@ -109,7 +109,7 @@ TEST(Fusion, SharedIntermediatesAndOtherOpsBoundTheGroups) {
   EXPECT_EQ(count_ops(f, "Elemwise{exp"), 0) << f.debugprint();
   FunctionOptions none;
   none.mode = "NONE";
-  none.backend = Backend::Reference;
+  none.backend = kReferenceBackend;
   Function g = function({x, w, b}, {h, z}, none);
   std::vector<NDArray> args{rnd({4, 3}, DType::Float64, 1), rnd({3, 5}, DType::Float64, 2),
                             rnd({5}, DType::Float64, 3)};
@@ -155,7 +155,7 @@ TEST(Inplace, ElementwiseOutputsReuseDeadIntermediates) {
   EXPECT_EQ(count_ops(g, "[(0,"), 0) << g.debugprint();
   FunctionOptions none;
   none.mode = "NONE";
-  none.backend = Backend::Reference;
+  none.backend = kReferenceBackend;
   std::vector<NDArray> args{rnd({3, 3}, DType::Float64, 1), rnd({3, 3}, DType::Float64, 2),
                             rnd({3}, DType::Float64, 3)};
   for (int rep = 0; rep < 2; ++rep) {  // the second call reuses buffers

@@ -187,7 +187,7 @@ HYP_OPINFO({
 TEST(Nnet, SoftmaxValues) {
   Var x = variable(matrix_type(DType::Float64), "x");
   NDArray v = make_array({0, 0, std::log(2.0), std::log(3.0), 0, std::log(4.0)}, {2, 3}, DType::Float64);
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     EXPECT_ALLCLOSE(eval(softmax(x), {{x, v}}, b),
                     make_array({0.25, 0.25, 0.5, 0.375, 0.125, 0.5}, {2, 3}, DType::Float64));
     EXPECT_ALLCLOSE(eval(log_softmax(x), {{x, v}}, b), make_array({std::log(0.25), std::log(0.25), std::log(0.5),
@@ -204,7 +204,7 @@ TEST(Nnet, SoftmaxIsStableOnLargeInputs) {
   for (DType dt : testing::kFloatTypes) {
     Var x = variable(matrix_type(dt), "x");
     NDArray v = make_array({1000, -1000, 999, 1000, 1000, 1000}, {2, 3}, dt);
-    for (Backend b : {Backend::Reference, Backend::Cpu}) {
+    for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
       NDArray s = eval(softmax(x), {{x, v}}, b);
       NDArray ls = eval(log_softmax(x), {{x, v}}, b);
       for (int64_t i = 0; i < 6; ++i) {
@@ -231,7 +231,7 @@ TEST(Nnet, SoftmaxIsStableOnLargeInputs) {
 TEST(Nnet, SoftmaxNanRowsAndThreadedPaths) {
   Var x = variable(matrix_type(DType::Float32), "x");
   NDArray v = make_array({1, NAN, 2, 0, 1, 2}, {2, 3}, DType::Float32);
-  for (Backend b : {Backend::Reference, Backend::Cpu})
+  for (std::string_view b : {kReferenceBackend, kCpuBackend})
     for (bool log : {false, true}) {
       NDArray y = eval(log ? log_softmax(x) : softmax(x), {{x, v}}, b);
       for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(y.get_flat(i)));
@@ -241,7 +241,7 @@ TEST(Nnet, SoftmaxNanRowsAndThreadedPaths) {
   NDArray ninf =
       make_array({-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0},
                  {1, 10}, DType::Float32);
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     NDArray y = eval(softmax(x), {{x, ninf}}, b);
     EXPECT_EQ(y.get_flat(9), 1.0);
     EXPECT_EQ(y.get_flat(0), 0.0);
@@ -255,7 +255,7 @@ TEST(Nnet, SoftmaxNanRowsAndThreadedPaths) {
   for (int axis : {0, 1, 2})
     for (bool log : {false, true}) {
       Var y = log ? log_softmax(t, axis) : softmax(t, axis);
-      EXPECT_ALLCLOSE(eval(y, {{t, a}}, Backend::Cpu), eval(y, {{t, a}}, Backend::Reference), 1e-5, 1e-6);
+      EXPECT_ALLCLOSE(eval(y, {{t, a}}, kCpuBackend), eval(y, {{t, a}}, kReferenceBackend), 1e-5, 1e-6);
     }
   config().openmp_elemwise_minsize = saved;
 }
@@ -340,7 +340,7 @@ TEST(Nnet, SoftmaxFamilyIsAccurateOnExtremeLogits) {
       {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, -55.5, 13, 12.9, 12.99, 12.999, 7},
   };
   for (DType dt : testing::kFloatTypes)
-    for (Backend b : {Backend::Reference, Backend::Cpu})
+    for (std::string_view b : {kReferenceBackend, kCpuBackend})
       for (bool log : {false, true})
         for (const auto& row : rows) {
           const int64_t n = static_cast<int64_t>(row.size());
@@ -363,7 +363,7 @@ TEST(Nnet, SoftmaxFamilyIsAccurateOnExtremeLogits) {
             auto check = [&](double got, const char* path) {
               const double u = dt == DType::Float32 ? ulps<float>(got, want[i]) : ulps<double>(got, want[i]);
               EXPECT_LE(u, tol) << (log ? "log_softmax" : "softmax") << " " << dtype_name(dt) << " "
-                                << (b == Backend::Cpu ? "cpu" : "reference") << " " << path << " row "
+                                << (b == kCpuBackend ? "cpu" : "reference") << " " << path << " row "
                                 << ::testing::PrintToString(row) << " element " << i << ": got " << got << " want "
                                 << static_cast<double>(want[i]);
             };
@@ -388,7 +388,7 @@ TEST(Nnet, SoftmaxLongRowsStayAccurate) {
     NDArray a = random_array({3, 1000}, dt, -60, 60, 31);
     Var x = variable(matrix_type(dt), "x");
     for (bool log : {false, true}) {
-      NDArray r = eval(log ? log_softmax(x) : softmax(x), {{x, a}}, Backend::Cpu);
+      NDArray r = eval(log ? log_softmax(x) : softmax(x), {{x, a}}, kCpuBackend);
       for (int64_t row = 0; row < 3; ++row) {
         std::vector<double> v(1000);
         for (int64_t i = 0; i < 1000; ++i) v[i] = a.get_flat(row * 1000 + i);
@@ -424,8 +424,8 @@ TEST(Nnet, SoftmaxEveryTargetMatchesTheReference) {
           for (int axis : {0, 1}) {
             Var y = log ? log_softmax(x, axis) : softmax(x, axis);
             for (const NDArray& v : {a, b}) {
-              NDArray got = eval(y, {{x, v}}, Backend::Cpu);
-              NDArray want = eval(y, {{x, v}}, Backend::Reference);
+              NDArray got = eval(y, {{x, v}}, kCpuBackend);
+              NDArray want = eval(y, {{x, v}}, kReferenceBackend);
               EXPECT_ALLCLOSE(got, want, dt == DType::Float32 ? 1e-6 : 1e-14, 1e-30)
                   << simd_target_name(target) << " n " << n << " axis " << axis << (log ? " log" : "");
             }
@@ -459,7 +459,7 @@ TEST(Nnet, CrossentropyErrorPaths) {
   Var c = variable(matrix_type(DType::Float64), "c");
   Var y = variable(vector_type(DType::Int64), "y");
   NDArray cv = make_array({0.5, 0.25, 0.25, 0.1, 0.1, 0.8}, {2, 3}, DType::Float64);
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     try {
       eval(categorical_crossentropy(c, y), {{c, cv}, {y, NDArray::from_vector<int64_t>({0, 3})}}, b);
       ADD_FAILURE() << "label out of range did not throw";

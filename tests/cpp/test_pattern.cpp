@@ -334,7 +334,7 @@ Compiled compile_fast(const std::vector<Var>& ins, const std::vector<Var>& outs)
 Function compile_none(const std::vector<Var>& ins, const std::vector<Var>& outs) {
   FunctionOptions o;
   o.mode = "NONE";
-  o.backend = Backend::Reference;
+  o.backend = kReferenceBackend;
   o.on_unused_input = "ignore";
   return function(std::vector<In>(ins.begin(), ins.end()), std::vector<Out>(outs.begin(), outs.end()), o);
 }

@@ -182,7 +182,7 @@ HYP_OPINFO({
 // ------------------------------------------------------------------------------------------------
 // Targeted tests
 
-NDArray run(const Var& out, const Var& x, const NDArray& value, Backend b = Backend::Cpu) {
+NDArray run(const Var& out, const Var& x, const NDArray& value, std::string_view b = kCpuBackend) {
   return eval(out, {{x, value}}, b);
 }
 
@@ -199,7 +199,7 @@ TEST(Reduce, SumValuesAxesAndKeepdims) {
   EXPECT_EQ(run(sum(x, std::nullopt, true), x, v).shape(), (Shape{1, 1, 1}));
   // Non-contiguous input through the CPU kernel's strided path.
   NDArray t = v.transpose();
-  EXPECT_ALLCLOSE(run(sum(x, std::vector<int>{1}), x, t), run(sum(x, std::vector<int>{1}), x, t, Backend::Reference));
+  EXPECT_ALLCLOSE(run(sum(x, std::vector<int>{1}), x, t), run(sum(x, std::vector<int>{1}), x, t, kReferenceBackend));
 }
 
 TEST(Reduce, OpNamesAndEquality) {
@@ -254,7 +254,7 @@ TEST(Reduce, Float32SumsAccumulateWide) {
   Var x = variable(vector_type(DType::Float32), "x");
   NDArray v = NDArray::full({1000000}, DType::Float32, 0.1);
   double exact = 1000000 * static_cast<double>(0.1f);
-  for (Backend b : {Backend::Reference, Backend::Cpu})
+  for (std::string_view b : {kReferenceBackend, kCpuBackend})
     EXPECT_NEAR(run(sum(x), x, v, b).get_flat(0), exact, exact * 1e-6);
   EXPECT_NEAR(run(mean(x), x, v).get_flat(0), 0.1, 1e-6);
 }
@@ -286,7 +286,7 @@ TEST(Reduce, MaxMinArgmaxValuesAndNan) {
   EXPECT_EQ(run(argmin(x), x, v).get_flat(0), 3);
   EXPECT_EQ(run(argmax(x, 0, true), x, v).shape(), (Shape{1, 3}));
   NDArray n = make_array({1, NAN, 3, 2, 1, 0}, {2, 3}, DType::Float64);
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     NDArray mx = run(max(x, std::vector<int>{1}), x, n, b);
     EXPECT_TRUE(std::isnan(mx.get_flat(0)));
     EXPECT_EQ(mx.get_flat(1), 2);
@@ -327,7 +327,7 @@ TEST(Reduce, ZeroSizeReductions) {
   EXPECT_TRUE(std::isnan(run(mean(x), x, e).get_flat(0)));
   // Reducing a kept zero-length axis is fine: the output is empty.
   EXPECT_EQ(run(max(x, std::vector<int>{1}), x, e).shape(), (Shape{0}));
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     try {
       run(max(x), x, e, b);
       ADD_FAILURE() << "max of an empty array did not throw";
@@ -454,7 +454,7 @@ TEST(Reduce, ThreadedCpuPathsMatchReference) {
   for (const NDArray& in : inputs)
     for (const Var& o : outs) {
       SCOPED_TRACE(o->owner->op->name() + " on " + in.describe());
-      EXPECT_ALLCLOSE(run(o, x, in, Backend::Cpu), run(o, x, in, Backend::Reference), 1e-5, 1e-5);
+      EXPECT_ALLCLOSE(run(o, x, in, kCpuBackend), run(o, x, in, kReferenceBackend), 1e-5, 1e-5);
     }
   config().openmp_elemwise_minsize = saved;
 }

@@ -43,7 +43,7 @@ Function check_equivalent(const std::vector<Var>& ins, const std::vector<Var>& o
   fast.on_unused_input = "ignore";
   FunctionOptions none;
   none.mode = "NONE";
-  none.backend = Backend::Reference;
+  none.backend = kReferenceBackend;
   none.on_unused_input = "ignore";
   Function f = function(in, out, fast);
   Function g = function(in, out, none);
@@ -259,7 +259,7 @@ void register_misbehaving_kernels() {
   static bool done = false;
   if (done) return;
   done = true;
-  register_kernel(Backend::Reference, typeid(MisbehavingOp), [](const Apply&) -> std::unique_ptr<Kernel> {
+  register_kernel(kReferenceBackend, typeid(MisbehavingOp), [](const Apply&) -> std::unique_ptr<Kernel> {
     struct K : Kernel {
       void run(const KernelArgs& a) override {
         NDArray r = a.in[0]->copy();
@@ -269,7 +269,7 @@ void register_misbehaving_kernels() {
     };
     return std::make_unique<K>();
   });
-  register_kernel(Backend::Cpu, typeid(MisbehavingOp), [](const Apply& node) -> std::unique_ptr<Kernel> {
+  register_kernel(kCpuBackend, typeid(MisbehavingOp), [](const Apply& node) -> std::unique_ptr<Kernel> {
     struct K : Kernel {
       int kind;
       explicit K(int k) : kind(k) {}

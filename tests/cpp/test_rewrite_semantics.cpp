@@ -23,7 +23,7 @@ Function check_modes(const std::vector<Var>& ins, const std::vector<Var>& outs, 
   fast.mode = "FAST_RUN";
   compile.mode = "FAST_COMPILE";
   none.mode = "NONE";
-  none.backend = Backend::Reference;
+  none.backend = kReferenceBackend;
   Function f = function(in, out, fast);
   auto want = function(in, out, none)(args);
   auto got = f(args);

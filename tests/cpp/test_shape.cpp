@@ -26,7 +26,7 @@ NDArray rnd_strided(const Shape& s, DType dt, uint64_t seed) {
 }
 NDArray i64(const std::vector<double>& v) { return make_array(v, Shape{static_cast<int64_t>(v.size())}, DType::Int64); }
 
-NDArray ev(const Var& v, const std::vector<std::pair<Var, NDArray>>& in = {}, Backend b = Backend::Cpu) {
+NDArray ev(const Var& v, const std::vector<std::pair<Var, NDArray>>& in = {}, std::string_view b = kCpuBackend) {
   return eval(v, in, b);
 }
 
@@ -366,11 +366,11 @@ TEST(Shape, DimShuffleNameTypeAndView) {
   EXPECT_EQ(y->owner->op->name(), "DimShuffle{2,x,0}");
   EXPECT_EQ(y->type, TensorType(DType::Float32, {false, true, false}));
   NDArray v = make_array({1, 2, 3, 4, 5, 6}, {2, 1, 3}, DType::Float32);
-  NDArray r = ev(y, {{x, v}}, Backend::Reference);
+  NDArray r = ev(y, {{x, v}}, kReferenceBackend);
   EXPECT_EQ(r.shape(), (Shape{3, 1, 2}));
   EXPECT_ALLCLOSE(r, make_array({1, 4, 2, 5, 3, 6}, {3, 1, 2}, DType::Float32));
   // The kernel returns a view of its input.
-  auto k = make_kernel(Backend::Cpu, *y->owner);
+  auto k = make_kernel(kCpuBackend, *y->owner);
   NDArray in = v, out;
   NDArray* ins[] = {&in};
   NDArray* outs[] = {&out};
@@ -391,7 +391,7 @@ TEST(Shape, DimShuffleErrors) {
   // Dropping an axis that is not length 1 at run time.
   Var r = variable(row_type(DType::Float64), "r");
   Var y = dimshuffle(r, {1});
-  auto k = make_kernel(Backend::Reference, *y->owner);
+  auto k = make_kernel(kReferenceBackend, *y->owner);
   NDArray in = NDArray::zeros({2, 3}, DType::Float64), out;
   NDArray* ins[] = {&in};
   NDArray* outs[] = {&out};
@@ -448,7 +448,7 @@ TEST(Shape, ReshapeViewOrCopyAndErrors) {
   Var y = reshape(x, {3, -1});
   EXPECT_EQ(y->owner->op->name(), "Reshape{2}");
   NDArray v = make_array({0, 1, 2, 3, 4, 5}, {2, 3}, DType::Float64);
-  auto k = make_kernel(Backend::Reference, *y->owner);
+  auto k = make_kernel(kReferenceBackend, *y->owner);
   NDArray shp = i64({3, -1}), out;
   {
     NDArray in = v;
@@ -473,7 +473,7 @@ TEST(Shape, ReshapeViewOrCopyAndErrors) {
     NDArray big = make_array({0, 1, 2, 3, 4, 5, 6, 7}, {8}, DType::Float64);
     NDArray in = big.slice(0, 0, 8, 2);
     Var z = reshape(variable(vector_type(DType::Float64)), {2, 2});
-    auto kz = make_kernel(Backend::Reference, *z->owner);
+    auto kz = make_kernel(kReferenceBackend, *z->owner);
     NDArray s2 = i64({2, 2}), out3;
     NDArray* ins[] = {&in, &s2};
     NDArray* outs[] = {&out3};
@@ -505,7 +505,7 @@ TEST(Shape, JoinSplitValuesAndErrors) {
   EXPECT_EQ(j->dtype(), DType::Float64);
   NDArray av = make_array({1, 2}, {1, 2}, DType::Int32), bv = make_array({3, 4, 5, 6}, {2, 2}, DType::Float32);
   EXPECT_ALLCLOSE(ev(j, {{a, av}, {b, bv}}), make_array({1, 2, 3, 4, 5, 6}, {3, 2}, DType::Float64));
-  EXPECT_ALLCLOSE(ev(j, {{a, av}, {b, bv}}, Backend::Reference),
+  EXPECT_ALLCLOSE(ev(j, {{a, av}, {b, bv}}, kReferenceBackend),
                   make_array({1, 2, 3, 4, 5, 6}, {3, 2}, DType::Float64));
   EXPECT_ERROR(ValueError, ev(concatenate({a, b}, 1), {{a, av}, {b, bv}}), "Join{axis=1}");
   EXPECT_ERROR(TypeError, concatenate({a, variable(vector_type(DType::Int32))}), "Join{axis=0}");

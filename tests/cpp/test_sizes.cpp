@@ -59,7 +59,7 @@ std::vector<Function> compile_all(const std::vector<Var>& ins, const std::vector
   }
   FunctionOptions r;
   r.mode = "NONE";
-  r.backend = Backend::Reference;
+  r.backend = kReferenceBackend;
   r.on_unused_input = "ignore";
   fs.push_back(function(in, out, r));
   return fs;
@@ -204,7 +204,7 @@ TEST(Sizes, SplitSizesThatWrapAreRefused) {
 }
 
 TEST(Sizes, JoinOfHugeViews) {
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     Var u = bvector("u"), v = bvector("v");
     Var j = concatenate({u, v}, 0);
     auto k = make_kernel(b, *j->owner);

@@ -102,7 +102,7 @@ void batched_dot_kernel(const BatchedDot& op, const KernelArgs& args) {
 }
 
 template <MatmulFn matmul>
-void register_backend(Backend backend) {
+void register_blas_on(std::string_view backend) {
   register_simple_kernel<Dot>(backend, &dot_kernel<matmul>);
   register_simple_kernel<Gemm>(backend, &gemm_kernel<matmul>);
   register_simple_kernel<Gemv>(backend, &gemv_kernel<matmul>);
@@ -113,8 +113,8 @@ void register_backend(Backend backend) {
 }  // namespace
 
 void register_blas_kernels() {
-  register_backend<&reference_matmul>(Backend::Reference);
-  register_backend<&cpu_matmul>(Backend::Cpu);
+  register_blas_on<&reference_matmul>(kReferenceBackend);
+  register_blas_on<&cpu_matmul>(kCpuBackend);
 }
 
 }  // namespace hypatia

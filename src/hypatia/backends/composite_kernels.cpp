@@ -30,7 +30,7 @@ class FusedReferenceKernel final : public Kernel {
     outs_ = outs;
     for (const auto& n : toposort(outs)) {
       nodes_.push_back(n);
-      kernels_.push_back(make_kernel(Backend::Reference, *n));
+      kernels_.push_back(make_kernel(kReferenceBackend, *n));
     }
   }
   void run(const KernelArgs& args) override {
@@ -145,14 +145,14 @@ void register_composite_kernels() {
   auto reference = [](const Apply& node) -> std::unique_ptr<Kernel> {
     return std::make_unique<FusedReferenceKernel>(node);
   };
-  register_kernel(Backend::Reference, typeid(Composite), reference);
-  register_kernel(Backend::Reference, typeid(MultiComposite), reference);
-  register_kernel(Backend::Reference, typeid(CompositeReduce), reference);
-  register_kernel(Backend::Cpu, typeid(Composite), [](const Apply& node) -> std::unique_ptr<Kernel> {
+  register_kernel(kReferenceBackend, typeid(Composite), reference);
+  register_kernel(kReferenceBackend, typeid(MultiComposite), reference);
+  register_kernel(kReferenceBackend, typeid(CompositeReduce), reference);
+  register_kernel(kCpuBackend, typeid(Composite), [](const Apply& node) -> std::unique_ptr<Kernel> {
     const auto& c = static_cast<const Composite&>(*node.op);
     return std::make_unique<CompositeCpuKernel>(node, c, std::vector<int>{c.nvalues() - 1}, c.inplace);
   });
-  register_kernel(Backend::Cpu, typeid(MultiComposite), [](const Apply& node) -> std::unique_ptr<Kernel> {
+  register_kernel(kCpuBackend, typeid(MultiComposite), [](const Apply& node) -> std::unique_ptr<Kernel> {
     const auto& c = static_cast<const MultiComposite&>(*node.op);
     return std::make_unique<CompositeCpuKernel>(node, c, c.outputs, -1);
   });

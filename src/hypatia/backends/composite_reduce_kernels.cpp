@@ -465,7 +465,7 @@ class CompositeReduceCpuKernel final : public Kernel {
 }  // namespace
 
 void register_composite_reduce_cpu_kernel() {
-  register_kernel(Backend::Cpu, typeid(CompositeReduce), [](const Apply& node) -> std::unique_ptr<Kernel> {
+  register_kernel(kCpuBackend, typeid(CompositeReduce), [](const Apply& node) -> std::unique_ptr<Kernel> {
     return std::make_unique<CompositeReduceCpuKernel>(node);
   });
 }

@@ -64,7 +64,7 @@ class MapIndexKernel final : public Kernel {
 }  // namespace
 
 void register_grad_kernels() {
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     register_simple_kernel<DisconnectedGradOp>(b, identity_view<DisconnectedGradOp>);
     register_simple_kernel<GradClipOp>(b, identity_view<GradClipOp>);
     register_kernel(b, typeid(MapIndexOp), [](const Apply& node) -> std::unique_ptr<Kernel> {

@@ -6,11 +6,11 @@ namespace hypatia {
 
 void register_nnet_kernels() {
   using namespace nnet_detail;
-  register_simple_kernel<Softmax>(Backend::Reference, &softmax_reference);
-  register_simple_kernel<CrossentropyCategorical1Hot>(Backend::Reference, &crossentropy_1hot_reference);
-  register_simple_kernel<CrossentropyCategorical1HotGrad>(Backend::Reference, &crossentropy_1hot_grad_reference);
-  register_simple_kernel<CheckLabels>(Backend::Reference, &check_labels_kernel);
-  register_simple_kernel<Softmax>(Backend::Cpu, &softmax_cpu);
+  register_simple_kernel<Softmax>(kReferenceBackend, &softmax_reference);
+  register_simple_kernel<CrossentropyCategorical1Hot>(kReferenceBackend, &crossentropy_1hot_reference);
+  register_simple_kernel<CrossentropyCategorical1HotGrad>(kReferenceBackend, &crossentropy_1hot_grad_reference);
+  register_simple_kernel<CheckLabels>(kReferenceBackend, &check_labels_kernel);
+  register_simple_kernel<Softmax>(kCpuBackend, &softmax_cpu);
 }
 
 }  // namespace hypatia

@@ -27,7 +27,7 @@ class PrintKernel final : public Kernel {
 }  // namespace
 
 void register_print_kernels() {
-  for (Backend b : {Backend::Reference, Backend::Cpu})
+  for (std::string_view b : {kReferenceBackend, kCpuBackend})
     register_kernel(b, typeid(PrintOp),
                     [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<PrintKernel>(node); });
 }

@@ -6,12 +6,12 @@ namespace hypatia {
 
 void register_reduce_kernels() {
   using namespace reduce_detail;
-  register_simple_kernel<Reduce>(Backend::Reference, &reduce_reference);
-  register_simple_kernel<ArgReduce>(Backend::Reference, &arg_reduce_reference);
-  register_simple_kernel<CumOp>(Backend::Reference, &cum_op_reference);
-  register_simple_kernel<Reduce>(Backend::Cpu, &reduce_cpu);
-  register_simple_kernel<ArgReduce>(Backend::Cpu, &arg_reduce_cpu);
-  register_simple_kernel<CumOp>(Backend::Cpu, &cum_op_cpu);
+  register_simple_kernel<Reduce>(kReferenceBackend, &reduce_reference);
+  register_simple_kernel<ArgReduce>(kReferenceBackend, &arg_reduce_reference);
+  register_simple_kernel<CumOp>(kReferenceBackend, &cum_op_reference);
+  register_simple_kernel<Reduce>(kCpuBackend, &reduce_cpu);
+  register_simple_kernel<ArgReduce>(kCpuBackend, &arg_reduce_cpu);
+  register_simple_kernel<CumOp>(kCpuBackend, &cum_op_cpu);
 }
 
 }  // namespace hypatia

@@ -1,7 +1,33 @@
-// The one explicit list of kernel families. A family registers its reference and CPU kernels.
-#include "hypatia/backends/registry.h"
+// The built-in backends and the one explicit list of kernel families. A family registers its
+// reference and CPU kernels.
+#include "hypatia/backends/backend.h"
+#include "hypatia/backends/cpu/composite_program.h"
+#include "hypatia/backends/cpu/elemwise_inner.h"
 
 namespace hypatia {
+namespace {
+
+void register_builtin_backends() {
+  // The test oracle: naive kernels, graphs run as written, nothing fused.
+  register_backend(std::make_unique<Backend>(Backend::Description{
+      .name = std::string(kReferenceBackend), .device = DeviceKind::Host, .default_mode = "NONE"}));
+  // The CPU: SIMD loops, the thread pool, BLAS; ops without a CPU kernel run their reference one.
+  register_backend(std::make_unique<Backend>(Backend::Description{
+      .name = std::string(kCpuBackend),
+      .device = DeviceKind::Host,
+      .fallback = std::string(kReferenceBackend),
+      .checked_against = std::string(kReferenceBackend),
+      .fusable =
+          [](const Elemwise& op, DType compute) {
+            auto [fn, writes] = elemwise_inner_fn(op, compute);
+            return fn != nullptr && writes == compute;
+          },
+      .max_fusion_inputs = TileProgram::kMaxInputs,
+      .max_fusion_outputs = TileProgram::kMaxOutputs,
+      .default_for_device = true}));
+}
+
+}  // namespace
 
 void register_elemwise_kernels();
 void register_shape_kernels();
@@ -12,8 +38,10 @@ void register_blas_kernels();
 void register_grad_kernels();
 void register_composite_kernels();
 void register_print_kernels();
+void register_transfer_kernels();
 
 void register_all_kernels() {
+  register_builtin_backends();
   register_elemwise_kernels();
   register_shape_kernels();
   register_subtensor_kernels();
@@ -23,6 +51,7 @@ void register_all_kernels() {
   register_grad_kernels();
   register_composite_kernels();
   register_print_kernels();
+  register_transfer_kernels();
 }
 
 }  // namespace hypatia

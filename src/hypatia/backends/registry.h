@@ -1,9 +1,11 @@
-// The kernel registry: one explicit table of (op type, backend) -> kernel factory.
+// Kernels: the interface a backend's kernels implement, and registration by backend name
+// (the backends themselves: backends/backend.h).
 #pragma once
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <typeindex>
 #include <vector>
 
@@ -12,8 +14,10 @@
 
 namespace hypatia {
 
-/// Where a kernel runs. Reference kernels are naive and serve as the test oracle.
-enum class Backend { Reference, Cpu };
+/// The built-in backends' names (for backends/ code and tests; nothing above backends/ names a
+/// backend). Reference kernels are naive and serve as the test oracle; CPU kernels are fast.
+inline constexpr std::string_view kReferenceBackend = "reference";
+inline constexpr std::string_view kCpuBackend = "cpu";
 
 /// The storage a kernel reads and writes. An output cell may hold the previous call's array:
 /// a kernel may reuse it (see prepare_output) or replace it.
@@ -31,17 +35,18 @@ class Kernel {
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Apply& node)>;
 
-/// Registers the kernel factory of op type `op_type` on `backend` (replacing an earlier one).
-void register_kernel(Backend backend, std::type_index op_type, KernelFactory factory);
-/// Whether `backend` has a kernel for node's op (the CPU backend also accepts a reference kernel).
-bool supports(Backend backend, const Apply& node);
-/// Builds the kernel for `node`. On Backend::Cpu, an op with no CPU kernel uses its reference
-/// kernel. Throws NotImplemented-style InternalError when there is none.
-std::unique_ptr<Kernel> make_kernel(Backend backend, const Apply& node);
+/// Registers the kernel factory of op type `op_type` on the backend named `backend` (replacing an
+/// earlier one); the backend must be registered (backends/backend.h).
+void register_kernel(std::string_view backend, std::type_index op_type, KernelFactory factory);
+/// Whether the backend named `backend` (or its fallback) has a kernel for node's op.
+bool supports(std::string_view backend, const Apply& node);
+/// Builds the kernel for `node` on the backend named `backend` (or its fallback); throws
+/// NotImplementedError naming the op and the backends when there is none.
+std::unique_ptr<Kernel> make_kernel(std::string_view backend, const Apply& node);
 
 /// Registers `fn(op, args)` as the kernel of OpT on `backend`: for kernels with no per-node state.
 template <class OpT>
-void register_simple_kernel(Backend backend, void (*fn)(const OpT& op, const KernelArgs& args)) {
+void register_simple_kernel(std::string_view backend, void (*fn)(const OpT& op, const KernelArgs& args)) {
   struct SimpleKernel final : Kernel {
     const OpT* op;
     void (*fn)(const OpT&, const KernelArgs&);
@@ -55,8 +60,8 @@ void register_simple_kernel(Backend backend, void (*fn)(const OpT& op, const Ker
   });
 }
 
-/// Every op type with a kernel on `backend` (for coverage tests).
-std::vector<std::type_index> registered_op_types(Backend backend);
+/// Every op type with a kernel of the backend named `backend` itself (for coverage tests).
+std::vector<std::type_index> registered_op_types(std::string_view backend);
 
 /// Makes `cell` a C-contiguous array of `shape` and `dtype`, reusing its buffer when it is
 /// already such a writeable array that nothing else references; returns it.
@@ -68,7 +73,8 @@ NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype);
 NDArray& prepare_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype, const Op& op,
                                 int input);
 
-/// Registers every kernel family (called once, lazily, by make_kernel/supports).
+/// Registers the built-in backends and every kernel family (called once, lazily, by the first
+/// backend lookup).
 void register_all_kernels();
 
 }  // namespace hypatia

@@ -38,9 +38,9 @@ void inc_subtensor_kernel(const IncSubtensor& op, const KernelArgs& args) {
 }  // namespace
 
 void register_subtensor_kernels() {
-  register_simple_kernel<Subtensor>(Backend::Reference, subtensor_kernel);
-  register_simple_kernel<AdvancedSubtensor>(Backend::Reference, advanced_subtensor_kernel);
-  register_simple_kernel<IncSubtensor>(Backend::Reference, inc_subtensor_kernel);
+  register_simple_kernel<Subtensor>(kReferenceBackend, subtensor_kernel);
+  register_simple_kernel<AdvancedSubtensor>(kReferenceBackend, advanced_subtensor_kernel);
+  register_simple_kernel<IncSubtensor>(kReferenceBackend, inc_subtensor_kernel);
   register_subtensor_cpu_kernels();
 }
 

@@ -37,7 +37,7 @@ void compute_test_values(Apply& node) {
   std::vector<NDArray*> in_ptrs, out_ptrs;
   for (NDArray& a : in) in_ptrs.push_back(&a);
   for (NDArray& a : out) out_ptrs.push_back(&a);
-  make_kernel(Backend::Cpu, node)->run(KernelArgs{in_ptrs, out_ptrs});
+  make_kernel(kCpuBackend, node)->run(KernelArgs{in_ptrs, out_ptrs});
   for (int o = 0; o < node.nout(); ++o) {
     Variable& v = *node.output_ptr(o);
     if (auto err = v.type.check_value(out[o]); !err.empty())

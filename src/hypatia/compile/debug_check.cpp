@@ -50,7 +50,8 @@ std::string mismatch(const NDArray& before, const NDArray& now) {
 
 std::function<void(std::span<const NDArray>)> make_rewrite_check(const std::vector<In>& inputs,
                                                                  const std::vector<Replacement>& log,
-                                                                 const std::string& label) {
+                                                                 const std::string& label,
+                                                                 const std::string& oracle_backend) {
   std::unordered_map<const Variable*, bool> memo;
   std::unordered_map<const Variable*, int> index;
   std::vector<Out> outs;
@@ -81,7 +82,7 @@ std::function<void(std::span<const NDArray>)> make_rewrite_check(const std::vect
   FunctionOptions opts;
   opts.mode = "NONE";
   opts.rewrite = false;
-  opts.backend = Backend::Reference;
+  opts.backend = oracle_backend;
   opts.on_unused_input = "ignore";
   opts.allow_gc = true;
   opts.profile = false;

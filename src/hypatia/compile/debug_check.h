@@ -19,6 +19,7 @@ namespace hypatia {
 /// Null when there is nothing to check.
 std::function<void(std::span<const NDArray>)> make_rewrite_check(const std::vector<In>& inputs,
                                                                  const std::vector<Replacement>& log,
-                                                                 const std::string& label);
+                                                                 const std::string& label,
+                                                                 const std::string& oracle_backend);
 
 }  // namespace hypatia

@@ -1,4 +1,4 @@
-// function(): clone -> (rewrite, issue 4) -> schedule -> memory plan -> Program.
+// function(): check -> clone -> rewrite -> place -> schedule -> plan memory -> build the Program.
 #include "hypatia/compile/function.h"
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "hypatia/backends/backend.h"
 #include "hypatia/compile/debug_check.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
@@ -48,13 +49,16 @@ void check_unused_input(const FunctionOptions& opts, const std::string& what) {
 
 }  // namespace
 
-Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts) {
-  auto t_start = std::chrono::steady_clock::now();
-  const std::string label = fn_label(opts.name);
+namespace {
+
+// function()'s steps, in order. Each takes what the earlier ones made.
+
+/// 1. Check: the inputs are distinct free variables, the updates target shared variables with
+/// values of their type, no output is null.
+void check_signature(const std::string& label, const std::vector<In>& inputs, const std::vector<Out>& outputs,
+                     const FunctionOptions& opts) {
   if (opts.on_unused_input != "raise" && opts.on_unused_input != "warn" && opts.on_unused_input != "ignore")
     fail<ValueError>(label, ": on_unused_input must be 'raise', 'warn' or 'ignore', got '", opts.on_unused_input, "'");
-
-  // Check inputs and updates.
   std::unordered_set<const Variable*> input_set;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Var& v = inputs[i].variable;
@@ -88,30 +92,28 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].variable) fail<TypeError>(label, ": output ", i, " is null");
+}
 
-  // 1. Clone the user's graph (outputs, then update values) with givens applied.
+/// 2. Clone the user's graph (outputs, then update values) with givens applied into the
+/// program's FunctionGraph; then check that every input is used (on_unused_input) and that the
+/// graph needs no variable beyond the inputs, shared variables and constants.
+void clone_graph_into(Program& program, const std::string& label, const std::vector<In>& inputs,
+                      const std::vector<Out>& outputs, const FunctionOptions& opts) {
   std::vector<Var> roots;
   for (const auto& o : outputs) roots.push_back(o.variable);
   for (const auto& u : opts.updates) roots.push_back(u.second);
   std::vector<Var> cloned = clone_graph(roots, opts.givens);
   std::vector<Var> graph_inputs;
   for (const auto& in : inputs) graph_inputs.push_back(in.variable);
-
-  auto program = std::make_shared<Program>();
-  program->name = opts.name;
-  program->fgraph = std::make_unique<FunctionGraph>(graph_inputs, cloned, /*clone=*/false);
-  FunctionGraph& fg = *program->fgraph;
+  program.fgraph = std::make_unique<FunctionGraph>(graph_inputs, cloned, /*clone=*/false);
+  FunctionGraph& fg = *program.fgraph;
   for (size_t u = 0; u < opts.updates.size(); ++u)
     fg.update_outputs[opts.updates[u].first.get()] = static_cast<int>(outputs.size() + u);
   for (const auto& in : inputs)
     if (in.mutable_) fg.mutable_inputs.insert(in.variable.get());
 
-  // 2. The rewrite pipeline joins here (issue 4). 3. Schedule: the toposort.
-  auto order = fg.toposort();
-
-  // Unused and missing inputs.
   std::unordered_set<const Variable*> used;
-  for (const auto& n : order)
+  for (const auto& n : fg.toposort())
     for (const auto& v : n->inputs) used.insert(v.get());
   for (const auto& v : fg.outputs()) used.insert(v.get());
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -125,22 +127,39 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     if (orphan->kind == VarKind::Input)
       fail<MissingInputError>(label, ": the graph needs variable '", orphan->str(), "' (", orphan->type.str(),
                               ") which is not among the inputs; add it to the inputs or give it a value with givens");
+}
 
-  // 2. The rewrite pipeline.
-  const std::string mode_name = opts.mode.value_or(config().mode);
-  const bool debug_mode = mode_name == "DebugMode" || mode_name == "DEBUG_MODE" ||
-                          (config().debug_checks && opts.backend != Backend::Reference);
-  {
-    RewriteOptions ro = rewrite_options_from_config(opts.mode.value_or(""));
-    if (!opts.mode && opts.backend == Backend::Reference) ro.mode = "NONE";
-    std::vector<Replacement> log;
-    if (debug_mode) fg.replace_log = &log;
-    if (opts.rewrite) program->rewrite_stats = rewrite_graph(fg, ro);
-    fg.replace_log = nullptr;
-    if (debug_mode) program->check_rewrites = make_rewrite_check(inputs, log, label);
-  }
-  // 3. Schedule: inputs before users, readers of an overwritten value before the node that
-  // overwrites it, and the nodes that overwrite shared variables last (rewrite/destroy.h).
+/// 3. Rewrite: the mode's pipeline, for the backend (its constant folding and fusion limits).
+/// DebugMode also records the replacements, to check them on each call's values.
+void rewrite_step(Program& program, const Backend& backend, const std::string& label, const std::vector<In>& inputs,
+             const FunctionOptions& opts) {
+  FunctionGraph& fg = *program.fgraph;
+  RewriteOptions ro = rewrite_options_from_config(opts.mode.value_or(""));
+  if (!opts.mode && !backend.default_mode().empty()) ro.mode = backend.default_mode();
+  ro.target = &backend.rewrite_target();
+  std::vector<Replacement> log;
+  if (program.debug_mode) fg.replace_log = &log;
+  if (opts.rewrite) program.rewrite_stats = rewrite_graph(fg, ro);
+  fg.replace_log = nullptr;
+  if (program.debug_mode) program.check_rewrites = make_rewrite_check(inputs, log, label, program.oracle->name());
+}
+
+/// 4. Place: every node runs on the function's backend (or the fallback it declares); a node
+/// none of them has a kernel for is refused here, at compile time, naming the op and the backend.
+/// (The CUDA backend's placement pass will split the graph between devices here.)
+void place(const FunctionGraph& fg, const Backend& backend, const std::string& label) {
+  for (const auto& n : fg.toposort())
+    if (!backend.supports(*n)) {
+      std::string chain = "'" + backend.name() + "'";
+      if (const Backend* f = backend.fallback()) chain += " (nor its fallback '" + f->name() + "')";
+      fail<NotImplementedError>(label, ": ", n->op->name(), " has no kernel on backend ", chain,
+                                "; compile with another backend, or register a kernel for this op");
+    }
+}
+
+/// 5. Schedule: inputs before users, readers of an overwritten value before the node that
+/// overwrites it, and the nodes that overwrite shared variables last (rewrite/destroy.h).
+std::vector<std::shared_ptr<Apply>> schedule(const FunctionGraph& fg, const std::string& label) {
   for (const auto& n : fg.toposort()) {
     const AliasMap dm = n->op->destroy_map();
     for (const auto& o : dm)
@@ -149,29 +168,35 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
           fail<ValueError>(label, ": ", n->op->name(), " overwrites its input ", i, " (", n->inputs[i]->str(), ") but ",
                            why, "; use the op's non in-place form");
   }
-  if (auto o = destroy_order(fg))
-    order = std::move(*o);
-  else
+  auto order = destroy_order(fg);
+  if (!order)
     fail<ValueError>(label, ": the graph's in-place operations cannot be ordered (each overwrites a value ",
                      "another one still needs); use their non in-place forms");
+  return std::move(*order);
+}
 
-  // 4. Storage cells: one per variable.
+/// 6. Plan memory: one storage cell per variable, the steps over them, the last reader of each
+/// intermediate (freed after it with gc), and which values may share memory with a leaf (input,
+/// shared or constant: such an output is copied unless borrowed).
+void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& order, const std::vector<In>& inputs,
+                 const std::vector<Out>& outputs, const FunctionOptions& opts) {
+  const FunctionGraph& fg = *program.fgraph;
   std::unordered_map<const Variable*, int> cell_of;
   auto add_cell = [&](const Var& v, CellKind kind) {
-    auto [it, fresh] = cell_of.emplace(v.get(), static_cast<int>(program->constants.size()));
+    auto [it, fresh] = cell_of.emplace(v.get(), static_cast<int>(program.constants.size()));
     if (fresh) {
-      program->constants.emplace_back();
-      program->cell_kind.push_back(kind);
-      if (kind == CellKind::Constant) program->constants.back() = v->data;
-      if (kind == CellKind::Shared) program->shared.push_back({it->second, v->cell});
+      program.constants.emplace_back();
+      program.cell_kind.push_back(kind);
+      if (kind == CellKind::Constant) program.constants.back() = v->data;
+      if (kind == CellKind::Shared) program.shared.push_back({it->second, v->cell});
     }
     return it->second;
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
     int c = add_cell(inputs[i].variable, CellKind::Input);
-    program->inputs.push_back({c, inputs[i].variable->type,
-                               inputs[i].name.empty() ? inputs[i].variable->name : inputs[i].name, inputs[i].value,
-                               inputs[i].mutable_});
+    program.inputs.push_back({c, inputs[i].variable->type,
+                              inputs[i].name.empty() ? inputs[i].variable->name : inputs[i].name, inputs[i].value,
+                              inputs[i].mutable_});
   }
   for (const Var& orphan : fg.orphans()) add_cell(orphan, orphan->is_shared() ? CellKind::Shared : CellKind::Constant);
 
@@ -201,15 +226,15 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     for (const auto& v : order[t]->inputs) last_use[cell_of.at(v.get())] = static_cast<int>(t);
   std::unordered_set<int> keep;  // outputs and update values stay until the end of the call
   for (const auto& v : fg.outputs()) keep.insert(cell_of.at(v.get()));
-  program->steps.reserve(order.size());
-  program->first_shared_destroyer = order.size();
+  program.steps.reserve(order.size());
+  program.first_shared_destroyer = order.size();
   for (size_t t = 0; t < order.size(); ++t) {
     Program::Step st;
     st.node = order[t];
     for (const auto& v : st.node->inputs) st.in.push_back(cell_of.at(v.get()));
     for (int o = 0; o < st.node->nout(); ++o) st.out.push_back(cell_of.at(st.node->output_ptr(o)));
     if (destroys_shared(*st.node)) {
-      if (program->first_shared_destroyer > t) program->first_shared_destroyer = t;
+      if (program.first_shared_destroyer > t) program.first_shared_destroyer = t;
       for (const auto& o : st.node->op->destroy_map())
         for (int i : o) {
           const Var& v = st.node->inputs[i];
@@ -218,35 +243,37 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
             if (view->owner) st.view_cells.push_back(cell_of.at(view.get()));
         }
     }
-    program->steps.push_back(std::move(st));
+    program.steps.push_back(std::move(st));
   }
   for (const auto& [cell, t] : last_use)
-    if (program->cell_kind[cell] == CellKind::Intermediate && !keep.count(cell))
-      program->steps[t].free_after.push_back(cell);
+    if (program.cell_kind[cell] == CellKind::Intermediate && !keep.count(cell))
+      program.steps[t].free_after.push_back(cell);
   // Outputs nobody reads (e.g. the second output of a two-output node) die after their producer.
   for (size_t t = 0; t < order.size(); ++t)
     for (int o = 0; o < order[t]->nout(); ++o) {
       int c = cell_of.at(order[t]->output_ptr(o));
-      if (!last_use.count(c) && !keep.count(c)) program->steps[t].free_after.push_back(c);
+      if (!last_use.count(c) && !keep.count(c)) program.steps[t].free_after.push_back(c);
     }
 
   const auto& gouts = fg.outputs();
   for (size_t i = 0; i < outputs.size(); ++i)
-    program->outputs.push_back({cell_of.at(gouts[i].get()), outputs[i].borrow, aliases(gouts[i])});
+    program.outputs.push_back({cell_of.at(gouts[i].get()), outputs[i].borrow, aliases(gouts[i])});
   for (size_t u = 0; u < opts.updates.size(); ++u) {
     const Var& v = gouts[outputs.size() + u];
     const bool in_place = v->owner && destroys_shared(*v->owner);
-    program->updates.push_back(
+    program.updates.push_back(
         {opts.updates[u].first->cell, opts.updates[u].first, cell_of.at(v.get()), aliases(v) && !in_place, in_place});
   }
-  program->allow_input_downcast = opts.allow_input_downcast;
-  program->debug_mode = debug_mode;
-  program->backend = opts.backend;
-  program->allow_gc = opts.allow_gc.value_or(config().allow_gc);
+}
+
+/// 7. Build the program: options, the profile's tables, and the first frame (every kernel).
+void build_program(Program& program, const FunctionOptions& opts) {
+  program.allow_input_downcast = opts.allow_input_downcast;
+  program.allow_gc = opts.allow_gc.value_or(config().allow_gc);
   if (opts.profile.value_or(config().profile)) {
-    program->profile = std::make_unique<Profile>();
-    program->profile->function_name = opts.name;
-    for (const auto& th : program->steps) {
+    program.profile = std::make_unique<Profile>();
+    program.profile->function_name = opts.name;
+    for (const auto& th : program.steps) {
       Profile::NodeStats s;
       s.op_name = th.node->op->name();
       std::string cls = s.op_name.substr(0, s.op_name.find('{'));
@@ -256,10 +283,35 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
       for (size_t i = 0; i < th.node->inputs.size(); ++i) os << (i ? ", " : "") << th.node->inputs[i]->str();
       os << ")";
       s.apply_str = os.str();
-      program->profile->nodes.push_back(s);
+      program.profile->nodes.push_back(s);
     }
   }
-  program->finalize();  // builds the kernels: a missing one fails here
+  program.finalize();  // builds the kernels
+}
+
+}  // namespace
+
+Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts) {
+  auto t_start = std::chrono::steady_clock::now();
+  const std::string label = fn_label(opts.name);
+  check_signature(label, inputs, outputs, opts);
+  const Backend& backend = backend_or_default(opts.backend);
+
+  auto program = std::make_shared<Program>();
+  program->name = opts.name;
+  program->backend = &backend;
+  program->oracle = backend.checked_against() ? backend.checked_against() : &backend;
+  const std::string mode_name = opts.mode.value_or(config().mode);
+  program->debug_mode = mode_name == "DebugMode" || mode_name == "DEBUG_MODE" ||
+                        (config().debug_checks && backend.checked_against() != nullptr);
+
+  clone_graph_into(*program, label, inputs, outputs, opts);
+  rewrite_step(*program, backend, label, inputs, opts);
+  place(*program->fgraph, backend, label);
+  const auto order = schedule(*program->fgraph, label);
+  plan_memory(*program, order, inputs, outputs, opts);
+  build_program(*program, opts);
+
   if (program->profile) {
     program->profile->compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
@@ -323,7 +375,7 @@ std::string Function::debugprint() const {
 Profile* Function::profile() const { return program_->profile.get(); }
 const std::string& Function::name() const { return program_->name; }
 
-NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs, Backend backend) {
+NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs, std::string_view backend) {
   std::vector<In> ins;
   std::vector<NDArray> args;
   for (const auto& [var, val] : inputs) {

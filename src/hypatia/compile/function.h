@@ -4,11 +4,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "hypatia/backends/registry.h"
-#include "hypatia/compile/profile.h"
+#include "hypatia/runtime/profile.h"
 #include "hypatia/graph/graph.h"
 
 namespace hypatia {
@@ -52,11 +52,12 @@ struct FunctionOptions {
   std::string name;
   /// "raise", "warn" or "ignore".
   std::string on_unused_input = "raise";
-  /// Kernel backend (Reference: the naive oracle kernels).
-  Backend backend = Backend::Cpu;
-  /// Rewrite pipeline: "FAST_RUN", "FAST_COMPILE" or "NONE". Default: config().mode (and
-  /// optimizer) for the CPU backend, "NONE" for the reference backend (the test oracle runs
-  /// graphs as written).
+  /// The backend whose kernels run the function, by name (backends/backend.h); empty: the
+  /// default backend of config().device.
+  std::string backend;
+  /// Rewrite pipeline: "FAST_RUN", "FAST_COMPILE" or "NONE". Default: the backend's default mode
+  /// when it declares one (the reference backend, the test oracle, runs graphs as written), else
+  /// config().mode (and optimizer).
   std::optional<std::string> mode;
   /// False: no rewrite runs at all, whatever the mode and optimizer_including (DebugMode's
   /// unoptimized reference graph).
@@ -103,7 +104,7 @@ class Function {
 Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts = {});
 
 /// Compiles and runs once: the value of `v` given input values (Theano's var.eval({x: v})).
-NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs = {}, Backend backend = Backend::Cpu);
+NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs = {}, std::string_view backend = {});
 
 /// Shared variables: value access with Theano's borrow semantics.
 NDArray get_value(const Var& shared_var, bool borrow = false);

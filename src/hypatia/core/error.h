@@ -52,6 +52,11 @@ class MissingInputError : public ValueError {
  public:
   using ValueError::ValueError;
 };
+/// Something this build cannot do: e.g. no kernel for an op on the chosen backend.
+class NotImplementedError : public Error {
+ public:
+  using Error::Error;
+};
 /// Internal invariant broken: a bug in Hypatia, never the user's fault.
 class InternalError : public std::logic_error {
  public:

@@ -151,6 +151,55 @@ NDArray NDArray::empty(const Shape& shape, DType dtype) {
   return a;
 }
 
+NDArray NDArray::empty(const Shape& shape, DType dtype, Device device) {
+  if (device.is_host()) return empty(shape, dtype);
+  const int64_t count = check_shape_size("NDArray", shape, dtype);
+  const size_t bytes = static_cast<size_t>(count) * hypatia::itemsize(dtype);
+  std::shared_ptr<void> buf = device_memory(device).allocate(bytes);
+  if (!buf)
+    fail<MemoryError>("NDArray: unable to allocate ", bytes, " bytes (", human_bytes(bytes), ") on ", device.str(),
+                      " for an array of shape ", shape.str(), " and dtype ", dtype_name(dtype));
+  NDArray a;
+  a.data_ = static_cast<std::byte*>(buf.get());
+  a.storage_ = std::move(buf);
+  a.shape_ = shape;
+  a.strides_ = c_strides(shape, hypatia::itemsize(dtype));
+  a.dtype_ = dtype;
+  a.device_ = device;
+  return a;
+}
+
+void NDArray::not_on_host(std::string_view who) const {
+  fail<TypeError>(who, ": the array (", describe(), ") is on ", device_.str(),
+                  "; this operation reads host memory. Transfer it to the host first (to_device(Device::host()), "
+                  "or a HostFromDevice node in the graph).");
+}
+
+NDArray NDArray::to_device(Device device) const {
+  if (device_.is_host() && device.is_host()) return copy();
+  if (!device_.is_host() && !device.is_host() && !(device_ == device))
+    return to_device(Device::host()).to_device(device);
+  if (device_.is_host()) {
+    // Host -> device: a C-contiguous host copy (unless already one), then one transfer.
+    const NDArray src = is_c_contiguous() ? *this : copy();
+    NDArray r = empty(shape_, dtype_, device);
+    if (r.nbytes() > 0) device_memory(device).copy_from_host(r.raw(), src.raw(), r.nbytes());
+    return r;
+  }
+  // From a device: contiguous device arrays transfer in one piece; others are refused (the
+  // device backend makes them contiguous first).
+  if (!is_c_contiguous())
+    fail<ValueError>("to_device: a non-contiguous array (", describe(), ") on ", device_.str(),
+                     " cannot be transferred; make it contiguous on its device first");
+  if (device == device_) {
+    NDArray h = to_device(Device::host());
+    return h.to_device(device);
+  }
+  NDArray r = empty(shape_, dtype_);
+  if (r.nbytes() > 0) device_memory(device_).copy_to_host(r.raw(), raw(), r.nbytes());
+  return r;
+}
+
 NDArray NDArray::zeros(const Shape& shape, DType dtype) {
   NDArray a = empty(shape, dtype);
   std::memset(a.data_, 0, a.nbytes());
@@ -172,9 +221,10 @@ NDArray NDArray::scalar_int64(int64_t value) {
 }
 
 NDArray NDArray::wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides,
-                      DType dtype) {
+                      DType dtype, Device device) {
   HYP_ASSERT(shape.size() == strides.size());
   NDArray a;
+  a.device_ = device;
   a.storage_ = std::move(owner);
   a.data_ = static_cast<std::byte*>(data);
   a.shape_ = shape;
@@ -184,6 +234,7 @@ NDArray NDArray::wrap(std::shared_ptr<void> owner, void* data, const Shape& shap
 }
 
 double NDArray::get_flat(int64_t i) const {
+  require_host("get_flat");
   std::byte* p = data_;
   for (int d = ndim() - 1; d >= 0; --d) {
     int64_t n = shape_[d];
@@ -239,6 +290,7 @@ bool NDArray::has_internal_overlap() const {
 }
 
 int64_t NDArray::get_flat_int(int64_t i) const {
+  require_host("get_flat_int");
   std::byte* p = data_;
   for (int d = ndim() - 1; d >= 0; --d) {
     int64_t n = shape_[d];
@@ -367,6 +419,8 @@ NDArray NDArray::broadcast_to(const Shape& shape) const {
 }
 
 void NDArray::assign(const NDArray& src) const {
+  require_host("assign");
+  src.require_host("assign");
   if (!(src.shape() == shape_))
     fail<ValueError>("assign: source shape ", src.shape().str(), " differs from destination ", shape_.str());
   StridedLoop<2> loop(shape_, {&strides_, &src.strides_});
@@ -389,6 +443,7 @@ void NDArray::assign(const NDArray& src) const {
 }
 
 void NDArray::fill(double value) const {
+  require_host("fill");
   dispatch_dtype(dtype_, [&](auto t) {
     using T = decltype(t);
     T v = static_cast<T>(value);
@@ -401,18 +456,21 @@ void NDArray::fill(double value) const {
 }
 
 NDArray NDArray::copy() const {
+  require_host("copy");
   NDArray r = empty(shape_, dtype_);
   r.assign(*this);
   return r;
 }
 
 NDArray NDArray::astype(DType dtype) const {
+  require_host("astype");
   NDArray r = empty(shape_, dtype);
   r.assign(*this);
   return r;
 }
 
 std::string NDArray::str() const {
+  if (!device_.is_host()) return "<" + describe() + " on " + device_.str() + ">";
   std::ostringstream os;
   os << "array(";
   const bool elide = size() > 1000;
@@ -446,6 +504,7 @@ std::string NDArray::str() const {
 std::string NDArray::describe() const {
   std::ostringstream os;
   os << dtype_name(dtype_) << " shape " << shape_.str() << " strides " << strides_.str();
+  if (!device_.is_host()) os << " on " << device_.str();
   return os.str();
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hypatia/core/checked.h"
+#include "hypatia/core/device.h"
 #include "hypatia/core/dtype.h"
 #include "hypatia/core/error.h"
 
@@ -106,6 +107,9 @@ class NDArray {
   /// (check_shape_size) throws ValueError; a buffer the machine cannot give throws MemoryError
   /// naming the bytes asked for.
   static NDArray empty(const Shape& shape, DType dtype);
+  /// Uninitialized C-contiguous array on `device`, from its allocator (MemoryError naming the
+  /// device and the bytes when it has none left).
+  static NDArray empty(const Shape& shape, DType dtype, Device device);
   static NDArray zeros(const Shape& shape, DType dtype);
   /// Every element set to `value` converted to dtype.
   static NDArray full(const Shape& shape, DType dtype, double value);
@@ -121,7 +125,8 @@ class NDArray {
     return from_vector(values, Shape{static_cast<int64_t>(values.size())});
   }
   /// Wraps external memory without copying; `owner` keeps it alive.
-  static NDArray wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides, DType dtype);
+  static NDArray wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides, DType dtype,
+                      Device device = Device::host());
 
   bool valid() const { return static_cast<bool>(storage_); }
   /// Drops the reference to the buffer (the array becomes invalid) without touching shape/strides.
@@ -130,6 +135,14 @@ class NDArray {
     data_ = nullptr;
   }
   DType dtype() const { return dtype_; }
+  /// Where the buffer lives. Element access (data(), get_flat, copy, assign, str, ...) is for
+  /// host arrays; on another device it throws TypeError (require_host).
+  Device device() const { return device_; }
+  bool on_host() const { return device_.is_host(); }
+  /// Throws TypeError naming `who`, the device and what to do, unless the array is on the host.
+  void require_host(std::string_view who) const {
+    if (!device_.is_host()) not_on_host(who);
+  }
   int ndim() const { return shape_.size(); }
   const Shape& shape() const { return shape_; }
   const Strides& strides() const { return strides_; }
@@ -195,7 +208,10 @@ class NDArray {
   NDArray broadcast_to(const Shape& shape) const;
 
   // Copies.
-  NDArray copy() const;  // C-contiguous deep copy
+  NDArray copy() const;  // C-contiguous deep copy (host arrays)
+  /// A C-contiguous copy on `device` (host <-> device through the device's copy functions; a
+  /// host array asked for the host is copied too).
+  NDArray to_device(Device device) const;
   NDArray ascontiguous() const { return is_c_contiguous() ? *this : copy(); }
   NDArray astype(DType dtype) const;
   /// Copies src's elements into this array (same shape; any layouts; converts dtype).
@@ -214,6 +230,9 @@ class NDArray {
   Strides strides_;
   DType dtype_ = DType::Float64;
   bool writeable_ = true;
+  Device device_;
+
+  [[noreturn]] void not_on_host(std::string_view who) const;
 };
 
 template <class T>

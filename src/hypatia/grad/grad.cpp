@@ -7,7 +7,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "hypatia/compile/function.h"
 #include "hypatia/core/error.h"
 #include "hypatia/grad/grad_ops.h"
 #include "hypatia/graph/fgraph.h"
@@ -38,6 +37,67 @@ Var accumulate(const Var& a, const Var& b) {
   if (a->kind == VarKind::NullGrad) return a;
   if (b->kind == VarKind::NullGrad) return b;
   return add(a, b);
+}
+
+/// `vals`, built on the fresh inputs `ins` of `node`'s inner graph, rebuilt on the node's own
+/// inputs (only the nodes between the fresh inputs and `vals` are copied, so the graph above the
+/// node is shared, not duplicated).
+std::vector<Var> rebind(const Apply& node, const std::vector<Var>& ins, std::vector<Var> vals) {
+  std::unordered_map<const Variable*, Var> memo;
+  for (size_t i = 0; i < ins.size(); ++i) memo[ins[i].get()] = node.inputs[i];
+  for (const auto& n : toposort(vals)) {
+    bool touched = false;
+    std::vector<Var> args;
+    for (const Var& v : n->inputs) {
+      auto it = memo.find(v.get());
+      touched |= it != memo.end();
+      args.push_back(it != memo.end() ? it->second : v);
+    }
+    if (!touched) continue;
+    auto outs2 = apply_op(n->op, args);
+    for (int k = 0; k < n->nout(); ++k) memo[n->output_ptr(k)] = outs2[k];
+  }
+  for (Var& v : vals) {
+    auto it = memo.find(v.get());
+    if (it != memo.end()) v = it->second;
+  }
+  return vals;
+}
+
+/// The input gradients of a node whose op has an inner graph: that graph differentiated, then
+/// rebound to the node's inputs.
+std::vector<Var> grad_through(const Apply& node, const std::vector<Var>& ins, const std::vector<Var>& outs,
+                              const std::vector<Var>& output_grads) {
+  GradOptions o;
+  o.disconnected_inputs = "ignore";
+  for (size_t k = 0; k < outs.size() && k < output_grads.size(); ++k)
+    if (output_grads[k]) o.known_grads.emplace_back(outs[k], output_grads[k]);
+  if (o.known_grads.empty()) return std::vector<Var>(node.inputs.size());
+  return rebind(node, ins, grad(nullptr, ins, o));
+}
+
+/// The forward-mode derivatives of such a node's outputs: Rop through its inner graph, rebound
+/// to the node's inputs (the eval points are the caller's variables already).
+std::vector<Var> rop_through(const Apply& node, const std::vector<Var>& ins, const std::vector<Var>& outs,
+                             const std::vector<Var>& eval_points) {
+  std::vector<Var> wrt, pts;
+  for (size_t i = 0; i < ins.size() && i < eval_points.size(); ++i)
+    if (eval_points[i]) {
+      wrt.push_back(ins[i]);
+      pts.push_back(eval_points[i]);
+    }
+  if (wrt.empty()) return std::vector<Var>(outs.size());
+  return rebind(node, ins, Rop(outs, wrt, pts));
+}
+
+std::vector<Var> op_grad(const Apply& n, const std::vector<Var>& output_grads) {
+  if (auto inner = n.op->inner_graph(n)) return grad_through(n, inner->first, inner->second, output_grads);
+  return n.op->grad(n, output_grads);
+}
+
+std::vector<Var> op_rop(const Apply& n, const std::vector<Var>& eval_points) {
+  if (auto inner = n.op->inner_graph(n)) return rop_through(n, inner->first, inner->second, eval_points);
+  return n.op->rop(n, eval_points);
 }
 
 }  // namespace
@@ -114,7 +174,7 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
         if (depends.count(n.inputs[i].get()))
           in_grads[i] = grad_undefined(*n.op, static_cast<int>(i), n.inputs[i]->type, null_reason);
     } else {
-      in_grads = n.op->grad(n, out_grads);
+      in_grads = op_grad(n, out_grads);
     }
     if (in_grads.size() != n.inputs.size())
       throw InternalError(n.op->name() + ": grad returned " + std::to_string(in_grads.size()) + " gradients for " +
@@ -193,7 +253,7 @@ std::vector<Var> Rop(const std::vector<Var>& f, const std::vector<Var>& wrt, con
         any = true;
       }
     if (!any) continue;
-    auto outs = n->op->rop(*n, pts);
+    auto outs = op_rop(*n, pts);
     for (int o = 0; o < n->nout(); ++o)
       if (o < static_cast<int>(outs.size()) && outs[o]) tangent[n->output_ptr(o)] = fit_grad(outs[o], n->output(o));
   }
@@ -266,104 +326,5 @@ std::vector<Var> GradClipOp::grad(const Apply& node, const std::vector<Var>& g) 
 
 Var disconnected_grad(const Var& x) { return apply_op1(std::make_shared<DisconnectedGradOp>(), {x}); }
 Var grad_clip(const Var& x, double lo, double hi) { return apply_op1(std::make_shared<GradClipOp>(lo, hi), {x}); }
-
-// ------------------------------------------------------------------------------------------------
-// verify_grad
-
-void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const std::vector<NDArray>& point,
-                 const VerifyGradOptions& opts) {
-  std::vector<Var> vars;
-  for (size_t i = 0; i < point.size(); ++i)
-    vars.push_back(variable(TensorType::of_value(point[i]), "input" + std::to_string(i)));
-  Var out = fn(vars);
-  if (!out) fail<ValueError>("verify_grad: fn returned a null variable");
-  if (!is_float(out->dtype())) fail<TypeError>("verify_grad: fn's output must be float; got ", out->type.str());
-  std::vector<In> ins(vars.begin(), vars.end());
-  FunctionOptions fo;
-  fo.on_unused_input = "ignore";
-  NDArray out_val = function(ins, {Out(out)}, fo)(point)[0];
-
-  std::vector<int> diff;
-  for (size_t i = 0; i < point.size(); ++i)
-    if (is_float(point[i].dtype())) diff.push_back(static_cast<int>(i));
-  if (diff.empty()) fail<ValueError>("verify_grad: no float input to differentiate");
-  const bool single = out->dtype() == DType::Float32 ||
-                      std::any_of(diff.begin(), diff.end(), [&](int i) { return point[i].dtype() == DType::Float32; });
-  const double eps = opts.eps > 0 ? opts.eps : (single ? 1e-3 : 1e-6);
-  const double abs_tol = opts.abs_tol > 0 ? opts.abs_tol : (single ? 3e-2 : 1e-4);
-  const double rel_tol = opts.rel_tol > 0 ? opts.rel_tol : (single ? 3e-2 : 1e-4);
-
-  std::mt19937_64 rng(opts.seed);
-  std::uniform_real_distribution<double> u(0.5, 1.5);
-  for (int test = 0; test < opts.n_tests; ++test) {
-    // cost = sum(out * t) for a random projection t.
-    NDArray t = NDArray::empty(out_val.shape(), out->dtype());
-    for (int64_t k = 0; k < t.size(); ++k) {
-      double r = u(rng) * ((rng() & 1) ? 1 : -1);
-      if (t.dtype() == DType::Float32)
-        t.data<float>()[k] = static_cast<float>(r);
-      else
-        t.data<double>()[k] = r;
-    }
-    Var tv = constant(t);
-    Var cost = sum(mul(out, tv));
-    std::vector<Var> wrt;
-    for (int i : diff) wrt.push_back(vars[i]);
-    std::vector<Var> g = grad(cost, wrt, GradOptions{.disconnected_inputs = "ignore"});
-    std::vector<Out> outs{Out(cost)};
-    for (auto& gi : g) outs.emplace_back(gi);
-    Function f = function(ins, outs, fo);
-    auto analytic = f(point);
-    Function fc = function(ins, {Out(cost)}, fo);
-    for (size_t k = 0; k < diff.size(); ++k) {
-      int i = diff[k];
-      NDArray x = point[i].copy();
-      std::vector<NDArray> args = point;
-      args[i] = x;
-      NDArray a = analytic[1 + k];
-      if (!(a.shape() == x.shape()))
-        fail<GradientError>("verify_grad: gradient of input ", i, " has shape ", a.shape().str(), "; input has ",
-                            x.shape().str());
-      double max_abs = 0, max_rel = 0;
-      int64_t worst = -1;
-      for (int64_t e = 0; e < x.size(); ++e) {
-        double orig = x.get_flat(e);
-        auto set = [&](double v) {
-          if (x.dtype() == DType::Float32)
-            x.data<float>()[e] = static_cast<float>(v);
-          else
-            x.data<double>()[e] = v;
-        };
-        set(orig + eps);
-        double fp = fc(args)[0].get_flat(0);
-        set(orig - eps);
-        double fm = fc(args)[0].get_flat(0);
-        set(orig);
-        double num = (fp - fm) / (2 * eps);
-        double an = a.get_flat(e);
-        double ae = std::abs(an - num);
-        double re = ae / std::max(std::abs(an) + std::abs(num), 1e-300);
-        if (ae > abs_tol && re > rel_tol && (ae > max_abs || worst < 0)) {
-          max_abs = ae;
-          max_rel = re;
-          worst = e;
-        }
-        if (std::isnan(an) != std::isnan(num)) {
-          worst = e;
-          max_abs = NAN;
-        }
-      }
-      if (worst >= 0) {
-        std::ostringstream os;
-        os << "verify_grad: the analytic gradient of input " << i << " (" << x.describe()
-           << ") disagrees with finite differences at flat index " << worst << ": analytic " << a.get_flat(worst)
-           << "; max abs error " << max_abs << " (tol " << abs_tol << "), rel error " << max_rel << " (tol " << rel_tol
-           << "), eps " << eps << "\nGraph:\n"
-           << debugprint(out);
-        throw GradientError(os.str());
-      }
-    }
-  }
-}
 
 }  // namespace hypatia

@@ -1,5 +1,5 @@
 // Symbolic differentiation: reverse mode (grad, Lop), forward mode (Rop), jacobian, hessian,
-// and verify_grad (finite differences).
+// and the gradient ops (verify_grad, which checks gradients numerically, is in testing/).
 #pragma once
 #include <functional>
 #include <string>
@@ -40,25 +40,5 @@ Var hessian(const Var& cost, const Var& wrt);
 Var disconnected_grad(const Var& x);
 /// Identity in the forward pass; clips the gradient to [lo, hi] in the backward pass.
 Var grad_clip(const Var& x, double lo, double hi);
-
-struct VerifyGradOptions {
-  int n_tests = 2;
-  uint64_t seed = 42;
-  /// Finite-difference step; 0 picks 1e-4 for float64 and 1e-2 for float32... (Theano's table).
-  double eps = 0;
-  double abs_tol = 0;  // 0 picks per dtype
-  double rel_tol = 0;  // 0 picks per dtype
-};
-
-/// Thrown by verify_grad when analytic and numeric gradients disagree.
-class GradientError : public ValueError {
- public:
-  using ValueError::ValueError;
-};
-
-/// Checks the gradient of fn(inputs) at `point` against central finite differences of a random
-/// projection of its output. Throws GradientError naming the input, the max errors and tolerances.
-void verify_grad(const std::function<Var(const std::vector<Var>&)>& fn, const std::vector<NDArray>& point,
-                 const VerifyGradOptions& opts = {});
 
 }  // namespace hypatia

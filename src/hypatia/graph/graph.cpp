@@ -85,6 +85,10 @@ std::vector<Var> Op::grad(const Apply&, const std::vector<Var>&) const {
   fail<NotDifferentiableError>(name(), ": gradient is not implemented for this op");
 }
 
+std::optional<std::pair<std::vector<Var>, std::vector<Var>>> Op::inner_graph(const Apply&) const {
+  return std::nullopt;
+}
+
 std::vector<Var> Op::rop(const Apply&, const std::vector<Var>&) const {
   fail<NotDifferentiableError>(name(), ": R_op (forward-mode derivative) is not implemented for this op");
 }

@@ -123,6 +123,11 @@ class Op {
   virtual std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const;
   /// Forward mode: d outputs from d inputs (null entries: zero). Default: throws.
   virtual std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const;
+  /// An op defined by an inner graph (a fused Composite; later OpFromGraph, scan's body) returns
+  /// that graph for `node` on fresh input variables, one per node input: (inputs, outputs).
+  /// grad() and Rop() (grad/) differentiate through it, so such an op needs no grad or rop of its
+  /// own. Default: none.
+  virtual std::optional<std::pair<std::vector<Var>, std::vector<Var>>> inner_graph(const Apply& node) const;
   /// [input][output]: whether the output depends on the input differentiably. Default: all true.
   virtual std::vector<std::vector<bool>> connection_pattern(const Apply& node) const;
   virtual AliasMap view_map() const { return {}; }
@@ -130,6 +135,9 @@ class Op {
   /// Whether running the op does more than compute its outputs (Print): such nodes are never
   /// constant-folded.
   virtual bool has_side_effects() const { return false; }
+  /// Whether the op moves values between devices (a transfer): it reads and writes arrays of
+  /// different devices, so the runtime does not hold its inputs to the backend's device.
+  virtual bool moves_between_devices() const { return false; }
   /// Whether check_runtime_inputs works for this op. Only such ops may overwrite a shared
   /// variable in place (rewrite/destroy.h): a call checks every such node before the first of them
   /// writes, so that a failing call leaves every shared variable as it was.

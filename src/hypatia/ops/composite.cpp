@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "hypatia/core/error.h"
-#include "hypatia/grad/grad.h"
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/ops/shape.h"
 
@@ -81,57 +80,6 @@ std::vector<Var> CompositeProgram::build(const std::vector<Var>& inputs) const {
 
 namespace {
 
-/// `vals`, built on the fresh inputs `ins` of `node`'s unfused graph, rebuilt on the node's own
-/// inputs (only the nodes between the fresh inputs and `vals` are copied, so the graph above the
-/// node is shared, not duplicated).
-std::vector<Var> rebind(const Apply& node, const std::vector<Var>& ins, std::vector<Var> vals) {
-  std::unordered_map<const Variable*, Var> memo;
-  for (size_t i = 0; i < ins.size(); ++i) memo[ins[i].get()] = node.inputs[i];
-  for (const auto& n : toposort(vals)) {
-    bool touched = false;
-    std::vector<Var> args;
-    for (const Var& v : n->inputs) {
-      auto it = memo.find(v.get());
-      touched |= it != memo.end();
-      args.push_back(it != memo.end() ? it->second : v);
-    }
-    if (!touched) continue;
-    auto outs2 = apply_op(n->op, args);
-    for (int k = 0; k < n->nout(); ++k) memo[n->output_ptr(k)] = outs2[k];
-  }
-  for (Var& v : vals) {
-    auto it = memo.find(v.get());
-    if (it != memo.end()) v = it->second;
-  }
-  return vals;
-}
-
-/// The input gradients of a fused node: its unfused graph `outs` on fresh inputs `ins`,
-/// differentiated, then rebound to the node's inputs.
-std::vector<Var> grad_through(const Apply& node, const std::vector<Var>& ins, const std::vector<Var>& outs,
-                              const std::vector<Var>& output_grads) {
-  GradOptions o;
-  o.disconnected_inputs = "ignore";
-  for (size_t k = 0; k < outs.size() && k < output_grads.size(); ++k)
-    if (output_grads[k]) o.known_grads.emplace_back(outs[k], output_grads[k]);
-  if (o.known_grads.empty()) return std::vector<Var>(node.inputs.size());
-  return rebind(node, ins, grad(nullptr, ins, o));
-}
-
-/// The forward-mode derivatives of a fused node's outputs: Rop through its unfused graph, rebound
-/// to the node's inputs (the eval points are the caller's variables already).
-std::vector<Var> rop_through(const Apply& node, const std::vector<Var>& ins, const std::vector<Var>& outs,
-                             const std::vector<Var>& eval_points) {
-  std::vector<Var> wrt, pts;
-  for (size_t i = 0; i < ins.size() && i < eval_points.size(); ++i)
-    if (eval_points[i]) {
-      wrt.push_back(ins[i]);
-      pts.push_back(eval_points[i]);
-    }
-  if (wrt.empty()) return std::vector<Var>(outs.size());
-  return rebind(node, ins, Rop(outs, wrt, pts));
-}
-
 std::vector<Var> fresh_inputs(const Apply& node) {
   std::vector<Var> ins;
   for (const Var& v : node.inputs) ins.push_back(variable(v->type));
@@ -163,14 +111,8 @@ std::vector<ShapeVars> Composite::infer_shape(const Apply& node, const std::vect
   return {broadcast_infer_shape(node, in)};
 }
 
-std::vector<Var> Composite::grad(const Apply& node, const std::vector<Var>& output_grads) const {
-  auto [ins, outs] = fused_graph(node);
-  return grad_through(node, ins, outs, output_grads);
-}
-
-std::vector<Var> Composite::rop(const Apply& node, const std::vector<Var>& eval_points) const {
-  auto [ins, outs] = fused_graph(node);
-  return rop_through(node, ins, outs, eval_points);
+std::optional<std::pair<std::vector<Var>, std::vector<Var>>> Composite::inner_graph(const Apply& node) const {
+  return fused_graph(node);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,14 +146,8 @@ std::vector<ShapeVars> MultiComposite::infer_shape(const Apply& node, const std:
   return std::vector<ShapeVars>(outputs.size(), broadcast_infer_shape(node, in));
 }
 
-std::vector<Var> MultiComposite::grad(const Apply& node, const std::vector<Var>& output_grads) const {
-  auto [ins, outs] = fused_graph(node);
-  return grad_through(node, ins, outs, output_grads);
-}
-
-std::vector<Var> MultiComposite::rop(const Apply& node, const std::vector<Var>& eval_points) const {
-  auto [ins, outs] = fused_graph(node);
-  return rop_through(node, ins, outs, eval_points);
+std::optional<std::pair<std::vector<Var>, std::vector<Var>>> MultiComposite::inner_graph(const Apply& node) const {
+  return fused_graph(node);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,14 +198,8 @@ std::vector<ShapeVars> CompositeReduce::infer_shape(const Apply& node, const std
   return {s};
 }
 
-std::vector<Var> CompositeReduce::grad(const Apply& node, const std::vector<Var>& output_grads) const {
-  auto [ins, outs] = fused_graph(node);
-  return grad_through(node, ins, outs, output_grads);
-}
-
-std::vector<Var> CompositeReduce::rop(const Apply& node, const std::vector<Var>& eval_points) const {
-  auto [ins, outs] = fused_graph(node);
-  return rop_through(node, ins, outs, eval_points);
+std::optional<std::pair<std::vector<Var>, std::vector<Var>>> CompositeReduce::inner_graph(const Apply& node) const {
+  return fused_graph(node);
 }
 
 // ---------------------------------------------------------------------------------------------

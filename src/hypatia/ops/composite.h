@@ -55,10 +55,8 @@ class Composite : public OpWithProps<Composite>, public CompositeProgram {
   std::string name() const override;
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
-  /// Through the unfused graph.
-  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
-  /// Forward mode through the unfused graph.
-  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
+  /// The unfused graph (grad and Rop go through it).
+  std::optional<std::pair<std::vector<Var>, std::vector<Var>>> inner_graph(const Apply& node) const override;
   AliasMap destroy_map() const override {
     if (inplace < 0) return {};
     return {{inplace}};
@@ -82,9 +80,7 @@ class MultiComposite : public OpWithProps<MultiComposite>, public CompositeProgr
   std::string name() const override;
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
-  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
-  /// Forward mode through the unfused graph.
-  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
+  std::optional<std::pair<std::vector<Var>, std::vector<Var>>> inner_graph(const Apply& node) const override;
 };
 
 /// Reduction `kind` (Sum, Prod, Max or Min) over `axes` (sorted, unique) of the last step's
@@ -103,9 +99,7 @@ class CompositeReduce : public OpWithProps<CompositeReduce>, public CompositePro
   std::string name() const override;
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
-  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
-  /// Forward mode through the unfused graph.
-  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
+  std::optional<std::pair<std::vector<Var>, std::vector<Var>>> inner_graph(const Apply& node) const override;
 };
 
 /// The unfused graph a Composite, MultiComposite or CompositeReduce node computes, rebuilt on

@@ -3,8 +3,8 @@
 //     over memory. A group grows from a root (the graph is walked from its outputs) to the
 //     fusible producers of its inputs, the fusible readers of its results and the fusible
 //     readers of its inputs (siblings), while it stays convex (no path leaves the group and comes
-//     back, so the fused node creates no cycle) and within the CPU kernel's bounds (8 inputs, 16
-//     steps, 4 outputs). A result read only inside the group is computed per tile and never
+//     back, so the fused node creates no cycle) and within the target's bounds (RewriteTarget: 8 inputs
+//     and 4 outputs on the CPU) and 16 steps. A result read only inside the group is computed per tile and never
 //     stored; one read outside (a graph output, a non-fusible reader) is an output. One output
 //     gives a Composite; several (all of one type, and provably of one shape at run time) a
 //     MultiComposite.
@@ -22,14 +22,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "hypatia/backends/cpu/elemwise_inner.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/rewrite/rewrite_util.h"
+#include "hypatia/rewrite/target.h"
 
 namespace hypatia::rewrite {
 namespace {
 
+/// Capacities of a group's input and output lists; the target's limits may be lower.
 constexpr int kMaxInputs = 8;
 constexpr int kMaxSteps = 16;
 constexpr int kMaxOutputs = 4;
@@ -40,7 +41,8 @@ constexpr size_t kMaxSiblingScan = 16;
 /// Most reductions that each take a copy of one elementwise program.
 constexpr int kMaxReduceReaders = 3;
 
-/// An Elemwise node that reads and writes one float dtype, with a CPU loop for it.
+/// An Elemwise node that reads and writes one float dtype, with a loop for it in the target's
+/// fused kernel.
 bool fusible(const Apply* n) {
   const Elemwise* e = elemwise_op(n);
   if (!e || e->scalar == ScalarOpKind::Cast) return false;
@@ -50,8 +52,8 @@ bool fusible(const Apply* n) {
     if (in->dtype() != dt) return false;
   std::vector<DType> dts(n->inputs.size(), dt);
   if (elemwise_compute_dtype(e->scalar, dts, dt) != dt) return false;
-  auto [fn, writes] = elemwise_inner_fn(*e, dt);
-  return fn != nullptr && writes == dt;
+  const RewriteTarget* t = current_rewrite_target();
+  return t && t->fusable && t->fusable(*e, dt);
 }
 
 /// A reduction CompositeReduce can take over: sum, prod, max or min of a float input over some
@@ -84,7 +86,11 @@ class Group {
  public:
   /// `single`: a tree with one output (the root), grown through producers only.
   Group(const FunctionGraph& fg, const Positions& pos, Apply* root, bool single)
-      : fg_(fg), pos_(pos), dt_(root->output_ptr(0)->dtype()), single_(single), members_{root}, lo_{pos.at(root)} {}
+      : fg_(fg), pos_(pos), dt_(root->output_ptr(0)->dtype()), single_(single), members_{root}, lo_{pos.at(root)} {
+    const RewriteTarget* t = current_rewrite_target();
+    max_inputs_ = std::clamp(t ? t->max_fusion_inputs : 0, 0, kMaxInputs);
+    max_outputs_ = std::clamp(t ? t->max_fusion_outputs : 0, 0, kMaxOutputs);
+  }
 
   /// Each member's neighbours are tried once, in the order members joined; a refused candidate
   /// is tried again after the others (a later member can make it fit, e.g. by reading the result
@@ -231,14 +237,14 @@ class Group {
         bool seen = false;
         for (int e = 0; e < n_ext && !seen; ++e) seen = ext[e]->get() == u.get();
         if (seen) continue;
-        if (n_ext == kMaxInputs) return false;
+        if (n_ext == max_inputs_) return false;
         ext[n_ext++] = &u;
       }
     std::array<const Variable*, kMaxOutputs> outs;
     int n_out = 0;
     for (Apply* m : members_)
       if (read_outside(m)) {
-        if (n_out == (single_ ? 1 : kMaxOutputs)) return false;
+        if (n_out == (single_ ? 1 : max_outputs_)) return false;
         outs[n_out++] = m->output_ptr(0);
       }
     if (n_out > 1) {
@@ -317,6 +323,7 @@ class Group {
   const Positions& pos_;
   DType dt_;
   bool single_;
+  int max_inputs_ = 0, max_outputs_ = 0;
   std::vector<Apply*> members_;
   std::vector<double> lo_;  // lo_[k]: the smallest position of members 0..k
 };

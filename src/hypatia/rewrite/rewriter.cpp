@@ -207,8 +207,17 @@ int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite
   return applied;
 }
 
+namespace {
+thread_local const RewriteTarget* t_target = nullptr;
+}  // namespace
+
+const RewriteTarget* current_rewrite_target() { return t_target; }
+RewriteTargetScope::RewriteTargetScope(const RewriteTarget* t) : saved_(t_target) { t_target = t; }
+RewriteTargetScope::~RewriteTargetScope() { t_target = saved_; }
+
 RewriteStats rewrite_graph(FunctionGraph& fg, const RewriteOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
+  RewriteTargetScope target_scope(opts.target);
   RewriteStats stats;
   stats.nodes_before = static_cast<int>(fg.num_nodes());
   const auto including = split_list(opts.including);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hypatia/graph/fgraph.h"
+#include "hypatia/rewrite/target.h"
 
 namespace hypatia {
 
@@ -53,6 +54,9 @@ struct RewriteOptions {
   std::string including, excluding;
   /// Print each rewrite that fires (config().print_rewrites).
   bool print = false;
+  /// The backend the graph is rewritten for (constant folding runs its kernels, fusion obeys its
+  /// limits); null: neither runs.
+  const RewriteTarget* target = nullptr;
 };
 
 /// What a pipeline run did.

@@ -214,8 +214,8 @@ std::unique_ptr<Program::Frame> Program::make_frame() const {
   f->storage = constants;
   f->kernels.reserve(steps.size());
   for (const Step& s : steps) {
-    f->kernels.push_back(make_kernel(backend, *s.node));
-    if (debug_mode) f->references.push_back(make_kernel(Backend::Reference, *s.node));
+    f->kernels.push_back(backend->make_kernel(*s.node));
+    if (debug_mode) f->references.push_back(oracle->make_kernel(*s.node));
     f->first.push_back(f->ptrs.size());
     for (int c : s.in) f->ptrs.push_back(&f->storage[c]);
     for (int c : s.out) f->ptrs.push_back(&f->storage[c]);
@@ -233,6 +233,15 @@ void Program::finalize() {
   read_locks_ = lock_order(shared);
   update_locks_ = lock_order(updates);
   any_mutable_input_ = std::any_of(inputs.begin(), inputs.end(), [](const InputSlot& s) { return s.mutable_; });
+  // Steps that read a transfer's output (and are not transfers themselves) check their inputs'
+  // devices on each call.
+  std::vector<bool> from_transfer(cell_kind.size(), false);
+  for (Step& s : steps) {
+    const bool transfer = s.node->op->moves_between_devices();
+    if (!transfer)
+      for (int c : s.in) s.check_devices = s.check_devices || from_transfer[c];
+    for (int c : s.out) from_transfer[c] = transfer;
+  }
   primary_ = make_frame();
 }
 
@@ -247,6 +256,10 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
     return os.str();
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
+  if (arg.device().kind != backend->device_kind())
+    fail<TypeError>(where(), ": expected an array in ", Device{backend->device_kind(), 0}.str(),
+                    " memory (backend '", backend->name(), "') but got one on ", arg.device().str(), " (",
+                    arg.describe(), "); transfer it first");
   if (arg.ndim() != s.type.ndim())
     fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(),
                     " dimensions) but got an array of shape ", arg.shape().str(), " (", arg.ndim(), " dimensions)");
@@ -279,7 +292,9 @@ void Program::run_debug(Frame& f, size_t t) {
   const Step& st = steps[t];
   const KernelArgs a = f.args(st, t);
   Kernel& kernel = *f.kernels[t];
-  if (st.node->op->has_side_effects()) {  // run once: a Print must print once
+  // Run once: a Print must print once; a transfer's arrays are not all in host memory, where
+  // the comparisons below read.
+  if (st.node->op->has_side_effects() || st.node->op->moves_between_devices()) {
     kernel.run(a);
     return;
   }
@@ -309,10 +324,20 @@ void Program::run_debug(Frame& f, size_t t) {
                           " vs ", ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
 }
 
+void Program::check_input_devices(const Step& st, const KernelArgs& a) const {
+  const DeviceKind want = backend->device_kind();
+  for (size_t i = 0; i < a.in.size(); ++i)
+    if (a.in[i]->valid() && a.in[i]->device().kind != want)
+      fail<TypeError>(st.node->op->name(), ": input ", i, " is on ", a.in[i]->device().str(), " (", a.in[i]->describe(),
+                      ") but this node runs on backend '", backend->name(), "' in ", Device{want, 0}.str(),
+                      " memory; the graph needs a transfer (HostFromGpu) before it");
+}
+
 void Program::run_step(Frame& f, size_t t) {
   const Step& st = steps[t];
   const KernelArgs a = f.args(st, t);
   with_node_context(*st.node, a, [&] {
+    if (st.check_devices) check_input_devices(st, a);
     if (profile) {
       auto t0 = std::chrono::steady_clock::now();
       f.kernels[t]->run(a);

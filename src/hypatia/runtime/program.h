@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "hypatia/backends/registry.h"
-#include "hypatia/compile/profile.h"
+#include "hypatia/backends/backend.h"
+#include "hypatia/runtime/profile.h"
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/rewrite/rewriter.h"
 
@@ -39,6 +39,9 @@ class Program {
     /// For a node that overwrites shared variables: their cells, and the cells of views of them
     /// (dead by then; emptied so that the buffer's only holders are the cell and the variable).
     std::vector<int> shared_cells, view_cells;
+    /// Some input comes from a transfer (it may be on another device): checked before the
+    /// kernel runs, which reads its backend's memory only.
+    bool check_devices = false;
   };
   struct InputSlot {
     int cell;
@@ -71,8 +74,9 @@ class Program {
 
   std::string name;
   std::unique_ptr<FunctionGraph> fgraph;
-  /// The backend whose kernels every frame builds.
-  Backend backend = Backend::Cpu;
+  /// The backend whose kernels every frame builds, and the one DebugMode checks them against.
+  const Backend* backend = nullptr;
+  const Backend* oracle = nullptr;
   /// Per cell: the constant's value for constant cells, empty otherwise.
   std::vector<NDArray> constants;
   std::vector<CellKind> cell_kind;
@@ -121,6 +125,7 @@ class Program {
   void bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const NDArray> args) const;
   void run_steps(Frame& f, size_t begin, size_t end);
   void run_step(Frame& f, size_t t);
+  void check_input_devices(const Step& st, const KernelArgs& a) const;
   /// Checks the shared-variable-overwriting steps' inputs, and gives each overwritten shared
   /// value a buffer of its own (a copy when something outside the call holds it, or when it may
   /// not be written).

@@ -245,7 +245,7 @@ class ElemwiseCpuKernel final : public Kernel {
 
 /// Registers the CPU Elemwise kernel.
 void register_elemwise_cpu_kernels() {
-  register_kernel(Backend::Cpu, typeid(Elemwise), [](const Apply& node) -> std::unique_ptr<Kernel> {
+  register_kernel(kCpuBackend, typeid(Elemwise), [](const Apply& node) -> std::unique_ptr<Kernel> {
     return std::make_unique<ElemwiseCpuKernel>(node);
   });
 }

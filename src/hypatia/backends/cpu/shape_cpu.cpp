@@ -56,9 +56,9 @@ void repeat_cpu(const Repeat& op, const KernelArgs& args) {
 }  // namespace
 
 void register_shape_cpu_kernels() {
-  register_simple_kernel<Join>(Backend::Cpu, join_cpu);
-  register_simple_kernel<Tile>(Backend::Cpu, tile_cpu);
-  register_simple_kernel<Repeat>(Backend::Cpu, repeat_cpu);
+  register_simple_kernel<Join>(kCpuBackend, join_cpu);
+  register_simple_kernel<Tile>(kCpuBackend, tile_cpu);
+  register_simple_kernel<Repeat>(kCpuBackend, repeat_cpu);
 }
 
 }  // namespace hypatia

@@ -51,7 +51,7 @@ void advanced_subtensor_cpu(const AdvancedSubtensor& op, const KernelArgs& args)
 }  // namespace
 
 void register_subtensor_cpu_kernels() {
-  register_simple_kernel<AdvancedSubtensor>(Backend::Cpu, advanced_subtensor_cpu);
+  register_simple_kernel<AdvancedSubtensor>(kCpuBackend, advanced_subtensor_cpu);
 }
 
 }  // namespace hypatia

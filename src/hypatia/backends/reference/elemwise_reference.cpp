@@ -125,7 +125,7 @@ class ElemwiseReferenceKernel final : public Kernel {
 
 /// Registers the reference Elemwise kernel.
 void register_elemwise_reference_kernels() {
-  register_kernel(Backend::Reference, typeid(Elemwise), [](const Apply& node) -> std::unique_ptr<Kernel> {
+  register_kernel(kReferenceBackend, typeid(Elemwise), [](const Apply& node) -> std::unique_ptr<Kernel> {
     return std::make_unique<ElemwiseReferenceKernel>(node);
   });
 }

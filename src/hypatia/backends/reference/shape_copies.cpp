@@ -216,11 +216,11 @@ void repeat_ref(const Repeat& op, const KernelArgs& args) {
 }  // namespace
 
 void register_shape_copy_kernels() {
-  register_simple_kernel<Join>(Backend::Reference, join_ref);
-  register_simple_kernel<ARange>(Backend::Reference, arange_kernel);
-  register_simple_kernel<Eye>(Backend::Reference, eye_kernel);
-  register_simple_kernel<Tile>(Backend::Reference, tile_ref);
-  register_simple_kernel<Repeat>(Backend::Reference, repeat_ref);
+  register_simple_kernel<Join>(kReferenceBackend, join_ref);
+  register_simple_kernel<ARange>(kReferenceBackend, arange_kernel);
+  register_simple_kernel<Eye>(kReferenceBackend, eye_kernel);
+  register_simple_kernel<Tile>(kReferenceBackend, tile_ref);
+  register_simple_kernel<Repeat>(kReferenceBackend, repeat_ref);
   register_shape_cpu_kernels();
 }
 

@@ -239,14 +239,14 @@ void split_kernel(const Split& op, const KernelArgs& args) {
 }  // namespace
 
 void register_shape_view_kernels() {
-  register_simple_kernel<DimShuffle>(Backend::Reference, dimshuffle_kernel);
-  register_simple_kernel<Rebroadcast>(Backend::Reference, rebroadcast_kernel);
-  register_simple_kernel<ShapeOp>(Backend::Reference, shape_kernel);
-  register_simple_kernel<ShapeI>(Backend::Reference, shape_i_kernel);
-  register_simple_kernel<MakeVector>(Backend::Reference, make_vector_kernel);
-  register_kernel(Backend::Reference, typeid(Alloc), make_alloc_kernel);
-  register_simple_kernel<Reshape>(Backend::Reference, reshape_kernel);
-  register_simple_kernel<Split>(Backend::Reference, split_kernel);
+  register_simple_kernel<DimShuffle>(kReferenceBackend, dimshuffle_kernel);
+  register_simple_kernel<Rebroadcast>(kReferenceBackend, rebroadcast_kernel);
+  register_simple_kernel<ShapeOp>(kReferenceBackend, shape_kernel);
+  register_simple_kernel<ShapeI>(kReferenceBackend, shape_i_kernel);
+  register_simple_kernel<MakeVector>(kReferenceBackend, make_vector_kernel);
+  register_kernel(kReferenceBackend, typeid(Alloc), make_alloc_kernel);
+  register_simple_kernel<Reshape>(kReferenceBackend, reshape_kernel);
+  register_simple_kernel<Split>(kReferenceBackend, split_kernel);
 }
 
 }  // namespace hypatia

@@ -1,0 +1,184 @@
+#include "hypatia/backends/backend.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "hypatia/core/config.h"
+#include "hypatia/core/error.h"
+
+namespace hypatia {
+namespace {
+
+struct Backends {
+  std::shared_mutex mu;
+  std::map<std::string, std::unique_ptr<Backend>, std::less<>> by_name;
+};
+
+Backends& backends() {
+  static Backends b;
+  return b;
+}
+
+/// Set on the thread that runs register_all_kernels (its registrations must not wait for it).
+thread_local bool t_registering = false;
+
+void ensure_registered() {
+  static std::once_flag once;
+  if (t_registering) return;
+  std::call_once(once, [] {
+    t_registering = true;
+    try {
+      register_all_kernels();
+    } catch (...) {
+      t_registering = false;
+      throw;
+    }
+    t_registering = false;
+  });
+}
+
+const Backend* find_unlocked(std::string_view name) {
+  auto& b = backends();
+  std::shared_lock lock(b.mu);
+  auto it = b.by_name.find(name);
+  return it == b.by_name.end() ? nullptr : it->second.get();
+}
+
+std::string known_names() {
+  std::string s;
+  for (const std::string& n : backend_names()) s += (s.empty() ? "'" : ", '") + n + "'";
+  return s;
+}
+
+}  // namespace
+
+Backend::Backend(Description d) : desc_(std::move(d)) {
+  target_.name = desc_.name;
+  target_.fusable = desc_.fusable;
+  target_.max_fusion_inputs = desc_.max_fusion_inputs;
+  target_.max_fusion_outputs = desc_.max_fusion_outputs;
+  target_.evaluate = [this](const Apply& node, std::span<NDArray* const> in, std::span<NDArray* const> out) {
+    make_kernel(node)->run(KernelArgs{in, out});
+  };
+}
+
+Backend::~Backend() = default;
+
+const Backend* Backend::fallback() const { return desc_.fallback.empty() ? nullptr : find_unlocked(desc_.fallback); }
+const Backend* Backend::checked_against() const {
+  return desc_.checked_against.empty() ? nullptr : find_unlocked(desc_.checked_against);
+}
+
+NDArray Backend::allocate(const Shape& shape, DType dtype) const {
+  return NDArray::empty(shape, dtype, Device{desc_.device, 0});
+}
+
+void Backend::add_kernel(std::type_index op_type, KernelFactory factory) {
+  std::unique_lock lock(mu_);
+  kernels_[op_type] = std::move(factory);
+}
+
+const KernelFactory* Backend::own_factory(std::type_index t) const {
+  std::shared_lock lock(mu_);
+  auto it = kernels_.find(t);
+  // Factories are never removed, and a replaced one is replaced in place before any compile
+  // uses it (registration happens at start-up and when a Python Op class is defined).
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+const Backend* Backend::provider(const Apply& node) const {
+  ensure_registered();
+  const std::type_index t(typeid(*node.op));
+  int hops = 0;
+  for (const Backend* b = this; b && hops < 8; b = b->fallback(), ++hops)
+    if (b->own_factory(t)) return b;
+  return nullptr;
+}
+
+std::unique_ptr<Kernel> Backend::make_kernel(const Apply& node) const {
+  const Backend* b = provider(node);
+  if (!b) {
+    std::string chain = "'" + name() + "'";
+    int hops = 0;
+    for (const Backend* f = fallback(); f && hops < 8; f = f->fallback(), ++hops) chain += " (nor its fallback '" + f->name() + "')";
+    fail<NotImplementedError>(node.op->name(), ": no kernel for this op on backend ", chain,
+                              "; choose another backend or mode, or register a kernel for it");
+  }
+  KernelFactory f;
+  {
+    std::shared_lock lock(b->mu_);
+    f = b->kernels_.at(std::type_index(typeid(*node.op)));
+  }
+  return f(node);
+}
+
+std::vector<std::type_index> Backend::op_types() const {
+  ensure_registered();
+  std::shared_lock lock(mu_);
+  std::vector<std::type_index> r;
+  for (const auto& [k, f] : kernels_) r.push_back(k);
+  return r;
+}
+
+void register_backend(std::unique_ptr<Backend> backend) {
+  if (!backend) throw InternalError("register_backend: null backend");
+  auto& b = backends();
+  std::unique_lock lock(b.mu);
+  const std::string name = backend->name();
+  if (!b.by_name.emplace(name, std::move(backend)).second)
+    fail<ValueError>("register_backend: a backend named '", name, "' is already registered");
+}
+
+const Backend* find_backend(std::string_view name) {
+  ensure_registered();
+  return find_unlocked(name);
+}
+
+const Backend& get_backend(std::string_view name) {
+  if (const Backend* b = find_backend(name)) return *b;
+  fail<ValueError>("backend '", name, "' is not registered; the backends are ", known_names());
+}
+
+std::vector<std::string> backend_names() {
+  ensure_registered();
+  auto& b = backends();
+  std::shared_lock lock(b.mu);
+  std::vector<std::string> r;
+  for (const auto& [n, be] : b.by_name) r.push_back(n);
+  return r;
+}
+
+const Backend& default_backend() {
+  const Device d = Device::parse(config().device);
+  ensure_registered();
+  {
+    auto& b = backends();
+    std::shared_lock lock(b.mu);
+    for (const auto& [n, be] : b.by_name)
+      if (be->device_kind() == d.kind && be->default_for_device()) return *be;
+  }
+  fail<ValueError>("device=", config().device, ": no backend for ", d.str(), " is built into this hypatia; the backends are ",
+                   known_names());
+}
+
+const Backend& backend_or_default(std::string_view name) { return name.empty() ? default_backend() : get_backend(name); }
+
+// The registration functions of registry.h, by backend name.
+
+void register_kernel(std::string_view backend, std::type_index op_type, KernelFactory factory) {
+  ensure_registered();
+  const Backend* b = find_unlocked(backend);
+  if (!b) fail<ValueError>("register_kernel: backend '", backend, "' is not registered; the backends are ", known_names());
+  const_cast<Backend*>(b)->add_kernel(op_type, std::move(factory));
+}
+
+bool supports(std::string_view backend, const Apply& node) { return get_backend(backend).supports(node); }
+
+std::unique_ptr<Kernel> make_kernel(std::string_view backend, const Apply& node) {
+  return get_backend(backend).make_kernel(node);
+}
+
+std::vector<std::type_index> registered_op_types(std::string_view backend) { return get_backend(backend).op_types(); }
+
+}  // namespace hypatia

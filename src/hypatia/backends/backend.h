@@ -1,0 +1,100 @@
+// Backend: the open interface behind every kernel. A backend is an object with a name, the device
+// its kernels run on, an allocator for that device, kernel factories per op type, the backend
+// whose kernels serve the ops it lacks (its fallback), the backend DebugMode checks it against,
+// and the limits the rewrites need (RewriteTarget). Backends register themselves by name; nothing
+// above backends/ names a concrete one: compile/ looks a backend up by the name the user gave
+// (FunctionOptions::backend, Python's `backend=`), and asks it for every node's kernel when the
+// function is compiled.
+//
+// Adding a backend: derive from Backend (or fill a Backend::Description), register it with
+// register_backend() from a function called by register_all_kernels(), and register its kernels
+// with register_kernel(name, typeid(Op), factory).
+#pragma once
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <unordered_map>
+#include <vector>
+
+#include "hypatia/backends/registry.h"
+#include "hypatia/core/device.h"
+#include "hypatia/rewrite/target.h"
+
+namespace hypatia {
+
+class Backend {
+ public:
+  struct Description {
+    std::string name;
+    /// The kind of device its kernels read and write (arrays of another device are refused).
+    DeviceKind device = DeviceKind::Host;
+    /// The backend whose kernels serve ops this one has none for ("": none).
+    std::string fallback;
+    /// The backend DebugMode (and debug_checks) runs beside this one, node by node ("": none).
+    std::string checked_against;
+    /// The rewrite mode used when the caller names none ("": config().mode). The reference
+    /// backend, the test oracle, runs graphs as written ("NONE").
+    std::string default_mode;
+    /// Fusion: which Elemwise nodes its fused kernel can take, and its bounds.
+    std::function<bool(const Elemwise& op, DType compute)> fusable;
+    int max_fusion_inputs = 0, max_fusion_outputs = 0;
+    /// The backend that `device=<this kind>` (HYPATIA_FLAGS) selects when a function names none.
+    bool default_for_device = false;
+  };
+
+  explicit Backend(Description d);
+  virtual ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  const std::string& name() const { return desc_.name; }
+  DeviceKind device_kind() const { return desc_.device; }
+  /// The fallback and DebugMode backends (null: none, or not registered).
+  const Backend* fallback() const;
+  const Backend* checked_against() const;
+  const std::string& default_mode() const { return desc_.default_mode; }
+  bool default_for_device() const { return desc_.default_for_device; }
+
+  /// An uninitialized C-contiguous array on the backend's device (device 0 of its kind).
+  virtual NDArray allocate(const Shape& shape, DType dtype) const;
+
+  /// Registers the kernel factory of `op_type` (replacing an earlier one).
+  void add_kernel(std::type_index op_type, KernelFactory factory);
+  /// The backend of the fallback chain (this one first) whose kernel serves `node`; null: none.
+  const Backend* provider(const Apply& node) const;
+  bool supports(const Apply& node) const { return provider(node) != nullptr; }
+  /// Builds the kernel for `node` (from the first backend of the chain that has one); throws
+  /// NotImplementedError naming the op and the backends asked when there is none.
+  std::unique_ptr<Kernel> make_kernel(const Apply& node) const;
+  /// The op types this backend itself has kernels for (not its fallback's).
+  std::vector<std::type_index> op_types() const;
+
+  /// What the rewrites need: constant folding through this backend's kernels, fusion limits.
+  const RewriteTarget& rewrite_target() const { return target_; }
+
+ private:
+  const KernelFactory* own_factory(std::type_index t) const;
+
+  Description desc_;
+  RewriteTarget target_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::type_index, KernelFactory> kernels_;
+};
+
+/// Registers a backend under its name (a second backend of one name is an error).
+void register_backend(std::unique_ptr<Backend> backend);
+/// The backend named `name`, or null.
+const Backend* find_backend(std::string_view name);
+/// The backend named `name`; ValueError naming the registered ones when there is none.
+const Backend& get_backend(std::string_view name);
+/// The registered backends' names, sorted.
+std::vector<std::string> backend_names();
+/// The backend a function gets when it names none: the default one for config().device's kind
+/// (ValueError when no backend for that device is built in).
+const Backend& default_backend();
+/// `name`'s backend, or default_backend() for an empty name.
+const Backend& backend_or_default(std::string_view name);
+
+}  // namespace hypatia

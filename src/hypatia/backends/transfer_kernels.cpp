@@ -1,0 +1,30 @@
+// Kernels of the transfer ops (host code calling the device's copy functions), on the host
+// backends: a device backend's placement pass puts its transfers on the host side of the edge.
+#include "hypatia/backends/registry.h"
+#include "hypatia/ops/transfer.h"
+
+namespace hypatia {
+namespace {
+
+void device_from_host_kernel(const DeviceFromHost& op, const KernelArgs& a) {
+  a.in[0]->require_host(op.name());
+  *a.out[0] = a.in[0]->to_device(op.device);
+}
+
+void host_from_device_kernel(const HostFromDevice& op, const KernelArgs& a) {
+  // A host input (a graph built by hand) is passed through as a view, as Theano's HostFromGpu
+  // of a host variable would not exist at all.
+  (void)op;
+  *a.out[0] = a.in[0]->on_host() ? *a.in[0] : a.in[0]->to_device(Device::host());
+}
+
+}  // namespace
+
+void register_transfer_kernels() {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
+    register_simple_kernel<DeviceFromHost>(b, device_from_host_kernel);
+    register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
+  }
+}
+
+}  // namespace hypatia

@@ -1,0 +1,81 @@
+#include "hypatia/core/device.h"
+
+#include <array>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+
+#include "hypatia/core/allocator.h"
+#include "hypatia/core/error.h"
+
+namespace hypatia {
+namespace {
+
+constexpr size_t kKinds = 2;
+
+struct Registry {
+  std::mutex mu;
+  /// Never freed: arrays made by a replaced entry may still call its functions (deleters hold
+  /// their own copies; the copies are looked up per transfer), and replacing is rare (tests).
+  std::array<const DeviceMemory*, kKinds> by_kind{};
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+const DeviceMemory* host_memory() {
+  auto* m = new DeviceMemory();
+  m->allocate = [](size_t bytes) -> std::shared_ptr<void> {
+    size_t capacity = 0;
+    void* p = host_alloc(bytes == 0 ? 1 : bytes, &capacity);
+    if (!p) return nullptr;
+    return std::shared_ptr<void>(p, [capacity](void* q) { host_free(q, capacity); });
+  };
+  m->copy_from_host = [](void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); };
+  m->copy_to_host = [](void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); };
+  return m;
+}
+
+}  // namespace
+
+std::string Device::str() const {
+  if (kind == DeviceKind::Host) return "cpu";
+  return "cuda:" + std::to_string(index);
+}
+
+Device Device::parse(std::string_view s) {
+  if (s == "cpu") return host();
+  if (s.substr(0, 4) == "cuda") {
+    std::string_view rest = s.substr(4);
+    if (rest.empty()) return cuda(0);
+    if (rest.front() == ':') rest.remove_prefix(1);
+    int i = -1;
+    auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), i);
+    if (ec == std::errc() && p == rest.data() + rest.size() && i >= 0 && i < 4096) return cuda(i);
+  }
+  fail<ValueError>("device: '", s, "' is not a device; expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'");
+}
+
+void register_device_memory(DeviceKind kind, DeviceMemory memory) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.by_kind[static_cast<size_t>(kind)] = new DeviceMemory(std::move(memory));  // NOLINT: kept for the process
+}
+
+const DeviceMemory& device_memory(Device device) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const DeviceMemory*& m = r.by_kind[static_cast<size_t>(device.kind)];
+  if (!m) {
+    if (device.kind == DeviceKind::Host)
+      m = host_memory();
+    else
+      fail<ValueError>("device ", device.str(), ": no backend for this device is built into this hypatia "
+                       "(the CUDA backend builds when CMake finds the CUDA toolkit)");
+  }
+  return *m;
+}
+
+}  // namespace hypatia

@@ -1,0 +1,47 @@
+// Device: where an array's buffer lives. The host (CPU memory) is the only device built today;
+// `cuda:N` is the CUDA backend's (issue 13). An NDArray's buffer comes from its device's
+// allocator, and code that reads or writes elements on the host refuses any other device.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace hypatia {
+
+enum class DeviceKind : uint8_t { Host, Cuda };
+
+struct Device {
+  DeviceKind kind = DeviceKind::Host;
+  int16_t index = 0;
+
+  static constexpr Device host() { return {}; }
+  static constexpr Device cuda(int i) { return {DeviceKind::Cuda, static_cast<int16_t>(i)}; }
+  bool is_host() const { return kind == DeviceKind::Host; }
+  bool operator==(const Device&) const = default;
+  /// "cpu", "cuda:0" (the spelling of Theano's device flag).
+  std::string str() const;
+  /// Parses "cpu", "cuda", "cudaN" or "cuda:N"; throws ValueError naming the accepted forms.
+  static Device parse(std::string_view s);
+};
+
+/// What a device gives NDArray: buffers, and copies to and from host memory. The host's is built
+/// in; a backend for another device registers its own (register_device_memory).
+struct DeviceMemory {
+  /// A buffer of `bytes` (aligned for any dtype) that frees itself when the last owner lets go;
+  /// null when the device is out of memory.
+  std::function<std::shared_ptr<void>(size_t bytes)> allocate;
+  /// Copies `bytes` between host memory and the device (either direction; the pointer that is on
+  /// the device is the one allocate() gave, plus an offset).
+  std::function<void(void* device_dst, const void* host_src, size_t bytes)> copy_from_host;
+  std::function<void(void* host_dst, const void* device_src, size_t bytes)> copy_to_host;
+};
+
+/// Registers the memory functions of every device of `kind` (replacing earlier ones).
+void register_device_memory(DeviceKind kind, DeviceMemory memory);
+/// The memory functions of `device`; throws ValueError when no backend for it is built in.
+const DeviceMemory& device_memory(Device device);
+
+}  // namespace hypatia
