@@ -1,5 +1,9 @@
 // grad (consider_constant, disconnected_inputs, known_grads), Lop, Rop, jacobian, hessian,
 // disconnected_grad, grad_clip, verify_grad itself.
+#include <atomic>
+#include <thread>
+
+#include "hypatia/grad/grad_ops.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -81,6 +85,71 @@ TEST(Grad, JacobianAndHessian) {
   EXPECT_ALLCLOSE(eval(h, {{x, f64({1, 2}, {2})}}), f64({6, 0, 0, 12}, {2, 2}));
   Var s = jacobian(sum(x), x);  // 0-d expression: the gradient
   EXPECT_ALLCLOSE(eval(s, {{x, f64({1, 2}, {2})}}), f64({1, 1}, {2}));
+}
+
+/// The MapIndex node of a compiled jacobian, and the op types its body (the inner function) runs.
+std::vector<std::string> mapindex_body_ops(const Function& f) {
+  std::vector<std::string> r;
+  for (const auto& n : f.toposort())
+    if (const auto* m = dynamic_cast<const MapIndexOp*>(n.get()->op.get()))
+      for (const auto& b : toposort({m->body})) r.push_back(b->op->name());
+  return r;
+}
+
+TEST(Grad, JacobianRunsOnlyThePerRowWorkInItsBody) {
+  // y = tanh(W x): the forward pass (the product, tanh) does not depend on the row, so it is
+  // computed once outside the loop; the body scales one row of W. Values match the Jacobian
+  // written by hand, (1 - y^2)[:, None] * W.
+  NDArray wv = make_array({0.5, -1, 2, 0.25, 1.5, -0.75}, {3, 2}, DType::Float64);
+  Var w = shared(wv, "W");
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var y = tanh(dot(w, x));
+  Function f = function({x}, {jacobian(y, x)});
+  const std::vector<std::string> body_ops = mapindex_body_ops(f);
+  EXPECT_FALSE(body_ops.empty());
+  for (const std::string& op : body_ops) {
+    EXPECT_EQ(op.find("tanh"), std::string::npos) << op;
+    EXPECT_EQ(op.find("Dot"), std::string::npos) << op;
+    EXPECT_EQ(op.find("Gemv"), std::string::npos) << op;
+  }
+  NDArray xv = f64({0.3, -0.2}, {2});
+  Var d = sub(constant(1.0, DType::Float64), sqr(y));
+  NDArray want = eval(mul(dimshuffle(d, {0, -1}), w), {{x, xv}});
+  EXPECT_ALLCLOSE(f({xv})[0], want);
+  // Again (the body's buffers are reused between calls), and from four threads at once (the
+  // sub-program gives each call working state of its own).
+  EXPECT_ALLCLOSE(f({xv})[0], want);
+  std::vector<std::thread> ts;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int k = 0; k < 20; ++k) {
+        NDArray r = f({xv})[0];
+        for (int64_t e = 0; e < r.size(); ++e) bad += std::abs(r.get_flat(e) - want.get_flat(e)) > 1e-12;
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(Grad, JacobianOfAnEmptyVectorAndOfAMatrixExpression) {
+  Var x = variable(vector_type(DType::Float64), "x");
+  Function f = function({x}, {jacobian(exp(x), x)});
+  EXPECT_EQ(f({NDArray::empty({0}, DType::Float64)})[0].shape(), Shape({0, 0}));
+  // A matrix expression is flattened: rows are its elements in C order.
+  Var m = dimshuffle(x, {0, -1}) * dimshuffle(x, {-1, 0});  // m_ij = x_i x_j
+  NDArray j = eval(jacobian(m, x), {{x, f64({1, 2}, {2})}});
+  EXPECT_ALLCLOSE(j, f64({2, 0, 2, 1, 2, 1, 0, 4}, {4, 2}));
+}
+
+TEST(Grad, MapIndexRunsOnlyInsideAFunction) {
+  // Its kernel runs a sub-program compiled with the function; built alone it has none.
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var j = jacobian(x * x, x);
+  auto k = make_kernel(kCpuBackend, *j->owner);
+  NDArray n = NDArray::scalar_int64(2), xv = f64({1, 2}, {2}), out;
+  std::vector<NDArray*> in{&n, &xv}, o{&out};
+  EXPECT_ERROR(NotImplementedError, k->run(KernelArgs{in, o}), "compiled only within a function");
 }
 
 TEST(Grad, GradClipClipsOnlyTheGradient) {

@@ -59,6 +59,8 @@ Backend::Backend(Description d) : desc_(std::move(d)) {
   target_.max_fusion_inputs = desc_.max_fusion_inputs;
   target_.max_fusion_outputs = desc_.max_fusion_outputs;
   target_.evaluate = [this](const Apply& node, std::span<NDArray* const> in, std::span<NDArray* const> out) {
+    if (!node.op->inner_functions().empty())
+      fail<NotImplementedError>(node.op->name(), ": a node with inner functions is not folded");
     make_kernel(node)->run(KernelArgs{in, out});
   };
 }

@@ -1,9 +1,8 @@
 // Kernels of the gradient-machinery ops: the identities DisconnectedGrad and GradClip (views of
-// their input) and MapIndex (runs a compiled inner function once per index and stacks the results).
+// their input) and MapIndex (runs its body, a sub-program, once per index and stacks the results).
 #include <cstring>
 
 #include "hypatia/backends/registry.h"
-#include "hypatia/compile/function.h"
 #include "hypatia/core/error.h"
 #include "hypatia/grad/grad_ops.h"
 
@@ -15,26 +14,33 @@ void identity_view(const OpT&, const KernelArgs& a) {
   *a.out[0] = *a.in[0];
 }
 
+/// Runs its node's body (a sub-program compiled with the function) once per index. The index
+/// is a 0-d int64 array written in place before each run, and the body's output buffer is
+/// reused from run to run: a body of fixed shape allocates nothing per step.
 class MapIndexKernel final : public Kernel {
  public:
   explicit MapIndexKernel(const MapIndexOp& op) : op_(op) {
-    std::vector<In> ins{In(op.index)};
-    for (const auto& c : op.captured) ins.emplace_back(c);
-    FunctionOptions fo;
-    fo.on_unused_input = "ignore";
-    fo.name = "MapIndex body";
-    fn_ = std::make_unique<Function>(function(ins, {Out(op.body)}, fo));
     args_.resize(1 + op.captured.size());
     out_.resize(1);
   }
+  void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override {
+    if (programs.size() != 1) throw InternalError("MapIndex: expected one inner program");
+    body_ = std::move(programs[0]);
+  }
   void run(const KernelArgs& a) override {
-    int64_t n = a.in[0]->get_flat_int(0);
+    if (!body_) fail<NotImplementedError>("MapIndex: its body is compiled only within a function");
+    const int64_t n = a.in[0]->get_flat_int(0);
     if (n < 0) fail<ValueError>("MapIndex: negative count ", n);
     for (size_t c = 1; c < a.in.size(); ++c) args_[c] = *a.in[c];
     NDArray* result = nullptr;
     for (int64_t i = 0; i < n; ++i) {
-      args_[0] = NDArray::scalar(static_cast<double>(i), DType::Int64);
-      fn_->call(args_, out_);
+      // A fresh index array when the body kept a reference to the last one (an output that is
+      // the index itself), else the same one rewritten.
+      if (!index_.valid() || !index_.unique()) index_ = NDArray::scalar_int64(0);
+      index_.data<int64_t>()[0] = i;
+      args_[0] = index_;
+      body_->run(args_, out_);
+      args_[0] = NDArray();
       const NDArray& row = out_[0];
       if (!result) {
         Shape s = row.shape();
@@ -46,6 +52,7 @@ class MapIndexKernel final : public Kernel {
       }
       result->select(0, i).assign(row);
     }
+    for (size_t c = 1; c < args_.size(); ++c) args_[c] = NDArray();
     if (!result) {
       // n == 0: the row shape is unknown without running the body; use the type's ndim with zeros.
       Shape s;
@@ -57,7 +64,8 @@ class MapIndexKernel final : public Kernel {
 
  private:
   const MapIndexOp& op_;
-  std::unique_ptr<Function> fn_;
+  std::shared_ptr<InnerProgram> body_;
+  NDArray index_;
   std::vector<NDArray> args_, out_;
 };
 

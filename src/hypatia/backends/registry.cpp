@@ -5,6 +5,10 @@
 #include "hypatia/core/error.h"
 
 namespace hypatia {
+
+void Kernel::bind_inner(std::vector<std::shared_ptr<InnerProgram>>) {
+  throw InternalError("Kernel::bind_inner: this kernel runs no inner functions");
+}
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype) {
   if (cell.valid() && cell.unique() && cell.writeable() && cell.dtype() == dtype && cell.shape() == shape &&
       cell.is_c_contiguous() && cell.offset() == 0)

@@ -26,11 +26,24 @@ struct KernelArgs {
   std::span<NDArray* const> out;
 };
 
+/// A compiled inner function (Op::inner_functions) that a kernel runs: a sub-program of the
+/// function's program (runtime/program.h implements it). run() is thread-safe and re-entrant.
+class InnerProgram {
+ public:
+  virtual ~InnerProgram() = default;
+  /// One run: args.size() == the inner inputs, outs.size() == the inner outputs. An array left in
+  /// outs[i] by the previous run that nothing else references is reused as output i's buffer.
+  virtual void run(std::span<const NDArray> args, std::span<NDArray> outs) = 0;
+};
+
 /// A kernel bound to one Apply node; built once at compile time, run on every call.
 class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(const KernelArgs& args) = 0;
+  /// Receives the compiled inner functions of its node's op, in Op::inner_functions() order,
+  /// right after it is built. Kernels of ops without inner functions never receive any.
+  virtual void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs);
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Apply& node)>;

@@ -266,8 +266,27 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
   }
 }
 
-/// 7. Build the program: options, the profile's tables, and the first frame (every kernel).
-void build_program(Program& program, const FunctionOptions& opts) {
+std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts);
+
+/// 7. Build the program: the inner functions of ops that run sub-programs (compiled by this same
+/// pipeline, for the same backend and mode), options, the profile's tables, and the first frame
+/// (every kernel).
+void build_program(Program& program, const FunctionOptions& opts, const std::string& label) {
+  for (Program::Step& st : program.steps) {
+    const std::vector<InnerFunction> inner = st.node->op->inner_functions();
+    for (size_t k = 0; k < inner.size(); ++k) {
+      FunctionOptions io;
+      io.backend = program.backend->name();
+      io.mode = opts.mode;
+      io.rewrite = opts.rewrite;
+      io.on_unused_input = "ignore";
+      io.profile = false;
+      io.name = label + ": " + st.node->op->name() + " inner function " + std::to_string(k);
+      std::vector<In> ins(inner[k].inputs.begin(), inner[k].inputs.end());
+      std::vector<Out> outs(inner[k].outputs.begin(), inner[k].outputs.end());
+      st.inner.push_back(compile_program(std::move(ins), std::move(outs), std::move(io)));
+    }
+  }
   program.allow_input_downcast = opts.allow_input_downcast;
   program.allow_gc = opts.allow_gc.value_or(config().allow_gc);
   if (opts.profile.value_or(config().profile)) {
@@ -289,9 +308,7 @@ void build_program(Program& program, const FunctionOptions& opts) {
   program.finalize();  // builds the kernels
 }
 
-}  // namespace
-
-Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts) {
+std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts) {
   auto t_start = std::chrono::steady_clock::now();
   const std::string label = fn_label(opts.name);
   check_signature(label, inputs, outputs, opts);
@@ -310,7 +327,7 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
   place(*program->fgraph, backend, label);
   const auto order = schedule(*program->fgraph, label);
   plan_memory(*program, order, inputs, outputs, opts);
-  build_program(*program, opts);
+  build_program(*program, opts, label);
 
   if (program->profile) {
     program->profile->compile_seconds =
@@ -319,7 +336,13 @@ Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOpti
     std::lock_guard<std::mutex> lock(reg.mu);
     reg.programs.push_back(program);
   }
-  return Function(std::move(program));
+  return program;
+}
+
+}  // namespace
+
+Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts) {
+  return Function(compile_program(std::move(inputs), std::move(outputs), std::move(opts)));
 }
 
 Function::Function(std::shared_ptr<Program> program) : program_(std::move(program)) {}

@@ -282,18 +282,38 @@ Var jacobian(const Var& expression, const Var& wrt) {
   Var n = shape_i(flat, 0);
   Var onehot = cast(eq(arange(int_constant(0), n, int_constant(1), DType::Int64), i), flat->dtype());
   Var body = Lop({flat}, {wrt}, {onehot})[0];
-  // The free inputs of the body (besides i) are captured from the outer graph.
-  std::vector<Var> captured;
-  std::unordered_set<const Variable*> seen{i.get()};
-  auto consider = [&](const Var& v) {
-    if (!v->owner && v->kind == VarKind::Input && seen.insert(v.get()).second) captured.push_back(v);
+  // Only what depends on i runs per row: the values the per-row nodes read that do not depend on
+  // i (the forward pass, the weights, ...) are computed once in the outer graph and captured as
+  // inputs of the body (loop-invariant work pushed out of the loop).
+  std::unordered_set<const Variable*> per_row{i.get()};
+  const auto order = toposort({body});
+  for (const auto& node : order) {
+    bool depends = false;
+    for (const Var& v : node->inputs) depends = depends || per_row.count(v.get()) > 0;
+    if (depends)
+      for (int o = 0; o < node->nout(); ++o) per_row.insert(node->output_ptr(o));
+  }
+  std::vector<Var> outer;  // the invariant values the body reads, in first-read order
+  std::unordered_set<const Variable*> seen;
+  auto capture = [&](const Var& v) {
+    if (per_row.count(v.get()) || v->is_constant() || !seen.insert(v.get()).second) return;
+    outer.push_back(v);
   };
-  consider(body);
-  for (const auto& n : toposort({body}))
-    for (const auto& v : n->inputs) consider(v);
-  auto op = std::make_shared<MapIndexOp>(i, captured, body);
+  if (!per_row.count(body.get()))
+    capture(body);  // every row is the same value
+  for (const auto& node : order)
+    if (per_row.count(node->output_ptr(0)))
+      for (const Var& v : node->inputs) capture(v);
+  std::vector<Var> captured;
+  std::vector<std::pair<Var, Var>> replace;
+  for (const Var& v : outer) {
+    captured.push_back(variable(v->type, v->name));
+    replace.emplace_back(v, captured.back());
+  }
+  Var inner_body = clone_graph({body}, replace)[0];
+  auto op = std::make_shared<MapIndexOp>(i, captured, inner_body);
   std::vector<Var> ins{n};
-  ins.insert(ins.end(), captured.begin(), captured.end());
+  ins.insert(ins.end(), outer.begin(), outer.end());
   return apply_op1(op, ins);
 }
 

@@ -43,6 +43,12 @@ class MapIndexOp : public Op {
   std::vector<Var> captured;
   Var body;
   std::string name() const override { return "MapIndex"; }
+  /// The body, run once per index: inputs (index, captured...), output body.
+  std::vector<InnerFunction> inner_functions() const override {
+    std::vector<Var> ins{index};
+    ins.insert(ins.end(), captured.begin(), captured.end());
+    return {InnerFunction{std::move(ins), {body}}};
+  }
   bool equals(const Op& o) const override { return this == &o; }
   size_t hash() const override { return std::hash<const void*>()(this); }
   std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override;

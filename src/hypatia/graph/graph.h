@@ -105,6 +105,14 @@ using ShapeVars = std::vector<Var>;
 /// For each output, the input indices it aliases (view_map) or overwrites (destroy_map).
 using AliasMap = std::vector<std::vector<int>>;
 
+/// A graph that an op's kernel runs as a sub-program (MapIndex's body; scan's step and ifelse's
+/// branches next): compiled by the same pipeline as the function around it, and handed to the
+/// kernel (Kernel::bind_inner) when the function is compiled.
+struct InnerFunction {
+  std::vector<Var> inputs;
+  std::vector<Var> outputs;
+};
+
 /// The Op contract. Ops are immutable values: equality and hash cover every attribute.
 class Op {
  public:
@@ -135,6 +143,8 @@ class Op {
   /// Whether running the op does more than compute its outputs (Print): such nodes are never
   /// constant-folded.
   virtual bool has_side_effects() const { return false; }
+  /// The inner functions its kernel runs (empty: none). Such a node is never constant-folded.
+  virtual std::vector<InnerFunction> inner_functions() const { return {}; }
   /// Whether the op moves values between devices (a transfer): it reads and writes arrays of
   /// different devices, so the runtime does not hold its inputs to the backend's device.
   virtual bool moves_between_devices() const { return false; }

@@ -215,7 +215,11 @@ std::unique_ptr<Program::Frame> Program::make_frame() const {
   f->kernels.reserve(steps.size());
   for (const Step& s : steps) {
     f->kernels.push_back(backend->make_kernel(*s.node));
-    if (debug_mode) f->references.push_back(oracle->make_kernel(*s.node));
+    if (!s.inner.empty()) f->kernels.back()->bind_inner(s.inner);
+    if (debug_mode) {
+      f->references.push_back(oracle->make_kernel(*s.node));
+      if (!s.inner.empty()) f->references.back()->bind_inner(s.inner);
+    }
     f->first.push_back(f->ptrs.size());
     for (int c : s.in) f->ptrs.push_back(&f->storage[c]);
     for (int c : s.out) f->ptrs.push_back(&f->storage[c]);

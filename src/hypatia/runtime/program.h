@@ -28,7 +28,7 @@ namespace hypatia {
 enum class CellKind : uint8_t { Input, Shared, Constant, Intermediate };
 
 /// A compiled function's schedule. Built by function(); run by Function. run() is thread-safe.
-class Program {
+class Program final : public InnerProgram {
  public:
   /// One node of the schedule: which cells it reads and writes.
   struct Step {
@@ -39,6 +39,8 @@ class Program {
     /// For a node that overwrites shared variables: their cells, and the cells of views of them
     /// (dead by then; emptied so that the buffer's only holders are the cell and the variable).
     std::vector<int> shared_cells, view_cells;
+    /// Compiled inner functions of the node's op (Op::inner_functions), given to its kernel.
+    std::vector<std::shared_ptr<InnerProgram>> inner;
     /// Some input comes from a transfer (it may be on another device): checked before the
     /// kernel runs, which reads its backend's memory only.
     bool check_devices = false;
@@ -101,7 +103,7 @@ class Program {
   RewriteStats rewrite_stats;
 
   Program();
-  ~Program();
+  ~Program() override;
 
   /// Call once the steps and cells are final: derives the per-call tables and builds the first
   /// frame (every step's kernel; a missing kernel fails here, at compile time).
@@ -112,7 +114,7 @@ class Program {
   /// call on the same thread goes through); others run concurrently. Between steps the call
   /// checks the calling thread's cancel flag (core/cancel.h) and throws Cancelled, changing no
   /// shared variable.
-  void run(std::span<const NDArray> args, std::span<NDArray> outs);
+  void run(std::span<const NDArray> args, std::span<NDArray> outs) override;
 
   /// The kernel of step `i` in the first frame (for introspection).
   const Kernel& kernel(size_t i) const;
