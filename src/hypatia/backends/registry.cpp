@@ -9,6 +9,10 @@ namespace hypatia {
 void Kernel::bind_inner(std::vector<std::shared_ptr<InnerProgram>>) {
   throw InternalError("Kernel::bind_inner: this kernel runs no inner functions");
 }
+
+std::vector<int> Kernel::run_lazy(const KernelArgs&, std::span<const bool>) {
+  throw InternalError("Kernel::run_lazy: this kernel is not lazy");
+}
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype) {
   if (cell.valid() && cell.unique() && cell.writeable() && cell.dtype() == dtype && cell.shape() == shape &&
       cell.is_c_contiguous() && cell.offset() == 0)

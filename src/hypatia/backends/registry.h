@@ -44,6 +44,11 @@ class Kernel {
   /// Receives the compiled inner functions of its node's op, in Op::inner_functions() order,
   /// right after it is built. Kernels of ops without inner functions never receive any.
   virtual void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs);
+  /// The kernel of an op with lazy inputs (Op::lazy_inputs): called with the inputs computed so
+  /// far (`ready[i]`; a lazy input not computed yet is an empty cell), it returns the inputs it
+  /// needs before it can finish, or nothing once it has written its outputs. The runtime computes
+  /// what it asked for and calls again (Theano's lazy thunks).
+  virtual std::vector<int> run_lazy(const KernelArgs& args, std::span<const bool> ready);
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Apply& node)>;

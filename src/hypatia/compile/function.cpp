@@ -175,6 +175,69 @@ std::vector<std::shared_ptr<Apply>> schedule(const FunctionGraph& fg, const std:
   return std::move(*order);
 }
 
+/// Marks the steps that run only when a lazy step asks for their outputs (Step::deferred): every
+/// output is read, and only by lazy inputs of lazy steps or by other deferred steps; no output is
+/// a function output or update; and no other step overwrites (in place) memory its inputs may
+/// share (a deferred reader runs later than its place in the order). A step that overwrites its
+/// own input may be deferred: in a branch, an in-place chain stays lazy.
+/// Returns each step's effective position: when it runs (a deferred step: with the first lazy
+/// step that may ask for it).
+std::vector<int> plan_deferred(Program& program, const FunctionGraph& fg,
+                               const std::vector<std::shared_ptr<Apply>>& order, const std::unordered_set<int>& keep,
+                               const std::unordered_map<const Variable*, int>& cell_of) {
+  const int n = static_cast<int>(order.size());
+  std::vector<int> eff(n);
+  for (int t = 0; t < n; ++t) eff[t] = t;
+  if (std::none_of(program.steps.begin(), program.steps.end(), [](const Program::Step& s) { return s.lazy; }))
+    return eff;
+  // Memory that in-place steps overwrite (the destroyed values, the values they view and the
+  // views of all of these), with the steps that overwrite it.
+  std::unordered_map<int, std::vector<int>> clobbered;
+  int destroyer = 0;
+  auto mark = [&](const Var& v) {
+    clobbered[cell_of.at(v.get())].push_back(destroyer);
+    for (const Var& w : views_of(fg, v)) clobbered[cell_of.at(w.get())].push_back(destroyer);
+  };
+  for (const auto& node : order)
+    for (destroyer = static_cast<int>(&node - order.data()); const auto& o : node->op->destroy_map())
+      for (int i : o) {
+        Var v = node->inputs[i];
+        mark(v);
+        // Up the chain of views to the value that owns the memory.
+        for (int hops = 0; v->owner && hops < 64; ++hops) {
+          const AliasMap vm = v->owner->op->view_map();
+          const int out = v->index;
+          if (out >= static_cast<int>(vm.size()) || vm[out].empty()) break;
+          v = v->owner->inputs[vm[out][0]];
+          mark(v);
+        }
+      }
+  std::vector<std::vector<std::pair<int, int>>> readers(program.cell_kind.size());
+  for (int t = 0; t < n; ++t)
+    for (size_t i = 0; i < program.steps[t].in.size(); ++i) readers[program.steps[t].in[i]].emplace_back(t, i);
+  for (int t = std::min(n, static_cast<int>(program.first_shared_destroyer)) - 1; t >= 0; --t) {
+    Program::Step& st = program.steps[t];
+    bool ok = !st.out.empty();
+    for (int c : st.in)
+      if (auto it = clobbered.find(c); it != clobbered.end())
+        for (int d : it->second) ok = ok && d == t;
+    int first = n;
+    for (int c : st.out) {
+      if (!ok) break;
+      if (keep.count(c) || readers[c].empty()) ok = false;
+      for (const auto& [r, i] : readers[c]) {
+        const Program::Step& rs = program.steps[r];
+        ok = ok && ((rs.lazy && rs.lazy_in[i]) || rs.deferred);
+        first = std::min(first, eff[r]);
+      }
+    }
+    if (!ok) continue;
+    st.deferred = true;
+    eff[t] = first;
+  }
+  return eff;
+}
+
 /// 6. Plan memory: one storage cell per variable, the steps over them, the last reader of each
 /// intermediate (freed after it with gc), and which values may share memory with a leaf (input,
 /// shared or constant: such an output is copied unless borrowed).
@@ -221,9 +284,6 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
   // Steps, and the last reader of each intermediate (for gc).
   for (const auto& n : order)
     for (int o = 0; o < n->nout(); ++o) add_cell(n->output(o), CellKind::Intermediate);
-  std::unordered_map<int, int> last_use;  // cell -> step index
-  for (size_t t = 0; t < order.size(); ++t)
-    for (const auto& v : order[t]->inputs) last_use[cell_of.at(v.get())] = static_cast<int>(t);
   std::unordered_set<int> keep;  // outputs and update values stay until the end of the call
   for (const auto& v : fg.outputs()) keep.insert(cell_of.at(v.get()));
   program.steps.reserve(order.size());
@@ -243,8 +303,29 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
             if (view->owner) st.view_cells.push_back(cell_of.at(view.get()));
         }
     }
+    const std::vector<bool> lazy = st.node->op->lazy_inputs();
+    if (std::find(lazy.begin(), lazy.end(), true) != lazy.end()) {
+      st.lazy = true;
+      st.lazy_in = lazy;
+      st.lazy_in.resize(st.in.size(), false);
+    }
     program.steps.push_back(std::move(st));
   }
+  const std::vector<int> eff = plan_deferred(program, fg, order, keep, cell_of);
+  // The last reader of each cell, by when it runs: a deferred step runs when the lazy step it
+  // serves asks for it (its effective position), before that step finishes.
+  std::unordered_map<int, int> last_use;  // cell -> step index
+  auto runs_later = [&](int a, int b) {     // whether step a finishes after step b
+    if (eff[a] != eff[b]) return eff[a] > eff[b];
+    if (program.steps[a].deferred != program.steps[b].deferred) return !program.steps[a].deferred;
+    return a > b;
+  };
+  for (size_t t = 0; t < order.size(); ++t)
+    for (const auto& v : order[t]->inputs) {
+      const int c = cell_of.at(v.get());
+      auto it = last_use.find(c);
+      if (it == last_use.end() || runs_later(static_cast<int>(t), it->second)) last_use[c] = static_cast<int>(t);
+    }
   for (const auto& [cell, t] : last_use)
     if (program.cell_kind[cell] == CellKind::Intermediate && !keep.count(cell))
       program.steps[t].free_after.push_back(cell);

@@ -143,6 +143,10 @@ class Op {
   /// Whether running the op does more than compute its outputs (Print): such nodes are never
   /// constant-folded.
   virtual bool has_side_effects() const { return false; }
+  /// Per input, whether the op may finish without it (ifelse's branches; empty: it needs all).
+  /// Its kernel is lazy (Kernel::run_lazy): the runtime computes such an input only when the
+  /// kernel asks for it, and the nodes only that input needs run then or never.
+  virtual std::vector<bool> lazy_inputs() const { return {}; }
   /// The inner functions its kernel runs (empty: none). Such a node is never constant-folded.
   virtual std::vector<InnerFunction> inner_functions() const { return {}; }
   /// Whether the op moves values between devices (a transfer): it reads and writes arrays of

@@ -27,6 +27,8 @@ struct Program::Frame {
   std::vector<size_t> first;
   /// Profiling: this call's seconds per step (merged into the Profile at the end of the call).
   std::vector<double> seconds;
+  /// With deferred steps: which steps ran in this call.
+  std::vector<uint8_t> done;
 
   KernelArgs args(const Step& s, size_t t) const {
     NDArray* const* p = ptrs.data() + first[t];
@@ -225,6 +227,7 @@ std::unique_ptr<Program::Frame> Program::make_frame() const {
     for (int c : s.out) f->ptrs.push_back(&f->storage[c]);
   }
   if (profile) f->seconds.assign(steps.size(), 0.0);
+  if (any_deferred_) f->done.assign(steps.size(), 0);
   return f;
 }
 
@@ -237,6 +240,10 @@ void Program::finalize() {
   read_locks_ = lock_order(shared);
   update_locks_ = lock_order(updates);
   any_mutable_input_ = std::any_of(inputs.begin(), inputs.end(), [](const InputSlot& s) { return s.mutable_; });
+  producer_.assign(cell_kind.size(), -1);
+  for (size_t t = 0; t < steps.size(); ++t)
+    for (int c : steps[t].out) producer_[c] = static_cast<int>(t);
+  any_deferred_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.deferred; });
   // Steps that read a transfer's output (and are not transfers themselves) check their inputs'
   // devices on each call.
   std::vector<bool> from_transfer(cell_kind.size(), false);
@@ -359,10 +366,62 @@ void Program::run_step(Frame& f, size_t t) {
 }
 
 void Program::run_steps(Frame& f, size_t begin, size_t end) {
+  if (any_deferred_) std::fill(f.done.begin(), f.done.end(), 0);
   for (size_t t = begin; t < end; ++t) {
+    const Step& st = steps[t];
+    if (st.deferred) continue;
     check_cancelled();
-    run_step(f, t);
+    if (st.lazy)
+      run_lazy_step(f, t);
+    else
+      run_step(f, t);
+    if (any_deferred_) f.done[t] = 1;
   }
+}
+
+void Program::ensure_cell(Frame& f, int c) {
+  const int p = producer_[c];
+  if (p < 0 || !steps[p].deferred || f.done[p]) return;
+  const Step& st = steps[p];
+  for (size_t i = 0; i < st.in.size(); ++i)
+    if (!st.lazy || !st.lazy_in[i]) ensure_cell(f, st.in[i]);
+  check_cancelled();
+  if (st.lazy)
+    run_lazy_step(f, p);
+  else
+    run_step(f, p);
+  f.done[p] = 1;
+}
+
+void Program::run_lazy_step(Frame& f, size_t t) {
+  const Step& st = steps[t];
+  const KernelArgs a = f.args(st, t);
+  std::vector<bool> ready_v(st.in.size());
+  for (size_t i = 0; i < st.in.size(); ++i) {
+    const int p = producer_[st.in[i]];
+    ready_v[i] = !st.lazy_in[i] || p < 0 || !steps[p].deferred || (any_deferred_ && f.done[p]);
+  }
+  for (int round = 0;; ++round) {
+    std::unique_ptr<bool[]> ready(new bool[st.in.size()]);
+    for (size_t i = 0; i < st.in.size(); ++i) ready[i] = ready_v[i];
+    std::vector<int> need;
+    with_node_context(*st.node, a, [&] {
+      auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      need = f.kernels[t]->run_lazy(a, std::span<const bool>(ready.get(), st.in.size()));
+      if (profile) f.seconds[t] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    if (need.empty()) break;
+    for (int i : need) {
+      if (i < 0 || i >= static_cast<int>(st.in.size()) || ready_v[i] || round > static_cast<int>(st.in.size()))
+        throw InternalError(st.node->op->name() + ": its lazy kernel asked for input " + std::to_string(i) +
+                            " which it has or which does not exist");
+      ensure_cell(f, st.in[i]);
+      ready_v[i] = true;
+    }
+  }
+  check_cancelled();
+  if (allow_gc)
+    for (int c : st.free_after) f.storage[c].reset();
 }
 
 void Program::prepare_shared_destroyers(Frame& f) const {

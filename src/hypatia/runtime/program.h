@@ -39,6 +39,12 @@ class Program final : public InnerProgram {
     /// For a node that overwrites shared variables: their cells, and the cells of views of them
     /// (dead by then; emptied so that the buffer's only holders are the cell and the variable).
     std::vector<int> shared_cells, view_cells;
+    /// The op has lazy inputs (its kernel's run_lazy runs it), which of its inputs are lazy, and
+    /// whether this step runs only when a lazy step asks for one of its outputs (it is skipped
+    /// in the schedule's order).
+    bool lazy = false;
+    std::vector<bool> lazy_in;
+    bool deferred = false;
     /// Compiled inner functions of the node's op (Op::inner_functions), given to its kernel.
     std::vector<std::shared_ptr<InnerProgram>> inner;
     /// Some input comes from a transfer (it may be on another device): checked before the
@@ -128,6 +134,10 @@ class Program final : public InnerProgram {
   void run_steps(Frame& f, size_t begin, size_t end);
   void run_step(Frame& f, size_t t);
   void check_input_devices(const Step& st, const KernelArgs& a) const;
+  /// Runs step t's lazy kernel, computing the inputs it asks for.
+  void run_lazy_step(Frame& f, size_t t);
+  /// Computes cell c if a deferred step produces it and has not run in this call.
+  void ensure_cell(Frame& f, int c);
   /// Checks the shared-variable-overwriting steps' inputs, and gives each overwritten shared
   /// value a buffer of its own (a copy when something outside the call holds it, or when it may
   /// not be written).
@@ -135,6 +145,10 @@ class Program final : public InnerProgram {
   void run_debug(Frame& f, size_t t);
   void release(Frame& f) const;
 
+  /// The step that writes each cell (-1: an input, shared or constant cell), and whether any
+  /// step is deferred.
+  std::vector<int> producer_;
+  bool any_deferred_ = false;
   /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.
   std::vector<int> release_cells_;
   /// The shared variables the call reads, and those it updates, in one global lock order.
