@@ -12,6 +12,7 @@ void register_blas_kernels();
 void register_grad_kernels();
 void register_composite_kernels();
 void register_print_kernels();
+void register_sort_kernels();
 
 void register_all_kernels() {
   register_elemwise_kernels();
@@ -23,6 +24,7 @@ void register_all_kernels() {
   register_grad_kernels();
   register_composite_kernels();
   register_print_kernels();
+  register_sort_kernels();
 }
 
 }  // namespace hypatia
