@@ -1,6 +1,7 @@
 """Theano's shape and indexing functions of hypatia.tensor (re-exported by hypatia.tensor.basic):
 dimshuffle, reshape, join/stack/split, alloc/zeros/ones/fill/*_like, arange, eye, tile, repeat,
-broadcast patterns, subtensor, set_subtensor/inc_subtensor and take. Python-only glue, like basic.
+broadcast patterns, subtensor, set_subtensor/inc_subtensor and take. Python-only glue, like basic,
+on the conversions of hypatia._convert (basic imports this module, not the other way round).
 """
 import builtins
 import numbers
@@ -9,8 +10,8 @@ import numpy as np
 
 from hypatia import _core
 from hypatia.configparser import config
-from hypatia.tensor.basic import (Variable, _dtype_name, _int_scalar, _operands, _shape_list, any, as_tensor_variable,
-                                  cast, clip, constant, get_vector_length)
+from hypatia._convert import (Variable, _dtype_name, _int_scalar, _operands, _shape_list, as_tensor_variable, cast,
+                              constant, get_vector_length)
 
 # ------------------------------------------------------------------------------------------------
 # Shapes
@@ -329,5 +330,5 @@ def take(a, indices, axis=None, mode="raise"):
             raise ValueError(f"take: axis {axis} is out of range for a {a.ndim}-d tensor")
         n = a.size if axis is None else a.shape[axis]
         # On an empty axis the gather then raises IndexError, as numpy does.
-        indices = indices % n if mode == "wrap" else clip(indices, 0, n - 1)
+        indices = indices % n if mode == "wrap" else _core.clip(*_operands(indices, 0, n - 1))
     return _core.take(a, indices, axis)

@@ -5,7 +5,9 @@ arrays (constants of their own dtype) on either side. ``==`` is identity, as in 
 T.eq for the elementwise comparison.
 """
 from hypatia import _core
+from hypatia.compile.function import function
 from hypatia.tensor import basic as B
+from hypatia.tensor.basic import TensorConstant  # noqa: F401  (Theano's tensor.var.TensorConstant)
 
 Variable = _core.Variable
 
@@ -118,8 +120,6 @@ def _transpose(self, *axes):
 
 def _eval(self, inputs_to_values=None):
     """Computes the value of this variable given values of the free inputs it depends on."""
-    from hypatia.compile import function
-
     inputs_to_values = inputs_to_values or {}
     keys = list(inputs_to_values)
     f = function(keys, self, on_unused_input="ignore")

@@ -1,18 +1,13 @@
-"""hypatia.tensor.nnet (T.nnet): Theano's neural-network ops."""
+"""hypatia.tensor.nnet.basic: Theano's neural-network ops (softmax and its variants, the
+cross-entropies, relu, elu, softsign), re-exported by hypatia.tensor.nnet (T.nnet)."""
 from hypatia import _core
 from hypatia.tensor.basic import _operands, as_tensor_variable, sigmoid, softplus  # noqa: F401
+from hypatia.tensor.nnet.sigm import hard_sigmoid, ultra_fast_sigmoid  # noqa: F401
 
 Softmax = _core.Softmax
 CrossentropyCategorical1Hot = _core.CrossentropyCategorical1Hot
 CrossentropyCategorical1HotGrad = _core.CrossentropyCategorical1HotGrad
 CheckLabels = _core.CheckLabels
-
-ultra_fast_sigmoid = sigmoid
-
-
-def hard_sigmoid(x):
-    """clip(0.2 * x + 0.5, 0, 1)."""
-    return _core.hard_sigmoid(as_tensor_variable(x))
 
 
 def relu(x, alpha=0):
