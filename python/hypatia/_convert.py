@@ -110,6 +110,13 @@ def cast(x, dtype):
     return x if x.dtype == dt else _core.cast(x, dt)
 
 
+def _broadcastable(pattern):
+    """A broadcastable pattern as a list of bools: Theano takes any truthy or falsy entries
+    (numpy bools from `shape == 1`, 0 and 1)."""
+    if isinstance(pattern, (str, bytes)) or not hasattr(pattern, "__iter__"):
+        raise TypeError(f"broadcastable must be a sequence of booleans, one per dimension, got {pattern!r}")
+    return [bool(b) for b in pattern]
+
 
 def _operands(*xs):
     """Variables for op arguments: Python scalars take a dtype that fits the first Variable among

@@ -161,7 +161,7 @@ def test_hypatia_has_no_import_cycle():
 
 
 @pytest.mark.parametrize("module", ["hypatia.tensor.shape_ops", "hypatia.compile.sharedvalue", "hypatia.gof.graph",
-                                    "hypatia.tensor.nnet"])
+                                    "hypatia.tensor.nnet", "hypatia.scan_module.scan_utils"])
 def test_each_module_imports_first_in_a_fresh_interpreter(module):
     import subprocess
     import sys

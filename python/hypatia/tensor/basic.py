@@ -10,7 +10,7 @@ import numpy as np
 
 from hypatia import _core
 from hypatia._convert import (  # noqa: F401  (re-exported: Theano's names and the helpers of tensor's modules)
-    _all_python_floats, _axes, _dtype_name, _flatten_list, _int_scalar, _is_python_scalar,
+    _all_python_floats, _axes, _broadcastable, _dtype_name, _flatten_list, _int_scalar, _is_python_scalar,
     _numpy_value, _one_axis, _operands, _shape_list, as_tensor, as_tensor_variable, cast, constant, get_vector_length,
 )
 from hypatia.compile.sharedvalue import SharedVariable  # noqa: F401
@@ -74,10 +74,27 @@ _PLURAL = {"scalar": "scalars", "vector": "vectors", "row": "rows", "col": "cols
 
 def _plural(kind, dtype):
     def make(*names, **kwargs):
-        if len(names) == 1 and isinstance(names[0], int):
-            names = [None] * names[0]
-        dt = _dtype_name(kwargs.get("dtype")) or dtype or config.floatX
-        return [TensorType(dt, list(_KINDS[kind]))(n) for n in names]
+        """Several variables at once (Theano's plural constructors): make(3) gives 3 unnamed
+        ones, make('a', 'b') two named a and b, and so does one comma-separated string
+        make('a, b'). One string without commas is a name per character, as in Theano:
+        make('xy') gives x and y, and make('x') one variable (not a list)."""
+        dt = _dtype_name(kwargs.pop("dtype", None)) or dtype or config.floatX
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments {sorted(kwargs)}")
+
+        def new(name=None):
+            return TensorType(dt, list(_KINDS[kind]))(name)
+
+        if names and isinstance(names[0], (numbers.Integral, np.integer)) and not isinstance(names[0], bool):
+            return [new() for _ in range(int(names[0]))]
+        if len(names) == 1 and isinstance(names[0], str):
+            text = names[0]
+            if "," in text:
+                return [new(n.strip()) for n in text.split(",")]
+            if len(text) == 1:
+                return new(text)
+            return [new(c) for c in text]
+        return [new(n) for n in names]
 
     return make
 
@@ -90,9 +107,10 @@ for _kind, _bc in _KINDS.items():
 del _kind, _bc, _p, _dt
 
 
-def tensor(dtype, broadcastable, name=None):
-    """A variable of any rank: TensorType(dtype, broadcastable)(name)."""
-    return TensorType(_dtype_name(dtype), list(broadcastable))(name)
+def tensor(dtype, broadcastable, name=None, sparse_grad=False):
+    """A variable of any rank: TensorType(dtype, broadcastable)(name); broadcastable takes any truthy
+    or falsy entries, one per dimension."""
+    return TensorType(dtype, broadcastable)(name)
 
 
 # ------------------------------------------------------------------------------------------------

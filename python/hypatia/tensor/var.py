@@ -8,6 +8,8 @@ from hypatia import _core
 from hypatia.compile.function import function
 from hypatia.tensor import basic as B
 from hypatia.tensor.basic import TensorConstant  # noqa: F401  (Theano's tensor.var.TensorConstant)
+from hypatia.tensor.sort import argsort as _argsort
+from hypatia.tensor.sort import sort as _sort
 
 Variable = _core.Variable
 
@@ -173,6 +175,8 @@ _METHODS = {
     "swapaxes": lambda self, a, b: B.swapaxes(self, a, b),
     "repeat": lambda self, repeats, axis=None: B.repeat(self, repeats, axis),
     "take": lambda self, indices, axis=None, mode="raise": B.take(self, indices, axis, mode),
+    "sort": lambda self, axis=-1, kind="quicksort", order=None: _sort(self, axis, kind, order),
+    "argsort": lambda self, axis=-1, kind="quicksort", order=None: _argsort(self, axis, kind, order),
     "fill": lambda self, value: B.fill(self, value),
     "zeros_like": lambda self, dtype=None: B.zeros_like(self, dtype),
     "ones_like": lambda self, dtype=None: B.ones_like(self, dtype),
