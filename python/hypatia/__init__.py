@@ -23,13 +23,15 @@ from hypatia._core import (  # noqa: F401
 )
 from hypatia.configparser import change_flags, config  # noqa: F401
 from hypatia.op import Op  # noqa: F401
-from hypatia import tensor  # noqa: F401
+from hypatia import gof  # noqa: F401
 from hypatia import compile  # noqa: F401,A004
-from hypatia.compile import Function, In, Mode, Out, function, shared  # noqa: F401
-from hypatia import gradient, printing  # noqa: F401
+from hypatia import tensor  # noqa: F401
+from hypatia.compile import Function, In, Mode, Out, SharedVariable, function, shared  # noqa: F401
+from hypatia import gradient, printing, scan_module  # noqa: F401
+from hypatia.gof.graph import Constant  # noqa: F401
+from hypatia.gof.graph import clone_replace as clone  # noqa: F401
 from hypatia.gradient import Lop, Rop, grad  # noqa: F401
 from hypatia.printing import debugprint, pp  # noqa: F401
-from hypatia.tensor.basic import Constant, SharedVariable  # noqa: F401
 from hypatia import _pickle  # noqa: F401,E402  (pickle support for graphs and functions)
 
 __version__ = "0.1.0"

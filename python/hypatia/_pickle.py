@@ -10,6 +10,7 @@ import pickle
 import numpy as np
 
 from hypatia import _core
+from hypatia.compile.function import function
 
 Variable = _core.Variable
 
@@ -108,8 +109,6 @@ def _reduce_type(t):
 
 @_rebuilds("a compiled function")
 def _rebuild_function(args):
-    from hypatia.compile import function
-
     return function(**args)
 
 

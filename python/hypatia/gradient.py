@@ -2,7 +2,7 @@
 import numpy as np
 
 from hypatia import _core
-from hypatia.tensor.basic import as_tensor_variable
+from hypatia._convert import as_tensor_variable
 
 Variable = _core.Variable
 DisconnectedInputError = _core.DisconnectedInputError

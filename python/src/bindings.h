@@ -23,6 +23,7 @@ void init_grad(nb::module_& m);        // grad, Lop, Rop, jacobian, hessian, ver
 void init_function(nb::module_& m);    // Function (the per-call path), Profile
 void init_config(nb::module_& m);      // config get/set
 void init_pyop(nb::module_& m);        // Ops defined in Python (hypatia.Op subclasses): PyOp and its kernel
+void init_sort(nb::module_& m);        // SortOp, ArgSortOp, sort, argsort
 
 /// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
 std::string python_trace();

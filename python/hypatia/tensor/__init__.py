@@ -1,18 +1,20 @@
 """hypatia.tensor (import hypatia.tensor as T): Theano's tensor namespace.
 
 Type constructors (scalar .. tensor4, with b/w/i/l/f/d prefixes), every op of the core as a
-function, Python operators and methods on variables, gradients (T.grad, T.Rop, T.Lop) and T.nnet.
+function, Python operators and methods on variables, gradients (T.grad, T.Rop, T.Lop), sort and
+argsort, T.nnet and T.extra_ops. Modules as in Theano: basic (with shape_ops), type, var,
+sharedvar, sort, extra_ops, nnet (a package).
 """
-from hypatia.tensor import basic
+from hypatia.tensor import basic, extra_ops, nnet, sharedvar, shape_ops, type  # noqa: F401,A004
 from hypatia.tensor import var as _var  # noqa: F401  (attaches operators and methods to Variable)
 from hypatia.tensor.basic import *  # noqa: F401,F403
 from hypatia.tensor.basic import (  # noqa: F401  (names the star import skips or shadows)
     Apply, Constant, SharedVariable, TensorConstant, TensorSharedVariable, TensorType, TensorVariable, Variable,
     abs, all, any, max, min, pow, round, sum, _dtype_name,
 )
-from hypatia.tensor import nnet  # noqa: E402
+from hypatia.tensor.sort import argsort, sort  # noqa: E402,F401  (after `var`: T.sort is the function)
 from hypatia.gradient import Lop, Rop, grad, hessian, jacobian, verify_grad, consider_constant  # noqa: E402,F401
 from hypatia.configparser import config  # noqa: E402,F401
 
-__all__ = [n for n in dir(basic) if not n.startswith("_")] + ["nnet", "grad", "Lop", "Rop", "jacobian", "hessian",
-                                                              "verify_grad"]
+__all__ = [n for n in dir(basic) if not n.startswith("_")] + ["nnet", "extra_ops", "grad", "Lop", "Rop", "jacobian",
+                                                              "hessian", "verify_grad", "sort", "argsort"]

@@ -4,212 +4,30 @@ What happens here is Python-only glue: Python scalars, lists and numpy arrays be
 Theano's argument spellings (axis=int or list, 'x' in dimshuffle patterns, shapes mixing ints and
 variables) become the C++ arguments.
 """
-import builtins
 import numbers
 
 import numpy as np
 
 from hypatia import _core
+from hypatia._convert import (  # noqa: F401  (re-exported: Theano's names and the helpers of tensor's modules)
+    _all_python_floats, _axes, _broadcastable, _dtype_name, _flatten_list, _int_scalar, _is_python_scalar,
+    _numpy_value, _one_axis, _operands, _shape_list, as_tensor, as_tensor_variable, cast, constant, get_vector_length,
+)
+from hypatia.compile.sharedvalue import SharedVariable  # noqa: F401
 from hypatia.configparser import config
+from hypatia.gof.graph import Constant
+from hypatia.tensor.sharedvar import TensorSharedVariable  # noqa: F401
+from hypatia.tensor.type import TensorType
 
 Variable = _core.Variable
 TensorVariable = _core.Variable
-TensorType = _core.TensorType
 Apply = _core.Apply
 
 
-class _VariableKindMeta(type):
-    def __instancecheck__(cls, obj):
-        return isinstance(obj, Variable) and obj.kind in cls._kinds
-
-
-class TensorConstant(metaclass=_VariableKindMeta):
+class TensorConstant(Constant):
     """isinstance(v, TensorConstant): v is a constant (v.data holds its value)."""
 
     _kinds = ("constant",)
-
-
-class TensorSharedVariable(metaclass=_VariableKindMeta):
-    """isinstance(v, TensorSharedVariable): v is a shared variable (get_value / set_value)."""
-
-    _kinds = ("shared",)
-
-
-Constant = TensorConstant
-SharedVariable = TensorSharedVariable
-
-
-# ------------------------------------------------------------------------------------------------
-# Conversions
-
-
-def _dtype_name(dtype):
-    if dtype is None:
-        return None
-    if isinstance(dtype, str):
-        return config.floatX if dtype == "floatX" else np.dtype(dtype).name
-    return np.dtype(dtype).name
-
-
-def _is_python_scalar(x):
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
-
-
-def _numpy_value(x, dtype=None):
-    """numpy array for a constant: Python floats become floatX, ints int64, bools bool."""
-    if dtype is not None:
-        return np.array(x, dtype=_dtype_name(dtype))
-    if isinstance(x, np.ndarray):
-        return np.array(x)
-    if isinstance(x, bool):
-        return np.array(x, dtype=bool)
-    if isinstance(x, int):
-        return np.array(x, dtype=np.int64)
-    if isinstance(x, float):
-        return np.array(x, dtype=config.floatX)
-    arr = np.asarray(x)
-    if arr.dtype == np.float64 and not isinstance(x, np.generic) and _all_python_floats(x):
-        arr = arr.astype(config.floatX)
-    return arr
-
-
-def _all_python_floats(x):
-    if isinstance(x, (list, tuple)):
-        return builtins.all(_all_python_floats(e) for e in x)
-    return isinstance(x, float)
-
-
-def constant(x, name=None, ndim=None, dtype=None):
-    """A constant holding x (Python floats become floatX, Python ints int64)."""
-    arr = _numpy_value(x, dtype)
-    if ndim is not None and arr.ndim != ndim:
-        if arr.ndim < ndim:
-            arr = arr.reshape((1,) * (ndim - arr.ndim) + arr.shape)
-        else:
-            raise ValueError(f"constant: value has {arr.ndim} dimensions, expected {ndim}")
-    if arr.dtype.kind not in "biuf" or arr.dtype.itemsize == 2 and arr.dtype.kind == "f":
-        raise TypeError(f"constant: unsupported dtype {arr.dtype} (bool, int, uint, float32, float64 only)")
-    return _core.constant(arr, name or "")
-
-
-def _flatten_list(x):
-    for e in x:
-        if isinstance(e, (list, tuple)):
-            yield from _flatten_list(e)
-        else:
-            yield e
-
-
-def as_tensor_variable(x, name=None, ndim=None, dtype=None):
-    """x as a symbolic variable: Variables as they are, lists holding Variables stacked, anything
-    else a constant."""
-    if isinstance(x, Variable):
-        v = x
-    elif isinstance(x, Apply):
-        if x.nout != 1:
-            raise TypeError(f"as_tensor_variable: {x} has {x.nout} outputs; pick one")
-        v = x.outputs[0]
-    elif isinstance(x, (list, tuple)) and builtins.any(isinstance(e, Variable) for e in _flatten_list(x)):
-        v = stack([as_tensor_variable(e) for e in x])
-    else:
-        v = constant(x, name=name, dtype=dtype)
-    if dtype is not None and v.dtype != _dtype_name(dtype):
-        v = cast(v, dtype)
-    if ndim is not None and v.ndim != ndim:
-        if v.ndim > ndim and builtins.all(v.broadcastable[: v.ndim - ndim]):
-            v = _core.dimshuffle(v, list(range(v.ndim - ndim, v.ndim)))
-        elif v.ndim < ndim:
-            v = shape_padleft(v, ndim - v.ndim)
-        else:
-            raise ValueError(f"as_tensor_variable: {v} has {v.ndim} dimensions, expected {ndim}")
-    return v
-
-
-as_tensor = as_tensor_variable
-
-
-def _operands(*xs):
-    """Variables for op arguments: Python scalars take a dtype that fits the first Variable among
-    them (numpy's rule for Python scalars); other values become constants."""
-    like = next((x for x in xs if isinstance(x, Variable)), None)
-    out = []
-    for x in xs:
-        if isinstance(x, Variable):
-            out.append(x)
-        elif like is not None and _is_python_scalar(x):
-            if isinstance(x, bool) and like.dtype == "bool":
-                out.append(constant(x))
-            else:
-                out.append(_core.scalar_like(float(x), like))
-        else:
-            out.append(as_tensor_variable(x))
-    return out
-
-
-def _axes(axis):
-    if axis is None:
-        return None
-    if isinstance(axis, Variable):
-        if axis.kind != "constant":
-            raise TypeError("axis must be known when the graph is built (an int, a list of ints or a constant)")
-        axis = axis.data.tolist()
-    if isinstance(axis, (numbers.Integral, np.integer)):
-        return [int(axis)]
-    return [int(a) for a in axis]
-
-
-def _one_axis(axis, who):
-    axes = _axes(axis)
-    if axes is None:
-        return None
-    if len(axes) != 1:
-        raise ValueError(f"{who}: expected a single axis, got {axis}")
-    return axes[0]
-
-
-def _int_scalar(x):
-    """A 0-d integer variable for a shape entry or bound."""
-    if isinstance(x, Variable):
-        if x.ndim != 0:
-            raise TypeError(f"expected a 0-d integer variable, got {x.type}")
-        return x
-    v = int(x)
-    if not -2**63 <= v < 2**63:
-        raise ValueError(f"{v} does not fit in int64 (the largest shape entry, bound or index Hypatia takes)")
-    return _core.int_constant(v)
-
-
-def get_vector_length(v):
-    """Length of a symbolic vector when it is known while the graph is built."""
-    v = as_tensor_variable(v)
-    if v.ndim != 1:
-        raise TypeError(f"get_vector_length: expected a vector, got {v.type}")
-    if v.broadcastable[0]:
-        return 1
-    if v.kind == "constant":
-        return len(v.data)
-    if v.owner is not None:
-        op = v.owner.op
-        if isinstance(op, _core.Shape):
-            return v.owner.inputs[0].ndim
-        if isinstance(op, _core.MakeVector):
-            return len(v.owner.inputs)
-        if isinstance(op, _core.Subtensor) and len(op.idx_list) == 1:
-            entry = op.idx_list[0]
-            if isinstance(entry, slice) and "input" not in (entry.start, entry.stop, entry.step):
-                return len(range(get_vector_length(v.owner.inputs[0]))[entry])
-    raise ValueError(f"length of {v} cannot be determined while the graph is built")
-
-
-def _shape_list(shape):
-    """A shape as a list of 0-d int Variables (from ints, Variables, or a symbolic vector)."""
-    if isinstance(shape, Variable):
-        if shape.ndim == 0:
-            return [shape]
-        return [shape[i] for i in range(get_vector_length(shape))]
-    if isinstance(shape, (numbers.Integral, np.integer)):
-        return [_int_scalar(shape)]
-    return [_int_scalar(s) for s in shape]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -256,10 +74,27 @@ _PLURAL = {"scalar": "scalars", "vector": "vectors", "row": "rows", "col": "cols
 
 def _plural(kind, dtype):
     def make(*names, **kwargs):
-        if len(names) == 1 and isinstance(names[0], int):
-            names = [None] * names[0]
-        dt = _dtype_name(kwargs.get("dtype")) or dtype or config.floatX
-        return [TensorType(dt, list(_KINDS[kind]))(n) for n in names]
+        """Several variables at once (Theano's plural constructors): make(3) gives 3 unnamed
+        ones, make('a', 'b') two named a and b, and so does one comma-separated string
+        make('a, b'). One string without commas is a name per character, as in Theano:
+        make('xy') gives x and y, and make('x') one variable (not a list)."""
+        dt = _dtype_name(kwargs.pop("dtype", None)) or dtype or config.floatX
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments {sorted(kwargs)}")
+
+        def new(name=None):
+            return TensorType(dt, list(_KINDS[kind]))(name)
+
+        if names and isinstance(names[0], (numbers.Integral, np.integer)) and not isinstance(names[0], bool):
+            return [new() for _ in range(int(names[0]))]
+        if len(names) == 1 and isinstance(names[0], str):
+            text = names[0]
+            if "," in text:
+                return [new(n.strip()) for n in text.split(",")]
+            if len(text) == 1:
+                return new(text)
+            return [new(c) for c in text]
+        return [new(n) for n in names]
 
     return make
 
@@ -272,9 +107,10 @@ for _kind, _bc in _KINDS.items():
 del _kind, _bc, _p, _dt
 
 
-def tensor(dtype, broadcastable, name=None):
-    """A variable of any rank: TensorType(dtype, broadcastable)(name)."""
-    return TensorType(_dtype_name(dtype), list(broadcastable))(name)
+def tensor(dtype, broadcastable, name=None, sparse_grad=False):
+    """A variable of any rank: TensorType(dtype, broadcastable)(name); broadcastable takes any truthy
+    or falsy entries, one per dimension."""
+    return TensorType(dtype, broadcastable)(name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -413,13 +249,6 @@ def round(a, mode=None):  # noqa: A001
 def iround(a, mode=None):
     """round(a) cast to int64."""
     return cast(round(a, mode), "int64")
-
-
-def cast(x, dtype):
-    """x converted to dtype elementwise (x itself when it already has it)."""
-    x = as_tensor_variable(x)
-    dt = _dtype_name(dtype)
-    return x if x.dtype == dt else _core.cast(x, dt)
 
 
 def clip(x, min, max):  # noqa: A002
@@ -638,6 +467,6 @@ Dot = _core.Dot
 CumOp = _core.CumOp
 
 
-# Shapes and indexing live in shape_ops (imported last: it uses the helpers above).
+# Shapes and indexing live in shape_ops (which imports nothing from this module).
 from hypatia.tensor.shape_ops import *  # noqa: E402,F401,F403
 from hypatia.tensor.shape_ops import _index_key, _pattern  # noqa: E402,F401

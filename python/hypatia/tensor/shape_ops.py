@@ -1,6 +1,7 @@
 """Theano's shape and indexing functions of hypatia.tensor (re-exported by hypatia.tensor.basic):
 dimshuffle, reshape, join/stack/split, alloc/zeros/ones/fill/*_like, arange, eye, tile, repeat,
-broadcast patterns, subtensor, set_subtensor/inc_subtensor and take. Python-only glue, like basic.
+broadcast patterns, subtensor, set_subtensor/inc_subtensor and take. Python-only glue, like basic,
+on the conversions of hypatia._convert (basic imports this module, not the other way round).
 """
 import builtins
 import numbers
@@ -9,8 +10,8 @@ import numpy as np
 
 from hypatia import _core
 from hypatia.configparser import config
-from hypatia.tensor.basic import (Variable, _dtype_name, _int_scalar, _operands, _shape_list, any, as_tensor_variable,
-                                  cast, clip, constant, get_vector_length)
+from hypatia._convert import (Variable, _broadcastable, _dtype_name, _int_scalar, _operands, _shape_list,
+                              as_tensor_variable, cast, constant, get_vector_length)
 
 # ------------------------------------------------------------------------------------------------
 # Shapes
@@ -167,19 +168,32 @@ def tile(x, reps, ndim=None):
 
 
 def repeat(x, repeats, axis=None):
-    """numpy.repeat: repeats an int, an int vector, or a symbolic integer."""
+    """numpy.repeat: each element repeated `repeats` times along axis (x flattened when None).
+
+    repeats: an int or 0-d integer variable (every element the same number of times), or an
+    integer vector with one count per element along the axis; a vector of length 1 counts for
+    every element, as numpy broadcasts it.
+    """
     if isinstance(repeats, Variable):
         r = repeats
+        if r.ndim == 1 and r.broadcastable[0]:
+            r = _core.subtensor(r, (0,))
     elif np.ndim(repeats) == 0:
         r = _int_scalar(repeats)
     else:
-        r = constant(np.asarray(repeats, dtype=np.int64))
+        arr = np.asarray(repeats)
+        if arr.dtype.kind not in "iu" and arr.size:
+            raise TypeError(f"repeat: repeats must be integers, got {arr.dtype}")
+        arr = arr.astype(np.int64)
+        r = _int_scalar(arr.reshape(-1)[0]) if arr.ndim == 1 and arr.size == 1 else constant(arr)
+    if r.ndim > 1:
+        raise ValueError(f"repeat: repeats must be a scalar or a vector, got {r.ndim} dimensions")
     return _core.repeat(as_tensor_variable(x), r, axis)
 
 
 def patternbroadcast(x, broadcastable):
     """x with the broadcastable pattern given (checked at run time)."""
-    return _core.patternbroadcast(as_tensor_variable(x), [bool(b) for b in broadcastable])
+    return _core.patternbroadcast(as_tensor_variable(x), _broadcastable(broadcastable))
 
 
 def addbroadcast(x, *axes):
@@ -254,6 +268,10 @@ def _slice_bound(b):
 
 def _index_key(key):
     """A Python index as the tuple _core.subtensor takes (arrays and lists become constants)."""
+    if isinstance(key, list) and builtins.any(k is None or k is Ellipsis or isinstance(k, slice) for k in key):
+        # A list holding slices (or None, Ellipsis) is a tuple of indices, as in Theano and old numpy:
+        # x[[slice(0, 2), slice(1, 3)]] is x[0:2, 1:3].
+        key = tuple(key)
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -329,5 +347,5 @@ def take(a, indices, axis=None, mode="raise"):
             raise ValueError(f"take: axis {axis} is out of range for a {a.ndim}-d tensor")
         n = a.size if axis is None else a.shape[axis]
         # On an empty axis the gather then raises IndexError, as numpy does.
-        indices = indices % n if mode == "wrap" else clip(indices, 0, n - 1)
+        indices = indices % n if mode == "wrap" else _core.clip(*_operands(indices, 0, n - 1))
     return _core.take(a, indices, axis)

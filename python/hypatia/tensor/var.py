@@ -5,7 +5,11 @@ arrays (constants of their own dtype) on either side. ``==`` is identity, as in 
 T.eq for the elementwise comparison.
 """
 from hypatia import _core
+from hypatia.compile.function import function
 from hypatia.tensor import basic as B
+from hypatia.tensor.basic import TensorConstant  # noqa: F401  (Theano's tensor.var.TensorConstant)
+from hypatia.tensor.sort import argsort as _argsort
+from hypatia.tensor.sort import sort as _sort
 
 Variable = _core.Variable
 
@@ -118,8 +122,6 @@ def _transpose(self, *axes):
 
 def _eval(self, inputs_to_values=None):
     """Computes the value of this variable given values of the free inputs it depends on."""
-    from hypatia.compile import function
-
     inputs_to_values = inputs_to_values or {}
     keys = list(inputs_to_values)
     f = function(keys, self, on_unused_input="ignore")
@@ -173,6 +175,8 @@ _METHODS = {
     "swapaxes": lambda self, a, b: B.swapaxes(self, a, b),
     "repeat": lambda self, repeats, axis=None: B.repeat(self, repeats, axis),
     "take": lambda self, indices, axis=None, mode="raise": B.take(self, indices, axis, mode),
+    "sort": lambda self, axis=-1, kind="quicksort", order=None: _sort(self, axis, kind, order),
+    "argsort": lambda self, axis=-1, kind="quicksort", order=None: _argsort(self, axis, kind, order),
     "fill": lambda self, value: B.fill(self, value),
     "zeros_like": lambda self, dtype=None: B.zeros_like(self, dtype),
     "ones_like": lambda self, dtype=None: B.ones_like(self, dtype),

@@ -39,6 +39,7 @@ void register_grad_kernels();
 void register_composite_kernels();
 void register_print_kernels();
 void register_transfer_kernels();
+void register_sort_kernels();
 
 void register_all_kernels() {
   register_builtin_backends();
@@ -52,6 +53,7 @@ void register_all_kernels() {
   register_composite_kernels();
   register_print_kernels();
   register_transfer_kernels();
+  register_sort_kernels();
 }
 
 }  // namespace hypatia

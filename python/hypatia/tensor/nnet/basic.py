@@ -1,23 +1,31 @@
-"""hypatia.tensor.nnet (T.nnet): Theano's neural-network ops."""
+"""hypatia.tensor.nnet.basic: Theano's neural-network ops (softmax and its variants, the
+cross-entropies, relu, elu, softsign), re-exported by hypatia.tensor.nnet (T.nnet)."""
+import numpy as np
+
 from hypatia import _core
 from hypatia.tensor.basic import _operands, as_tensor_variable, sigmoid, softplus  # noqa: F401
+from hypatia.tensor.nnet.sigm import hard_sigmoid, ultra_fast_sigmoid  # noqa: F401
 
 Softmax = _core.Softmax
 CrossentropyCategorical1Hot = _core.CrossentropyCategorical1Hot
 CrossentropyCategorical1HotGrad = _core.CrossentropyCategorical1HotGrad
 CheckLabels = _core.CheckLabels
 
-ultra_fast_sigmoid = sigmoid
-
-
-def hard_sigmoid(x):
-    """clip(0.2 * x + 0.5, 0, 1)."""
-    return _core.hard_sigmoid(as_tensor_variable(x))
-
 
 def relu(x, alpha=0):
-    """max(x, 0), or the leaky rectifier alpha * x below 0 when alpha != 0."""
-    return _core.relu(as_tensor_variable(x), float(alpha))
+    """max(x, 0), or the leaky rectifier (x above 0, alpha * x below) when alpha != 0.
+
+    alpha may be a number, an array (broadcast against x: one slope per channel) or a symbolic
+    variable; those last two use Theano's formula 0.5 * (1 + alpha) * x + 0.5 * (1 - alpha) * |x|.
+    """
+    x = as_tensor_variable(x)
+    if not isinstance(alpha, _core.Variable) and np.ndim(alpha) == 0:
+        return _core.relu(x, float(alpha))
+    if not isinstance(alpha, _core.Variable):
+        alpha = as_tensor_variable(np.asarray(alpha, dtype=x.dtype if x.dtype.startswith("float") else None))
+    f1 = 0.5 * (1 + alpha)
+    f2 = 0.5 * (1 - alpha)
+    return f1 * x + f2 * abs(x)
 
 
 def elu(x, alpha=1):

@@ -1,0 +1,83 @@
+"""hypatia.compile.function_module: the compiled function's class (Theano's compile.function_module).
+
+A compiled function is a ``hypatia._core.Function``: calling it runs entirely in C++ (arguments are
+viewed in place when they are numpy arrays of the right dtype, outputs are numpy arrays that own
+the C++ buffers). This module adds Theano's attributes: f.maker (what it was compiled from, with
+f.maker.fgraph), f.container[v] / f[v] (the state of an In(v, update=...) input).
+"""
+from hypatia import _core
+
+Function = _core.Function
+
+
+class FunctionGraphView:
+    """``f.maker.fgraph``: the compiled graph of a function (inputs, outputs, toposort())."""
+
+    def __init__(self, fn, inputs):
+        self._fn = fn
+        self.inputs = inputs
+
+    def toposort(self):
+        return self._fn.toposort()
+
+    @property
+    def outputs(self):
+        return self._fn.graph_outputs()
+
+    @property
+    def apply_nodes(self):
+        return set(self._fn.toposort())
+
+    def __str__(self):
+        return "FunctionGraph(" + ", ".join(str(o) for o in self.outputs) + ")"
+
+
+class FunctionMaker:
+    """``f.maker``: what the function was compiled from (Theano's FunctionMaker)."""
+
+    def __init__(self, fn):
+        self.inputs = fn._hyp_inputs
+        self.outputs = fn._hyp_outputs
+        self.mode = fn._hyp_mode
+        self.fgraph = FunctionGraphView(fn, [i.variable for i in self.inputs])
+
+
+Function.maker = property(FunctionMaker, doc="What the function was compiled from (Theano's f.maker).")
+Function.free = lambda self: None
+Function.__repr__ = lambda self: f"<hypatia.Function {self.name or '<unnamed>'}>"
+
+
+def _state_of(fn, key):
+    """The container of the In(update=...) input `key` (the variable or its name) of fn."""
+    states = getattr(fn, "_hyp_states", [])
+    for var, sv in states:
+        if key is var or (isinstance(key, str) and key == var.name):
+            return sv
+    names = ", ".join(str(v) for v, _ in states) or "none"
+    raise KeyError(f"{key!r} is not an input with an update of this function (those: {names})")
+
+
+class _Containers:
+    """f.container[v]: the shared variable holding the state of f's input v (In(v, update=...)),
+    which another function may take as its In(v, value=f.container[v], update=...)."""
+
+    def __init__(self, fn):
+        self._fn = fn
+
+    def __getitem__(self, key):
+        return _state_of(self._fn, key)
+
+
+def _function_getitem(self, key):
+    return _state_of(self, key).get_value()
+
+
+def _function_setitem(self, key, value):
+    _state_of(self, key).set_value(value)
+
+
+Function.__getitem__ = _function_getitem
+Function.__setitem__ = _function_setitem
+Function.container = property(_Containers)
+
+__all__ = ["Function", "FunctionMaker"]
