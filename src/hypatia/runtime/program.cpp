@@ -244,6 +244,8 @@ void Program::finalize() {
   for (size_t t = 0; t < steps.size(); ++t)
     for (int c : steps[t].out) producer_[c] = static_cast<int>(t);
   any_deferred_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.deferred; });
+  any_lazy_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.lazy; });
+  device_kind_ = backend->device_kind();
   // Steps that read a transfer's output (and are not transfers themselves) check their inputs'
   // devices on each call.
   std::vector<bool> from_transfer(cell_kind.size(), false);
@@ -267,7 +269,7 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
     return os.str();
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
-  if (arg.device().kind != backend->device_kind())
+  if (arg.device().kind != device_kind_) [[unlikely]]
     fail<TypeError>(where(), ": expected an array in ", Device{backend->device_kind(), 0}.str(),
                     " memory (backend '", backend->name(), "') but got one on ", arg.device().str(), " (",
                     arg.describe(), "); transfer it first");
@@ -366,6 +368,13 @@ void Program::run_step(Frame& f, size_t t) {
 }
 
 void Program::run_steps(Frame& f, size_t begin, size_t end) {
+  if (!any_lazy_) {
+    for (size_t t = begin; t < end; ++t) {
+      check_cancelled();
+      run_step(f, t);
+    }
+    return;
+  }
   if (any_deferred_) std::fill(f.done.begin(), f.done.end(), 0);
   for (size_t t = begin; t < end; ++t) {
     const Step& st = steps[t];
