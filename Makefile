@@ -31,9 +31,9 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHYPATIA_SANITIZE=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target hypatia_tests
 
-# ThreadSanitizer: the tests of concurrent calls, cancellation and the thread pool, and the kernel
+# ThreadSanitizer: the tests of concurrent calls (jacobian's sub-program from four threads too), cancellation, lazy steps and the thread pool, and the kernel
 # suites that run on the pool (with its size threshold lowered so that they do).
-TSAN_TESTS ?= RuntimeCalls.*:Cancel.*:ThreadPool.*:Reduce.*:Nnet.*:BlasMatmul.*:TileProgram.*:FusionReduce.*:Subtensor.*
+TSAN_TESTS ?= RuntimeCalls.*:Cancel.*:ThreadPool.*:Reduce.*:Nnet.*:BlasMatmul.*:TileProgram.*:FusionReduce.*:Subtensor.*:Grad.Jacobian*:*Lazy*
 build-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPATIA_TSAN=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target hypatia_tests
