@@ -263,6 +263,7 @@ void init_function(nb::module_& m) {
       .def_prop_ro(
           "profile", [](const PyFunction& f) { return f.fn.profile(); }, nb::rv_policy::reference_internal);
 
+  m.def("backend_names", &backend_names, "The registered kernel backends' names (a Mode's linker may name one).");
   m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a, "allow_input_downcast"_a.none(),
         "profile"_a.none(), "allow_gc"_a.none(), "name"_a, "on_unused_input"_a, "backend"_a, "mode"_a.none(),
         "unpack_single"_a, nb::rv_policy::take_ownership,

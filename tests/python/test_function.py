@@ -335,3 +335,17 @@ def test_config_from_flags_and_rc_file(tmp_path):
             "print(c.floatX, c.allow_gc, c.exception_verbosity, hypatia.tensor.matrix().dtype)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["float32", "True", "high", "float32"]  # defaults < ~/.hypatiarc < HYPATIA_FLAGS
+
+
+def test_backends_are_chosen_by_name():
+    import hypatia._core as core
+    from hypatia.compile.mode import Mode
+
+    assert {"cpu", "reference"} <= set(core.backend_names())
+    x = T.dvector("x")
+    v = np.array([0.5, 1.5])
+    for linker in ("cvm", "cpu", "reference", "c|py"):
+        f = hypatia.function([x], T.exp(x), mode=Mode(linker=linker))
+        np.testing.assert_allclose(f(v), np.exp(v))
+    with pytest.raises(ValueError, match="backend 'tpu' is not registered; the backends are 'cpu'"):
+        hypatia.function([x], T.exp(x), mode=Mode(linker="tpu"))

@@ -12,8 +12,12 @@ class Mode:
     including() / excluding() add or remove rewrites by name or tag.
     """
 
+    # Theano's linkers that run compiled kernels: they all mean the default backend (the one for
+    # config.device).
+    _DEFAULT_LINKERS = ("cvm", "cvm_nogc", "vm", "vm_nogc", "c", "c|py", "c|py_nogc")
+
     def __init__(self, linker=None, optimizer="default", including=(), excluding=(), name=None):
-        self.linker = linker or "cpu"
+        self.linker = linker or "cvm"
         self.optimizer = optimizer
         self._including = tuple(including)
         self._excluding = tuple(excluding)
@@ -21,7 +25,13 @@ class Mode:
 
     @property
     def backend(self):
-        return "reference" if self.linker in ("reference", "py") else "cpu"
+        """The C++ backend's name ('' for the default one); any registered backend may be named
+        as the linker ('cpu', 'reference', ...)."""
+        if self.linker in ("reference", "py"):
+            return "reference"
+        if self.linker in self._DEFAULT_LINKERS:
+            return ""
+        return self.linker
 
     @property
     def pipeline(self):
@@ -55,19 +65,19 @@ class DebugMode(Mode):
     must agree, inputs outside the destroy_map must come out unchanged). Also hypatia.compile.debugmode.DebugMode."""
 
     def __init__(self, **kwargs):
-        super().__init__("cpu", "fast_run", name="DebugMode")
+        super().__init__("cvm", "fast_run", name="DebugMode")
 
 
-FAST_RUN = Mode("cpu", "fast_run")
-FAST_COMPILE = Mode("cpu", "fast_compile")
+FAST_RUN = Mode("cvm", "fast_run")
+FAST_COMPILE = Mode("cvm", "fast_compile")
 
 predefined_modes = {
     "FAST_RUN": FAST_RUN,
     "FAST_COMPILE": FAST_COMPILE,
     "DebugMode": DebugMode(),
     "DEBUG_MODE": DebugMode(),
-    "ProfileMode": Mode("cpu", "fast_run"),
-    "NONE": Mode("cpu", None),
+    "ProfileMode": Mode("cvm", "fast_run"),
+    "NONE": Mode("cvm", None),
     "REFERENCE": Mode("reference", "default"),
 }
 _PREDEFINED_MODES = predefined_modes
