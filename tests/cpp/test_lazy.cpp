@@ -140,6 +140,24 @@ TEST_P(Lazy, ABranchReadingOverwrittenMemoryIsNotDeferred) {
   EXPECT_ALLCLOSE(r[1], NDArray::from_vector<double>({2, 2 * std::exp(1.0)}));
 }
 
+TEST(LazyLongBranch, AChainOfTenThousandDeferredStepsRunsWithoutRecursion) {
+  register_test_ops();
+  for (auto& r : g_runs) r = 0;
+  Var c = variable(scalar_type(DType::Int64), "c");
+  Var x = vector("x", DType::Float64);
+  Var a = count(x, 0);
+  for (int k = 0; k < 10000; ++k) a = count(a, 1);
+  FunctionOptions o;
+  o.mode = "NONE";
+  Function f = function({c, x}, {choose(c, a, x)}, o);
+  NDArray xv = NDArray::from_vector<double>({1, 2});
+  EXPECT_ALLCLOSE(f({NDArray::scalar_int64(0), xv})[0], xv);
+  EXPECT_EQ(runs(0) + runs(1), 0);
+  EXPECT_ALLCLOSE(f({NDArray::scalar_int64(1), xv})[0], xv);
+  EXPECT_EQ(runs(0), 1);
+  EXPECT_EQ(runs(1), 10000);
+}
+
 TEST(LazyInPlace, ADeferredReaderOfMemoryAnEagerStepOverwritesIsNotDeferred) {
   // z = e * 2 computed in e's own buffer (an in-place Elemwise), and branch a reads e: a deferred
   // a would run after the overwrite and see 2 e.

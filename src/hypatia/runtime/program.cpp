@@ -389,17 +389,36 @@ void Program::run_steps(Frame& f, size_t begin, size_t end) {
 }
 
 void Program::ensure_cell(Frame& f, int c) {
-  const int p = producer_[c];
-  if (p < 0 || !steps[p].deferred || f.done[p]) return;
-  const Step& st = steps[p];
-  for (size_t i = 0; i < st.in.size(); ++i)
-    if (!st.lazy || !st.lazy_in[i]) ensure_cell(f, st.in[i]);
-  check_cancelled();
-  if (st.lazy)
-    run_lazy_step(f, p);
-  else
-    run_step(f, p);
-  f.done[p] = 1;
+  // The deferred step that writes `cell` and has not run (nor started) in this call, or -1.
+  auto pending = [&](int cell) {
+    const int p = producer_[cell];
+    return p >= 0 && steps[p].deferred && f.done[p] == 0 ? p : -1;
+  };
+  const int root = pending(c);
+  if (root < 0) return;
+  // Depth first without recursion (a branch may be a long chain): a step runs once the deferred
+  // steps writing its eager inputs have. done: 0 not run, 2 started, 1 ran.
+  std::vector<std::pair<int, size_t>> stack{{root, 0}};
+  f.done[root] = 2;
+  while (!stack.empty()) {
+    const int p = stack.back().first;
+    const Step& st = steps[p];
+    int child = -1;
+    for (size_t& next = stack.back().second; next < st.in.size() && child < 0; ++next)
+      if (!st.lazy || !st.lazy_in[next]) child = pending(st.in[next]);
+    if (child >= 0) {
+      f.done[child] = 2;
+      stack.emplace_back(child, 0);
+      continue;
+    }
+    check_cancelled();
+    if (st.lazy)
+      run_lazy_step(f, p);
+    else
+      run_step(f, p);
+    f.done[p] = 1;
+    stack.pop_back();
+  }
 }
 
 void Program::run_lazy_step(Frame& f, size_t t) {
