@@ -1,8 +1,8 @@
-// The canonicalize / specialize rules of rewrite/canonical_extra*.cpp: for each rule, the
-// structure of the rewritten graph (compiled in FAST_RUN without fusion and in-place, so that each
-// node is still visible) and equivalence with the graph as written (mode NONE on the reference
-// kernels), over shapes that include zero-size, broadcast and negative-step cases; plus the cases
-// where a rule must not fire.
+// The canonicalize / specialize rules on shapes, subtensors, reductions and mul/div forms
+// (rewrite/canonicalize_*.cpp, specialize.cpp): for each rule, the structure of the rewritten
+// graph (compiled in FAST_RUN without fusion and in-place, so that each node is still visible) and
+// equivalence with the graph as written (mode NONE on the reference kernels), over shapes that
+// include zero-size, broadcast and negative-step cases; plus the cases where a rule must not fire.
 #include <gtest/gtest.h>
 
 #include <functional>

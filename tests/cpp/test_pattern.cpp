@@ -1,6 +1,6 @@
 // The pattern form of local rewrites (rewrite/pattern.h): parser and its errors, matching
 // (commutative add/mul with backtracking, repeated variables, constants), the rewrite it makes,
-// and each rule patterns.cpp registers: compiled with FAST_RUN (fusion and in-place excluded so
+// and each rule written in that form: compiled with FAST_RUN (fusion and in-place excluded so
 // every node stays visible), its structure checked, its values compared with the unoptimized graph
 // on the reference kernels, and its values at extreme inputs checked against known results.
 #include <gtest/gtest.h>

@@ -2,6 +2,7 @@
 // unoptimized graph (mode NONE on the reference kernels).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "hypatia/hypatia.h"
@@ -323,8 +324,7 @@ TEST(DebugMode, ChecksEveryNodeAgainstItsReferenceAndItsDestroyMap) {
 TEST(DebugMode, ChecksEveryRewriteAgainstTheValuesItReplaced) {
   // A deliberately wrong rewrite (exp(x) -> x), in an opt-in phase only this test names.
   static const bool registered = [] {
-    register_rewrite_phase(
-        {.name = "test_bad_rewrite", .tags = {}, .modes = {"FAST_RUN"}, .position = 1.5, .opt_in = true});
+    register_rewrite_phase({.name = "test_bad_rewrite", .tags = {}, .modes = {"FAST_RUN"}, .opt_in = true}, "merge1.5");
     register_local_rewrite(
         "test_bad_rewrite",
         {"local_test_bad_exp", {typeid(Elemwise)}, [](FunctionGraph&, Apply& n) -> std::optional<std::vector<Var>> {
@@ -380,6 +380,132 @@ TEST(Rewrite, ShapesOfIntermediatesAreKnownWithoutComputingThem) {
   Function g = function({a}, {shape_i(dot(a, c), 1) + 0}, o);
   EXPECT_LE(g.toposort().size(), 1u) << g.debugprint();
   EXPECT_EQ(g({random_array({2, 5}, DType::Float64)})[0].get_flat(0), 7.0);
+}
+
+}  // namespace
+}  // namespace hypatia
+
+// ---------------------------------------------------------------------------------------------
+// The pipeline (rewrite/pipeline.cpp) and the names optimizer_including / optimizer_excluding take
+
+namespace hypatia {
+namespace {
+
+/// The names of the phases rewrite_graph runs for a mode and the two flags.
+std::vector<std::string> phase_names(const std::string& mode, const std::string& including = "",
+                                     const std::string& excluding = "") {
+  RewriteOptions o;
+  o.mode = mode;
+  o.including = including;
+  o.excluding = excluding;
+  std::vector<std::string> r;
+  for (const RewritePhase* p : selected_phases(o)) r.push_back(p->name);
+  return r;
+}
+
+/// The FAST_RUN pipeline as docs/ARCHITECTURE.md lists it.
+const std::vector<std::string> kFastRun = {"merge1", "canonicalize", "merge1.5",        "stabilize",       "specialize",
+                                           "blas",   "merge2",       "elemwise_fusion", "inplace_elemwise"};
+
+TEST(Pipeline, PhaseOrderOfEachModeIsTheDocumentedList) {
+  EXPECT_EQ(phase_names("FAST_RUN"), kFastRun);
+  EXPECT_EQ(phase_names("FAST_COMPILE"), (std::vector<std::string>{"merge1", "canonicalize"}));
+  EXPECT_TRUE(phase_names("NONE").empty());
+  // Every phase that is not opt-in (tests add opt-in ones) runs in FAST_RUN: the list above is
+  // the whole built-in pipeline, in order.
+  std::vector<std::string> built_in;
+  for (const RewritePhase& p : rewrite_phases())
+    if (!p.opt_in) built_in.push_back(p.name);
+  EXPECT_EQ(built_in, kFastRun);
+  // A phase is a global pass or a group of local rules, never both.
+  for (const RewritePhase& p : rewrite_phases()) {
+    if (!p.opt_in) {
+      EXPECT_NE(static_cast<bool>(p.global), !p.locals.empty()) << p.name;
+    }
+  }
+}
+
+TEST(Pipeline, EveryNameTheFlagsAreGivenExists) {
+  // The names the tests, README, docs and the Python package give optimizer_including /
+  // optimizer_excluding (phase names and tags), and the phases each one removes from FAST_RUN.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> removes = {
+      {"merge", {"merge1", "merge1.5", "merge2"}},
+      {"merge1", {"merge1"}},
+      {"merge1.5", {"merge1.5"}},
+      {"merge2", {"merge2"}},
+      {"canonicalize", {"canonicalize"}},
+      {"stabilize", {"stabilize"}},
+      {"specialize", {"specialize"}},
+      {"blas", {"blas"}},
+      {"fusion", {"elemwise_fusion"}},
+      {"elemwise_fusion", {"elemwise_fusion"}},
+      {"inplace", {"inplace_elemwise"}},
+      {"inplace_elemwise", {"inplace_elemwise"}},
+      {"fast_compile", {"merge1"}},
+      {"fast_run", kFastRun},
+  };
+  for (const auto& [name, gone] : removes) {
+    std::vector<std::string> want;
+    for (const auto& p : kFastRun)
+      if (std::find(gone.begin(), gone.end(), p) == gone.end()) want.push_back(p);
+    EXPECT_EQ(phase_names("FAST_RUN", "", name), want) << name;
+  }
+  // ':'-separated lists, as the tests and the Python Mode pass them.
+  EXPECT_EQ(
+      phase_names("FAST_RUN", "", "fusion:inplace"),
+      (std::vector<std::string>{"merge1", "canonicalize", "merge1.5", "stabilize", "specialize", "blas", "merge2"}));
+  // Including adds a phase to a mode that does not run it, in pipeline order; in NONE only those named.
+  EXPECT_EQ(phase_names("FAST_COMPILE", "stabilize"),
+            (std::vector<std::string>{"merge1", "canonicalize", "stabilize"}));
+  EXPECT_EQ(phase_names("NONE", "canonicalize:merge"),
+            (std::vector<std::string>{"merge1", "canonicalize", "merge1.5", "merge2"}));
+  // Every phase name and tag above is one the pipeline has.
+  for (const auto& [name, gone] : removes) {
+    bool found = false;
+    for (const RewritePhase& p : rewrite_phases())
+      found = found || p.name == name || std::find(p.tags.begin(), p.tags.end(), name) != p.tags.end();
+    EXPECT_TRUE(found) << name;
+  }
+  // A name that is no phase, tag or rule is ignored, as Theano's optimizer database ignores an
+  // unknown tag.
+  EXPECT_EQ(phase_names("FAST_RUN", "no_such_phase", "no_such_phase"), kFastRun);
+}
+
+TEST(Pipeline, RuleNamesTheFlagsTakeAreInTheirPhases) {
+  // optimizer_excluding also removes single rules by name (they keep their names in every phase).
+  auto in_phase = [](const std::string& phase, const std::string& rule) {
+    for (const RewritePhase& p : rewrite_phases())
+      if (p.name == phase)
+        for (const LocalRewrite& rw : p.locals)
+          if (rw.name == rule) return true;
+    return false;
+  };
+  for (const char* phase : {"canonicalize", "stabilize", "specialize"}) {
+    EXPECT_TRUE(in_phase(phase, "constant_folding")) << phase;
+  }
+  EXPECT_TRUE(in_phase("canonicalize", "local_subtensor_merge"));
+  EXPECT_TRUE(in_phase("canonicalize", "local_reduce_merge"));
+  EXPECT_TRUE(in_phase("canonicalize", "local_mul_div_canonical"));
+  EXPECT_TRUE(in_phase("canonicalize", "local_useless_alloc"));
+  EXPECT_TRUE(in_phase("specialize", "local_dimshuffle_lift"));
+  EXPECT_TRUE(in_phase("specialize", "local_sum_sqr"));
+  EXPECT_TRUE(in_phase("blas", "local_dot_to_gemm"));
+  Var x = variable(vector_type(DType::Float64), "x");
+  Config saved = config();
+  config().optimizer_excluding = "local_stabilize_elemwise_log1p";
+  FunctionOptions fast;
+  fast.mode = "FAST_RUN";
+  const int log1p_ops = count_ops(function({x}, {log(1.0 + x)}, fast), "log1p");
+  config() = saved;
+  EXPECT_EQ(log1p_ops, 0);
+}
+
+TEST(Pipeline, PhasesAreAddedAfterANamedPhase) {
+  EXPECT_THROW(register_rewrite_phase({.name = "test_after_nothing", .modes = {"FAST_RUN"}}, "no_such_phase"),
+               ValueError);
+  EXPECT_THROW(register_rewrite_phase({.name = "merge1", .modes = {"FAST_RUN"}}, "merge2"), ValueError);
+  EXPECT_THROW(register_local_rewrite("no_such_phase", {"local_test", {}, nullptr}), ValueError);
+  EXPECT_EQ(phase_names("FAST_RUN"), kFastRun);
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ def test_logsumexp_rewrite(dtype):
         want = exact_logsumexp(a[0].astype(LD))
         assert ulps(got, want, dtype) <= 4, (dtype, row, got, want)
     # A result much smaller than 1 is accurate to about eps in absolute terms (not to its own
-    # ulp: the rewrite keeps the fused max + log(sum(exp(x - max))) form, see rewrite/basic.cpp).
+    # ulp: the rewrite keeps the fused max + log(sum(exp(x - max))) form, see rewrite/stabilize.cpp).
     got = f(np.array([[0.0, -40.0]], dtype=dtype))[0]
     assert abs(got - np.exp(-40.0)) <= np.finfo(dtype).eps, got
 

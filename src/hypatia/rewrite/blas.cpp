@@ -1,9 +1,15 @@
-// BLAS rewrites: dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm (matrices), one
-// Gemv (a matrix times a vector) or one Ger (c + alpha * outer(x, y)). Transposed operands need no
-// rewrite: the kernels pass a transposed view to BLAS as a Trans flag, without a copy.
+// BLAS rewrites (phase blas, after specialize: constants are folded and c * dot is in its
+// canonical form): dot(a, b) + c, alpha * dot(a, b) + c, c - dot(a, b) -> one Gemm (matrices), one
+// Gemv (a matrix times a vector) or one Ger (c + alpha * outer(x, y)). A local rule on Elemwise add
+// and sub nodes of a float32 or float64 matrix or vector. Guarantees: the replacement has the
+// exact type of what it replaces and the same values up to BLAS's rounding; it fires only where z,
+// the dot and alpha * dot all have the output's exact type (nothing broadcast) and the dot is read
+// once, so no value is computed twice. Transposed operands need no rewrite: the kernels pass a
+// transposed view to BLAS as a Trans flag, without a copy.
 #include "hypatia/ops/blas.h"
 
 #include "hypatia/ops/shape.h"
+#include "hypatia/rewrite/passes.h"
 #include "hypatia/rewrite/rewrite_util.h"
 
 namespace hypatia::rewrite {
@@ -81,9 +87,6 @@ std::optional<std::vector<Var>> dot_to_gemm(FunctionGraph& fg, Apply& n) {
 
 }  // namespace
 
-void register_blas() {
-  register_rewrite_phase({.name = "blas", .tags = {"blas", "fast_run"}, .modes = {"FAST_RUN"}, .position = 4});
-  register_local_rewrite("blas", {"local_dot_to_gemm", {typeid(Elemwise)}, dot_to_gemm});
-}
+std::vector<LocalRewrite> blas_rules() { return {{"local_dot_to_gemm", {typeid(Elemwise)}, dot_to_gemm}}; }
 
 }  // namespace hypatia::rewrite

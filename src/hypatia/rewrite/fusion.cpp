@@ -1,4 +1,9 @@
-// Elementwise fusion, in one global pass:
+// Elementwise fusion (phase elemwise_fusion, after blas and merge2, before inplace_elemwise), in
+// one global pass. Expects the specialized graph (sqr, reciprocal, ... as the fused kernels know
+// them) and a RewriteTarget with a fusable function and fusion limits (without one nothing fuses).
+// Guarantees: each fused node replaces outputs of its exact types; its elementwise results are
+// the unfused steps' (computed one tile at a time), a fused reduction's up to its order of
+// accumulation. What it fuses:
 //  1. Groups of float elementwise nodes of one dtype become one fused node computed in one pass
 //     over memory. A group grows from a root (the graph is walked from its outputs) to the
 //     fusible producers of its inputs, the fusible readers of its results and the fusible
@@ -24,6 +29,7 @@
 
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/reduce.h"
+#include "hypatia/rewrite/passes.h"
 #include "hypatia/rewrite/rewrite_util.h"
 #include "hypatia/rewrite/target.h"
 
@@ -421,20 +427,12 @@ bool fuse_reductions(FunctionGraph& fg) {
   return changed;
 }
 
-bool fuse_pass(FunctionGraph& fg) {
+}  // namespace
+
+bool fusion_pass(FunctionGraph& fg) {
   const bool a = fuse_elemwise(fg);
   const bool b = fuse_reductions(fg);
   return a || b;
-}
-
-}  // namespace
-
-void register_fusion() {
-  register_rewrite_phase({.name = "elemwise_fusion",
-                          .tags = {"fusion", "fast_run"},
-                          .modes = {"FAST_RUN"},
-                          .position = 5,
-                          .global = fuse_pass});
 }
 
 }  // namespace hypatia::rewrite

@@ -1,12 +1,16 @@
-// In-place: a node writes its output into the buffer of an input that nothing else needs
-// afterwards: elementwise nodes (Elemwise, single-output Composite) into any input, Gemm / Gemv /
-// Ger into z, set/inc_subtensor into x. What may be overwritten, and the order that makes it
-// safe, is the destroy handler's (rewrite/destroy.h): intermediates whose other readers can run
-// first, inputs marked mutable, and shared variables updated with the node's own result.
+// In-place (phase inplace_elemwise, the last: no rewrite after it may move a reader of an
+// overwritten value): a global pass. A node writes its output into the buffer of an input that
+// nothing else needs afterwards: elementwise nodes (Elemwise, single-output Composite) into any
+// input, Gemm / Gemv / Ger into z, set/inc_subtensor into x. What may be overwritten, and the
+// order that makes it safe, is the destroy handler's (rewrite/destroy.h): intermediates whose
+// other readers can run first, inputs marked mutable, and shared variables updated with the node's
+// own result. Guarantees: each replacement is the same op in its in-place form, of the same type
+// and values, accepted by destroy_refusal and destroy_order; intermediates are taken before leaves.
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/subtensor.h"
 #include "hypatia/rewrite/destroy.h"
+#include "hypatia/rewrite/passes.h"
 #include "hypatia/rewrite/rewrite_util.h"
 
 namespace hypatia::rewrite {
@@ -32,6 +36,8 @@ std::shared_ptr<const Op> inplace_form(const Apply& n, int i) {
   return nullptr;
 }
 
+}  // namespace
+
 bool inplace_pass(FunctionGraph& fg) {
   bool changed = false;
   for (const auto& n : fg.toposort()) {
@@ -53,16 +59,6 @@ bool inplace_pass(FunctionGraph& fg) {
     }
   }
   return changed;
-}
-
-}  // namespace
-
-void register_inplace() {
-  register_rewrite_phase({.name = "inplace_elemwise",
-                          .tags = {"inplace", "fast_run"},
-                          .modes = {"FAST_RUN"},
-                          .position = 10,
-                          .global = inplace_pass});
 }
 
 }  // namespace hypatia::rewrite

@@ -5,18 +5,19 @@
 #include <deque>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
+#include "hypatia/rewrite/passes.h"
 
 namespace hypatia {
 namespace {
 
+/// The pipeline: built from rewrite::builtin_pipeline() on first use.
 std::vector<RewritePhase>& phases_storage() {
-  static std::vector<RewritePhase> phases;
+  static std::vector<RewritePhase> phases = rewrite::builtin_pipeline();
   return phases;
 }
 
@@ -74,13 +75,16 @@ class Worklist final : public GraphListener {
 
 }  // namespace
 
-void register_rewrite_phase(RewritePhase phase) {
+const std::vector<RewritePhase>& rewrite_phases() { return phases_storage(); }
+
+void register_rewrite_phase(RewritePhase phase, const std::string& after) {
   auto& ps = phases_storage();
   for (const auto& p : ps)
     if (p.name == phase.name) fail<ValueError>("register_rewrite_phase: a phase named '", phase.name, "' exists");
-  auto it = std::upper_bound(ps.begin(), ps.end(), phase.position,
-                             [](double pos, const RewritePhase& p) { return pos < p.position; });
-  ps.insert(it, std::move(phase));
+  auto it = std::find_if(ps.begin(), ps.end(), [&](const RewritePhase& p) { return p.name == after; });
+  if (it == ps.end())
+    fail<ValueError>("register_rewrite_phase: no phase named '", after, "' to add '", phase.name, "' after");
+  ps.insert(it + 1, std::move(phase));
 }
 
 void register_local_rewrite(const std::string& phase, LocalRewrite rw) {
@@ -92,17 +96,18 @@ void register_local_rewrite(const std::string& phase, LocalRewrite rw) {
   fail<ValueError>("register_local_rewrite: no phase named '", phase, "'");
 }
 
-const std::vector<RewritePhase>& rewrite_phases() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    rewrite::register_basic();
-    rewrite::register_blas();
-    rewrite::register_fusion();
-    rewrite::register_inplace();
-    rewrite::register_patterns();
-    rewrite::register_canonical_extra();
-  });
-  return phases_storage();
+std::vector<const RewritePhase*> selected_phases(const RewriteOptions& opts) {
+  const auto including = split_list(opts.including);
+  const auto excluding = split_list(opts.excluding);
+  std::vector<const RewritePhase*> r;
+  for (const RewritePhase& p : rewrite_phases()) {
+    bool in_mode = std::find(p.modes.begin(), p.modes.end(), opts.mode) != p.modes.end();
+    bool run = (in_mode && !p.opt_in) || named(p, including);
+    if (opts.mode == "NONE" && !named(p, including)) run = false;
+    if (named(p, excluding)) run = false;
+    if (run) r.push_back(&p);
+  }
+  return r;
 }
 
 RewriteOptions rewrite_options_from_config(const std::string& mode) {
@@ -220,14 +225,9 @@ RewriteStats rewrite_graph(FunctionGraph& fg, const RewriteOptions& opts) {
   RewriteTargetScope target_scope(opts.target);
   RewriteStats stats;
   stats.nodes_before = static_cast<int>(fg.num_nodes());
-  const auto including = split_list(opts.including);
   const auto excluding = split_list(opts.excluding);
-  for (const RewritePhase& p : rewrite_phases()) {
-    bool in_mode = std::find(p.modes.begin(), p.modes.end(), opts.mode) != p.modes.end();
-    bool run = (in_mode && !p.opt_in) || named(p, including);
-    if (opts.mode == "NONE" && !named(p, including)) run = false;
-    if (named(p, excluding)) run = false;
-    if (!run) continue;
+  for (const RewritePhase* phase : selected_phases(opts)) {
+    const RewritePhase& p = *phase;
     if (p.global) {
       if (p.global(fg)) {
         ++stats.applied;

@@ -1,6 +1,7 @@
 // The graph optimizer: local rewrites indexed by the op types they match, global passes, a
-// worklist driver that revisits only what the last change touched, and one ordered pipeline per
-// mode (FAST_RUN, FAST_COMPILE, NONE) filtered by optimizer_including / optimizer_excluding.
+// worklist driver that revisits only what the last change touched, and one ordered pipeline
+// (rewrite/pipeline.cpp) whose phases each mode (FAST_RUN, FAST_COMPILE, NONE) selects, filtered
+// by optimizer_including / optimizer_excluding.
 #pragma once
 #include <functional>
 #include <optional>
@@ -33,19 +34,21 @@ struct RewritePhase {
   std::vector<std::string> tags;
   /// Modes whose pipeline runs this phase ("FAST_RUN", "FAST_COMPILE").
   std::vector<std::string> modes;
-  double position;  // pipeline order
-  GlobalRewriteFn global;
-  std::vector<LocalRewrite> locals;
   /// Whether the phase runs only when named in optimizer_including.
   bool opt_in = false;
+  GlobalRewriteFn global;
+  /// Tried in this order on a node of an op type they track, then those that track every node.
+  std::vector<LocalRewrite> locals;
 };
 
-/// Registers a phase (kept sorted by position). Names must be unique.
-void register_rewrite_phase(RewritePhase phase);
-/// Adds a local rewrite to the phase named `phase` (created by register_rewrite_phase).
-void register_local_rewrite(const std::string& phase, LocalRewrite rw);
-/// The phases, in pipeline order (registers the built-in ones on first use).
+/// The phases, in pipeline order: the built-in pipeline (rewrite/pipeline.cpp, the one list of
+/// what runs when), with any phase and rewrite added by the two functions below.
 const std::vector<RewritePhase>& rewrite_phases();
+/// Adds a phase right after the phase named `after` (ValueError when there is none, or when a
+/// phase is already named phase.name). For code outside the built-in pipeline (tests, plugins).
+void register_rewrite_phase(RewritePhase phase, const std::string& after);
+/// Adds a local rewrite at the end of the phase named `phase` (ValueError when there is none).
+void register_local_rewrite(const std::string& phase, LocalRewrite rw);
 
 struct RewriteOptions {
   /// "FAST_RUN", "FAST_COMPILE" or "NONE".
@@ -77,6 +80,11 @@ struct RewriteStats {
 /// tests check by values.)
 void replace_by_rewrite(FunctionGraph& fg, const std::vector<std::pair<Var, Var>>& pairs, const std::string& rewrite);
 
+/// The phases rewrite_graph runs for opts, in order: those of opts.mode that are not opt-in, plus
+/// those opts.including names (by name or tag; in mode NONE only those), minus those
+/// opts.excluding names. A name that is no phase, tag or rewrite is ignored, as in Theano.
+std::vector<const RewritePhase*> selected_phases(const RewriteOptions& opts);
+
 /// The options config() and `mode` (empty: config().mode) give.
 RewriteOptions rewrite_options_from_config(const std::string& mode = "");
 
@@ -87,17 +95,5 @@ RewriteStats rewrite_graph(FunctionGraph& fg, const RewriteOptions& opts);
 /// of rewrites applied.
 int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite*>& rewrites, bool print = false,
                          RewriteStats* stats = nullptr);
-
-namespace rewrite {
-/// Registration of each family (called once by rewrite_phases()).
-void register_basic();
-void register_blas();
-void register_fusion();
-void register_inplace();
-/// Rules written in the pattern form (rewrite/pattern.h), added to the phases above.
-void register_patterns();
-/// Canonicalize / specialize rules on shapes, subtensors, reductions and mul/div forms.
-void register_canonical_extra();
-}  // namespace rewrite
 
 }  // namespace hypatia

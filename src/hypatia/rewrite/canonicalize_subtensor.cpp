@@ -1,11 +1,11 @@
-// Canonicalize rules on shapes and indexing: subtensor of subtensor, reshape chains and reshapes
-// to the input's own shape, useless allocs and alloc of alloc, switch with a constant condition
-// or equal branches. The elementwise, mul/div and reduction rules are in canonical_extra2.cpp.
-//
-// Every rule gives the same values as the graph it replaces wherever that graph runs without an
-// error (a merged subtensor still raises IndexError for an index out of range; a merged reshape
-// or alloc no longer checks the intermediate shape, as in Theano), and the replaced output's exact
-// type. Index arithmetic is built on 0-d int64 variables and folds where the operands are constant.
+// Subtensor of Subtensor -> one Subtensor (phase canonicalize). A local rule on Subtensor
+// nodes whose input is a Subtensor, with constant or symbolic bounds and steps of any sign.
+// Guarantees: the replacement has the exact type of what it replaces and the same values wherever
+// the replaced graph runs without an error; an index out of range still raises IndexError (the
+// merged index is one past the axis there). Nothing overflows for any int64 bounds and steps
+// (Python's slice.indices arithmetic, with a value that could wrap only computed in a switch
+// branch that is discarded). Index arithmetic is built on 0-d int64 variables and folds where the
+// operands are constant. Afterwards, where the rule could fire, no Subtensor reads a Subtensor.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -13,118 +13,15 @@
 #include <vector>
 
 #include "hypatia/core/checked.h"
-#include "hypatia/core/error.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
+#include "hypatia/rewrite/passes.h"
 #include "hypatia/rewrite/rewrite_util.h"
 
 namespace hypatia::rewrite {
-
-void register_canonical_extra2();
-
-namespace canon {
-
-// ---------------------------------------------------------------------------------------------
-// Helpers shared with canonical_extra2.cpp (declared there too).
-
-/// The value of a 0-d constant, or nullopt.
-std::optional<int64_t> cval(const Var& v);
-/// x, whose shape is t's, made to have type t exactly (cast, broadcastable flags set or dropped).
-Var retype(Var x, const TensorType& t);
-/// The output shape of broadcasting node n (its inputs' shapes through broadcast_infer_shape).
-ShapeVars output_shape(const Apply& n);
-/// x broadcast to the shape and type of n's output (an Alloc where x is smaller); null when impossible.
-Var broadcast_to_output(Var x, const Apply& n);
-/// An array of n's output shape and type filled with value.
-Var filled_output(double value, const Apply& n);
-/// A shape variable followed through Shape_i of its producers' infer_shape (the shape feature,
-/// without editing the graph).
-Var resolve_dim(Var d);
-/// Whether two 0-d shape variables provably hold the same value.
-bool same_dim(const Var& a, const Var& b, int depth = 4);
-/// The length of x's axis when it is known statically.
-std::optional<int64_t> static_dim(const Var& x, int axis);
-
-std::optional<int64_t> cval(const Var& v) {
-  if (!v || !v->is_constant() || v->ndim() != 0) return std::nullopt;
-  return v->data.get_flat_int(0);
-}
-
-Var retype(Var x, const TensorType& t) {
-  if (!x || x->ndim() != t.ndim()) return nullptr;
-  if (x->dtype() != t.dtype) x = cast(x, t.dtype);
-  return patternbroadcast(x, t.broadcastable);
-}
-
-ShapeVars output_shape(const Apply& n) {
-  std::vector<ShapeVars> in;
-  for (const Var& v : n.inputs) in.push_back(shape_vars(v));
-  return broadcast_infer_shape(n, in);
-}
-
-Var broadcast_to_output(Var x, const Apply& n) {
-  const TensorType& out = n.output_ptr(0)->type;
-  if (!x || x->ndim() > out.ndim()) return nullptr;
-  if (Var r = as_type(x, out)) return r;
-  if (x->dtype() != out.dtype) x = cast(x, out.dtype);
-  return retype(alloc(x, output_shape(n)), out);
-}
-
-Var filled_output(double value, const Apply& n) {
-  const TensorType& out = n.output_ptr(0)->type;
-  return retype(alloc(constant(value, out.dtype), output_shape(n)), out);
-}
-
-Var resolve_dim(Var d) {
-  for (int depth = 0; depth < 16 && d && !d->is_constant(); ++depth) {
-    const Apply* p = d->owner;
-    if (!p || typeid(*p->op) != typeid(ShapeI)) return d;
-    const int k = static_cast<const ShapeI&>(*p->op).i;
-    const Var& v = p->inputs[0];
-    if (k < 0 || k >= v->ndim()) return d;
-    if (v->type.broadcastable[k]) return int_constant(1);
-    if (v->is_constant()) return int_constant(v->data.shape(k));
-    const Apply* q = v->owner;
-    if (!q) return d;
-    std::vector<ShapeVars> in_shapes;
-    for (const Var& in : q->inputs) in_shapes.push_back(shape_vars(in));
-    std::vector<ShapeVars> shapes;
-    try {
-      shapes = q->op->infer_shape(*q, in_shapes);
-    } catch (const Error&) {
-      return d;
-    }
-    if (static_cast<int>(shapes.size()) <= v->index || static_cast<int>(shapes[v->index].size()) != v->ndim()) return d;
-    Var r = shapes[v->index][k];
-    if (!r || r->ndim() != 0 || !is_integer(r->dtype())) return d;
-    if (r->owner && typeid(*r->owner->op) == typeid(ShapeI) && r->owner->inputs[0].get() == v.get()) return d;
-    d = r;
-  }
-  return d;
-}
-
-bool same_dim(const Var& a, const Var& b, int depth) {
-  if (!a || !b) return false;
-  const Var x = resolve_dim(a), y = resolve_dim(b);
-  if (x.get() == y.get()) return true;
-  const auto cx = cval(x), cy = cval(y);
-  if (cx || cy) return cx && cy && *cx == *cy;
-  if (depth <= 0 || !x->owner || !y->owner || x->index != y->index) return false;
-  const Apply &p = *x->owner, &q = *y->owner;
-  if (p.inputs.size() != q.inputs.size() || !p.op->equals(*q.op) || !p.op->destroy_map().empty()) return false;
-  for (size_t i = 0; i < p.inputs.size(); ++i)
-    if (!same_dim(p.inputs[i], q.inputs[i], depth - 1)) return false;
-  return true;
-}
-
-std::optional<int64_t> static_dim(const Var& x, int axis) { return cval(resolve_dim(shape_vars(x)[axis])); }
-
-}  // namespace canon
-
 namespace {
 
-using canon::cval;
 using Kind = IndexEntry::Kind;
 using Bound = IndexEntry::Bound;
 
@@ -468,95 +365,13 @@ std::optional<std::vector<Var>> subtensor_merge(FunctionGraph&, Apply& node) {
     if (e2[p].kind != Kind::NewAxis) return std::nullopt;
     merged.push_back(e2[p++]);
   }
-  return one(canon::retype(build_subtensor(x, merged), node.output_ptr(0)->type));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reshape
-
-// Entry i of a reshape's shape vector as a 0-d integer variable, or null when it is not visible.
-Var shape_entry(const Var& s, int i) {
-  if (s->is_constant()) return I(s->data.get_flat_int(i));
-  if (!s->owner) return nullptr;
-  if (typeid(*s->owner->op) == typeid(MakeVector)) return s->owner->inputs[i];
-  if (typeid(*s->owner->op) == typeid(ShapeOp)) return shape_vars(s->owner->inputs[0])[i];
-  return nullptr;
-}
-
-// reshape(reshape(x, s1), s2) -> reshape(x, s2).
-std::optional<std::vector<Var>> reshape_chain(FunctionGraph&, Apply& n) {
-  const Var& mid = n.inputs[0];
-  if (!mid->owner || typeid(*mid->owner->op) != typeid(Reshape)) return std::nullopt;
-  return one(canon::retype(apply_op1(n.op, {mid->owner->inputs[0], n.inputs[1]}), n.output_ptr(0)->type));
-}
-
-// reshape(x, s) -> x when s is provably x's shape.
-std::optional<std::vector<Var>> useless_reshape(FunctionGraph&, Apply& n) {
-  const Var &x = n.inputs[0], &s = n.inputs[1];
-  const int nd = static_cast<const Reshape&>(*n.op).ndim;
-  if (nd != x->ndim()) return std::nullopt;
-  const ShapeVars xs = shape_vars(x);
-  for (int i = 0; i < nd; ++i) {
-    const Var e = shape_entry(s, i);
-    if (!e) return std::nullopt;
-    if (nd == 1 && cval(e) == -1) continue;  // a vector reshaped to (-1,)
-    if (!canon::same_dim(e, xs[i])) return std::nullopt;
-  }
-  return one(canon::retype(x, n.output_ptr(0)->type));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Alloc
-
-// alloc(alloc(v, s1...), s2...) -> alloc(v, s2...).
-// The inner value v broadcasts to the outer shape wherever the inner result did: a dim where v is
-// not broadcastable must not be one the inner result made broadcastable (a length 1 spread out).
-std::optional<std::vector<Var>> alloc_alloc(FunctionGraph&, Apply& n) {
-  const Var& mid = n.inputs[0];
-  if (!mid->owner || typeid(*mid->owner->op) != typeid(Alloc)) return std::nullopt;
-  const Var& v = mid->owner->inputs[0];
-  const int off = mid->ndim() - v->ndim();
-  for (int j = 0; j < v->ndim(); ++j)
-    if (!v->type.broadcastable[j] && mid->type.broadcastable[j + off]) return std::nullopt;
-  std::vector<Var> in = n.inputs;
-  in[0] = v;
-  return one(canon::retype(apply_op1(n.op, in), n.output_ptr(0)->type));
-}
-
-// alloc(x, s...) -> x when s is provably x's shape.
-std::optional<std::vector<Var>> useless_alloc(FunctionGraph&, Apply& n) {
-  const Var& x = n.inputs[0];
-  const int nd = static_cast<int>(n.inputs.size()) - 1;
-  if (nd != x->ndim()) return std::nullopt;
-  const ShapeVars xs = shape_vars(x);
-  for (int i = 0; i < nd; ++i)
-    if (!canon::same_dim(n.inputs[i + 1], xs[i])) return std::nullopt;
-  return one(canon::retype(x, n.output_ptr(0)->type));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Switch
-
-// switch(c, a, b) -> a or b for a constant c; switch(c, a, a) -> a (broadcast to the output).
-std::optional<std::vector<Var>> useless_switch(FunctionGraph&, Apply& n) {
-  const Elemwise* e = elemwise_op(&n);
-  if (!e || e->scalar != ScalarOpKind::Switch) return std::nullopt;
-  const auto& in = n.inputs;
-  if (in[1].get() == in[2].get()) return one(canon::broadcast_to_output(in[1], n));
-  if (const auto c = scalar_constant(in[0])) return one(canon::broadcast_to_output(*c != 0 ? in[1] : in[2], n));
-  return std::nullopt;
+  return one(retype(build_subtensor(x, merged), node.output_ptr(0)->type));
 }
 
 }  // namespace
 
-void register_canonical_extra() {
-  register_local_rewrite("canonicalize", {"local_subtensor_merge", {typeid(Subtensor)}, subtensor_merge});
-  register_local_rewrite("canonicalize", {"local_reshape_chain", {typeid(Reshape)}, reshape_chain});
-  register_local_rewrite("canonicalize", {"local_useless_reshape", {typeid(Reshape)}, useless_reshape});
-  register_local_rewrite("canonicalize", {"local_alloc_alloc", {typeid(Alloc)}, alloc_alloc});
-  register_local_rewrite("canonicalize", {"local_useless_alloc", {typeid(Alloc)}, useless_alloc});
-  register_local_rewrite("canonicalize", {"local_useless_switch", {typeid(Elemwise)}, useless_switch});
-  register_canonical_extra2();
+std::vector<LocalRewrite> canonicalize_subtensor_rules() {
+  return {{"local_subtensor_merge", {typeid(Subtensor)}, subtensor_merge}};
 }
 
 }  // namespace hypatia::rewrite
