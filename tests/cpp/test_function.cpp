@@ -1,4 +1,6 @@
 // function(): inputs, outputs, updates, givens, defaults, borrow, errors, gc, profiling, debugprint.
+#include <cmath>
+
 #include "test_util.h"
 
 namespace hypatia {
@@ -255,6 +257,32 @@ TEST(Function, CallReusesTheCallersUnsharedOutputBuffers) {
     f.call(io, io);
     EXPECT_NEAR(in.get_flat(0), 0.0, 1e-6);
     EXPECT_NEAR(io[0].get_flat(0), 1.0, 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace hypatia
+
+namespace hypatia {
+namespace {
+
+TEST(Function, AChainOfTenThousandNodesCompilesAndRunsInEveryMode) {
+  // Graph algorithms (clone, toposort, rewrites, scheduling) must not recurse per node: an
+  // unrolled loop makes chains this long.
+  Var x = vector("x", DType::Float64);
+  Var y = x;
+  double want[2] = {0.0, 1.0};
+  for (int k = 0; k < 10000; ++k) {
+    y = k % 2 ? tanh(y) : y + 0.5;
+    for (double& w : want) w = k % 2 ? std::tanh(w) : w + 0.5;
+  }
+  for (const char* mode : {"NONE", "FAST_COMPILE", "FAST_RUN"}) {
+    FunctionOptions o;
+    o.mode = mode;
+    Function f = function({x}, {y}, o);
+    NDArray r = f({NDArray::from_vector<double>({0.0, 1.0})})[0];
+    EXPECT_NEAR(r.get_flat(0), want[0], 1e-9) << mode;
+    EXPECT_NEAR(r.get_flat(1), want[1], 1e-9) << mode;
   }
 }
 

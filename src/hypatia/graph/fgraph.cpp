@@ -21,13 +21,10 @@ std::vector<Var> clone_graph(const std::vector<Var>& outputs, const std::vector<
                       " but the variable has type ", old_v->type.str());
     memo[old_v.get()] = clone_graph({new_v})[0];
   }
-  std::function<Var(const Var&)> rec = [&](const Var& v) -> Var {
-    if (auto it = memo.find(v.get()); it != memo.end()) return it->second;
-    if (v->kind != VarKind::Output) return memo[v.get()] = v;
-    Apply* node = v->owner;
+  auto clone_node = [&](Apply* node) {
     std::vector<Var> ins;
     ins.reserve(node->inputs.size());
-    for (const auto& in : node->inputs) ins.push_back(rec(in));
+    for (const auto& in : node->inputs) ins.push_back(memo.at(in.get()));
     std::vector<TensorType> types;
     for (int i = 0; i < node->nout(); ++i) types.push_back(node->output_ptr(i)->type);
     auto copy = std::make_shared<Apply>(node->op, std::move(ins), types);
@@ -39,6 +36,31 @@ std::vector<Var> clone_graph(const std::vector<Var>& outputs, const std::vector<
       o->trace = orig->trace;
       o->test_value = orig->test_value;
       memo[orig] = o;
+    }
+  };
+  // Depth first without recursion (graphs may be chains of many thousands of nodes): a node is
+  // copied once every input has its copy (leaves are kept).
+  auto rec = [&](const Var& v) -> Var {
+    if (auto it = memo.find(v.get()); it != memo.end()) return it->second;
+    if (v->kind != VarKind::Output) return memo[v.get()] = v;
+    std::vector<std::pair<Apply*, size_t>> stack{{v->owner, 0}};
+    while (!stack.empty()) {
+      Apply* node = stack.back().first;
+      Apply* child = nullptr;
+      for (size_t& next = stack.back().second; next < node->inputs.size() && !child; ++next) {
+        const Var& in = node->inputs[next];
+        if (memo.count(in.get())) continue;
+        if (in->kind != VarKind::Output)
+          memo[in.get()] = in;
+        else
+          child = in->owner;
+      }
+      if (child) {
+        stack.emplace_back(child, 0);
+        continue;
+      }
+      clone_node(node);
+      stack.pop_back();
     }
     return memo.at(v.get());
   };
