@@ -470,7 +470,13 @@ NDArray NDArray::astype(DType dtype) const {
 }
 
 std::string NDArray::str() const {
-  if (!device_.is_host()) return "<" + describe() + " on " + device_.str() + ">";
+  if (!device_.is_host()) {
+    // describe() names the device; no element is read.
+    std::string s(1, '<');
+    s.append(describe());
+    s.push_back('>');
+    return s;
+  }
   std::ostringstream os;
   os << "array(";
   const bool elide = size() > 1000;
