@@ -348,6 +348,12 @@ HYP_OPINFO({.name = "switch",
                 },
             .grad_inputs = {1, 2}});
 
+HYP_OPINFO({.name = "identity",
+            .build = [](const std::vector<Var>& x) { return elemwise(ScalarOpKind::Identity, {x[0]}); },
+            .samples = [](DType dt) { return unary_samples(dt, {-3, 3}); },
+            .dtypes = kSignedAndFloat,
+            .expected = [](const std::vector<NDArray>& x) { return x[0]; }});
+
 HYP_OPINFO({.name = "cast_to_float32",
             .build = [](const std::vector<Var>& x) { return cast(x[0], DType::Float32); },
             .samples =
