@@ -129,6 +129,7 @@ const bool kRegistered = [] {
       {"log2", log2, [](double x) { return std::log2(x); }, {0.1, 5}},
       {"log10", log10, [](double x) { return std::log10(x); }, {0.1, 5}},
       {"log1p", log1p, [](double x) { return std::log1p(x); }, {-0.5, 3}},
+      {"log1mexp", log1mexp, [](double x) { return std::log(1 - std::exp(x)); }, {-3, -0.05}},
       {"sin", sin, [](double x) { return std::sin(x); }, {-3, 3}},
       {"cos", cos, [](double x) { return std::cos(x); }, {-3, 3}},
       {"tan", tan, [](double x) { return std::tan(x); }, {-1.2, 1.2}},
