@@ -16,51 +16,14 @@ struct Binary {
   Var (*fn)(Var, Var);
 };
 
+// The ops that are not scalar ops (those are bound from scalar_ops.def in init_ops).
 const Unary kUnary[] = {
-    {"neg", &hypatia::neg},           {"abs", &hypatia::abs},
-    {"sign", &hypatia::sign},         {"reciprocal", &hypatia::reciprocal},
-    {"sqr", &hypatia::sqr},           {"sqrt", &hypatia::sqrt},
-    {"exp", &hypatia::exp},           {"exp2", &hypatia::exp2},
-    {"expm1", &hypatia::expm1},       {"log", &hypatia::log},
-    {"log2", &hypatia::log2},         {"log10", &hypatia::log10},
-    {"log1p", &hypatia::log1p},       {"sin", &hypatia::sin},
-    {"cos", &hypatia::cos},           {"tan", &hypatia::tan},
-    {"arcsin", &hypatia::arcsin},     {"arccos", &hypatia::arccos},
-    {"arctan", &hypatia::arctan},     {"sinh", &hypatia::sinh},
-    {"cosh", &hypatia::cosh},         {"tanh", &hypatia::tanh},
-    {"arcsinh", &hypatia::arcsinh},   {"arccosh", &hypatia::arccosh},
-    {"arctanh", &hypatia::arctanh},   {"sigmoid", &hypatia::sigmoid},
-    {"softplus", &hypatia::softplus}, {"erf", &hypatia::erf},
-    {"erfc", &hypatia::erfc},         {"erfinv", &hypatia::erfinv},
-    {"gamma", &hypatia::gamma},       {"gammaln", &hypatia::gammaln},
-    {"psi", &hypatia::psi},           {"trigamma", &hypatia::trigamma},
-    {"floor", &hypatia::floor},       {"ceil", &hypatia::ceil},
-    {"round", &hypatia::round},       {"trunc", &hypatia::trunc},
-    {"invert", &hypatia::invert},     {"isnan", &hypatia::isnan},
-    {"isinf", &hypatia::isinf},       {"hard_sigmoid", &hypatia::hard_sigmoid},
-    {"shape", &hypatia::shape},       {"squeeze", &hypatia::squeeze},
+    {"hard_sigmoid", &hypatia::hard_sigmoid},
+    {"shape", &hypatia::shape},
+    {"squeeze", &hypatia::squeeze},
 };
 
 const Binary kBinary[] = {
-    {"add", &hypatia::add},
-    {"sub", &hypatia::sub},
-    {"mul", &hypatia::mul},
-    {"true_div", &hypatia::true_div},
-    {"int_div", &hypatia::int_div},
-    {"mod", &hypatia::mod},
-    {"pow", &hypatia::pow},
-    {"maximum", &hypatia::maximum},
-    {"minimum", &hypatia::minimum},
-    {"arctan2", &hypatia::arctan2},
-    {"eq", &hypatia::eq},
-    {"neq", &hypatia::neq},
-    {"lt", &hypatia::lt},
-    {"le", &hypatia::le},
-    {"gt", &hypatia::gt},
-    {"ge", &hypatia::ge},
-    {"and_", &hypatia::and_},
-    {"or_", &hypatia::or_},
-    {"xor", &hypatia::xor_},
     {"dot", &hypatia::dot},
     {"outer", &hypatia::outer},
     {"batched_dot", &hypatia::batched_dot},
@@ -71,11 +34,56 @@ const Binary kBinary[] = {
     {"inc_subtensor", &hypatia::inc_subtensor},
 };
 
+/// A row of scalar_ops.def with a builder: its name, _core name, hypatia.tensor names and docstring.
+struct ScalarWrapper {
+  const char* name;
+  const char* core;
+  int arity;
+  const char* py;
+  const char* doc;
+};
+
+#define HYP_WRAPPER_Gen(Name, Arity, Core, Py, Doc) {Name, Core, Arity, Py, Doc},
+#define HYP_WRAPPER_Decl(Name, Arity, Core, Py, Doc) {Name, Core, Arity, Py, Doc},
+#define HYP_WRAPPER_Hand(Name, Arity, Core, Py, Doc)
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, ...) \
+  HYP_WRAPPER_##Build(Name, Arity, Core, Py, Doc)
+const ScalarWrapper kScalarWrappers[] = {
+#include "hypatia/ops/scalar_ops.def"
+};
+#undef HYP_WRAPPER_Hand
+#undef HYP_WRAPPER_Decl
+#undef HYP_WRAPPER_Gen
+
 }  // namespace
 
 void init_ops(nb::module_& m) {
   for (const Unary& u : kUnary) m.def(u.name, u.fn, "x"_a);
   for (const Binary& b : kBinary) m.def(b.name, b.fn, "a"_a, "b"_a);
+
+  // The builder of every scalar op with one (Build = Gen or Decl in scalar_ops.def).
+#define HYP_BIND_1(Cpp, Core) m.def(Core, static_cast<Var (*)(Var)>(&hypatia::Cpp), "x"_a);
+#define HYP_BIND_2(Cpp, Core) m.def(Core, static_cast<Var (*)(Var, Var)>(&hypatia::Cpp), "a"_a, "b"_a);
+#define HYP_BIND_Gen(Arity, Cpp, Core) HYP_BIND_##Arity(Cpp, Core)
+#define HYP_BIND_Decl(Arity, Cpp, Core) HYP_BIND_##Arity(Cpp, Core)
+#define HYP_BIND_Hand(Arity, Cpp, Core)
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, ...) HYP_BIND_##Build(Arity, Cpp, Core)
+#include "hypatia/ops/scalar_ops.def"
+#undef HYP_BIND_Hand
+#undef HYP_BIND_Decl
+#undef HYP_BIND_Gen
+#undef HYP_BIND_2
+#undef HYP_BIND_1
+  m.def(
+      "scalar_op_wrappers",
+      [] {
+        std::vector<std::tuple<std::string, std::string, int, std::string, std::string>> r;
+        for (const ScalarWrapper& w : kScalarWrappers) r.emplace_back(w.name, w.core, w.arity, w.py, w.doc);
+        return r;
+      },
+      "(scalar op name, _core name, arity, hypatia.tensor names, docstring) of every scalar op builder, from "
+      "scalar_ops.def: "
+      "hypatia.tensor.basic makes its wrappers from them.");
 
   // Elementwise.
   m.def(

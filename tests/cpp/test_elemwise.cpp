@@ -129,6 +129,7 @@ const bool kRegistered = [] {
       {"log2", log2, [](double x) { return std::log2(x); }, {0.1, 5}},
       {"log10", log10, [](double x) { return std::log10(x); }, {0.1, 5}},
       {"log1p", log1p, [](double x) { return std::log1p(x); }, {-0.5, 3}},
+      {"log1mexp", log1mexp, [](double x) { return std::log(1 - std::exp(x)); }, {-3, -0.05}},
       {"sin", sin, [](double x) { return std::sin(x); }, {-3, 3}},
       {"cos", cos, [](double x) { return std::cos(x); }, {-3, 3}},
       {"tan", tan, [](double x) { return std::tan(x); }, {-1.2, 1.2}},
@@ -347,6 +348,12 @@ HYP_OPINFO({.name = "switch",
                   return expected_nary(x, [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; });
                 },
             .grad_inputs = {1, 2}});
+
+HYP_OPINFO({.name = "identity",
+            .build = [](const std::vector<Var>& x) { return elemwise(ScalarOpKind::Identity, {x[0]}); },
+            .samples = [](DType dt) { return unary_samples(dt, {-3, 3}); },
+            .dtypes = kSignedAndFloat,
+            .expected = [](const std::vector<NDArray>& x) { return x[0]; }});
 
 HYP_OPINFO({.name = "cast_to_float32",
             .build = [](const std::vector<Var>& x) { return cast(x[0], DType::Float32); },

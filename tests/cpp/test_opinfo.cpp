@@ -1,7 +1,7 @@
 // The generic conformance suite: for every OpInfo entry, dtype and sample, the CPU kernel against
 // the reference kernel (and the entry's own expected values), infer_shape against the computed
-// shape, and the gradient against finite differences. A coverage test fails when an op has a
-// kernel but no entry.
+// shape, and the gradient against finite differences. Coverage tests fail when an op has a
+// kernel but no entry, or a scalar op (a row of scalar_ops.def) has no entry building it.
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -163,6 +163,27 @@ TEST(OpInfoCoverage, EveryOpWithAKernelHasAnEntry) {
       missing.push_back(status == 0 ? name.get() : t.name());
     }
   EXPECT_TRUE(missing.empty()) << "ops with kernels but no OpInfo entry: " << ::testing::PrintToString(missing);
+}
+
+TEST(OpInfoCoverage, EveryScalarOpHasAnEntry) {
+  // Elemwise is one op type for every scalar op: each row of scalar_ops.def needs an entry whose
+  // graph applies it.
+  std::set<ScalarOpKind> covered;
+  for (const OpInfo& op : op_infos())
+    for (DType dt : op.dtypes) {
+      auto samples = op.samples(dt);
+      if (samples.empty()) continue;
+      auto vars = make_vars(samples[0].inputs);
+      for (const auto& n : toposort({op.build(vars)}))
+        if (const auto* e = dynamic_cast<const Elemwise*>(n->op.get())) covered.insert(e->scalar);
+      break;
+    }
+  std::vector<std::string> missing;
+  for (int k = 0; k < kNumScalarOps; ++k)
+    if (!covered.count(static_cast<ScalarOpKind>(k)))
+      missing.emplace_back(scalar_op_name(static_cast<ScalarOpKind>(k)));
+  EXPECT_TRUE(missing.empty()) << "scalar ops (rows of scalar_ops.def) with no OpInfo entry: "
+                               << ::testing::PrintToString(missing);
 }
 
 }  // namespace

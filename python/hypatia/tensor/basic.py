@@ -164,71 +164,22 @@ def _unary(core_fn, name, doc):
     return f
 
 
-sub = _binary(_core.sub, "sub", "a - b elementwise.")
-true_div = _binary(_core.true_div, "true_div", "a / b elementwise (true division).")
-int_div = _binary(_core.int_div, "int_div", "a // b elementwise (floor division).")
-floor_div = int_div
-mod = _binary(_core.mod, "mod", "a % b elementwise (sign of b, like numpy).")
-pow = _binary(_core.pow, "pow", "a ** b elementwise.")
-maximum = _binary(_core.maximum, "maximum", "Elementwise maximum (NaN propagates).")
-minimum = _binary(_core.minimum, "minimum", "Elementwise minimum (NaN propagates).")
-arctan2 = _binary(_core.arctan2, "arctan2", "Elementwise arctan(a / b) in the right quadrant.")
-eq = _binary(_core.eq, "eq", "a == b elementwise (bool).")
-neq = _binary(_core.neq, "neq", "a != b elementwise (bool).")
-lt = _binary(_core.lt, "lt", "a < b elementwise (bool).")
-le = _binary(_core.le, "le", "a <= b elementwise (bool).")
-gt = _binary(_core.gt, "gt", "a > b elementwise (bool).")
-ge = _binary(_core.ge, "ge", "a >= b elementwise (bool).")
-and_ = _binary(_core.and_, "and_", "a & b elementwise (bitwise; logical for bool).")
-or_ = _binary(_core.or_, "or_", "a | b elementwise (bitwise; logical for bool).")
-xor = _binary(_core.xor, "xor", "a ^ b elementwise (bitwise; logical for bool).")
-bitwise_and, bitwise_or, bitwise_xor = and_, or_, xor
+def _scalar_op_wrappers():
+    """The wrapper of every scalar op builder (sub, exp, sigmoid, ...), made from the rows of
+    src/hypatia/ops/scalar_ops.def: each row names its _core builder, its names here (the first,
+    then aliases: abs_ and abs, sgn and sign, ...) and its docstring. add and mul are written
+    above (any number of arguments)."""
+    for _name, core_name, arity, names, doc in _core.scalar_op_wrappers():
+        if not names:
+            continue
+        names = names.split()
+        make = _unary if arity == 1 else _binary
+        f = make(getattr(_core, core_name), names[0], doc)
+        for n in names:
+            globals()[n] = f
 
-neg = _unary(_core.neg, "neg", "-x elementwise.")
-abs_ = _unary(_core.abs, "abs_", "|x| elementwise.")
-abs = abs_  # noqa: A001
-sgn = _unary(_core.sign, "sgn", "Sign of x (-1, 0 or 1).")
-sign = sgn
-inv = _unary(_core.reciprocal, "inv", "1 / x elementwise.")
-reciprocal = inv
-sqr = _unary(_core.sqr, "sqr", "x * x elementwise.")
-square = sqr
-sqrt = _unary(_core.sqrt, "sqrt", "Square root elementwise.")
-exp = _unary(_core.exp, "exp", "e ** x elementwise.")
-exp2 = _unary(_core.exp2, "exp2", "2 ** x elementwise.")
-expm1 = _unary(_core.expm1, "expm1", "exp(x) - 1, accurate near 0.")
-log = _unary(_core.log, "log", "Natural logarithm elementwise.")
-log2 = _unary(_core.log2, "log2", "Base-2 logarithm elementwise.")
-log10 = _unary(_core.log10, "log10", "Base-10 logarithm elementwise.")
-log1p = _unary(_core.log1p, "log1p", "log(1 + x), accurate near 0.")
-sin = _unary(_core.sin, "sin", "Sine elementwise.")
-cos = _unary(_core.cos, "cos", "Cosine elementwise.")
-tan = _unary(_core.tan, "tan", "Tangent elementwise.")
-arcsin = _unary(_core.arcsin, "arcsin", "Inverse sine elementwise.")
-arccos = _unary(_core.arccos, "arccos", "Inverse cosine elementwise.")
-arctan = _unary(_core.arctan, "arctan", "Inverse tangent elementwise.")
-sinh = _unary(_core.sinh, "sinh", "Hyperbolic sine elementwise.")
-cosh = _unary(_core.cosh, "cosh", "Hyperbolic cosine elementwise.")
-tanh = _unary(_core.tanh, "tanh", "Hyperbolic tangent elementwise.")
-arcsinh = _unary(_core.arcsinh, "arcsinh", "Inverse hyperbolic sine elementwise.")
-arccosh = _unary(_core.arccosh, "arccosh", "Inverse hyperbolic cosine elementwise.")
-arctanh = _unary(_core.arctanh, "arctanh", "Inverse hyperbolic tangent elementwise.")
-erf = _unary(_core.erf, "erf", "Error function elementwise.")
-erfc = _unary(_core.erfc, "erfc", "1 - erf(x) elementwise.")
-erfinv = _unary(_core.erfinv, "erfinv", "Inverse error function elementwise.")
-gamma = _unary(_core.gamma, "gamma", "Gamma function elementwise.")
-gammaln = _unary(_core.gammaln, "gammaln", "log |gamma(x)| elementwise.")
-psi = _unary(_core.psi, "psi", "Digamma function elementwise.")
-tri_gamma = _unary(_core.trigamma, "tri_gamma", "Trigamma function elementwise.")
-trigamma = tri_gamma
-floor = _unary(_core.floor, "floor", "Largest integer <= x elementwise.")
-ceil = _unary(_core.ceil, "ceil", "Smallest integer >= x elementwise.")
-trunc = _unary(_core.trunc, "trunc", "x rounded toward zero elementwise.")
-round_half_to_even = _unary(_core.round, "round_half_to_even", "x rounded half to even (numpy.round).")
-invert = _unary(_core.invert, "invert", "Bitwise not (logical not for bool).")
-bitwise_not = invert
-isnan = _unary(_core.isnan, "isnan", "Whether x is NaN (bool).")
-isinf = _unary(_core.isinf, "isinf", "Whether x is infinite (bool).")
+
+_scalar_op_wrappers()
 
 
 def round_half_away_from_zero(a):
@@ -287,16 +238,6 @@ def deg2rad(x):
 
 def rad2deg(x):
     return mul(x, 180.0 / np.pi)
-
-
-def sigmoid(x):
-    """1 / (1 + exp(-x)) elementwise."""
-    return _core.sigmoid(as_tensor_variable(x))
-
-
-def softplus(x):
-    """log(1 + exp(x)) elementwise, computed stably."""
-    return _core.softplus(as_tensor_variable(x))
 
 
 def tensor_copy(x):

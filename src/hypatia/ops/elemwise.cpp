@@ -15,195 +15,43 @@ namespace {
 
 using K = ScalarOpKind;
 
-struct KindInfo {
-  std::string_view name;
-  int arity;
+using Rule = ScalarDTypeRule;
+
+Rule rule_of(K k) { return scalar_op_info(k).rule; }
+bool is_comparison(K k) { return rule_of(k) == Rule::Compare; }
+bool is_bitwise(K k) { return rule_of(k) == Rule::Bitwise; }
+
+/// How a scalar op's Grad column (scalar_ops.def) defines its gradient.
+enum class GradKind : uint8_t { Expr, Zero, None, Undef };
+#define GRAD(...) GradKind::Expr
+#define GRAD_ZERO GradKind::Zero
+#define GRAD_NONE GradKind::None
+#define GRAD_UNDEF(what) GradKind::Undef
+constexpr GradKind kGradKinds[] = {
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, Fn, Grad) Grad,
+#include "hypatia/ops/scalar_ops.def"
 };
+#undef GRAD_UNDEF
+#define GRAD_UNDEF(what) what
+#undef GRAD
+#define GRAD(...) ""
+#undef GRAD_ZERO
+#define GRAD_ZERO ""
+#undef GRAD_NONE
+#define GRAD_NONE ""
+/// For GRAD_UNDEF rows: what the gradient needs ("trigamma needs polygamma of order 2").
+constexpr std::string_view kGradUndefined[] = {
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, Fn, Grad) Grad,
+#include "hypatia/ops/scalar_ops.def"
+};
+#undef GRAD_NONE
+#undef GRAD_ZERO
+#undef GRAD
+#undef GRAD_UNDEF
 
-KindInfo kind_info(K k) {
-  switch (k) {
-    case K::Add:
-      return {"add", 2};
-    case K::Sub:
-      return {"sub", 2};
-    case K::Mul:
-      return {"mul", 2};
-    case K::TrueDiv:
-      return {"true_div", 2};
-    case K::IntDiv:
-      return {"int_div", 2};
-    case K::Mod:
-      return {"mod", 2};
-    case K::Pow:
-      return {"pow", 2};
-    case K::Maximum:
-      return {"maximum", 2};
-    case K::Minimum:
-      return {"minimum", 2};
-    case K::ArcTan2:
-      return {"arctan2", 2};
-    case K::Eq:
-      return {"eq", 2};
-    case K::Neq:
-      return {"neq", 2};
-    case K::Lt:
-      return {"lt", 2};
-    case K::Le:
-      return {"le", 2};
-    case K::Gt:
-      return {"gt", 2};
-    case K::Ge:
-      return {"ge", 2};
-    case K::And:
-      return {"and_", 2};
-    case K::Or:
-      return {"or_", 2};
-    case K::Xor:
-      return {"xor", 2};
-    case K::Neg:
-      return {"neg", 1};
-    case K::Abs:
-      return {"abs", 1};
-    case K::Sign:
-      return {"sign", 1};
-    case K::Reciprocal:
-      return {"reciprocal", 1};
-    case K::Sqr:
-      return {"sqr", 1};
-    case K::Sqrt:
-      return {"sqrt", 1};
-    case K::Exp:
-      return {"exp", 1};
-    case K::Exp2:
-      return {"exp2", 1};
-    case K::Expm1:
-      return {"expm1", 1};
-    case K::Log:
-      return {"log", 1};
-    case K::Log2:
-      return {"log2", 1};
-    case K::Log10:
-      return {"log10", 1};
-    case K::Log1p:
-      return {"log1p", 1};
-    case K::Sin:
-      return {"sin", 1};
-    case K::Cos:
-      return {"cos", 1};
-    case K::Tan:
-      return {"tan", 1};
-    case K::ArcSin:
-      return {"arcsin", 1};
-    case K::ArcCos:
-      return {"arccos", 1};
-    case K::ArcTan:
-      return {"arctan", 1};
-    case K::Sinh:
-      return {"sinh", 1};
-    case K::Cosh:
-      return {"cosh", 1};
-    case K::Tanh:
-      return {"tanh", 1};
-    case K::ArcSinh:
-      return {"arcsinh", 1};
-    case K::ArcCosh:
-      return {"arccosh", 1};
-    case K::ArcTanh:
-      return {"arctanh", 1};
-    case K::Sigmoid:
-      return {"sigmoid", 1};
-    case K::Softplus:
-      return {"softplus", 1};
-    case K::Erf:
-      return {"erf", 1};
-    case K::Erfc:
-      return {"erfc", 1};
-    case K::Erfinv:
-      return {"erfinv", 1};
-    case K::Gamma:
-      return {"gamma", 1};
-    case K::GammaLn:
-      return {"gammaln", 1};
-    case K::Psi:
-      return {"psi", 1};
-    case K::TriGamma:
-      return {"tri_gamma", 1};
-    case K::Floor:
-      return {"floor", 1};
-    case K::Ceil:
-      return {"ceil", 1};
-    case K::Round:
-      return {"round", 1};
-    case K::Trunc:
-      return {"trunc", 1};
-    case K::Invert:
-      return {"invert", 1};
-    case K::IsNan:
-      return {"isnan", 1};
-    case K::IsInf:
-      return {"isinf", 1};
-    case K::Cast:
-      return {"cast", 1};
-    case K::Identity:
-      return {"identity", 1};
-    case K::Clip:
-      return {"clip", 3};
-    case K::Switch:
-      return {"switch", 3};
-  }
-  return {"?", 1};
-}
-
-bool is_comparison(K k) { return k >= K::Eq && k <= K::Ge; }
-bool is_bitwise(K k) { return k == K::And || k == K::Or || k == K::Xor || k == K::Invert; }
-/// Ops whose output is float for any input (integers are upcast with float_upcast).
-bool is_float_op(K k) {
-  switch (k) {
-    case K::TrueDiv:
-    case K::ArcTan2:
-    case K::Reciprocal:
-    case K::Sqrt:
-    case K::Exp:
-    case K::Exp2:
-    case K::Expm1:
-    case K::Log:
-    case K::Log2:
-    case K::Log10:
-    case K::Log1p:
-    case K::Sin:
-    case K::Cos:
-    case K::Tan:
-    case K::ArcSin:
-    case K::ArcCos:
-    case K::ArcTan:
-    case K::Sinh:
-    case K::Cosh:
-    case K::Tanh:
-    case K::ArcSinh:
-    case K::ArcCosh:
-    case K::ArcTanh:
-    case K::Sigmoid:
-    case K::Softplus:
-    case K::Erf:
-    case K::Erfc:
-    case K::Erfinv:
-    case K::Gamma:
-    case K::GammaLn:
-    case K::Psi:
-    case K::TriGamma:
-    case K::Floor:
-    case K::Ceil:
-    case K::Trunc:
-      return true;
-    default:
-      return false;
-  }
-}
+GradKind grad_kind(K k) { return kGradKinds[static_cast<size_t>(k)]; }
 /// Ops whose gradient is zero almost everywhere (piecewise constant).
-bool is_piecewise_constant(K k) {
-  return is_comparison(k) || k == K::IntDiv || k == K::Sign || k == K::Floor || k == K::Ceil || k == K::Round ||
-         k == K::Trunc || k == K::IsNan || k == K::IsInf;
-}
+bool is_piecewise_constant(K k) { return grad_kind(k) == GradKind::Zero; }
 
 std::string dtype_list(const std::vector<DType>& in) {
   std::ostringstream os;
@@ -212,33 +60,28 @@ std::string dtype_list(const std::vector<DType>& in) {
 }
 
 DType output_dtype_impl(K k, const std::vector<DType>& in, DType cast_to, const std::string& who) {
-  if (static_cast<int>(in.size()) != kind_info(k).arity)
-    fail<TypeError>(who, ": expects ", kind_info(k).arity, " inputs, got ", in.size());
-  if (k == K::Cast) return cast_to;
-  if (k == K::IsNan || k == K::IsInf || is_comparison(k)) return DType::Bool;
-  const size_t first = k == K::Switch ? 1 : 0;
+  const int arity = scalar_op_arity(k);
+  if (static_cast<int>(in.size()) != arity) fail<TypeError>(who, ": expects ", arity, " inputs, got ", in.size());
+  const Rule rule = rule_of(k);
+  if (rule == Rule::Cast) return cast_to;
+  if (rule == Rule::Predicate || rule == Rule::Compare) return DType::Bool;
+  const size_t first = rule == Rule::Select ? 1 : 0;
   DType p = in[first];
   for (size_t i = first + 1; i < in.size(); ++i) p = promote_types(p, in[i]);
-  if (is_float_op(k)) return float_upcast(p);
-  if (is_bitwise(k)) {
-    if (is_float(p))
-      fail<TypeError>(who, ": expects integer or bool inputs, got (", dtype_list(in),
-                      "); bitwise operations are not defined on floats");
-    return p;
-  }
-  switch (k) {
-    case K::Sub:
-    case K::Neg:
-    case K::Sign:
-    case K::Round:
+  switch (rule) {
+    case Rule::Float:
+      return float_upcast(p);
+    case Rule::Bitwise:
+      if (is_float(p))
+        fail<TypeError>(who, ": expects integer or bool inputs, got (", dtype_list(in),
+                        "); bitwise operations are not defined on floats");
+      return p;
+    case Rule::NoBool:
       if (p == DType::Bool)
         fail<TypeError>(who, ": not supported on bool inputs (", dtype_list(in),
                         "); use xor_/invert for booleans, or cast to an integer type first");
       return p;
-    case K::IntDiv:
-    case K::Mod:
-    case K::Pow:
-    case K::Sqr:
+    case Rule::BoolToInt8:
       return p == DType::Bool ? DType::Int8 : p;  // numpy: bool // bool, bool ** bool -> int8
     default:
       return p;
@@ -247,7 +90,7 @@ DType output_dtype_impl(K k, const std::vector<DType>& in, DType cast_to, const 
 
 std::string base_name(K k, DType cast_to) {
   if (k == K::Cast) return "Elemwise{Cast{" + std::string(dtype_name(cast_to)) + "}}";
-  return "Elemwise{" + std::string(kind_info(k).name) + "}";
+  return "Elemwise{" + std::string(scalar_op_name(k)) + "}";
 }
 
 std::string shapes_list(std::span<NDArray* const> in) {
@@ -279,134 +122,31 @@ Var c(double v, const Var& like) { return scalar_like(v, like); }
 /// `z` is the node's output.
 Var partial_times(const Elemwise& op, const std::vector<Var>& x, const Var& z, const Var& g, int i) {
   const Var& a = x[0];
+  (void)a;
+  (void)z;
   switch (op.scalar) {
-    case K::Add:
-      return g;
-    case K::Sub:
-      return i == 0 ? g : neg(g);
-    case K::Mul:
-      return i == 0 ? mul(g, x[1]) : mul(g, x[0]);
-    case K::TrueDiv:
-      return i == 0 ? true_div(g, x[1]) : neg(true_div(mul(g, x[0]), mul(x[1], x[1])));
-    case K::Mod:
-      return i == 0 ? g : neg(mul(g, int_div(x[0], x[1])));
-    case K::Pow: {
-      if (i == 0) return mul(mul(g, x[1]), pow(x[0], sub(x[1], c(1, x[1]))));
-      // d/db a^b = log(a) a^b; 0 where a == 0 (the limit for b > 0) instead of 0 * -inf.
-      return switch_(eq(x[0], c(0, x[0])), c(0, z), mul(mul(g, log(x[0])), z));
-    }
-    case K::Maximum:
-    case K::Minimum:
-      return mul(g, eq(z, x[i]));
-    case K::ArcTan2: {
-      Var den = add(sqr(x[0]), sqr(x[1]));
-      return i == 0 ? true_div(mul(g, x[1]), den) : neg(true_div(mul(g, x[0]), den));
-    }
-    case K::Neg:
-      return neg(g);
-    case K::Abs:
-      return mul(g, sign(a));
-    case K::Reciprocal:
-      return neg(mul(g, sqr(z)));
-    case K::Sqr:
-      return mul(mul(g, c(2, g)), a);
-    case K::Sqrt:
-      return true_div(mul(g, c(0.5, g)), z);
-    case K::Exp:
-      return mul(g, z);
-    case K::Exp2:
-      return mul(mul(g, z), c(std::log(2.0), z));
-    case K::Expm1:
-      return mul(g, add(z, c(1, z)));
-    case K::Log:
-      return true_div(g, a);
-    case K::Log2:
-      return true_div(g, mul(a, c(std::log(2.0), a)));
-    case K::Log10:
-      return true_div(g, mul(a, c(std::log(10.0), a)));
-    case K::Log1p:
-      return true_div(g, add(a, c(1, a)));
-    case K::Sin:
-      return mul(g, cos(a));
-    case K::Cos:
-      return neg(mul(g, sin(a)));
-    case K::Tan:
-      return mul(g, add(c(1, z), sqr(z)));
-    case K::ArcSin:
-      return true_div(g, sqrt(sub(c(1, a), sqr(a))));
-    case K::ArcCos:
-      return neg(true_div(g, sqrt(sub(c(1, a), sqr(a)))));
-    case K::ArcTan:
-      return true_div(g, add(c(1, a), sqr(a)));
-    case K::Sinh:
-      return mul(g, cosh(a));
-    case K::Cosh:
-      return mul(g, sinh(a));
-    case K::Tanh:
-      return mul(g, sub(c(1, z), sqr(z)));
-    case K::ArcSinh:
-      return true_div(g, sqrt(add(sqr(a), c(1, a))));
-    case K::ArcCosh:
-      return true_div(g, sqrt(sub(sqr(a), c(1, a))));
-    case K::ArcTanh:
-      return true_div(g, sub(c(1, a), sqr(a)));
-    case K::Sigmoid:
-      return mul(mul(g, z), sub(c(1, z), z));
-    case K::Softplus:
-      return mul(g, sigmoid(a));
-    case K::Erf:
-      return mul(mul(g, c(2.0 / std::sqrt(M_PI), g)), exp(neg(sqr(a))));
-    case K::Erfc:
-      return neg(mul(mul(g, c(2.0 / std::sqrt(M_PI), g)), exp(neg(sqr(a)))));
-    case K::Erfinv:
-      return mul(mul(g, c(std::sqrt(M_PI) / 2.0, g)), exp(sqr(z)));
-    case K::Gamma:
-      return mul(mul(g, z), psi(a));
-    case K::Psi:
-      return mul(g, trigamma(a));
-    case K::GammaLn:
-      return mul(g, psi(a));
-    case K::Identity:
-      return g;
-    case K::Cast:
-      return g;
-    case K::Clip: {
-      if (i == 0) return mul(g, and_(ge(x[0], x[1]), le(x[0], x[2])));
-      if (i == 1) return mul(g, lt(x[0], x[1]));
-      return mul(g, gt(x[0], x[2]));
-    }
-    case K::Switch:
-      if (i == 0) return nullptr;
-      return i == 1 ? switch_(x[0], g, c(0, g)) : switch_(x[0], c(0, g), g);
-    default:
-      return nullptr;
+#define GRAD(...) return __VA_ARGS__;
+#define GRAD_ZERO return nullptr;
+#define GRAD_NONE return nullptr;
+#define GRAD_UNDEF(what) return nullptr;
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, Fn, Grad) \
+  case K::Kind: {                                                                                \
+    Grad                                                                                         \
   }
+#include "hypatia/ops/scalar_ops.def"
+#undef GRAD_UNDEF
+#undef GRAD_NONE
+#undef GRAD_ZERO
+#undef GRAD
+  }
+  return nullptr;
 }
 
 }  // namespace
 
-std::string_view scalar_op_name(ScalarOpKind k) { return kind_info(k).name; }
-int scalar_op_arity(ScalarOpKind k) { return kind_info(k).arity; }
-
-int scalar_op_cost(ScalarOpKind k) {
-  switch (k) {
-    case K::TrueDiv:
-    case K::IntDiv:
-    case K::Mod:
-    case K::Reciprocal:
-    case K::Sqrt:
-      return 4;
-    case K::Floor:
-    case K::Ceil:
-    case K::Trunc:
-      return 1;
-    case K::Pow:
-      return 8;
-    default:
-      // The other float-valued functions are the transcendental ones (exp ... trigamma).
-      return is_float_op(k) ? 8 : 1;
-  }
-}
+std::string_view scalar_op_name(ScalarOpKind k) { return scalar_op_info(k).name; }
+int scalar_op_arity(ScalarOpKind k) { return scalar_op_info(k).arity; }
+int scalar_op_cost(ScalarOpKind k) { return scalar_op_info(k).cost; }
 
 DType elemwise_output_dtype(ScalarOpKind k, const std::vector<DType>& in, DType cast_to) {
   return output_dtype_impl(k, in, cast_to, base_name(k, cast_to));
@@ -414,7 +154,7 @@ DType elemwise_output_dtype(ScalarOpKind k, const std::vector<DType>& in, DType 
 
 DType elemwise_compute_dtype(ScalarOpKind k, const std::vector<DType>& in, DType out) {
   if (is_comparison(k)) return promote_types(in[0], in[1]);
-  if (k == K::IsNan || k == K::IsInf || k == K::Cast) return in[0];
+  if (rule_of(k) == Rule::Predicate || rule_of(k) == Rule::Cast) return in[0];
   return out;
 }
 
@@ -477,7 +217,7 @@ ShapeVars broadcast_infer_shape(const Apply& node, const std::vector<ShapeVars>&
 std::vector<std::vector<bool>> Elemwise::connection_pattern(const Apply& node) const {
   std::vector<std::vector<bool>> cp;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    bool connected = is_float(node.inputs[i]->dtype()) && !is_bitwise(scalar) && !(scalar == K::Switch && i == 0);
+    bool connected = is_float(node.inputs[i]->dtype()) && !is_bitwise(scalar) && !(rule_of(scalar) == Rule::Select && i == 0);
     cp.push_back({connected});
   }
   return cp;
@@ -498,9 +238,10 @@ std::vector<Var> Elemwise::grad(const Apply& node, const std::vector<Var>& outpu
       res[i] = zeros_like(x[i]);
       continue;
     }
-    if (scalar == K::TriGamma) {
+    if (grad_kind(scalar) == GradKind::Undef) {
       res[i] = grad_undefined(*this, static_cast<int>(i), x[i]->type,
-                              "the gradient of trigamma needs polygamma of order 2, which is not implemented");
+                              "the gradient of " + std::string(kGradUndefined[static_cast<size_t>(scalar)]) +
+                                  ", which is not implemented");
       continue;
     }
     Var gi = partial_times(*this, x, z, g, static_cast<int>(i));
@@ -518,9 +259,9 @@ std::vector<Var> Elemwise::rop(const Apply& node, const std::vector<Var>& eval_p
   Var total;
   for (size_t i = 0; i < x.size() && i < eval_points.size(); ++i) {
     if (!eval_points[i] || !cp[i][0]) continue;
-    if (scalar == K::TriGamma)
-      fail<NotDifferentiableError>(name(),
-                                   ": the R-op of trigamma needs polygamma of order 2, which is not implemented");
+    if (grad_kind(scalar) == GradKind::Undef)
+      fail<NotDifferentiableError>(name(), ": the R-op of ", kGradUndefined[static_cast<size_t>(scalar)],
+                                   ", which is not implemented");
     Var t = partial_times(*this, x, z, eval_points[i], static_cast<int>(i));
     if (!t) continue;
     total = total ? add(total, t) : t;
@@ -609,34 +350,21 @@ Var elemwise(ScalarOpKind k, std::vector<Var> inputs) {
   return apply_op1(std::make_shared<const Elemwise>(k), std::move(inputs));
 }
 
-Var add(Var a, Var b) { return elemwise(K::Add, {std::move(a), std::move(b)}); }
-Var sub(Var a, Var b) { return elemwise(K::Sub, {std::move(a), std::move(b)}); }
-Var mul(Var a, Var b) { return elemwise(K::Mul, {std::move(a), std::move(b)}); }
-Var true_div(Var a, Var b) { return elemwise(K::TrueDiv, {std::move(a), std::move(b)}); }
-Var int_div(Var a, Var b) { return elemwise(K::IntDiv, {std::move(a), std::move(b)}); }
-Var mod(Var a, Var b) { return elemwise(K::Mod, {std::move(a), std::move(b)}); }
-Var pow(Var a, Var b) { return elemwise(K::Pow, {std::move(a), std::move(b)}); }
-Var maximum(Var a, Var b) { return elemwise(K::Maximum, {std::move(a), std::move(b)}); }
-Var minimum(Var a, Var b) { return elemwise(K::Minimum, {std::move(a), std::move(b)}); }
-Var arctan2(Var a, Var b) { return elemwise(K::ArcTan2, {std::move(a), std::move(b)}); }
-Var eq(Var a, Var b) { return elemwise(K::Eq, {std::move(a), std::move(b)}); }
-Var neq(Var a, Var b) { return elemwise(K::Neq, {std::move(a), std::move(b)}); }
-Var lt(Var a, Var b) { return elemwise(K::Lt, {std::move(a), std::move(b)}); }
-Var le(Var a, Var b) { return elemwise(K::Le, {std::move(a), std::move(b)}); }
-Var gt(Var a, Var b) { return elemwise(K::Gt, {std::move(a), std::move(b)}); }
-Var ge(Var a, Var b) { return elemwise(K::Ge, {std::move(a), std::move(b)}); }
-Var and_(Var a, Var b) { return elemwise(K::And, {std::move(a), std::move(b)}); }
-Var or_(Var a, Var b) { return elemwise(K::Or, {std::move(a), std::move(b)}); }
-Var xor_(Var a, Var b) { return elemwise(K::Xor, {std::move(a), std::move(b)}); }
-Var neg(Var x) { return elemwise(K::Neg, {std::move(x)}); }
-Var abs(Var x) { return elemwise(K::Abs, {std::move(x)}); }
-Var sign(Var x) { return elemwise(K::Sign, {std::move(x)}); }
-Var reciprocal(Var x) { return elemwise(K::Reciprocal, {std::move(x)}); }
-Var sqr(Var x) { return elemwise(K::Sqr, {std::move(x)}); }
-Var sqrt(Var x) { return elemwise(K::Sqrt, {std::move(x)}); }
-Var exp(Var x) { return elemwise(K::Exp, {std::move(x)}); }
-Var exp2(Var x) { return elemwise(K::Exp2, {std::move(x)}); }
-Var expm1(Var x) { return elemwise(K::Expm1, {std::move(x)}); }
+#define HYP_BUILDER_DEF_1(Kind, Cpp) \
+  Var Cpp(Var x) { return elemwise(K::Kind, {std::move(x)}); }
+#define HYP_BUILDER_DEF_2(Kind, Cpp) \
+  Var Cpp(Var a, Var b) { return elemwise(K::Kind, {std::move(a), std::move(b)}); }
+#define HYP_BUILDER_DEF_Gen(Arity, Kind, Cpp) HYP_BUILDER_DEF_##Arity(Kind, Cpp)
+#define HYP_BUILDER_DEF_Decl(Arity, Kind, Cpp)
+#define HYP_BUILDER_DEF_Hand(Arity, Kind, Cpp)
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, ...) HYP_BUILDER_DEF_##Build(Arity, Kind, Cpp)
+#include "hypatia/ops/scalar_ops.def"
+#undef HYP_BUILDER_DEF_Hand
+#undef HYP_BUILDER_DEF_Decl
+#undef HYP_BUILDER_DEF_Gen
+#undef HYP_BUILDER_DEF_2
+#undef HYP_BUILDER_DEF_1
+
 Var log(Var x) {
   // log(erfc(y)) is built in its stable form, so that its gradient is stable too.
   if (x->owner && typeid(*x->owner->op) == typeid(Elemwise) && is_float(x->dtype())) {
@@ -660,37 +388,6 @@ Var stable_log_erfc(Var y) {
   Var low = elemwise(K::Log, {erfc(minimum(y, thr))});
   return switch_(lt(y, thr), low, asym);
 }
-Var log2(Var x) { return elemwise(K::Log2, {std::move(x)}); }
-Var log10(Var x) { return elemwise(K::Log10, {std::move(x)}); }
-Var log1p(Var x) { return elemwise(K::Log1p, {std::move(x)}); }
-Var sin(Var x) { return elemwise(K::Sin, {std::move(x)}); }
-Var cos(Var x) { return elemwise(K::Cos, {std::move(x)}); }
-Var tan(Var x) { return elemwise(K::Tan, {std::move(x)}); }
-Var arcsin(Var x) { return elemwise(K::ArcSin, {std::move(x)}); }
-Var arccos(Var x) { return elemwise(K::ArcCos, {std::move(x)}); }
-Var arctan(Var x) { return elemwise(K::ArcTan, {std::move(x)}); }
-Var sinh(Var x) { return elemwise(K::Sinh, {std::move(x)}); }
-Var cosh(Var x) { return elemwise(K::Cosh, {std::move(x)}); }
-Var tanh(Var x) { return elemwise(K::Tanh, {std::move(x)}); }
-Var arcsinh(Var x) { return elemwise(K::ArcSinh, {std::move(x)}); }
-Var arccosh(Var x) { return elemwise(K::ArcCosh, {std::move(x)}); }
-Var arctanh(Var x) { return elemwise(K::ArcTanh, {std::move(x)}); }
-Var sigmoid(Var x) { return elemwise(K::Sigmoid, {std::move(x)}); }
-Var softplus(Var x) { return elemwise(K::Softplus, {std::move(x)}); }
-Var erf(Var x) { return elemwise(K::Erf, {std::move(x)}); }
-Var erfc(Var x) { return elemwise(K::Erfc, {std::move(x)}); }
-Var erfinv(Var x) { return elemwise(K::Erfinv, {std::move(x)}); }
-Var gamma(Var x) { return elemwise(K::Gamma, {std::move(x)}); }
-Var gammaln(Var x) { return elemwise(K::GammaLn, {std::move(x)}); }
-Var psi(Var x) { return elemwise(K::Psi, {std::move(x)}); }
-Var trigamma(Var x) { return elemwise(K::TriGamma, {std::move(x)}); }
-Var floor(Var x) { return elemwise(K::Floor, {std::move(x)}); }
-Var ceil(Var x) { return elemwise(K::Ceil, {std::move(x)}); }
-Var round(Var x) { return elemwise(K::Round, {std::move(x)}); }
-Var trunc(Var x) { return elemwise(K::Trunc, {std::move(x)}); }
-Var invert(Var x) { return elemwise(K::Invert, {std::move(x)}); }
-Var isnan(Var x) { return elemwise(K::IsNan, {std::move(x)}); }
-Var isinf(Var x) { return elemwise(K::IsInf, {std::move(x)}); }
 Var cast(Var x, DType dt) {
   if (!x) fail<TypeError>("Elemwise{Cast{", dtype_name(dt), "}}: input is null");
   if (x->dtype() == dt) return x;

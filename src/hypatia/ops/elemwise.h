@@ -1,5 +1,6 @@
 // Elementwise ops: a scalar op lifted to tensors with numpy broadcasting (Theano's Elemwise).
 #pragma once
+#include <iterator>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -10,77 +11,42 @@
 
 namespace hypatia {
 
-/// Every scalar operation an Elemwise node can apply. Functors live in scalar_functors.h.
+/// Every scalar operation an Elemwise node can apply, one per row of scalar_ops.def (in its order).
+/// Functors live in scalar_functors.h.
 enum class ScalarOpKind : uint8_t {
-  // binary arithmetic
-  Add,
-  Sub,
-  Mul,
-  TrueDiv,
-  IntDiv,
-  Mod,
-  Pow,
-  Maximum,
-  Minimum,
-  ArcTan2,
-  // comparisons and logic (output bool for comparisons)
-  Eq,
-  Neq,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  And,
-  Or,
-  Xor,
-  // unary
-  Neg,
-  Abs,
-  Sign,
-  Reciprocal,
-  Sqr,
-  Sqrt,
-  Exp,
-  Exp2,
-  Expm1,
-  Log,
-  Log2,
-  Log10,
-  Log1p,
-  Sin,
-  Cos,
-  Tan,
-  ArcSin,
-  ArcCos,
-  ArcTan,
-  Sinh,
-  Cosh,
-  Tanh,
-  ArcSinh,
-  ArcCosh,
-  ArcTanh,
-  Sigmoid,
-  Softplus,
-  Erf,
-  Erfc,
-  Erfinv,
-  Gamma,
-  GammaLn,
-  Psi,
-  TriGamma,
-  Floor,
-  Ceil,
-  Round,
-  Trunc,
-  Invert,
-  IsNan,
-  IsInf,
-  Cast,
-  Identity,
-  // ternary
-  Clip,
-  Switch,
+#define HYP_SCALAR_OP(Kind, ...) Kind,
+#include "hypatia/ops/scalar_ops.def"
 };
+
+/// Number of scalar ops (rows of scalar_ops.def).
+inline constexpr int kNumScalarOps = 0
+#define HYP_SCALAR_OP(...) +1
+#include "hypatia/ops/scalar_ops.def"
+    ;
+
+/// The output-dtype rule of a scalar op (the Rule column of scalar_ops.def, which describes each).
+enum class ScalarDTypeRule : uint8_t { Same, NoBool, BoolToInt8, Float, Bitwise, Compare, Predicate, Select, Cast };
+/// Which SIMD loops backends/cpu/elemwise_simd.cpp has for a scalar op: none, float32 and float64, float64 only.
+enum class ScalarSimd : uint8_t { None, All, F64 };
+
+/// The properties of one scalar op (a row of scalar_ops.def).
+struct ScalarOpInfo {
+  std::string_view name;
+  int arity;
+  ScalarDTypeRule rule;
+  int cost;
+  ScalarSimd simd;
+};
+
+inline constexpr ScalarOpInfo kScalarOpInfos[] = {
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, ...) \
+  {Name, Arity, ScalarDTypeRule::Rule, Cost, ScalarSimd::Simd},
+#include "hypatia/ops/scalar_ops.def"
+};
+static_assert(std::size(kScalarOpInfos) == static_cast<size_t>(kNumScalarOps));
+static_assert(static_cast<int>(ScalarOpKind::Switch) == kNumScalarOps - 1, "Switch must stay the last scalar op");
+
+constexpr const ScalarOpInfo& scalar_op_info(ScalarOpKind k) { return kScalarOpInfos[static_cast<size_t>(k)]; }
 
 /// Lower-case name ("add", "true_div", "switch") used in op names and error messages.
 std::string_view scalar_op_name(ScalarOpKind k);
@@ -144,71 +110,25 @@ void check_elemwise_inputs(const Op& op, const Apply& node, std::span<NDArray* c
 /// Applies scalar op k elementwise; pads lower-ndim inputs on the left (numpy broadcasting).
 Var elemwise(ScalarOpKind k, std::vector<Var> inputs);
 
-Var add(Var a, Var b);
-Var sub(Var a, Var b);
-Var mul(Var a, Var b);
-Var true_div(Var a, Var b);
-Var int_div(Var a, Var b);
-Var mod(Var a, Var b);
-Var pow(Var a, Var b);
-Var maximum(Var a, Var b);
-Var minimum(Var a, Var b);
-Var arctan2(Var a, Var b);
-Var eq(Var a, Var b);
-Var neq(Var a, Var b);
-Var lt(Var a, Var b);
-Var le(Var a, Var b);
-Var gt(Var a, Var b);
-Var ge(Var a, Var b);
-Var and_(Var a, Var b);
-Var or_(Var a, Var b);
-Var xor_(Var a, Var b);
-Var neg(Var x);
-Var abs(Var x);
-Var sign(Var x);
-Var reciprocal(Var x);
-Var sqr(Var x);
-Var sqrt(Var x);
-Var exp(Var x);
-Var exp2(Var x);
-Var expm1(Var x);
-/// log(x); log(erfc(y)) of a float y is built as stable_log_erfc(y).
-Var log(Var x);
+/// The builder of every scalar op whose row in scalar_ops.def says Build = Gen or Decl:
+/// `Var exp(Var x)`, `Var add(Var a, Var b)`, ... (the Cpp column names them). log(x) of erfc(y) of a
+/// float y is built as stable_log_erfc(y).
+#define HYP_BUILDER_DECL_1(Cpp) Var Cpp(Var x);
+#define HYP_BUILDER_DECL_2(Cpp) Var Cpp(Var a, Var b);
+#define HYP_BUILDER_DECL_Gen(Arity, Cpp) HYP_BUILDER_DECL_##Arity(Cpp)
+#define HYP_BUILDER_DECL_Decl(Arity, Cpp) HYP_BUILDER_DECL_##Arity(Cpp)
+#define HYP_BUILDER_DECL_Hand(Arity, Cpp)
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, ...) HYP_BUILDER_DECL_##Build(Arity, Cpp)
+#include "hypatia/ops/scalar_ops.def"
+#undef HYP_BUILDER_DECL_Hand
+#undef HYP_BUILDER_DECL_Decl
+#undef HYP_BUILDER_DECL_Gen
+#undef HYP_BUILDER_DECL_2
+#undef HYP_BUILDER_DECL_1
+
 /// log(erfc(y)), finite with a finite gradient where erfc(y) underflows (a switch between
 /// log(erfc(min(y, t))) and the asymptotic series at max(y, t)).
 Var stable_log_erfc(Var y);
-Var log2(Var x);
-Var log10(Var x);
-Var log1p(Var x);
-Var sin(Var x);
-Var cos(Var x);
-Var tan(Var x);
-Var arcsin(Var x);
-Var arccos(Var x);
-Var arctan(Var x);
-Var sinh(Var x);
-Var cosh(Var x);
-Var tanh(Var x);
-Var arcsinh(Var x);
-Var arccosh(Var x);
-Var arctanh(Var x);
-Var sigmoid(Var x);
-Var softplus(Var x);
-Var erf(Var x);
-Var erfc(Var x);
-Var erfinv(Var x);
-Var gamma(Var x);
-Var gammaln(Var x);
-Var psi(Var x);
-/// Trigamma, the derivative of psi (polygamma of order 1).
-Var trigamma(Var x);
-Var floor(Var x);
-Var ceil(Var x);
-Var round(Var x);  // half to even, like numpy
-Var trunc(Var x);
-Var invert(Var x);  // bitwise not (logical not for bool)
-Var isnan(Var x);
-Var isinf(Var x);
 Var cast(Var x, DType dt);
 Var clip(Var x, Var lo, Var hi);
 /// where(cond, a, b): a where cond is true, else b.

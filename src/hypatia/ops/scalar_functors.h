@@ -20,18 +20,6 @@
 
 namespace hypatia {
 
-/// X-macro listing every ScalarOpKind except Cast (whose output type is an attribute).
-// clang-format off
-#define HYP_SCALAR_KINDS(X)                                                                              \
-  X(Add) X(Sub) X(Mul) X(TrueDiv) X(IntDiv) X(Mod) X(Pow) X(Maximum) X(Minimum) X(ArcTan2)               \
-  X(Eq) X(Neq) X(Lt) X(Le) X(Gt) X(Ge) X(And) X(Or) X(Xor)                                               \
-  X(Neg) X(Abs) X(Sign) X(Reciprocal) X(Sqr) X(Sqrt) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log10)     \
-  X(Log1p) X(Sin) X(Cos) X(Tan) X(ArcSin) X(ArcCos) X(ArcTan) X(Sinh) X(Cosh) X(Tanh) X(ArcSinh)        \
-  X(ArcCosh) X(ArcTanh) X(Sigmoid) X(Softplus) X(Erf) X(Erfc) X(Erfinv) X(Gamma) X(GammaLn) X(Psi)      \
-  X(TriGamma) X(Floor) X(Ceil) X(Round) X(Trunc) X(Invert) X(IsNan) X(IsInf) X(Identity) X(Clip)        \
-  X(Switch)
-// clang-format on
-
 namespace scalar_math {
 
 template <class T>
@@ -315,6 +303,61 @@ inline double gammaln(double x) {
   return ::lgamma_r(x, &sign);
 }
 
+/// Bitwise and / or / xor / not of integers (logical for bool).
+template <class T>
+inline T bit_and(T a, T b) {
+  if constexpr (is_bool_v<T>)
+    return a && b;
+  else
+    return static_cast<T>(a & b);
+}
+template <class T>
+inline T bit_or(T a, T b) {
+  if constexpr (is_bool_v<T>)
+    return a || b;
+  else
+    return static_cast<T>(a | b);
+}
+template <class T>
+inline T bit_xor(T a, T b) {
+  if constexpr (is_bool_v<T>)
+    return a != b;
+  else
+    return static_cast<T>(a ^ b);
+}
+template <class T>
+inline T bit_not(T x) {
+  if constexpr (is_bool_v<T>)
+    return !x;
+  else
+    return static_cast<T>(~x);
+}
+
+/// Half to even (the default rounding mode); integers are already round.
+template <class T>
+inline T round_half_even(T x) {
+  if constexpr (is_float_v<T>)
+    return std::nearbyint(x);
+  else
+    return x;
+}
+
+/// isnan / isinf for any type (false for integers and bool).
+template <class T>
+inline bool is_nan(T x) {
+  if constexpr (is_float_v<T>)
+    return std::isnan(x);
+  else
+    return false;
+}
+template <class T>
+inline bool is_inf(T x) {
+  if constexpr (is_float_v<T>)
+    return std::isinf(x);
+  else
+    return false;
+}
+
 /// Float -> integer conversion without UB: NaN and out-of-range values give the type's minimum
 /// for signed types (what x86 gives numpy) and 0 for unsigned ones.
 template <class To, class From>
@@ -338,167 +381,92 @@ inline To convert(From x) {
 template <ScalarOpKind K>
 struct ScalarFn;
 
-#define HYP_SCALAR_FN(KIND, ARITY, SUPPORTS, ...) \
-  template <>                                     \
-  struct ScalarFn<ScalarOpKind::KIND> {           \
-    static constexpr int arity = ARITY;           \
-    template <class T>                            \
-    static constexpr bool supports = SUPPORTS;    \
-    __VA_ARGS__                                   \
+// One specialization per row of scalar_ops.def (Cast has none: its output type is an attribute).
+// The Rule column gives the valid compute types and the result type; the Fn column the body.
+#define HYP_SUPPORTS_Same true
+#define HYP_SUPPORTS_Select true
+#define HYP_SUPPORTS_Compare true
+#define HYP_SUPPORTS_Predicate true
+#define HYP_SUPPORTS_NoBool (!scalar_math::is_bool_v<T>)
+#define HYP_SUPPORTS_BoolToInt8 (!scalar_math::is_bool_v<T>)
+#define HYP_SUPPORTS_Bitwise (std::is_integral_v<T>)
+#define HYP_SUPPORTS_Float (std::is_floating_point_v<T>)
+#define HYP_RESULT_Compare bool
+#define HYP_RESULT_Predicate bool
+#define HYP_RESULT_Same T
+#define HYP_RESULT_Select T
+#define HYP_RESULT_NoBool T
+#define HYP_RESULT_BoolToInt8 T
+#define HYP_RESULT_Bitwise T
+#define HYP_RESULT_Float T
+#define HYP_FIRST_ARG_Select bool
+#define HYP_FIRST_ARG_Same T
+#define HYP_APPLY_1(Rule, Fn) \
+  template <class T>          \
+  static HYP_RESULT_##Rule apply(T x) { return Fn; }
+#define HYP_APPLY_2(Rule, Fn) \
+  template <class T>          \
+  static HYP_RESULT_##Rule apply(T a, T b) { return Fn; }
+#define HYP_APPLY_3(Rule, Fn) \
+  template <class T>          \
+  static HYP_RESULT_##Rule apply(HYP_FIRST_ARG_##Rule a, T b, T c) { return Fn; }
+#define HYP_SCALAR_FN(Kind, Arity, Rule, Fn)         \
+  template <>                                        \
+  struct ScalarFn<ScalarOpKind::Kind> {              \
+    static constexpr int arity = Arity;              \
+    template <class T>                               \
+    static constexpr bool supports = HYP_SUPPORTS_##Rule; \
+    HYP_APPLY_##Arity(Rule, Fn)                      \
   };
-
-#define HYP_ANY_T true
-#define HYP_NOBOOL_T (!scalar_math::is_bool_v<T>)
-#define HYP_INT_T (std::is_integral_v<T>)
-#define HYP_FLOAT_T (std::is_floating_point_v<T>)
-
-#define HYP_UNARY_FLOAT(KIND, EXPR) \
-  HYP_SCALAR_FN(                    \
-      KIND, 1, HYP_FLOAT_T, template <class T> static T apply(T x) { return EXPR; })
-#define HYP_COMPARE(KIND, OP) \
-  HYP_SCALAR_FN(              \
-      KIND, 2, HYP_ANY_T, template <class T> static bool apply(T a, T b) { return a OP b; })
-
-HYP_SCALAR_FN(
-    Add, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::add(a, b); })
-HYP_SCALAR_FN(
-    Sub, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::sub(a, b); })
-HYP_SCALAR_FN(
-    Mul, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::mul(a, b); })
-HYP_SCALAR_FN(
-    TrueDiv, 2, HYP_FLOAT_T, template <class T> static T apply(T a, T b) { return a / b; })
-HYP_SCALAR_FN(
-    IntDiv, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::int_div(a, b); })
-HYP_SCALAR_FN(
-    Mod, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::mod(a, b); })
-HYP_SCALAR_FN(
-    Pow, 2, HYP_NOBOOL_T, template <class T> static T apply(T a, T b) { return scalar_math::pow(a, b); })
-HYP_SCALAR_FN(
-    Maximum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::maximum(a, b); })
-HYP_SCALAR_FN(
-    Minimum, 2, HYP_ANY_T, template <class T> static T apply(T a, T b) { return scalar_math::minimum(a, b); })
-HYP_SCALAR_FN(
-    ArcTan2, 2, HYP_FLOAT_T, template <class T> static T apply(T a, T b) { return std::atan2(a, b); })
-HYP_COMPARE(Eq, ==)
-HYP_COMPARE(Neq, !=)
-HYP_COMPARE(Lt, <)
-HYP_COMPARE(Le, <=)
-HYP_COMPARE(Gt, >)
-HYP_COMPARE(Ge, >=)
-HYP_SCALAR_FN(
-    And, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
-      if constexpr (scalar_math::is_bool_v<T>)
-        return a && b;
-      else
-        return static_cast<T>(a & b);
-    })
-HYP_SCALAR_FN(
-    Or, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
-      if constexpr (scalar_math::is_bool_v<T>)
-        return a || b;
-      else
-        return static_cast<T>(a | b);
-    })
-HYP_SCALAR_FN(
-    Xor, 2, HYP_INT_T, template <class T> static T apply(T a, T b) {
-      if constexpr (scalar_math::is_bool_v<T>)
-        return a != b;
-      else
-        return static_cast<T>(a ^ b);
-    })
-HYP_SCALAR_FN(
-    Neg, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar_math::neg(x); })
-HYP_SCALAR_FN(
-    Abs, 1, HYP_ANY_T, template <class T> static T apply(T x) { return scalar_math::abs(x); })
-HYP_SCALAR_FN(
-    Sign, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar_math::sign(x); })
-HYP_UNARY_FLOAT(Reciprocal, T(1) / x)
-HYP_SCALAR_FN(
-    Sqr, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) { return scalar_math::mul(x, x); })
-HYP_UNARY_FLOAT(Sqrt, std::sqrt(x))
-HYP_UNARY_FLOAT(Exp, std::exp(x))
-HYP_UNARY_FLOAT(Exp2, std::exp2(x))
-HYP_UNARY_FLOAT(Expm1, std::expm1(x))
-HYP_UNARY_FLOAT(Log, std::log(x))
-HYP_UNARY_FLOAT(Log2, std::log2(x))
-HYP_UNARY_FLOAT(Log10, std::log10(x))
-HYP_UNARY_FLOAT(Log1p, std::log1p(x))
-HYP_UNARY_FLOAT(Sin, std::sin(x))
-HYP_UNARY_FLOAT(Cos, std::cos(x))
-HYP_UNARY_FLOAT(Tan, std::tan(x))
-HYP_UNARY_FLOAT(ArcSin, std::asin(x))
-HYP_UNARY_FLOAT(ArcCos, std::acos(x))
-HYP_UNARY_FLOAT(ArcTan, std::atan(x))
-HYP_UNARY_FLOAT(Sinh, std::sinh(x))
-HYP_UNARY_FLOAT(Cosh, std::cosh(x))
-HYP_UNARY_FLOAT(Tanh, std::tanh(x))
-HYP_UNARY_FLOAT(ArcSinh, std::asinh(x))
-HYP_UNARY_FLOAT(ArcCosh, std::acosh(x))
-HYP_UNARY_FLOAT(ArcTanh, std::atanh(x))
-HYP_UNARY_FLOAT(Sigmoid, scalar_math::sigmoid(x))
-HYP_UNARY_FLOAT(Softplus, scalar_math::softplus(x))
-HYP_UNARY_FLOAT(Erf, std::erf(x))
-HYP_UNARY_FLOAT(Erfc, std::erfc(x))
-HYP_UNARY_FLOAT(Erfinv, static_cast<T>(scalar_math::erfinv(static_cast<double>(x))))
-HYP_UNARY_FLOAT(Gamma, static_cast<T>(std::tgamma(static_cast<double>(x))))
-HYP_UNARY_FLOAT(GammaLn, static_cast<T>(scalar_math::gammaln(static_cast<double>(x))))
-HYP_UNARY_FLOAT(Psi, static_cast<T>(scalar_math::digamma(static_cast<double>(x))))
-HYP_UNARY_FLOAT(TriGamma, static_cast<T>(scalar_math::trigamma(static_cast<double>(x))))
-HYP_UNARY_FLOAT(Floor, std::floor(x))
-HYP_UNARY_FLOAT(Ceil, std::ceil(x))
-HYP_UNARY_FLOAT(Trunc, std::trunc(x))
-// Half to even (the default rounding mode); integers are already round.
-HYP_SCALAR_FN(
-    Round, 1, HYP_NOBOOL_T, template <class T> static T apply(T x) {
-      if constexpr (scalar_math::is_float_v<T>)
-        return std::nearbyint(x);
-      else
-        return x;
-    })
-HYP_SCALAR_FN(
-    Invert, 1, HYP_INT_T, template <class T> static T apply(T x) {
-      if constexpr (scalar_math::is_bool_v<T>)
-        return !x;
-      else
-        return static_cast<T>(~x);
-    })
-HYP_SCALAR_FN(
-    IsNan, 1, HYP_ANY_T, template <class T> static bool apply(T x) {
-      if constexpr (scalar_math::is_float_v<T>)
-        return std::isnan(x);
-      else
-        return false;
-    })
-HYP_SCALAR_FN(
-    IsInf, 1, HYP_ANY_T, template <class T> static bool apply(T x) {
-      if constexpr (scalar_math::is_float_v<T>)
-        return std::isinf(x);
-      else
-        return false;
-    })
-HYP_SCALAR_FN(
-    Identity, 1, HYP_ANY_T, template <class T> static T apply(T x) { return x; })
-// clip(x, lo, hi) = min(max(x, lo), hi), NaN propagating like numpy.
-HYP_SCALAR_FN(
-    Clip, 3, HYP_ANY_T, template <class T> static T apply(T x, T lo, T hi) {
-      return scalar_math::minimum(scalar_math::maximum(x, lo), hi);
-    })
-HYP_SCALAR_FN(
-    Switch, 3, HYP_ANY_T, template <class T> static T apply(bool c, T a, T b) { return c ? a : b; })
-
-#undef HYP_COMPARE
-#undef HYP_UNARY_FLOAT
-#undef HYP_FLOAT_T
-#undef HYP_INT_T
-#undef HYP_NOBOOL_T
-#undef HYP_ANY_T
+#define HYP_SCALAR_FN_Cast(Kind, Arity, Rule, Fn)
+#define HYP_SCALAR_FN_Same HYP_SCALAR_FN
+#define HYP_SCALAR_FN_NoBool HYP_SCALAR_FN
+#define HYP_SCALAR_FN_BoolToInt8 HYP_SCALAR_FN
+#define HYP_SCALAR_FN_Float HYP_SCALAR_FN
+#define HYP_SCALAR_FN_Bitwise HYP_SCALAR_FN
+#define HYP_SCALAR_FN_Compare HYP_SCALAR_FN
+#define HYP_SCALAR_FN_Predicate HYP_SCALAR_FN
+#define HYP_SCALAR_FN_Select HYP_SCALAR_FN
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, Fn, Grad) \
+  HYP_SCALAR_FN_##Rule(Kind, Arity, Rule, Fn)
+#include "hypatia/ops/scalar_ops.def"
+#undef HYP_SCALAR_FN_Select
+#undef HYP_SCALAR_FN_Predicate
+#undef HYP_SCALAR_FN_Compare
+#undef HYP_SCALAR_FN_Bitwise
+#undef HYP_SCALAR_FN_Float
+#undef HYP_SCALAR_FN_BoolToInt8
+#undef HYP_SCALAR_FN_NoBool
+#undef HYP_SCALAR_FN_Same
+#undef HYP_SCALAR_FN_Cast
 #undef HYP_SCALAR_FN
+#undef HYP_APPLY_3
+#undef HYP_APPLY_2
+#undef HYP_APPLY_1
+#undef HYP_FIRST_ARG_Same
+#undef HYP_FIRST_ARG_Select
+#undef HYP_RESULT_Float
+#undef HYP_RESULT_Bitwise
+#undef HYP_RESULT_BoolToInt8
+#undef HYP_RESULT_NoBool
+#undef HYP_RESULT_Select
+#undef HYP_RESULT_Same
+#undef HYP_RESULT_Predicate
+#undef HYP_RESULT_Compare
+#undef HYP_SUPPORTS_Float
+#undef HYP_SUPPORTS_Bitwise
+#undef HYP_SUPPORTS_BoolToInt8
+#undef HYP_SUPPORTS_NoBool
+#undef HYP_SUPPORTS_Predicate
+#undef HYP_SUPPORTS_Compare
+#undef HYP_SUPPORTS_Select
+#undef HYP_SUPPORTS_Same
 
 namespace scalar_detail {
 template <ScalarOpKind K, class T>
 auto result_probe() {
   using Fn = ScalarFn<K>;
-  if constexpr (K == ScalarOpKind::Switch)
+  if constexpr (scalar_op_info(K).rule == ScalarDTypeRule::Select)
     return Fn::apply(false, T{}, T{});
   else if constexpr (Fn::arity == 1)
     return Fn::apply(T{});
@@ -515,7 +483,7 @@ using scalar_result_t = decltype(scalar_detail::result_probe<K, T>());
 
 /// How ScalarFn<K>'s input i is read: bool for Switch's condition, else the compute type T.
 template <ScalarOpKind K, class T, int I>
-using scalar_input_t = std::conditional_t<K == ScalarOpKind::Switch && I == 0, bool, T>;
+using scalar_input_t = std::conditional_t<scalar_op_info(K).rule == ScalarDTypeRule::Select && I == 0, bool, T>;
 
 /// Loads an element; a bool is read as a byte != 0, so any non-zero byte is true.
 template <class T>
@@ -531,13 +499,32 @@ inline T load_element(const std::byte* p) {
 template <class F>
 decltype(auto) dispatch_scalar_kind(ScalarOpKind k, F&& f) {
   switch (k) {
-#define HYP_KIND_CASE(K) \
-  case ScalarOpKind::K:  \
+#define HYP_KIND_CASE_Cast(K)     \
+  case ScalarOpKind::K: \
+    break;
+#define HYP_KIND_CASE(K)     \
+  case ScalarOpKind::K: \
     return f(std::integral_constant<ScalarOpKind, ScalarOpKind::K>{});
-    HYP_SCALAR_KINDS(HYP_KIND_CASE)
+#define HYP_KIND_CASE_Same HYP_KIND_CASE
+#define HYP_KIND_CASE_NoBool HYP_KIND_CASE
+#define HYP_KIND_CASE_BoolToInt8 HYP_KIND_CASE
+#define HYP_KIND_CASE_Float HYP_KIND_CASE
+#define HYP_KIND_CASE_Bitwise HYP_KIND_CASE
+#define HYP_KIND_CASE_Compare HYP_KIND_CASE
+#define HYP_KIND_CASE_Predicate HYP_KIND_CASE
+#define HYP_KIND_CASE_Select HYP_KIND_CASE
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, ...) HYP_KIND_CASE_##Rule(Kind)
+#include "hypatia/ops/scalar_ops.def"
+#undef HYP_KIND_CASE_Select
+#undef HYP_KIND_CASE_Predicate
+#undef HYP_KIND_CASE_Compare
+#undef HYP_KIND_CASE_Bitwise
+#undef HYP_KIND_CASE_Float
+#undef HYP_KIND_CASE_BoolToInt8
+#undef HYP_KIND_CASE_NoBool
+#undef HYP_KIND_CASE_Same
 #undef HYP_KIND_CASE
-    case ScalarOpKind::Cast:
-      break;
+#undef HYP_KIND_CASE_Cast
   }
   throw InternalError("dispatch_scalar_kind: Cast has no ScalarFn");
 }

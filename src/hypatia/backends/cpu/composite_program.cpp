@@ -74,10 +74,8 @@ std::vector<bool> TileProgram::scalar_inputs(const Apply& node) {
 
 bool TileProgram::folds(ScalarOpKind kind, int nargs) const {
   if (!simd_supports(kind, prog_.dtype)) return false;
-  if (nargs == 1) return true;
-  return nargs == 2 &&
-         (kind == ScalarOpKind::Add || kind == ScalarOpKind::Sub || kind == ScalarOpKind::Mul ||
-          kind == ScalarOpKind::TrueDiv || kind == ScalarOpKind::Maximum || kind == ScalarOpKind::Minimum);
+  // simd_supports: the row of scalar_ops.def says the op has a SIMD loop (unary or binary).
+  return nargs == 1 || nargs == 2;
 }
 
 TileProgram::TileProgram(const std::string& who, const CompositeProgram& prog, const std::vector<int>& outputs,

@@ -426,20 +426,16 @@ void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* 
       return unary_two_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v); \
     else                                                                      \
       return unary_modes<ScalarOpKind::KIND, T>(pre, post, x, y, m, a.v, std::make_index_sequence<9>());
-    HYP_SIMD_UNARY(Identity)
-    HYP_SIMD_UNARY(Exp)
-    HYP_SIMD_UNARY(Expm1)
-    HYP_SIMD_UNARY(Log)
-    HYP_SIMD_UNARY(Log1p)
-    HYP_SIMD_UNARY(Tanh)
-    HYP_SIMD_UNARY(Sigmoid)
-    HYP_SIMD_UNARY(Softplus)
-    HYP_SIMD_UNARY(Sqrt)
-    HYP_SIMD_UNARY(Neg)
-    HYP_SIMD_UNARY(Abs)
-    HYP_SIMD_UNARY(Sqr)
-    HYP_SIMD_UNARY(Sin)
-    HYP_SIMD_UNARY(Cos)
+    // The unary rows of scalar_ops.def with Simd = All.
+#define HYP_SIMD_CASE_All_1(KIND) HYP_SIMD_UNARY(KIND)
+#define HYP_SIMD_CASE_All_2(KIND)
+#define HYP_SIMD_CASE_All_3(KIND)
+#define HYP_SIMD_CASE_F64_1(KIND)
+#define HYP_SIMD_CASE_None_1(KIND)
+#define HYP_SIMD_CASE_None_2(KIND)
+#define HYP_SIMD_CASE_None_3(KIND)
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, ...) HYP_SIMD_CASE_##Simd##_##Arity(Kind)
+#include "hypatia/ops/scalar_ops.def"
     default:
       break;
   }
@@ -459,16 +455,15 @@ void UnaryT(ScalarOpKind k, const void* in, void* out, int64_t n, const double* 
       }
     };
     switch (k) {
-      case ScalarOpKind::Log10:
-        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Log10>{});
-      case ScalarOpKind::Log2:
-        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Log2>{});
-      case ScalarOpKind::Sinh:
-        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Sinh>{});
-      case ScalarOpKind::Cosh:
-        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::Cosh>{});
-      case ScalarOpKind::ArcCosh:
-        return run(std::integral_constant<ScalarOpKind, ScalarOpKind::ArcCosh>{});
+      // The rows of scalar_ops.def with Simd = F64.
+#undef HYP_SIMD_CASE_All_1
+#undef HYP_SIMD_CASE_F64_1
+#define HYP_SIMD_CASE_All_1(KIND)
+#define HYP_SIMD_CASE_F64_1(KIND) \
+  case ScalarOpKind::KIND:        \
+    return run(std::integral_constant<ScalarOpKind, ScalarOpKind::KIND>{});
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, ...) HYP_SIMD_CASE_##Simd##_##Arity(Kind)
+#include "hypatia/ops/scalar_ops.def"
       default:
         return;
     }
@@ -488,12 +483,22 @@ void BinaryT(ScalarOpKind k, const void* a, bool as, const void* b, bool bs, voi
   case ScalarOpKind::KIND:                                                         \
     return p.on ? BinaryLoop<ScalarOpKind::KIND, T, true>(x, as, y, bs, z, m, p.v) \
                 : BinaryLoop<ScalarOpKind::KIND, T, false>(x, as, y, bs, z, m, nullptr);
-    HYP_SIMD_BINARY(Add)
-    HYP_SIMD_BINARY(Sub)
-    HYP_SIMD_BINARY(Mul)
-    HYP_SIMD_BINARY(TrueDiv)
-    HYP_SIMD_BINARY(Maximum)
-    HYP_SIMD_BINARY(Minimum)
+    // The binary rows of scalar_ops.def with Simd = All.
+#undef HYP_SIMD_CASE_All_1
+#undef HYP_SIMD_CASE_All_2
+#undef HYP_SIMD_CASE_F64_1
+#define HYP_SIMD_CASE_All_1(KIND)
+#define HYP_SIMD_CASE_All_2(KIND) HYP_SIMD_BINARY(KIND)
+#define HYP_SIMD_CASE_F64_1(KIND)
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, ...) HYP_SIMD_CASE_##Simd##_##Arity(Kind)
+#include "hypatia/ops/scalar_ops.def"
+#undef HYP_SIMD_CASE_None_3
+#undef HYP_SIMD_CASE_None_2
+#undef HYP_SIMD_CASE_None_1
+#undef HYP_SIMD_CASE_F64_1
+#undef HYP_SIMD_CASE_All_3
+#undef HYP_SIMD_CASE_All_2
+#undef HYP_SIMD_CASE_All_1
 #undef HYP_SIMD_BINARY
     default:
       return;
@@ -532,34 +537,11 @@ HWY_EXPORT(BinaryF64);
 
 bool simd_supports(ScalarOpKind k, DType dt) {
   if (dt != DType::Float32 && dt != DType::Float64) return false;
-  switch (k) {
-    case ScalarOpKind::Log10:
-    case ScalarOpKind::Log2:
-    case ScalarOpKind::Sinh:
-    case ScalarOpKind::Cosh:
-    case ScalarOpKind::ArcCosh:
-      return dt == DType::Float64;
-    case ScalarOpKind::Identity:
-    case ScalarOpKind::Exp:
-    case ScalarOpKind::Expm1:
-    case ScalarOpKind::Log:
-    case ScalarOpKind::Log1p:
-    case ScalarOpKind::Tanh:
-    case ScalarOpKind::Sigmoid:
-    case ScalarOpKind::Softplus:
-    case ScalarOpKind::Sqrt:
-    case ScalarOpKind::Neg:
-    case ScalarOpKind::Abs:
-    case ScalarOpKind::Sqr:
-    case ScalarOpKind::Sin:
-    case ScalarOpKind::Cos:
-    case ScalarOpKind::Add:
-    case ScalarOpKind::Sub:
-    case ScalarOpKind::Mul:
-    case ScalarOpKind::TrueDiv:
-    case ScalarOpKind::Maximum:
-    case ScalarOpKind::Minimum:
+  switch (scalar_op_info(k).simd) {
+    case ScalarSimd::All:
       return true;
+    case ScalarSimd::F64:
+      return dt == DType::Float64;
     default:
       return false;
   }
