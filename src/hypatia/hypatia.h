@@ -8,6 +8,7 @@
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
 #include "hypatia/grad/grad.h"
+#include "hypatia/testing/opinfo.h"
 #include "hypatia/testing/verify_grad.h"
 #include "hypatia/graph/constructors.h"
 #include "hypatia/graph/fgraph.h"

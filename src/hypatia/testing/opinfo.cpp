@@ -1,5 +1,8 @@
-#include "test_util.h"
+#include "hypatia/testing/opinfo.h"
 
+#include <algorithm>
+#include <cmath>
+#include <random>
 #include <sstream>
 
 namespace hypatia::testing {
