@@ -273,13 +273,7 @@ TEST(Pattern, IntermediateNodesWithOtherReadersStayForThem) {
 }
 
 TEST(Pattern, RulesAreRegisteredInTheirPhases) {
-  auto has = [](const std::string& phase, const std::string& rule) {
-    for (const auto& p : rewrite_phases())
-      if (p.name == phase)
-        for (const auto& rw : p.locals)
-          if (rw.name == rule) return true;
-    return false;
-  };
+  const auto has = testing::phase_has_rule;
   EXPECT_TRUE(has("canonicalize", "local_elemwise_canonical_neg_neg"));
   EXPECT_TRUE(has("specialize", "local_elemwise_canonical_neg_neg"));
   EXPECT_TRUE(has("canonicalize", "local_add_neg_to_sub"));

@@ -473,13 +473,7 @@ TEST(Pipeline, EveryNameTheFlagsAreGivenExists) {
 
 TEST(Pipeline, RuleNamesTheFlagsTakeAreInTheirPhases) {
   // optimizer_excluding also removes single rules by name (they keep their names in every phase).
-  auto in_phase = [](const std::string& phase, const std::string& rule) {
-    for (const RewritePhase& p : rewrite_phases())
-      if (p.name == phase)
-        for (const LocalRewrite& rw : p.locals)
-          if (rw.name == rule) return true;
-    return false;
-  };
+  const auto in_phase = testing::phase_has_rule;
   for (const char* phase : {"canonicalize", "stabilize", "specialize"}) {
     EXPECT_TRUE(in_phase(phase, "constant_folding")) << phase;
   }

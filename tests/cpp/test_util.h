@@ -39,4 +39,13 @@ std::string error_of(F&& f) {
     EXPECT_NE(msg_.find(substr), std::string::npos) << msg_;           \
   } while (0)
 
+/// Whether the pipeline's phase `phase` has the local rule named `rule`.
+inline bool phase_has_rule(const std::string& phase, const std::string& rule) {
+  for (const RewritePhase& p : rewrite_phases())
+    if (p.name == phase)
+      for (const LocalRewrite& rw : p.locals)
+        if (rw.name == rule) return true;
+  return false;
+}
+
 }  // namespace hypatia::testing
