@@ -170,18 +170,18 @@ def io_toposort(inputs, outputs, orderings=None, clients=None):
     outputs = _var_list(outputs)
     if not orderings and clients is None:
         computed = set(_var_list(inputs))
-        todo = [o.owner for o in reversed(outputs) if o.owner is not None]
+        stack = [o.owner for o in reversed(outputs) if o.owner is not None]
         order = []
-        while todo:
-            cur = todo.pop()
+        while stack:
+            cur = stack.pop()
             if cur.outputs[0] in computed:
                 continue
             if all(i in computed or i.owner is None for i in cur.inputs):
                 computed.update(cur.outputs)
                 order.append(cur)
             else:
-                todo.append(cur)
-                todo.extend(i.owner for i in cur.inputs if i.owner is not None)
+                stack.append(cur)
+                stack.extend(i.owner for i in cur.inputs if i.owner is not None)
         return order
 
     iset = _ids(inputs)

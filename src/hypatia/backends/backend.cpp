@@ -101,10 +101,7 @@ const Backend* Backend::provider(const Apply& node) const {
 std::unique_ptr<Kernel> Backend::make_kernel(const Apply& node) const {
   const Backend* b = provider(node);
   if (!b) {
-    std::string chain = "'" + name() + "'";
-    int hops = 0;
-    for (const Backend* f = fallback(); f && hops < 8; f = f->fallback(), ++hops) chain += " (nor its fallback '" + f->name() + "')";
-    fail<NotImplementedError>(node.op->name(), ": no kernel for this op on backend ", chain,
+    fail<NotImplementedError>(node.op->name(), ": no kernel for this op on backend ", chain_str(),
                               "; choose another backend or mode, or register a kernel for it");
   }
   KernelFactory f;
@@ -113,6 +110,14 @@ std::unique_ptr<Kernel> Backend::make_kernel(const Apply& node) const {
     f = b->kernels_.at(std::type_index(typeid(*node.op)));
   }
   return f(node);
+}
+
+std::string Backend::chain_str() const {
+  std::string chain = "'" + name() + "'";
+  int hops = 0;
+  for (const Backend* f = fallback(); f && hops < 8; f = f->fallback(), ++hops)
+    chain += " (nor its fallback '" + f->name() + "')";
+  return chain;
 }
 
 std::vector<std::type_index> Backend::op_types() const {

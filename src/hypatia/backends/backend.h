@@ -68,6 +68,8 @@ class Backend {
   /// Builds the kernel for `node` (from the first backend of the chain that has one); throws
   /// NotImplementedError naming the op and the backends asked when there is none.
   std::unique_ptr<Kernel> make_kernel(const Apply& node) const;
+  /// "'cpu' (nor its fallback 'reference')": the backends asked for a kernel, for messages.
+  std::string chain_str() const;
   /// The op types this backend itself has kernels for (not its fallback's).
   std::vector<std::type_index> op_types() const;
 

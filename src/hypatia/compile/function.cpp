@@ -150,9 +150,7 @@ void rewrite_step(Program& program, const Backend& backend, const std::string& l
 void place(const FunctionGraph& fg, const Backend& backend, const std::string& label) {
   for (const auto& n : fg.toposort())
     if (!backend.supports(*n)) {
-      std::string chain = "'" + backend.name() + "'";
-      if (const Backend* f = backend.fallback()) chain += " (nor its fallback '" + f->name() + "')";
-      fail<NotImplementedError>(label, ": ", n->op->name(), " has no kernel on backend ", chain,
+      fail<NotImplementedError>(label, ": ", n->op->name(), " has no kernel on backend ", backend.chain_str(),
                                 "; compile with another backend, or register a kernel for this op");
     }
 }

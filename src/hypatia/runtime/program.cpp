@@ -424,14 +424,13 @@ void Program::ensure_cell(Frame& f, int c) {
 void Program::run_lazy_step(Frame& f, size_t t) {
   const Step& st = steps[t];
   const KernelArgs a = f.args(st, t);
-  std::vector<bool> ready_v(st.in.size());
+  // An input is ready unless it is lazy and a deferred step that has not run writes it.
+  std::unique_ptr<bool[]> ready(new bool[st.in.size()]);
   for (size_t i = 0; i < st.in.size(); ++i) {
     const int p = producer_[st.in[i]];
-    ready_v[i] = !st.lazy_in[i] || p < 0 || !steps[p].deferred || (any_deferred_ && f.done[p]);
+    ready[i] = !st.lazy_in[i] || p < 0 || !steps[p].deferred || f.done[p] == 1;
   }
   for (int round = 0;; ++round) {
-    std::unique_ptr<bool[]> ready(new bool[st.in.size()]);
-    for (size_t i = 0; i < st.in.size(); ++i) ready[i] = ready_v[i];
     std::vector<int> need;
     with_node_context(*st.node, a, [&] {
       auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
@@ -440,11 +439,11 @@ void Program::run_lazy_step(Frame& f, size_t t) {
     });
     if (need.empty()) break;
     for (int i : need) {
-      if (i < 0 || i >= static_cast<int>(st.in.size()) || ready_v[i] || round > static_cast<int>(st.in.size()))
+      if (i < 0 || i >= static_cast<int>(st.in.size()) || ready[i] || round > static_cast<int>(st.in.size()))
         throw InternalError(st.node->op->name() + ": its lazy kernel asked for input " + std::to_string(i) +
                             " which it has or which does not exist");
       ensure_cell(f, st.in[i]);
-      ready_v[i] = true;
+      ready[i] = true;
     }
   }
   check_cancelled();
