@@ -44,6 +44,6 @@ BENCHMARK(BM_jacobian_by_hand_200)->UseRealTime()->Unit(benchmark::kMicrosecond)
 }  // namespace hypatia::bench
 
 int main(int argc, char** argv) {
-  return hypatia::bench::run_with_ratios(
-      argc, argv, {{"BM_jacobian_tanh_200/real_time", "BM_jacobian_by_hand_200/real_time"}});
+  return hypatia::bench::run_with_ratios(argc, argv,
+                                         {{"BM_jacobian_tanh_200/real_time", "BM_jacobian_by_hand_200/real_time"}});
 }

@@ -61,7 +61,7 @@ void init_ops(nb::module_& m) {
   for (const Unary& u : kUnary) m.def(u.name, u.fn, "x"_a);
   for (const Binary& b : kBinary) m.def(b.name, b.fn, "a"_a, "b"_a);
 
-  // The builder of every scalar op with one (Build = Gen or Decl in scalar_ops.def).
+    // The builder of every scalar op with one (Build = Gen or Decl in scalar_ops.def).
 #define HYP_BIND_1(Cpp, Core) m.def(Core, static_cast<Var (*)(Var)>(&hypatia::Cpp), "x"_a);
 #define HYP_BIND_2(Cpp, Core) m.def(Core, static_cast<Var (*)(Var, Var)>(&hypatia::Cpp), "a"_a, "b"_a);
 #define HYP_BIND_Gen(Arity, Cpp, Core) HYP_BIND_##Arity(Cpp, Core)

@@ -72,11 +72,12 @@ TEST(Backends, ABackendWithAFallbackRunsGraphsAndItsOwnKernelsWin) {
   }();
   (void)registered;
   static int own_runs = 0;
-  register_simple_kernel<Elemwise>("test_fallback", +[](const Elemwise&, const KernelArgs& a) {
-    ++own_runs;
-    NDArray& out = prepare_output(*a.out[0], a.in[0]->shape(), a.in[0]->dtype());
-    out.assign(*a.in[0]);  // an "identity" for every elementwise op: visibly this backend's
-  });
+  register_simple_kernel<Elemwise>(
+      "test_fallback", +[](const Elemwise&, const KernelArgs& a) {
+        ++own_runs;
+        NDArray& out = prepare_output(*a.out[0], a.in[0]->shape(), a.in[0]->dtype());
+        out.assign(*a.in[0]);  // an "identity" for every elementwise op: visibly this backend's
+      });
   Var x = vector("x");
   FunctionOptions o;
   o.backend = "test_fallback";
@@ -224,8 +225,7 @@ TEST(Transfers, AHostKernelReadingADeviceArrayIsAClearError) {
   FunctionOptions o;
   o.mode = "NONE";
   Function f = function({x}, {exp(device_from_host(x, Device::cuda(0)))}, o);
-  EXPECT_ERROR(TypeError, f({NDArray::from_vector<double>({1, 2})}),
-               "input 0 is on cuda:0");
+  EXPECT_ERROR(TypeError, f({NDArray::from_vector<double>({1, 2})}), "input 0 is on cuda:0");
 }
 
 }  // namespace

@@ -351,7 +351,10 @@ HYP_OPINFO({.name = "switch",
 
 HYP_OPINFO({.name = "identity",
             .build = [](const std::vector<Var>& x) { return elemwise(ScalarOpKind::Identity, {x[0]}); },
-            .samples = [](DType dt) { return unary_samples(dt, {-3, 3}); },
+            .samples =
+                [](DType dt) {
+                  return unary_samples(dt, {-3, 3});
+                },
             .dtypes = kSignedAndFloat,
             .expected = [](const std::vector<NDArray>& x) { return x[0]; }});
 

@@ -86,7 +86,8 @@ TEST_P(Lazy, OnlyTheTakenBranchRuns) {
   Function f = function({c, x}, {choose(c, a, b)}, opts());
   NDArray xv = NDArray::from_vector<double>({1, 2});
   for (int k = 0; k < 3; ++k) {
-    EXPECT_ALLCLOSE(f({NDArray::scalar_int64(1), xv})[0], NDArray::from_vector<double>({2 * std::exp(1.0), 2 * std::exp(2.0)}));
+    EXPECT_ALLCLOSE(f({NDArray::scalar_int64(1), xv})[0],
+                    NDArray::from_vector<double>({2 * std::exp(1.0), 2 * std::exp(2.0)}));
     EXPECT_ALLCLOSE(f({NDArray::scalar_int64(0), xv})[0], NDArray::from_vector<double>({1, std::log(2.0) + 1}));
   }
   EXPECT_EQ(runs(0), 3);
@@ -96,7 +97,7 @@ TEST_P(Lazy, OnlyTheTakenBranchRuns) {
 TEST_P(Lazy, NodesTheEagerPartNeedsRunAlways) {
   Var c = variable(scalar_type(DType::Int64), "c");
   Var x = vector("x", DType::Float64);
-  Var shared_part = count(x, 0);       // read by branch a and by the second output
+  Var shared_part = count(x, 0);  // read by branch a and by the second output
   Var a = shared_part * 3.0;
   Var b = count(x, 1) - 1.0;
   Function f = function({c, x}, {choose(c, a, b), sum(shared_part)}, opts());

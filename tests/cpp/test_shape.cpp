@@ -505,8 +505,7 @@ TEST(Shape, JoinSplitValuesAndErrors) {
   EXPECT_EQ(j->dtype(), DType::Float64);
   NDArray av = make_array({1, 2}, {1, 2}, DType::Int32), bv = make_array({3, 4, 5, 6}, {2, 2}, DType::Float32);
   EXPECT_ALLCLOSE(ev(j, {{a, av}, {b, bv}}), make_array({1, 2, 3, 4, 5, 6}, {3, 2}, DType::Float64));
-  EXPECT_ALLCLOSE(ev(j, {{a, av}, {b, bv}}, kReferenceBackend),
-                  make_array({1, 2, 3, 4, 5, 6}, {3, 2}, DType::Float64));
+  EXPECT_ALLCLOSE(ev(j, {{a, av}, {b, bv}}, kReferenceBackend), make_array({1, 2, 3, 4, 5, 6}, {3, 2}, DType::Float64));
   EXPECT_ERROR(ValueError, ev(concatenate({a, b}, 1), {{a, av}, {b, bv}}), "Join{axis=1}");
   EXPECT_ERROR(TypeError, concatenate({a, variable(vector_type(DType::Int32))}), "Join{axis=0}");
   EXPECT_ERROR(TypeError, concatenate({variable(scalar_type(DType::Int32))}), "Join");

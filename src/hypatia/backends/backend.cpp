@@ -165,18 +165,21 @@ const Backend& default_backend() {
     for (const auto& [n, be] : b.by_name)
       if (be->device_kind() == d.kind && be->default_for_device()) return *be;
   }
-  fail<ValueError>("device=", config().device, ": no backend for ", d.str(), " is built into this hypatia; the backends are ",
-                   known_names());
+  fail<ValueError>("device=", config().device, ": no backend for ", d.str(),
+                   " is built into this hypatia; the backends are ", known_names());
 }
 
-const Backend& backend_or_default(std::string_view name) { return name.empty() ? default_backend() : get_backend(name); }
+const Backend& backend_or_default(std::string_view name) {
+  return name.empty() ? default_backend() : get_backend(name);
+}
 
 // The registration functions of registry.h, by backend name.
 
 void register_kernel(std::string_view backend, std::type_index op_type, KernelFactory factory) {
   ensure_registered();
   const Backend* b = find_unlocked(backend);
-  if (!b) fail<ValueError>("register_kernel: backend '", backend, "' is not registered; the backends are ", known_names());
+  if (!b)
+    fail<ValueError>("register_kernel: backend '", backend, "' is not registered; the backends are ", known_names());
   const_cast<Backend*>(b)->add_kernel(op_type, std::move(factory));
 }
 

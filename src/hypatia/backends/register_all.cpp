@@ -12,19 +12,19 @@ void register_builtin_backends() {
   register_backend(std::make_unique<Backend>(Backend::Description{
       .name = std::string(kReferenceBackend), .device = DeviceKind::Host, .default_mode = "NONE"}));
   // The CPU: SIMD loops, the thread pool, BLAS; ops without a CPU kernel run their reference one.
-  register_backend(std::make_unique<Backend>(Backend::Description{
-      .name = std::string(kCpuBackend),
-      .device = DeviceKind::Host,
-      .fallback = std::string(kReferenceBackend),
-      .checked_against = std::string(kReferenceBackend),
-      .fusable =
-          [](const Elemwise& op, DType compute) {
-            auto [fn, writes] = elemwise_inner_fn(op, compute);
-            return fn != nullptr && writes == compute;
-          },
-      .max_fusion_inputs = TileProgram::kMaxInputs,
-      .max_fusion_outputs = TileProgram::kMaxOutputs,
-      .default_for_device = true}));
+  register_backend(std::make_unique<Backend>(Backend::Description{.name = std::string(kCpuBackend),
+                                                                  .device = DeviceKind::Host,
+                                                                  .fallback = std::string(kReferenceBackend),
+                                                                  .checked_against = std::string(kReferenceBackend),
+                                                                  .fusable =
+                                                                      [](const Elemwise& op, DType compute) {
+                                                                        auto [fn, writes] =
+                                                                            elemwise_inner_fn(op, compute);
+                                                                        return fn != nullptr && writes == compute;
+                                                                      },
+                                                                  .max_fusion_inputs = TileProgram::kMaxInputs,
+                                                                  .max_fusion_outputs = TileProgram::kMaxOutputs,
+                                                                  .default_for_device = true}));
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ void clone_graph_into(Program& program, const std::string& label, const std::vec
 /// 3. Rewrite: the mode's pipeline, for the backend (its constant folding and fusion limits).
 /// DebugMode also records the replacements, to check them on each call's values.
 void rewrite_step(Program& program, const Backend& backend, const std::string& label, const std::vector<In>& inputs,
-             const FunctionOptions& opts) {
+                  const FunctionOptions& opts) {
   FunctionGraph& fg = *program.fgraph;
   RewriteOptions ro = rewrite_options_from_config(opts.mode.value_or(""));
   if (!opts.mode && !backend.default_mode().empty()) ro.mode = backend.default_mode();
@@ -313,7 +313,7 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
   // The last reader of each cell, by when it runs: a deferred step runs when the lazy step it
   // serves asks for it (its effective position), before that step finishes.
   std::unordered_map<int, int> last_use;  // cell -> step index
-  auto runs_later = [&](int a, int b) {     // whether step a finishes after step b
+  auto runs_later = [&](int a, int b) {   // whether step a finishes after step b
     if (eff[a] != eff[b]) return eff[a] > eff[b];
     if (program.steps[a].deferred != program.steps[b].deferred) return !program.steps[a].deferred;
     return a > b;

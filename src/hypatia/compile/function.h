@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "hypatia/runtime/profile.h"
 #include "hypatia/graph/graph.h"
+#include "hypatia/runtime/profile.h"
 
 namespace hypatia {
 

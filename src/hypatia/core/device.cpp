@@ -72,7 +72,8 @@ const DeviceMemory& device_memory(Device device) {
     if (device.kind == DeviceKind::Host)
       m = host_memory();
     else
-      fail<ValueError>("device ", device.str(), ": no backend for this device is built into this hypatia "
+      fail<ValueError>("device ", device.str(),
+                       ": no backend for this device is built into this hypatia "
                        "(the CUDA backend builds when CMake finds the CUDA toolkit)");
   }
   return *m;

@@ -220,8 +220,8 @@ NDArray NDArray::scalar_int64(int64_t value) {
   return a;
 }
 
-NDArray NDArray::wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides,
-                      DType dtype, Device device) {
+NDArray NDArray::wrap(std::shared_ptr<void> owner, void* data, const Shape& shape, const Strides& strides, DType dtype,
+                      Device device) {
   HYP_ASSERT(shape.size() == strides.size());
   NDArray a;
   a.device_ = device;

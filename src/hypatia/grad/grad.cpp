@@ -299,8 +299,7 @@ Var jacobian(const Var& expression, const Var& wrt) {
     if (per_row.count(v.get()) || v->is_constant() || !seen.insert(v.get()).second) return;
     outer.push_back(v);
   };
-  if (!per_row.count(body.get()))
-    capture(body);  // every row is the same value
+  if (!per_row.count(body.get())) capture(body);  // every row is the same value
   for (const auto& node : order)
     if (per_row.count(node->output_ptr(0)))
       for (const Var& v : node->inputs) capture(v);

@@ -130,8 +130,8 @@ Var partial_times(const Elemwise& op, const std::vector<Var>& x, const Var& z, c
 #define GRAD_NONE return nullptr;
 #define GRAD_UNDEF(what) return nullptr;
 #define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, Fn, Grad) \
-  case K::Kind: {                                                                                \
-    Grad                                                                                         \
+  case K::Kind: {                                                                               \
+    Grad                                                                                        \
   }
 #include "hypatia/ops/scalar_ops.def"
 #undef GRAD_UNDEF
@@ -217,7 +217,8 @@ ShapeVars broadcast_infer_shape(const Apply& node, const std::vector<ShapeVars>&
 std::vector<std::vector<bool>> Elemwise::connection_pattern(const Apply& node) const {
   std::vector<std::vector<bool>> cp;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    bool connected = is_float(node.inputs[i]->dtype()) && !is_bitwise(scalar) && !(rule_of(scalar) == Rule::Select && i == 0);
+    bool connected =
+        is_float(node.inputs[i]->dtype()) && !is_bitwise(scalar) && !(rule_of(scalar) == Rule::Select && i == 0);
     cp.push_back({connected});
   }
   return cp;
@@ -239,9 +240,9 @@ std::vector<Var> Elemwise::grad(const Apply& node, const std::vector<Var>& outpu
       continue;
     }
     if (grad_kind(scalar) == GradKind::Undef) {
-      res[i] = grad_undefined(*this, static_cast<int>(i), x[i]->type,
-                              "the gradient of " + std::string(kGradUndefined[static_cast<size_t>(scalar)]) +
-                                  ", which is not implemented");
+      res[i] = grad_undefined(
+          *this, static_cast<int>(i), x[i]->type,
+          "the gradient of " + std::string(kGradUndefined[static_cast<size_t>(scalar)]) + ", which is not implemented");
       continue;
     }
     Var gi = partial_times(*this, x, z, g, static_cast<int>(i));

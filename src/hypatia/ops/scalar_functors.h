@@ -401,22 +401,28 @@ struct ScalarFn;
 #define HYP_RESULT_Float T
 #define HYP_FIRST_ARG_Select bool
 #define HYP_FIRST_ARG_Same T
-#define HYP_APPLY_1(Rule, Fn) \
-  template <class T>          \
-  static HYP_RESULT_##Rule apply(T x) { return Fn; }
-#define HYP_APPLY_2(Rule, Fn) \
-  template <class T>          \
-  static HYP_RESULT_##Rule apply(T a, T b) { return Fn; }
-#define HYP_APPLY_3(Rule, Fn) \
-  template <class T>          \
-  static HYP_RESULT_##Rule apply(HYP_FIRST_ARG_##Rule a, T b, T c) { return Fn; }
-#define HYP_SCALAR_FN(Kind, Arity, Rule, Fn)         \
-  template <>                                        \
-  struct ScalarFn<ScalarOpKind::Kind> {              \
-    static constexpr int arity = Arity;              \
-    template <class T>                               \
+#define HYP_APPLY_1(Rule, Fn)           \
+  template <class T>                    \
+  static HYP_RESULT_##Rule apply(T x) { \
+    return Fn;                          \
+  }
+#define HYP_APPLY_2(Rule, Fn)                \
+  template <class T>                         \
+  static HYP_RESULT_##Rule apply(T a, T b) { \
+    return Fn;                               \
+  }
+#define HYP_APPLY_3(Rule, Fn)                                        \
+  template <class T>                                                 \
+  static HYP_RESULT_##Rule apply(HYP_FIRST_ARG_##Rule a, T b, T c) { \
+    return Fn;                                                       \
+  }
+#define HYP_SCALAR_FN(Kind, Arity, Rule, Fn)              \
+  template <>                                             \
+  struct ScalarFn<ScalarOpKind::Kind> {                   \
+    static constexpr int arity = Arity;                   \
+    template <class T>                                    \
     static constexpr bool supports = HYP_SUPPORTS_##Rule; \
-    HYP_APPLY_##Arity(Rule, Fn)                      \
+    HYP_APPLY_##Arity(Rule, Fn)                           \
   };
 #define HYP_SCALAR_FN_Cast(Kind, Arity, Rule, Fn)
 #define HYP_SCALAR_FN_Same HYP_SCALAR_FN
@@ -499,11 +505,11 @@ inline T load_element(const std::byte* p) {
 template <class F>
 decltype(auto) dispatch_scalar_kind(ScalarOpKind k, F&& f) {
   switch (k) {
-#define HYP_KIND_CASE_Cast(K)     \
-  case ScalarOpKind::K: \
+#define HYP_KIND_CASE_Cast(K) \
+  case ScalarOpKind::K:       \
     break;
-#define HYP_KIND_CASE(K)     \
-  case ScalarOpKind::K: \
+#define HYP_KIND_CASE(K) \
+  case ScalarOpKind::K:  \
     return f(std::integral_constant<ScalarOpKind, ScalarOpKind::K>{});
 #define HYP_KIND_CASE_Same HYP_KIND_CASE
 #define HYP_KIND_CASE_NoBool HYP_KIND_CASE

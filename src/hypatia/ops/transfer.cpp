@@ -20,7 +20,9 @@ std::vector<TensorType> DeviceFromHost::make_output_types(const std::vector<Var>
   return one_input(*this, in);
 }
 
-std::vector<Var> DeviceFromHost::grad(const Apply&, const std::vector<Var>& g) const { return {host_from_device(g[0])}; }
+std::vector<Var> DeviceFromHost::grad(const Apply&, const std::vector<Var>& g) const {
+  return {host_from_device(g[0])};
+}
 
 std::vector<TensorType> HostFromDevice::make_output_types(const std::vector<Var>& in) const {
   return one_input(*this, in);
@@ -34,7 +36,9 @@ std::vector<Var> HostFromDevice::grad(const Apply& node, const std::vector<Var>&
   return {g[0]};
 }
 
-Var device_from_host(Var x, Device device) { return apply_op1(std::make_shared<DeviceFromHost>(device), {std::move(x)}); }
+Var device_from_host(Var x, Device device) {
+  return apply_op1(std::make_shared<DeviceFromHost>(device), {std::move(x)});
+}
 Var host_from_device(Var x) { return apply_op1(std::make_shared<HostFromDevice>(), {std::move(x)}); }
 
 }  // namespace hypatia

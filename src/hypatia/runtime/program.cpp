@@ -270,9 +270,9 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
   if (arg.device().kind != device_kind_) [[unlikely]]
-    fail<TypeError>(where(), ": expected an array in ", Device{backend->device_kind(), 0}.str(),
-                    " memory (backend '", backend->name(), "') but got one on ", arg.device().str(), " (",
-                    arg.describe(), "); transfer it first");
+    fail<TypeError>(where(), ": expected an array in ", Device{backend->device_kind(), 0}.str(), " memory (backend '",
+                    backend->name(), "') but got one on ", arg.device().str(), " (", arg.describe(),
+                    "); transfer it first");
   if (arg.ndim() != s.type.ndim())
     fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(),
                     " dimensions) but got an array of shape ", arg.shape().str(), " (", arg.ndim(), " dimensions)");

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "hypatia/backends/backend.h"
-#include "hypatia/runtime/profile.h"
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/rewrite/rewriter.h"
+#include "hypatia/runtime/profile.h"
 
 namespace hypatia {
 

@@ -72,5 +72,4 @@ inline const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float64};
 inline const std::vector<DType> kAllNumeric = {DType::Int8,   DType::Int32,   DType::Int64,  DType::UInt8,
                                                DType::UInt32, DType::Float32, DType::Float64};
 
-
 }  // namespace hypatia::testing
