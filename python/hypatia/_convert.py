@@ -62,8 +62,8 @@ def constant(x, name=None, ndim=None, dtype=None):
             arr = arr.reshape((1,) * (ndim - arr.ndim) + arr.shape)
         else:
             raise ValueError(f"constant: value has {arr.ndim} dimensions, expected {ndim}")
-    if arr.dtype.kind not in "biuf" or arr.dtype.itemsize == 2 and arr.dtype.kind == "f":
-        raise TypeError(f"constant: unsupported dtype {arr.dtype} (bool, int, uint, float32, float64 only)")
+    if arr.dtype.kind not in "biuf" or arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+        raise TypeError(f"constant: unsupported dtype {arr.dtype} (bool, int, uint, float16, float32, float64 only)")
     return _core.constant(arr, name or "")
 
 

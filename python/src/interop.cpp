@@ -66,6 +66,8 @@ int npy_type_of(DType dt) {
       return NPY_FLOAT32;
     case DType::Float64:
       return NPY_FLOAT64;
+    case DType::Float16:
+      return NPY_FLOAT16;
   }
   return NPY_FLOAT64;
 }
@@ -89,6 +91,7 @@ std::optional<DType> dtype_of_descr(PyArray_Descr* d) {
       if (size == 8) return DType::UInt64;
       break;
     case 'f':
+      if (size == 2) return DType::Float16;
       if (size == 4) return DType::Float32;
       if (size == 8) return DType::Float64;
       break;
@@ -108,7 +111,7 @@ std::string descr_name(PyArray_Descr* d) {
 }
 
 [[noreturn]] void unsupported_dtype(PyArray_Descr* d) {
-  fail<TypeError>("hypatia supports bool, int8..int64, uint8..uint64, float32 and float64 arrays; got dtype ",
+  fail<TypeError>("hypatia supports bool, int8..int64, uint8..uint64, float16, float32 and float64 arrays; got dtype ",
                   descr_name(d));
 }
 

@@ -19,7 +19,7 @@ bool is_numpy_array(PyObject* obj);
 /// An NDArray over any Python value: a numpy array whose dtype Hypatia supports (native byte
 /// order, aligned) is viewed in place, strides and offset included; anything else (Python scalars,
 /// lists, numpy scalars, objects with __array__) goes through numpy.asarray first. Throws
-/// hypatia::TypeError for dtypes Hypatia lacks (complex, float16, object, strings).
+/// hypatia::TypeError for dtypes Hypatia lacks (complex, long double, object, strings).
 NDArray to_ndarray(PyObject* obj);
 
 /// How a function input or a shared variable accepts a value of another dtype (Theano's

@@ -20,6 +20,7 @@
 
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/device.h"
+#include "hypatia/rewrite/storage_dtype.h"
 #include "hypatia/rewrite/target.h"
 
 namespace hypatia {
@@ -42,6 +43,9 @@ class Backend {
     int max_fusion_inputs = 0, max_fusion_outputs = 0;
     /// The backend that `device=<this kind>` (HYPATIA_FLAGS) selects when a function names none.
     bool default_for_device = false;
+    /// Dtypes its kernels store but do not compute in, each with the one they compute in instead
+    /// (function() lowers the graph accordingly: rewrite/storage_dtype.h).
+    std::vector<rewrite::StorageDType> storage_dtypes;
   };
 
   explicit Backend(Description d);
@@ -56,6 +60,7 @@ class Backend {
   const Backend* checked_against() const;
   const std::string& default_mode() const { return desc_.default_mode; }
   bool default_for_device() const { return desc_.default_for_device; }
+  const std::vector<rewrite::StorageDType>& storage_dtypes() const { return desc_.storage_dtypes; }
 
   /// An uninitialized C-contiguous array on the backend's device (device 0 of its kind).
   virtual NDArray allocate(const Shape& shape, DType dtype) const;

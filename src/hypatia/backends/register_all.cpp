@@ -7,10 +7,15 @@
 namespace hypatia {
 namespace {
 
+/// float16 arrays are stored as binary16 and computed in float32 (Theano's and numpy's rule).
+constexpr rewrite::StorageDType kFloat16InFloat32{DType::Float16, DType::Float32};
+
 void register_builtin_backends() {
   // The test oracle: naive kernels, graphs run as written, nothing fused.
-  register_backend(std::make_unique<Backend>(Backend::Description{
-      .name = std::string(kReferenceBackend), .device = DeviceKind::Host, .default_mode = "NONE"}));
+  register_backend(std::make_unique<Backend>(Backend::Description{.name = std::string(kReferenceBackend),
+                                                                  .device = DeviceKind::Host,
+                                                                  .default_mode = "NONE",
+                                                                  .storage_dtypes = {kFloat16InFloat32}}));
   // The CPU: SIMD loops, the thread pool, BLAS; ops without a CPU kernel run their reference one.
   register_backend(std::make_unique<Backend>(Backend::Description{.name = std::string(kCpuBackend),
                                                                   .device = DeviceKind::Host,
@@ -24,7 +29,8 @@ void register_builtin_backends() {
                                                                       },
                                                                   .max_fusion_inputs = TileProgram::kMaxInputs,
                                                                   .max_fusion_outputs = TileProgram::kMaxOutputs,
-                                                                  .default_for_device = true}));
+                                                                  .default_for_device = true,
+                                                                  .storage_dtypes = {kFloat16InFloat32}}));
 }
 
 }  // namespace

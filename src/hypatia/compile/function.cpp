@@ -129,6 +129,13 @@ void clone_graph_into(Program& program, const std::string& label, const std::vec
                               ") which is not among the inputs; add it to the inputs or give it a value with givens");
 }
 
+/// 2b. Lower storage dtypes, before the rewrite step (so its rewrites see, and fold or fuse, the
+/// casts) and after it (a rewrite may have built a node in a storage dtype): arithmetic on
+/// float16 arrays is done in float32 on backends that store float16 only, every mode alike.
+void lower_storage(Program& program, const Backend& backend) {
+  rewrite::lower_storage_dtypes(*program.fgraph, backend.storage_dtypes());
+}
+
 /// 3. Rewrite: the mode's pipeline, for the backend (its constant folding and fusion limits).
 /// DebugMode also records the replacements, to check them on each call's values.
 void rewrite_step(Program& program, const Backend& backend, const std::string& label, const std::vector<In>& inputs,
@@ -402,7 +409,9 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
                         (config().debug_checks && backend.checked_against() != nullptr);
 
   clone_graph_into(*program, label, inputs, outputs, opts);
+  lower_storage(*program, backend);
   rewrite_step(*program, backend, label, inputs, opts);
+  lower_storage(*program, backend);
   place(*program->fgraph, backend, label);
   const auto order = schedule(*program->fgraph, label);
   plan_memory(*program, order, inputs, outputs, opts);

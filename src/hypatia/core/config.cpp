@@ -45,7 +45,7 @@ long parse_long(std::string_view key, std::string_view v) {
 void Config::set(std::string_view key, std::string_view value) {
   std::string v = trim(value);
   if (key == "floatX") {
-    expect_one_of(key, v, {"float32", "float64"});
+    expect_one_of(key, v, {"float32", "float64", "float16"});
     floatX = dtype_from_name(v);
   } else if (key == "device") {
     if (v != "cpu" && v.rfind("cuda", 0) != 0 && v.rfind("gpu", 0) != 0)

@@ -6,8 +6,8 @@
 
 namespace hypatia {
 namespace {
-constexpr std::array<std::string_view, kNumDTypes> kNames = {"bool",   "int8",   "int16",  "int32",   "int64",  "uint8",
-                                                             "uint16", "uint32", "uint64", "float32", "float64"};
+constexpr std::array<std::string_view, kNumDTypes> kNames = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "float16"};
 
 int bits(DType dt) { return static_cast<int>(itemsize(dt)) * 8; }
 
@@ -31,7 +31,8 @@ DType dtype_from_name(std::string_view name) {
   for (int i = 0; i < kNumDTypes; ++i)
     if (kNames[i] == name) return static_cast<DType>(i);
   if (name == "floatX") fail<TypeError>("dtype 'floatX' must be resolved through config first");
-  fail<TypeError>("unknown dtype '", name, "'; expected one of bool, int8..int64, uint8..uint64, float32, float64");
+  fail<TypeError>("unknown dtype '", name,
+                  "'; expected one of bool, int8..int64, uint8..uint64, float16, float32, float64");
 }
 
 DType promote_types(DType a, DType b) {
@@ -42,8 +43,10 @@ DType promote_types(DType a, DType b) {
     if (is_float(a) && is_float(b)) return bits(a) >= bits(b) ? a : b;
     DType f = is_float(a) ? a : b;
     DType i = is_float(a) ? b : a;
-    // numpy: float32 holds int8/16 and uint8/16 exactly; wider ints need float64.
-    if (f == DType::Float32 && bits(i) <= 16) return DType::Float32;
+    // numpy: float16 holds int8 and uint8 exactly, float32 int8/16 and uint8/16; wider ints need
+    // float64.
+    if (f == DType::Float16 && bits(i) <= 8) return DType::Float16;
+    if (f != DType::Float64 && bits(i) <= 16) return DType::Float32;
     return DType::Float64;
   }
   bool sa = is_signed_int(a), sb = is_signed_int(b);
@@ -53,6 +56,11 @@ DType promote_types(DType a, DType b) {
   if (bits(s) > bits(u)) return s;
   if (bits(u) == 64) return DType::Float64;
   return signed_of_bits(bits(u) * 2);
+}
+
+void fail_storage_dtype(DType dt) {
+  fail<TypeError>(dtype_name(dt), " is a storage dtype: kernels compute in float32 and this one was given ",
+                  dtype_name(dt), " data (the storage-dtype lowering of function() should have cast it)");
 }
 
 bool can_cast_safely(DType from, DType to) { return promote_types(from, to) == to; }

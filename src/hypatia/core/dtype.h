@@ -7,6 +7,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "hypatia/core/half.h"
+
 namespace hypatia {
 
 /// The element types a tensor can hold (numpy names).
@@ -22,13 +24,15 @@ enum class DType : uint8_t {
   UInt64,
   Float32,
   Float64,
+  /// A storage dtype: kernels compute in float32 (see core/half.h).
+  Float16,
 };
-inline constexpr int kNumDTypes = 11;
+inline constexpr int kNumDTypes = 12;
 
 /// Size of one element in bytes.
 /// Bytes per element.
 inline size_t itemsize(DType dt) {
-  constexpr uint8_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+  constexpr uint8_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 2};
   return kSizes[static_cast<int>(dt)];
 }
 /// numpy's name: "float32", "int64", "bool" ...
@@ -37,7 +41,7 @@ std::string_view dtype_name(DType dt);
 DType dtype_from_name(std::string_view name);
 
 inline bool is_bool(DType dt) { return dt == DType::Bool; }
-inline bool is_float(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }
+inline bool is_float(DType dt) { return dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16; }
 inline bool is_signed_int(DType dt) { return dt >= DType::Int8 && dt <= DType::Int64; }
 inline bool is_unsigned_int(DType dt) { return dt >= DType::UInt8 && dt <= DType::UInt64; }
 /// Integer, signed or unsigned (not bool).
@@ -75,11 +79,16 @@ constexpr DType dtype_of() {
     return DType::Float32;
   else if constexpr (std::is_same_v<T, double>)
     return DType::Float64;
+  else if constexpr (std::is_same_v<T, half>)
+    return DType::Float16;
   else
     static_assert(sizeof(T) == 0, "unsupported element type");
 }
 
-/// Calls f(T{}) with T the C++ type of `dt`.
+[[noreturn]] void fail_storage_dtype(DType dt);
+
+/// Calls f(T{}) with T the C++ type of `dt`, for the dtypes kernels compute in: a storage-only
+/// dtype (float16) throws (the storage-dtype lowering gives kernels float32 instead).
 template <class F>
 decltype(auto) dispatch_dtype(DType dt, F&& f) {
   switch (dt) {
@@ -105,6 +114,41 @@ decltype(auto) dispatch_dtype(DType dt, F&& f) {
       return f(float{});
     case DType::Float64:
       return f(double{});
+    case DType::Float16:
+      fail_storage_dtype(dt);
+  }
+  __builtin_unreachable();
+}
+
+/// dispatch_dtype with the storage dtypes too (T = half for float16): for code that moves,
+/// converts or reads single elements (copies, casts, fills, printing), not arithmetic.
+template <class F>
+decltype(auto) dispatch_storage_dtype(DType dt, F&& f) {
+  switch (dt) {
+    case DType::Bool:
+      return f(bool{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int16:
+      return f(int16_t{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::UInt16:
+      return f(uint16_t{});
+    case DType::UInt32:
+      return f(uint32_t{});
+    case DType::UInt64:
+      return f(uint64_t{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(half{});
   }
   __builtin_unreachable();
 }

@@ -241,7 +241,7 @@ double NDArray::get_flat(int64_t i) const {
     p += (i % n) * strides_[d];
     i /= n;
   }
-  return dispatch_dtype(dtype_, [&](auto t) -> double {
+  return dispatch_storage_dtype(dtype_, [&](auto t) -> double {
     using T = decltype(t);
     return static_cast<double>(*reinterpret_cast<const T*>(p));
   });
@@ -297,20 +297,24 @@ int64_t NDArray::get_flat_int(int64_t i) const {
     p += (i % n) * strides_[d];
     i /= n;
   }
-  return dispatch_dtype(dtype_, [&](auto t) -> int64_t {
+  return dispatch_storage_dtype(dtype_, [&](auto t) -> int64_t {
     using T = decltype(t);
-    const T v = *reinterpret_cast<const T*>(p);
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_same_v<T, half>) {
+      const float v = reinterpret_cast<const half*>(p)->to_float();
+      return std::isnan(v) ? 0 : static_cast<int64_t>(v);  // |v| < 65520 or infinite
+    } else if constexpr (std::is_floating_point_v<T>) {
+      const T v = *reinterpret_cast<const T*>(p);
       if (std::isnan(v)) return 0;
       // 2**63 is the first double past INT64_MAX; the cast of anything beyond is undefined.
       if (v >= 9223372036854775808.0) return kMax;
       if (v < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
       return static_cast<int64_t>(v);
     } else if constexpr (std::is_same_v<T, uint64_t>) {
+      const T v = *reinterpret_cast<const T*>(p);
       return v > static_cast<uint64_t>(kMax) ? kMax : static_cast<int64_t>(v);
     } else {
-      return static_cast<int64_t>(v);
+      return static_cast<int64_t>(*reinterpret_cast<const T*>(p));
     }
   });
 }
@@ -424,9 +428,9 @@ void NDArray::assign(const NDArray& src) const {
   if (!(src.shape() == shape_))
     fail<ValueError>("assign: source shape ", src.shape().str(), " differs from destination ", shape_.str());
   StridedLoop<2> loop(shape_, {&strides_, &src.strides_});
-  dispatch_dtype(dtype_, [&](auto td) {
+  dispatch_storage_dtype(dtype_, [&](auto td) {
     using D = decltype(td);
-    dispatch_dtype(src.dtype_, [&](auto ts) {
+    dispatch_storage_dtype(src.dtype_, [&](auto ts) {
       using S = decltype(ts);
       loop.run({data_, src.data_}, [](const std::array<std::byte*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
         std::byte* d = p[0];
@@ -444,7 +448,7 @@ void NDArray::assign(const NDArray& src) const {
 
 void NDArray::fill(double value) const {
   require_host("fill");
-  dispatch_dtype(dtype_, [&](auto t) {
+  dispatch_storage_dtype(dtype_, [&](auto t) {
     using T = decltype(t);
     T v = static_cast<T>(value);
     StridedLoop<1> loop(shape_, {&strides_});

@@ -358,11 +358,15 @@ inline bool is_inf(T x) {
     return false;
 }
 
-/// Float -> integer conversion without UB: NaN and out-of-range values give the type's minimum
-/// for signed types (what x86 gives numpy) and 0 for unsigned ones.
+/// Conversion for Cast, float16 (storage) included. Float -> integer conversion without UB: NaN and out-of-range values
+/// give the type's minimum for signed types (what x86 gives numpy) and 0 for unsigned ones.
 template <class To, class From>
 inline To convert(From x) {
-  if constexpr (is_float_v<From> && is_int_v<To>) {
+  if constexpr (std::is_same_v<From, half>) {
+    return convert<To>(x.to_float());
+  } else if constexpr (std::is_same_v<To, half>) {
+    return half(x);  // round to nearest even; NaN stays NaN, overflow gives infinity
+  } else if constexpr (is_float_v<From> && is_int_v<To>) {
     constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
     constexpr double hi = static_cast<double>(std::numeric_limits<To>::max()) + 1.0;
     double d = static_cast<double>(x);

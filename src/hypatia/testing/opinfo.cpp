@@ -16,7 +16,7 @@ NDArray random_array(const Shape& shape, DType dt, double lo, double hi, uint64_
   std::mt19937_64 rng(seed * 7919 + 17);
   std::uniform_real_distribution<double> u(lo, hi);
   NDArray a = NDArray::empty(shape, dt);
-  dispatch_dtype(dt, [&](auto t) {
+  dispatch_storage_dtype(dt, [&](auto t) {
     using T = decltype(t);
     T* p = a.data<T>();
     for (int64_t i = 0; i < a.size(); ++i) {

@@ -123,8 +123,9 @@ void cast_inner(std::byte* out, int64_t os, const std::byte* const* in, const in
 /// The inner function of `op` for compute type `compute`, and the dtype it writes.
 std::pair<InnerFn, DType> pick_inner(const Elemwise& op, DType compute) {
   if (op.scalar == ScalarOpKind::Cast) {
-    InnerFn f = dispatch_dtype(compute, [&](auto from) {
-      return dispatch_dtype(op.cast_to, [&](auto to) -> InnerFn { return &cast_inner<decltype(from), decltype(to)>; });
+    InnerFn f = dispatch_storage_dtype(compute, [&](auto from) {
+      return dispatch_storage_dtype(op.cast_to,
+                                    [&](auto to) -> InnerFn { return &cast_inner<decltype(from), decltype(to)>; });
     });
     return {f, op.cast_to};
   }

@@ -57,9 +57,9 @@ void reference_loop(const std::vector<NDArray>& xs, const NDArray& out) {
 
 void compute(const Elemwise& op, DType compute_dt, const std::vector<NDArray>& xs, const NDArray& out) {
   if (op.scalar == ScalarOpKind::Cast) {
-    dispatch_dtype(compute_dt, [&](auto from) {
+    dispatch_storage_dtype(compute_dt, [&](auto from) {
       using From = decltype(from);
-      dispatch_dtype(out.dtype(), [&](auto to) {
+      dispatch_storage_dtype(out.dtype(), [&](auto to) {
         using To = decltype(to);
         for_each_element(xs, out, [](std::byte* o, const std::array<const std::byte*, 3>& p) {
           *reinterpret_cast<To*>(o) = scalar_math::convert<To>(load_element<From>(p[0]));
