@@ -5,6 +5,9 @@
 #include <cstring>
 #include <random>
 
+#include <hwy/targets.h>
+
+#include "hypatia/backends/cpu/half_simd.h"
 #include "hypatia/rewrite/storage_dtype.h"
 #include "test_util.h"
 
@@ -70,6 +73,40 @@ TEST(Half, NarrowingRoundsToNearestEvenLikeTheCompiler) {
   EXPECT_EQ(half(std::ldexp(1.5, -25)).bits, 0x0001);
   EXPECT_EQ(half(-0.0).bits, 0x8000);
   EXPECT_TRUE(is_nan_bits(half(std::nan("")).bits));
+}
+
+TEST(Half, CpuConversionLoopsGiveTheScalarBitsOnEveryTarget) {
+  std::vector<half> every(65536);
+  for (uint32_t b = 0; b < 65536; ++b) every[b] = half::from_bits(static_cast<uint16_t>(b));
+  std::mt19937 rng(3);
+  std::vector<float> floats(100003);  // not a multiple of any vector length: the tail loop runs
+  for (float& f : floats) {
+    uint32_t bits = rng();
+    if (bits % 4) bits = (bits & 0x807fffffu) | ((127 - 26 + (bits >> 24) % 44) << 23);  // half's range
+    std::memcpy(&f, &bits, 4);
+  }
+  const int64_t targets = hwy::SupportedTargets();
+  for (int64_t t = 1; t != 0 && t <= targets; t <<= 1) {
+    if (!(targets & t)) continue;
+    hwy::SetSupportedTargetsForTest(t);
+    SCOPED_TRACE(hwy::TargetName(t));
+    std::vector<float> wide(every.size());
+    cpu::widen_f16(every.data(), wide.data(), every.size());
+    for (size_t i = 0; i < every.size(); ++i)
+      if (!is_nan_bits(every[i].bits)) {
+        ASSERT_EQ(wide[i], every[i].to_float()) << i;
+      }
+    std::vector<half> narrow(floats.size());
+    cpu::narrow_f16(floats.data(), narrow.data(), floats.size());
+    for (size_t i = 0; i < floats.size(); ++i) {
+      if (std::isnan(floats[i])) {
+        ASSERT_TRUE(is_nan_bits(narrow[i].bits));
+        continue;
+      }
+      ASSERT_EQ(narrow[i].bits, half(floats[i]).bits) << std::hexfloat << floats[i];
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(Half, ArraysCopyConvertAndPrint) {

@@ -80,6 +80,13 @@ class FunctionGraph {
   void replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason = "",
                    bool inherit_traces = false);
   size_t num_nodes() const { return nodes_.size(); }
+  /// Whether pred holds for some node (visited in no particular order; cheaper than toposort).
+  template <class Pred>
+  bool any_node(Pred&& pred) const {
+    for (const auto& [node, owner] : nodes_)
+      if (pred(*node)) return true;
+    return false;
+  }
   /// Whether `node` is part of the graph now.
   bool contains(const Apply* node) const { return nodes_.count(node) > 0; }
   /// The graph's owning handle of `node` (null when it is not in the graph).

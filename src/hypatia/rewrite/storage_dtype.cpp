@@ -46,7 +46,15 @@ std::shared_ptr<const Op> op_in_compute_dtype(const Apply& n, DType storage, DTy
 }  // namespace
 
 bool lower_storage_dtypes(FunctionGraph& fg, std::span<const StorageDType> storage) {
-  if (storage.empty()) return false;
+  // Graphs without a storage dtype (nearly all) cost one pass over the nodes, no toposort.
+  const bool any = !storage.empty() && fg.any_node([&](const Apply& n) {
+    for (const Var& v : n.inputs)
+      if (compute_for(v->dtype(), storage)) return true;
+    for (int j = 0; j < n.nout(); ++j)
+      if (compute_for(n.output_ptr(j)->dtype(), storage)) return true;
+    return false;
+  });
+  if (!any) return false;
   bool changed = false;
   for (const auto& n : fg.toposort()) {
     if (!fg.contains(n.get()) || moves_elements_only(*n)) continue;

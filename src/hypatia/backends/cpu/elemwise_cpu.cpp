@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hypatia/backends/cpu/elemwise_inner.h"
+#include "hypatia/backends/cpu/half_simd.h"
 #include "hypatia/backends/cpu/elemwise_simd.h"
 #include "hypatia/backends/cpu/parallel_loop.h"
 #include "hypatia/backends/registry.h"
@@ -113,7 +114,12 @@ void cast_inner(std::byte* out, int64_t os, const std::byte* const* in, const in
       !std::is_same_v<From, bool>) {
     To* o = reinterpret_cast<To*>(out);
     const From* a = reinterpret_cast<const From*>(in[0]);
-    for (int64_t i = 0; i < n; ++i) o[i] = scalar_math::convert<To>(a[i]);
+    if constexpr (std::is_same_v<From, half> && std::is_same_v<To, float>)
+      cpu::widen_f16(a, o, static_cast<size_t>(n));
+    else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, half>)
+      cpu::narrow_f16(a, o, static_cast<size_t>(n));
+    else
+      for (int64_t i = 0; i < n; ++i) o[i] = scalar_math::convert<To>(a[i]);
     return;
   }
   for (int64_t i = 0; i < n; ++i)
