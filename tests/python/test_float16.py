@@ -169,3 +169,22 @@ def test_floatx_float16():
         assert r.dtype == np.float16
         np.testing.assert_array_equal(r, (f16([1, 2]) * np.float16(0.1)) + np.float16(1))
     assert T.vector("y").dtype != "float16"
+
+
+def test_jacobian_inc_subtensor_and_mutable_inputs():
+    x = T.vector("x", dtype="float16")
+    J = hypatia.gradient.jacobian(T.tanh(x) * 2, x)
+    assert J.dtype == "float16"
+    xv = f16([0.1, 0.5])
+    got = hypatia.function([x], J)(xv)
+    want = np.diag(2 * (1 - np.tanh(xv.astype(np.float32)) ** 2))
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-3, atol=1e-3)
+    w = hypatia.shared(np.ones((2, 2), np.float16), "w")
+    hypatia.function([], [], updates=[(w, T.inc_subtensor(w[0], 1))])()
+    np.testing.assert_array_equal(w.get_value(), f16([[2, 2], [1, 1]]))
+    assert w.get_value().dtype == np.float16
+    # A mutable float16 input: the float32 work happens in buffers of its own.
+    a = np.ones(3, np.float16)
+    out = hypatia.function([hypatia.In(x, mutable=True)], x * 2)(a)
+    np.testing.assert_array_equal(out, f16([2, 2, 2]))
