@@ -76,7 +76,9 @@ TEST(Config, FlagsAndRc) {
   EXPECT_EQ(c.floatX, DType::Float32);
   EXPECT_FALSE(c.allow_gc);
   EXPECT_TRUE(c.profile);
-  EXPECT_THROW(c.apply_flags("floatX=float16"), ValueError);
+  c.apply_flags("floatX=float16");  // Theano's third floatX (a storage dtype: test_float16.cpp)
+  EXPECT_EQ(c.floatX, DType::Float16);
+  EXPECT_THROW(c.apply_flags("floatX=int32"), ValueError);
   EXPECT_THROW(c.apply_flags("nonsense=1"), ValueError);
   EXPECT_THROW(c.apply_flags("floatX"), ValueError);
   c.apply_rc("# comment\n[global]\nfloatX = float64\nmode=FAST_COMPILE\n");
