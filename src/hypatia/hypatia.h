@@ -16,6 +16,7 @@
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/nnet.h"
 #include "hypatia/ops/print.h"
 #include "hypatia/ops/reduce.h"

@@ -1,5 +1,7 @@
 // Lazy thunks in the runtime: an op with lazy inputs (Op::lazy_inputs) asks for them from its
-// kernel (Kernel::run_lazy); the nodes only they need run on demand or not at all.
+// kernel (Kernel::run_lazy); the nodes only they need run on demand or not at all. IfElse is the
+// lazy op these tests use; the IfElse suite below tests it as users see it (several outputs,
+// branch shapes, gradients, errors, rewrites).
 #include <atomic>
 
 #include "hypatia/backends/backend.h"
@@ -7,19 +9,6 @@
 
 namespace hypatia {
 namespace {
-
-/// choose(c, a, b): a when c != 0, else b; a and b are lazy (ifelse's shape, for the tests).
-class Choose : public OpWithProps<Choose> {
- public:
-  auto props() const { return std::make_tuple(); }
-  std::string name() const override { return "Choose"; }
-  std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override {
-    if (in.size() != 3 || !(in[1]->type == in[2]->type)) fail<TypeError>("Choose: (cond, a, b) with a, b of one type");
-    return {in[1]->type};
-  }
-  std::vector<bool> lazy_inputs() const override { return {false, true, true}; }
-  AliasMap view_map() const override { return {{1, 2}}; }
-};
 
 /// Identity that counts its runs (a side effect: never merged, folded or removed).
 std::atomic<int> g_runs[4];
@@ -31,19 +20,8 @@ class Count : public OpWithProps<Count> {
   std::string name() const override { return "Count" + std::to_string(slot); }
   std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override { return {in[0]->type}; }
   bool has_side_effects() const override { return true; }
-};
-
-class ChooseKernel final : public Kernel {
- public:
-  void run(const KernelArgs&) override { throw InternalError("Choose runs lazily"); }
-  std::vector<int> run_lazy(const KernelArgs& a, std::span<const bool> ready) override {
-    EXPECT_TRUE(ready[0]);
-    const int pick = a.in[0]->get_flat(0) != 0 ? 1 : 2;
-    if (!ready[pick]) return {pick};
-    EXPECT_TRUE(a.in[pick]->valid());
-    *a.out[0] = *a.in[pick];
-    return {};
-  }
+  /// Identity's gradient, counted in slot + 2 (slots 0 and 1 only).
+  std::vector<Var> grad(const Apply&, const std::vector<Var>& g) const override;
 };
 
 void count_kernel(const Count& op, const KernelArgs& a) {
@@ -53,15 +31,18 @@ void count_kernel(const Count& op, const KernelArgs& a) {
 
 void register_test_ops() {
   static bool once = [] {
-    register_kernel(kReferenceBackend, typeid(Choose), [](const Apply&) { return std::make_unique<ChooseKernel>(); });
     register_simple_kernel<Count>(kReferenceBackend, count_kernel);
     return true;
   }();
   (void)once;
 }
 
-Var choose(Var c, Var a, Var b) { return apply_op1(std::make_shared<Choose>(), {c, a, b}); }
 Var count(Var x, int slot) { return apply_op1(std::make_shared<Count>(slot), {x}); }
+
+std::vector<Var> Count::grad(const Apply&, const std::vector<Var>& g) const {
+  if (slot >= 2) throw InternalError("Count: only slots 0 and 1 have a counted gradient");
+  return {count(g[0], slot + 2)};
+}
 
 int runs(int slot) { return g_runs[slot].load(); }
 
@@ -83,7 +64,7 @@ TEST_P(Lazy, OnlyTheTakenBranchRuns) {
   Var x = vector("x", DType::Float64);
   Var a = exp(count(x, 0)) * 2.0;
   Var b = log(count(x, 1)) + 1.0;
-  Function f = function({c, x}, {choose(c, a, b)}, opts());
+  Function f = function({c, x}, {ifelse(c, a, b)}, opts());
   NDArray xv = NDArray::from_vector<double>({1, 2});
   for (int k = 0; k < 3; ++k) {
     EXPECT_ALLCLOSE(f({NDArray::scalar_int64(1), xv})[0],
@@ -100,7 +81,7 @@ TEST_P(Lazy, NodesTheEagerPartNeedsRunAlways) {
   Var shared_part = count(x, 0);  // read by branch a and by the second output
   Var a = shared_part * 3.0;
   Var b = count(x, 1) - 1.0;
-  Function f = function({c, x}, {choose(c, a, b), sum(shared_part)}, opts());
+  Function f = function({c, x}, {ifelse(c, a, b), sum(shared_part)}, opts());
   NDArray xv = NDArray::from_vector<double>({1, 2});
   auto r = f({NDArray::scalar_int64(0), xv});
   EXPECT_ALLCLOSE(r[0], NDArray::from_vector<double>({0, 1}));
@@ -116,8 +97,8 @@ TEST_P(Lazy, NodesTheEagerPartNeedsRunAlways) {
 TEST_P(Lazy, NestedChoicesRunOneLeaf) {
   Var c1 = variable(scalar_type(DType::Int64), "c1"), c2 = variable(scalar_type(DType::Int64), "c2");
   Var x = vector("x", DType::Float64);
-  Var inner = choose(c2, count(x, 0) + 1.0, count(x, 1) + 2.0);
-  Function f = function({c1, c2, x}, {choose(c1, inner, count(x, 2) + 3.0)}, opts());
+  Var inner = ifelse(c2, count(x, 0) + 1.0, count(x, 1) + 2.0);
+  Function f = function({c1, c2, x}, {ifelse(c1, inner, count(x, 2) + 3.0)}, opts());
   NDArray xv = NDArray::from_vector<double>({10});
   auto i64 = [](int v) { return NDArray::scalar_int64(v); };
   EXPECT_EQ(f({i64(1), i64(1), xv})[0].get_flat(0), 11.0);
@@ -134,7 +115,7 @@ TEST_P(Lazy, ABranchReadingOverwrittenMemoryIsNotDeferred) {
   Var c = variable(scalar_type(DType::Int64), "c");
   Var x = vector("x", DType::Float64);
   Var e = exp(x);
-  Function f = function({c, x}, {choose(c, count(e, 0), count(x, 1)), e * 2.0}, opts());
+  Function f = function({c, x}, {ifelse(c, count(e, 0), count(x, 1)), e * 2.0}, opts());
   NDArray xv = NDArray::from_vector<double>({0, 1});
   auto r = f({NDArray::scalar_int64(1), xv});
   EXPECT_ALLCLOSE(r[0], NDArray::from_vector<double>({1, std::exp(1.0)}));
@@ -150,7 +131,7 @@ TEST(LazyLongBranch, AChainOfTenThousandDeferredStepsRunsWithoutRecursion) {
   for (int k = 0; k < 10000; ++k) a = count(a, 1);
   FunctionOptions o;
   o.mode = "NONE";
-  Function f = function({c, x}, {choose(c, a, x)}, o);
+  Function f = function({c, x}, {ifelse(c, a, x)}, o);
   NDArray xv = NDArray::from_vector<double>({1, 2});
   EXPECT_ALLCLOSE(f({NDArray::scalar_int64(0), xv})[0], xv);
   EXPECT_EQ(runs(0) + runs(1), 0);
@@ -171,7 +152,7 @@ TEST(LazyInPlace, ADeferredReaderOfMemoryAnEagerStepOverwritesIsNotDeferred) {
   o.mode = "NONE";
   // The condition reads z, so the choice runs after the overwrite.
   Var cond = c + cast(sum(z) * 0.0, DType::Int64);
-  Function f = function({c, x}, {choose(cond, count(e, 0), count(x, 1)), z}, o);
+  Function f = function({c, x}, {ifelse(cond, count(e, 0), count(x, 1)), z}, o);
   NDArray xv = NDArray::from_vector<double>({0, 1});
   auto r = f({NDArray::scalar_int64(1), xv});
   EXPECT_ALLCLOSE(r[0], NDArray::from_vector<double>({1, std::exp(1.0)}));
@@ -179,6 +160,85 @@ TEST(LazyInPlace, ADeferredReaderOfMemoryAnEagerStepOverwritesIsNotDeferred) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Lazy, ::testing::Values("NONE", "FAST_COMPILE", "FAST_RUN"));
+
+TEST_P(Lazy, IfElseSeveralOutputsOfDifferentShapesPerBranch) {
+  Var c = variable(scalar_type(DType::Bool), "c");
+  Var x = vector("x", DType::Float64);
+  Var m = matrix("m", DType::Float64);
+  auto outs = ifelse(c, {count(x, 0) * 2.0, sum(m, std::vector<int>{0})},
+                     {subtensor(x, {sl(0, 1)}), subtensor(count(m, 1), {0})});
+  ASSERT_EQ(outs.size(), 2u);
+  Function f = function({c, x, m}, {outs[0], outs[1]}, opts());
+  NDArray xv = NDArray::from_vector<double>({1, 2, 3});
+  NDArray mv = NDArray::from_vector<double>({1, 2, 3, 4}, Shape{2, 2});
+  NDArray t = NDArray::full({}, DType::Bool, 1), fl = NDArray::full({}, DType::Bool, 0);
+  auto r = f({t, xv, mv});
+  EXPECT_ALLCLOSE(r[0], NDArray::from_vector<double>({2, 4, 6}));
+  EXPECT_ALLCLOSE(r[1], NDArray::from_vector<double>({4, 6}));
+  r = f({fl, xv, mv});
+  EXPECT_ALLCLOSE(r[0], NDArray::from_vector<double>({1}));
+  EXPECT_ALLCLOSE(r[1], NDArray::from_vector<double>({1, 2}));
+  EXPECT_EQ(runs(0), 1);
+  EXPECT_EQ(runs(1), 1);
+}
+
+TEST_P(Lazy, IfElseGradientGoesToTheTakenBranchOnly) {
+  Var c = variable(scalar_type(DType::Int64), "c");
+  Var x = vector("x", DType::Float64);
+  Var y = ifelse(c, x * x, x * 3.0);
+  Var g = grad(sum(y), x);
+  Function f = function({c, x}, {g}, opts());
+  NDArray xv = NDArray::from_vector<double>({1, -2});
+  EXPECT_ALLCLOSE(f({NDArray::scalar_int64(5), xv})[0], NDArray::from_vector<double>({2, -4}));
+  EXPECT_ALLCLOSE(f({NDArray::scalar_int64(0), xv})[0], NDArray::from_vector<double>({3, 3}));
+  // Through branches with side effects: the values, whichever branch is taken (the backward
+  // pass through the branch not taken runs on zeros, as in Theano).
+  Var g2 = grad(sum(ifelse(c, count(x, 0) * count(x, 0), count(x, 1) * 3.0)), x);
+  Function f2 = function({c, x}, {g2}, opts());
+  EXPECT_ALLCLOSE(f2({NDArray::scalar_int64(1), xv})[0], NDArray::from_vector<double>({2, -4}));
+  EXPECT_ALLCLOSE(f2({NDArray::scalar_int64(0), xv})[0], NDArray::from_vector<double>({3, 3}));
+}
+
+TEST_P(Lazy, IfElseInsideUpdates) {
+  Var c = variable(scalar_type(DType::Int64), "c");
+  Var w = shared(NDArray::from_vector<double>({1, 2}), "w");
+  FunctionOptions o = opts();
+  o.updates = {{w, ifelse(c, w * 2.0, w - 1.0)}};
+  Function f = function({c}, {}, o);
+  f({NDArray::scalar_int64(1)});
+  f({NDArray::scalar_int64(0)});
+  EXPECT_ALLCLOSE(get_value(w), NDArray::from_vector<double>({1, 3}));
+}
+
+TEST(IfElse, TypesAndErrorsNameTheOutputAndBothTypes) {
+  Var c = variable(scalar_type(DType::Int64), "c");
+  Var a = vector("a", DType::Float32), b = vector("b", DType::Float64);
+  std::string msg = testing::error_of<TypeError>([&] { ifelse(c, a, b); });
+  EXPECT_NE(msg.find("output 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float64"), std::string::npos) << msg;
+  msg = testing::error_of<TypeError>([&] { ifelse(vector("v", DType::Int64), a, a); });
+  EXPECT_NE(msg.find("scalar"), std::string::npos) << msg;
+  EXPECT_THROW(ifelse(c, std::vector<Var>{a}, std::vector<Var>{}), ValueError);
+  // Broadcastable only where both branches are.
+  Var row = tensor(DType::Float32, {true, false}, "row"), mat = matrix("m", DType::Float32);
+  EXPECT_EQ(ifelse(c, row, mat)->type.broadcastable, (std::vector<bool>{false, false}));
+  EXPECT_EQ(ifelse(c, row, row)->type.broadcastable, (std::vector<bool>{true, false}));
+}
+
+TEST(IfElse, AConstantConditionOrIdenticalBranchesLeaveNoIfElse) {
+  Var c = variable(scalar_type(DType::Int64), "c");
+  Var x = vector("x", DType::Float64);
+  FunctionOptions o;
+  o.on_unused_input = "ignore";
+  const std::vector<std::pair<Var, double>> cases = {{ifelse(constant(1.0, DType::Int64), x * 2.0, x + 1.0), 6.0},
+                                                     {ifelse(c, x, x), 3.0}};
+  for (const auto& [y, want] : cases) {
+    Function f = function({c, x}, {y}, o);
+    for (const auto& n : f.toposort()) EXPECT_EQ(n->op->name().find("IfElse"), std::string::npos);
+    EXPECT_EQ(f({NDArray::scalar_int64(0), NDArray::from_vector<double>({3})})[0].get_flat(0), want);
+  }
+}
 
 }  // namespace
 }  // namespace hypatia

@@ -46,6 +46,7 @@ void register_composite_kernels();
 void register_print_kernels();
 void register_transfer_kernels();
 void register_sort_kernels();
+void register_ifelse_kernels();
 
 void register_all_kernels() {
   register_builtin_backends();
@@ -60,6 +61,7 @@ void register_all_kernels() {
   register_print_kernels();
   register_transfer_kernels();
   register_sort_kernels();
+  register_ifelse_kernels();
 }
 
 }  // namespace hypatia

@@ -44,6 +44,10 @@ std::vector<LocalRewrite> canonicalize_shape_rules();
 /// Subtensor of Subtensor -> one Subtensor.
 std::vector<LocalRewrite> canonicalize_subtensor_rules();
 
+// canonicalize_ifelse.cpp
+/// IfElse with a constant condition -> the branch it takes; with identical branches -> the branch.
+std::vector<LocalRewrite> canonicalize_ifelse_rules();
+
 // canonicalize_reduce.cpp
 /// Reductions over no axes, of added broadcastable dims, of reductions, of c * x, of neg(x).
 std::vector<LocalRewrite> canonicalize_reduce_rules();
