@@ -27,7 +27,7 @@ from hypatia import gof  # noqa: F401
 from hypatia import compile  # noqa: F401,A004
 from hypatia import tensor  # noqa: F401
 from hypatia.compile import Function, In, Mode, Out, SharedVariable, function, shared  # noqa: F401
-from hypatia import gradient, printing, scan_module  # noqa: F401
+from hypatia import gradient, ifelse, printing, scan_module  # noqa: F401
 from hypatia.gof.graph import Constant  # noqa: F401
 from hypatia.gof.graph import clone_replace as clone  # noqa: F401
 from hypatia.gradient import Lop, Rop, grad  # noqa: F401

@@ -338,6 +338,9 @@ void init_op_classes(nb::module_& m) {
   OpClass<MapIndexOp> mapindex(m, "MapIndex", "An inner graph evaluated for i = 0..n-1, stacked (jacobian).");
   mapindex.def(nb::init<Var, std::vector<Var>, Var>(), "index"_a, "captured"_a, "body"_a);
   reducible(mapindex, [](const MapIndexOp& o) { return nb::make_tuple(o.index, o.captured, o.body); });
+  OpClass<IfElse> ifelse_op(m, "IfElse", "Theano's lazy conditional: only the taken branch is computed.");
+  ifelse_op.def(nb::init<int>(), "n_outs"_a = 1).def_prop_ro("n_outs", [](const IfElse& o) { return o.n_outs; });
+  reducible(ifelse_op, [](const IfElse& o) { return nb::make_tuple(o.n_outs); });
 }
 
 }  // namespace hypatia::python

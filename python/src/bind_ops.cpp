@@ -101,6 +101,13 @@ void init_ops(nb::module_& m) {
   m.def("cast", &cast, "x"_a, "dtype"_a);
   m.def("clip", &clip, "x"_a, "lo"_a, "hi"_a);
   m.def("switch", &switch_, "cond"_a, "a"_a, "b"_a);
+  m.def(
+      "ifelse",
+      [](Var cond, std::vector<Var> then_branches, std::vector<Var> else_branches) {
+        return ifelse(std::move(cond), std::move(then_branches), std::move(else_branches));
+      },
+      "cond"_a, "then_branches"_a, "else_branches"_a,
+      "The then branches' values when cond is true (nonzero), else the else branches' (IfElse, lazy).");
   m.def("scalar_like", &scalar_like, "value"_a, "like"_a,
         "A 0-d constant holding value with a dtype that fits `like` (numpy's rule for Python scalars).");
   m.def("relu", &relu, "x"_a, "alpha"_a = 0.0);

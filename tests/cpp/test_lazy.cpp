@@ -210,6 +210,26 @@ TEST_P(Lazy, IfElseInsideUpdates) {
   EXPECT_ALLCLOSE(get_value(w), NDArray::from_vector<double>({1, 3}));
 }
 
+/// cond (0-d, of the sample's dtype), then, else: both branches taken, strided, zero-size.
+std::vector<testing::OpSample> ifelse_samples(DType dt) {
+  using testing::random_array;
+  auto cond = [dt](double v) { return NDArray::full({}, dt, v); };
+  return {
+      {"true (2,3)", {cond(1), random_array({2, 3}, dt, -3, 3, 1), random_array({2, 3}, dt, -3, 3, 2)}},
+      {"false (2,3)", {cond(0), random_array({2, 3}, dt, -3, 3, 3), random_array({2, 3}, dt, -3, 3, 4)}},
+      {"strided", {cond(1), testing::random_strided({3, 2}, dt, -3, 3, 5), random_array({3, 2}, dt, -3, 3, 6)}},
+      {"zero-size", {cond(0), random_array({2, 3}, dt, -3, 3, 7), NDArray::zeros({0, 3}, dt)}},
+  };
+}
+
+HYP_OPINFO({
+    .name = "ifelse",
+    .build = [](const std::vector<Var>& v) { return ifelse(v[0], v[1] * v[1], v[2]); },
+    .samples = ifelse_samples,
+    .dtypes = {DType::Bool, DType::Int32, DType::Float32, DType::Float64},
+    .differentiable = false,  // cond is not; the branches' gradients: IfElseGradientGoesToTheTakenBranchOnly
+});
+
 TEST(IfElse, TypesAndErrorsNameTheOutputAndBothTypes) {
   Var c = variable(scalar_type(DType::Int64), "c");
   Var a = vector("a", DType::Float32), b = vector("b", DType::Float64);
