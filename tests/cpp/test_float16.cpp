@@ -1,11 +1,11 @@
 // float16 as a storage dtype: the binary16 conversions against the compiler's own _Float16 (the
 // hardware's or libgcc's correctly rounded conversions), NDArray copies and casts, and
 // function() computing float16 graphs in float32 in every mode, rounding each op's result.
+#include <hwy/targets.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
-
-#include <hwy/targets.h>
 
 #include "hypatia/backends/cpu/half_simd.h"
 #include "hypatia/rewrite/storage_dtype.h"

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "hypatia/core/half.h"
 
@@ -87,10 +88,11 @@ constexpr DType dtype_of() {
 
 [[noreturn]] void fail_storage_dtype(DType dt);
 
-/// Calls f(T{}) with T the C++ type of `dt`, for the dtypes kernels compute in: a storage-only
-/// dtype (float16) throws (the storage-dtype lowering gives kernels float32 instead).
-template <class F>
-decltype(auto) dispatch_dtype(DType dt, F&& f) {
+namespace detail {
+/// The one dtype switch behind dispatch_dtype (WithStorage false: float16 throws) and
+/// dispatch_storage_dtype (true: T = half).
+template <bool WithStorage, class F>
+decltype(auto) dispatch_dtype_impl(DType dt, F&& f) {
   switch (dt) {
     case DType::Bool:
       return f(bool{});
@@ -115,42 +117,27 @@ decltype(auto) dispatch_dtype(DType dt, F&& f) {
     case DType::Float64:
       return f(double{});
     case DType::Float16:
-      fail_storage_dtype(dt);
+      if constexpr (WithStorage)
+        return f(half{});
+      else
+        fail_storage_dtype(dt);
   }
   __builtin_unreachable();
+}
+}  // namespace detail
+
+/// Calls f(T{}) with T the C++ type of `dt`, for the dtypes kernels compute in: a storage-only
+/// dtype (float16) throws (the storage-dtype lowering gives kernels float32 instead).
+template <class F>
+decltype(auto) dispatch_dtype(DType dt, F&& f) {
+  return detail::dispatch_dtype_impl<false>(dt, std::forward<F>(f));
 }
 
 /// dispatch_dtype with the storage dtypes too (T = half for float16): for code that moves,
 /// converts or reads single elements (copies, casts, fills, printing), not arithmetic.
 template <class F>
 decltype(auto) dispatch_storage_dtype(DType dt, F&& f) {
-  switch (dt) {
-    case DType::Bool:
-      return f(bool{});
-    case DType::Int8:
-      return f(int8_t{});
-    case DType::Int16:
-      return f(int16_t{});
-    case DType::Int32:
-      return f(int32_t{});
-    case DType::Int64:
-      return f(int64_t{});
-    case DType::UInt8:
-      return f(uint8_t{});
-    case DType::UInt16:
-      return f(uint16_t{});
-    case DType::UInt32:
-      return f(uint32_t{});
-    case DType::UInt64:
-      return f(uint64_t{});
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-    case DType::Float16:
-      return f(half{});
-  }
-  __builtin_unreachable();
+  return detail::dispatch_dtype_impl<true>(dt, std::forward<F>(f));
 }
 
 }  // namespace hypatia

@@ -80,11 +80,6 @@ std::vector<Var> IfElse::rop(const Apply& node, const std::vector<Var>& ev) cons
   for (int i = 0; i < n_outs; ++i) {
     const Var& ea = ev[1 + i];
     const Var& eb = ev[1 + n_outs + i];
-    if (!ea && !eb) {
-      a.push_back(zeros_like(node.inputs[1 + i]));
-      b.push_back(zeros_like(node.inputs[1 + n_outs + i]));
-      continue;
-    }
     a.push_back(ea ? ea : zeros_like(node.inputs[1 + i]));
     b.push_back(eb ? eb : zeros_like(node.inputs[1 + n_outs + i]));
   }

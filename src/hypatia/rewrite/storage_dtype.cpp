@@ -20,6 +20,15 @@ std::optional<DType> compute_for(DType dt, std::span<const StorageDType> storage
   return std::nullopt;
 }
 
+/// The first storage dtype n reads or writes (with its compute dtype), or nullopt.
+std::optional<StorageDType> storage_hit(const Apply& n, std::span<const StorageDType> storage) {
+  for (const Var& v : n.inputs)
+    if (auto c = compute_for(v->dtype(), storage)) return StorageDType{v->dtype(), *c};
+  for (int j = 0; j < n.nout(); ++j)
+    if (auto c = compute_for(n.output_ptr(j)->dtype(), storage)) return StorageDType{n.output_ptr(j)->dtype(), *c};
+  return std::nullopt;
+}
+
 /// Ops whose kernels move, view or convert elements without arithmetic on them.
 bool moves_elements_only(const Apply& n) {
   const Op& op = *n.op;
@@ -47,23 +56,12 @@ std::shared_ptr<const Op> op_in_compute_dtype(const Apply& n, DType storage, DTy
 
 bool lower_storage_dtypes(FunctionGraph& fg, std::span<const StorageDType> storage) {
   // Graphs without a storage dtype (nearly all) cost one pass over the nodes, no toposort.
-  const bool any = !storage.empty() && fg.any_node([&](const Apply& n) {
-    for (const Var& v : n.inputs)
-      if (compute_for(v->dtype(), storage)) return true;
-    for (int j = 0; j < n.nout(); ++j)
-      if (compute_for(n.output_ptr(j)->dtype(), storage)) return true;
+  if (storage.empty() || !fg.any_node([&](const Apply& n) { return storage_hit(n, storage).has_value(); }))
     return false;
-  });
-  if (!any) return false;
   bool changed = false;
   for (const auto& n : fg.toposort()) {
     if (!fg.contains(n.get()) || moves_elements_only(*n)) continue;
-    std::optional<StorageDType> hit;
-    auto note = [&](DType dt) {
-      if (auto c = compute_for(dt, storage); c && !hit) hit = StorageDType{dt, *c};
-    };
-    for (const Var& v : n->inputs) note(v->dtype());
-    for (int j = 0; j < n->nout(); ++j) note(n->output_ptr(j)->dtype());
+    const std::optional<StorageDType> hit = storage_hit(*n, storage);
     if (!hit) continue;
 
     std::vector<Var> ins;

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "hypatia/backends/cpu/elemwise_inner.h"
-#include "hypatia/backends/cpu/half_simd.h"
 #include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/backends/cpu/half_simd.h"
 #include "hypatia/backends/cpu/parallel_loop.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/config.h"
