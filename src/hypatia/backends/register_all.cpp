@@ -47,6 +47,7 @@ void register_print_kernels();
 void register_transfer_kernels();
 void register_sort_kernels();
 void register_ifelse_kernels();
+void register_random_kernels();
 
 void register_all_kernels() {
   register_builtin_backends();
@@ -62,6 +63,7 @@ void register_all_kernels() {
   register_transfer_kernels();
   register_sort_kernels();
   register_ifelse_kernels();
+  register_random_kernels();
 }
 
 }  // namespace hypatia

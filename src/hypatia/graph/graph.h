@@ -143,6 +143,9 @@ class Op {
   /// Whether running the op does more than compute its outputs (Print): such nodes are never
   /// constant-folded.
   virtual bool has_side_effects() const { return false; }
+  /// Whether the op draws random numbers (its state an input and an output): such nodes are
+  /// never constant-folded or merged with an equal node, so each draw stays where it was written.
+  virtual bool is_random() const { return false; }
   /// Per input, whether the op may finish without it (ifelse's branches; empty: it needs all).
   /// Its kernel is lazy (Kernel::run_lazy): the runtime computes such an input only when the
   /// kernel asks for it, and the nodes only that input needs run then or never.

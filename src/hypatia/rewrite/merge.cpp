@@ -36,7 +36,7 @@ bool merge_pass(FunctionGraph& fg) {
   std::unordered_map<size_t, std::vector<Apply*>> seen;
   for (const auto& n : fg.toposort()) {
     if (!fg.contains(n.get())) continue;
-    if (!n->op->destroy_map().empty()) continue;
+    if (!n->op->destroy_map().empty() || n->op->is_random()) continue;
     size_t h = n->op->hash();
     for (const auto& in : n->inputs) hash_combine(h, std::hash<const void*>()(in.get()));
     auto& bucket = seen[h];
