@@ -30,15 +30,16 @@ void init_random(nb::module_& m) {
       .def_ro("ndim", &MRGUniform::ndim)
       .def_ro("inplace", &MRGUniform::inplace)
       .def("__reduce__", [](const MRGUniform& op) {
-        return nb::make_tuple(rebuild_op(), nb::make_tuple(nb::type<MRGUniform>(),
-                                                           nb::make_tuple(op.dtype, op.ndim, op.inplace)));
+        return nb::make_tuple(rebuild_op(),
+                              nb::make_tuple(nb::type<MRGUniform>(), nb::make_tuple(op.dtype, op.ndim, op.inplace)));
       });
   nb::class_<MultinomialFromUniform, Op>(m, "MultinomialFromUniform",
                                          "Theano's MultinomialFromUniform: (pvals, unis, n) -> counts.")
       .def(nb::init<DType>(), "odtype"_a)
       .def_ro("odtype", &MultinomialFromUniform::odtype)
       .def("__reduce__", [](const MultinomialFromUniform& op) {
-        return nb::make_tuple(rebuild_op(), nb::make_tuple(nb::type<MultinomialFromUniform>(), nb::make_tuple(op.odtype)));
+        return nb::make_tuple(rebuild_op(),
+                              nb::make_tuple(nb::type<MultinomialFromUniform>(), nb::make_tuple(op.odtype)));
       });
   nb::class_<ChoiceFromUniform, Op>(m, "ChoiceFromUniform",
                                     "Theano's ChoiceFromUniform: (pvals, unis, n) -> (rows, n) indices.")
@@ -66,16 +67,14 @@ void init_random(nb::module_& m) {
       .def(nb::init<const std::vector<int64_t>&>(), "seed"_a)
       .def_prop_ro("rstate", [](const S& s) { return state_list(s.rstate()); })
       .def("set_rstate", &S::set_rstate, "seed"_a)
-      .def("inc_rstate",
-           [](S& s) {
-             s.get_substream_rstates(1, true);
-           })
+      .def("inc_rstate", [](S& s) { s.get_substream_rstates(1, true); })
       .def("seed", &S::seed, "seed"_a.none() = nb::none())
       .def("get_substream_rstates", &S::get_substream_rstates, "n_streams"_a, "inc"_a = true)
       .def_prop_ro("state_updates",
                    [](const S& s) {
                      nb::list l;
-                     for (const auto& u : s.state_updates()) l.append(nb::make_tuple(u.state, u.new_state, u.n_streams));
+                     for (const auto& u : s.state_updates())
+                       l.append(nb::make_tuple(u.state, u.new_state, u.n_streams));
                      return l;
                    })
       .def("uniform", &S::uniform, "size"_a, "low"_a, "high"_a, "dtype"_a, "n_streams"_a = 0)

@@ -2,9 +2,14 @@
 // suite checks every fixture array, these are a few of their values), the stream layout, state
 // updates through functions, the reference and CPU kernels giving the same bits at any thread count,
 // the from-uniform ops, errors, and that random nodes are never merged or folded.
+#include <hwy/targets.h>
+
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
+#include "hypatia/backends/cpu/mrg_simd.h"
+#include "hypatia/backends/mrg_generate.h"
 #include "hypatia/ops/random.h"
 #include "test_util.h"
 
@@ -14,7 +19,10 @@ using testing::make_array;
 using testing::OpInfo;
 using testing::OpSample;
 
-NDArray states(int64_t n, int64_t seed = 1234) { return mrg_substream_states(MrgState{int32_t(seed), int32_t(seed), int32_t(seed), int32_t(seed), int32_t(seed), int32_t(seed)}, n); }
+NDArray states(int64_t n, int64_t seed = 1234) {
+  return mrg_substream_states(
+      MrgState{int32_t(seed), int32_t(seed), int32_t(seed), int32_t(seed), int32_t(seed), int32_t(seed)}, n);
+}
 
 NDArray int_vector(std::vector<double> v) { return make_array(v, {static_cast<int64_t>(v.size())}, DType::Int64); }
 
@@ -33,15 +41,19 @@ HYP_OPINFO({
 HYP_OPINFO({
     .name = "mrg_uniform_f64",
     .build = [](const std::vector<Var>& v) { return mrg_uniform(v[0], v[1], DType::Float64, 1).second; },
-    .samples = [](DType) { return std::vector<OpSample>{{"5 streams, (11,)", {states(5), int_vector({11})}}}; },
+    .samples =
+        [](DType) {
+          return std::vector<OpSample>{{"5 streams, (11,)", {states(5), int_vector({11})}}};
+        },
     .dtypes = {DType::Int32},
     .differentiable = false,
 });
 HYP_OPINFO({
     .name = "multinomial_from_uniform",
-    .build = [](const std::vector<Var>& v) {
-      return apply_op1(std::make_shared<MultinomialFromUniform>(DType::Float32), {v[0], v[1], v[2]});
-    },
+    .build =
+        [](const std::vector<Var>& v) {
+          return apply_op1(std::make_shared<MultinomialFromUniform>(DType::Float32), {v[0], v[1], v[2]});
+        },
     .samples =
         [](DType dt) {
           return std::vector<OpSample>{
@@ -55,14 +67,16 @@ HYP_OPINFO({
 });
 HYP_OPINFO({
     .name = "choice_from_uniform",
-    .build = [](const std::vector<Var>& v) {
-      return apply_op1(std::make_shared<ChoiceFromUniform>(DType::Int64, false), {v[0], v[1], v[2]});
-    },
+    .build =
+        [](const std::vector<Var>& v) {
+          return apply_op1(std::make_shared<ChoiceFromUniform>(DType::Int64, false), {v[0], v[1], v[2]});
+        },
     .samples =
         [](DType dt) {
-          return std::vector<OpSample>{{"2 rows, n = 2",
-                                        {make_array({0.1, 0.2, 0.7, 0.5, 0.25, 0.25}, {2, 3}, dt),
-                                         make_array({0.05, 0.9, 0.95, 0.3}, {4}, dt), make_array({2}, {}, DType::Int64)}}};
+          return std::vector<OpSample>{
+              {"2 rows, n = 2",
+               {make_array({0.1, 0.2, 0.7, 0.5, 0.25, 0.25}, {2, 3}, dt), make_array({0.05, 0.9, 0.95, 0.3}, {4}, dt),
+                make_array({2}, {}, DType::Int64)}}};
         },
     .dtypes = {DType::Float32, DType::Float64},
     .differentiable = false,
@@ -135,9 +149,12 @@ TEST(MRG, CpuKernelMatchesReferenceAtEveryThreadCount) {
   // The CPU kernel splits the streams across threads: the same bits as the one-thread reference
   // for any split, and the same new states.
   Var rstate = variable(TensorType(DType::Int32, {false, false}), "rstate");
-  for (DType dt : {DType::Float32, DType::Float64}) {
-    auto [ns, u] = mrg_uniform(rstate, constant(int_vector({301, 517})), dt);
-    NDArray st = states(97, 5);
+  // More draws than streams (several rounds, SIMD remainders), and fewer (some streams idle).
+  for (auto [dt, n_streams, shape] : {std::tuple{DType::Float32, 97, std::vector<double>{301, 517}},
+                                      std::tuple{DType::Float64, 97, std::vector<double>{301, 517}},
+                                      std::tuple{DType::Float32, 4000, std::vector<double>{1001}}}) {
+    auto [ns, u] = mrg_uniform(rstate, constant(int_vector(shape)), dt);
+    NDArray st = states(n_streams, 5);
     Function ref = function({In(rstate)}, {Out(ns), Out(u)}, {.backend = std::string(kReferenceBackend)});
     auto want = ref({st});
     for (long minsize : {1L, 1L << 30}) {
@@ -156,6 +173,35 @@ TEST(MRG, CpuKernelMatchesReferenceAtEveryThreadCount) {
       ASSERT_LT(v, 1.0);
     }
   }
+}
+
+TEST(MRG, SimdRoundsMatchTheScalarStepOnEveryTarget) {
+  // 1003 streams (a remainder for every vector length), 40 rounds, states spread over the whole
+  // range (wrap-around in the sums), on every Highway target this CPU supports.
+  NDArray st = states(1003, 123457);
+  const int64_t m = 1003;
+  std::vector<int32_t> aos(st.data<int32_t>(), st.data<int32_t>() + 6 * m);
+  std::vector<int32_t> want_k(40 * m);
+  for (int r = 0; r < 40; ++r)
+    for (int64_t j = 0; j < m; ++j) want_k[r * m + j] = mrg::next(aos.data() + j * 6);
+  const int64_t targets = hwy::SupportedTargets();
+  for (int64_t t = 1; t != 0 && t <= targets; t <<= 1) {
+    if (!(targets & t)) continue;
+    hwy::SetSupportedTargetsForTest(t);
+    SCOPED_TRACE(hwy::TargetName(t));
+    std::vector<int32_t> soa(6 * m), k(m);
+    int32_t* x[6];
+    for (int w = 0; w < 6; ++w) x[w] = soa.data() + w * m;
+    for (int64_t j = 0; j < m; ++j)
+      for (int w = 0; w < 6; ++w) x[w][j] = st.data<int32_t>()[j * 6 + w];
+    for (int r = 0; r < 40; ++r) {
+      cpu::mrg_round(x, static_cast<size_t>(m), k.data());
+      for (int64_t j = 0; j < m; ++j) ASSERT_EQ(k[j], want_k[r * m + j]) << "round " << r << " stream " << j;
+    }
+    for (int64_t j = 0; j < m; ++j)
+      for (int w = 0; w < 6; ++w) ASSERT_EQ(x[w][j], aos[j * 6 + w]);
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(MRG, StateAdvancesThroughUpdatesAndSeedResets) {
@@ -206,17 +252,20 @@ TEST(MRG, MultinomialAndChoice) {
   Var n = scalar("n", DType::Int64);
   Var m = apply_op1(std::make_shared<MultinomialFromUniform>(DType::Int64), {p, u, n});
   NDArray pv = make_array({0.1, 0.2, 0.7, 0.5, 0.25, 0.25}, {2, 3}, DType::Float64);
-  NDArray got = eval(m, {{p, pv}, {u, make_array({0.05, 0.9, 0.95, 0.6}, {4}, DType::Float64)},
-                        {n, make_array({2}, {}, DType::Int64)}});
+  NDArray got = eval(
+      m,
+      {{p, pv}, {u, make_array({0.05, 0.9, 0.95, 0.6}, {4}, DType::Float64)}, {n, make_array({2}, {}, DType::Int64)}});
   EXPECT_ALLCLOSE(got, make_array({1, 0, 1, 0, 1, 1}, {2, 3}, DType::Int64), 0, 0);
   Var c = apply_op1(std::make_shared<ChoiceFromUniform>(DType::Int64, false), {p, u, n});
   // Row 0: u = 0.05 picks 0; the row becomes (0, 2/9, 7/9) and u = 0.95 picks 2. Row 1: u = 0.9
   // picks 2; the row becomes (2/3, 1/3, 0) and u = 0.6 picks 0.
-  NDArray cv = eval(c, {{p, pv}, {u, make_array({0.05, 0.9, 0.95, 0.6}, {4}, DType::Float64)},
-                       {n, make_array({2}, {}, DType::Int64)}});
+  NDArray cv = eval(
+      c,
+      {{p, pv}, {u, make_array({0.05, 0.9, 0.95, 0.6}, {4}, DType::Float64)}, {n, make_array({2}, {}, DType::Int64)}});
   EXPECT_ALLCLOSE(cv, make_array({0, 2, 2, 0}, {2, 2}, DType::Int64), 0, 0);
   EXPECT_ERROR(ValueError,
-               eval(c, {{p, pv}, {u, make_array({0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1}, {8}, DType::Float64)},
+               eval(c, {{p, pv},
+                        {u, make_array({0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1}, {8}, DType::Float64)},
                         {n, make_array({4}, {}, DType::Int64)}}),
                "without replacement 4 values from 3 outcomes");
   EXPECT_ERROR(ValueError,
@@ -244,8 +293,7 @@ TEST(MRG, Errors) {
   Var len = scalar("len", DType::Int64);
   auto [ns, u] = mrg_uniform(rstate, make_vector({len}), DType::Float32);
   Function f = function({In(rstate), In(len)}, {u});
-  EXPECT_ERROR(ValueError, f({NDArray::zeros({2, 5}, DType::Int32), make_array({3}, {}, DType::Int64)}),
-               "6 columns");
+  EXPECT_ERROR(ValueError, f({NDArray::zeros({2, 5}, DType::Int32), make_array({3}, {}, DType::Int64)}), "6 columns");
   EXPECT_ERROR(ValueError, f({states(2), make_array({-3}, {}, DType::Int64)}), "negative dimension");
   EXPECT_ERROR(ValueError, f({states(2), make_array({3e9}, {}, DType::Int64)}), "2**31 - 1");
   // No gradient through a draw.

@@ -1,10 +1,11 @@
 // Kernels of the random family: MRGUniform (reference: one thread over every stream; the CPU
 // kernel in backends/cpu/random_cpu.cpp splits the streams across threads, same bits),
 // MultinomialFromUniform and ChoiceFromUniform (Theano's C code, in its order and precision).
+#include "hypatia/backends/random_kernels.h"
+
 #include <vector>
 
 #include "hypatia/backends/mrg_generate.h"
-#include "hypatia/backends/random_kernels.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/error.h"
 

@@ -16,18 +16,14 @@ namespace {
 
 // Jump-ahead matrices of MRG31k3p's two components (L'Ecuyer and Touzin; Theano's A1p72 ...).
 using Mat3 = std::array<std::array<int64_t, 3>, 3>;
-constexpr Mat3 kA1p72{{{1516919229, 758510237, 499121365},
-                       {1884998244, 1516919229, 335398200},
-                       {601897748, 1884998244, 358115744}}};
-constexpr Mat3 kA2p72{{{1228857673, 1496414766, 954677935},
-                       {1133297478, 1407477216, 1496414766},
-                       {2002613992, 1639496704, 1407477216}}};
-constexpr Mat3 kA1p134{{{1702500920, 1849582496, 1656874625},
-                        {828554832, 1702500920, 1512419905},
-                        {1143731069, 828554832, 102237247}}};
-constexpr Mat3 kA2p134{{{796789021, 1464208080, 607337906},
-                        {1241679051, 1431130166, 1464208080},
-                        {1401213391, 1178684362, 1431130166}}};
+constexpr Mat3 kA1p72{
+    {{1516919229, 758510237, 499121365}, {1884998244, 1516919229, 335398200}, {601897748, 1884998244, 358115744}}};
+constexpr Mat3 kA2p72{
+    {{1228857673, 1496414766, 954677935}, {1133297478, 1407477216, 1496414766}, {2002613992, 1639496704, 1407477216}}};
+constexpr Mat3 kA1p134{
+    {{1702500920, 1849582496, 1656874625}, {828554832, 1702500920, 1512419905}, {1143731069, 828554832, 102237247}}};
+constexpr Mat3 kA2p134{
+    {{796789021, 1464208080, 607337906}, {1241679051, 1431130166, 1464208080}, {1401213391, 1178684362, 1431130166}}};
 
 /// Rows of A times s, each product reduced mod m, summed, reduced mod m (Theano's DotModulo).
 void mat_vec_mod(const Mat3& a, const int32_t* s, int64_t m, int32_t* out) {
@@ -86,10 +82,12 @@ int size_length(const Var& size, const char* who) {
     fail<TypeError>(who, ": expected the size as an integer vector, got ",
                     size ? size->type.str() : std::string("nothing"));
   if (size->is_constant()) return static_cast<int>(size->data.shape(0));
-  if (size->owner && typeid(*size->owner->op) == typeid(MakeVector)) return static_cast<int>(size->owner->inputs.size());
+  if (size->owner && typeid(*size->owner->op) == typeid(MakeVector))
+    return static_cast<int>(size->owner->inputs.size());
   if (size->owner && typeid(*size->owner->op) == typeid(ShapeOp)) return size->owner->inputs[0]->ndim();
-  fail<ValueError>(who, ": the length of the size vector ", size->str(),
-                   " must be known when the graph is built (give a tuple, a constant, x.shape or a vector built from scalars)");
+  fail<ValueError>(
+      who, ": the length of the size vector ", size->str(),
+      " must be known when the graph is built (give a tuple, a constant, x.shape or a vector built from scalars)");
 }
 
 }  // namespace
@@ -319,8 +317,8 @@ Var MRGRandomStreams::normal(Var size, Var avg, Var std, DType dtype, int64_t n_
     Var z1_valid = subtensor(z1, {Index(invert(fix1))});
     Var n_fix0 = sum(fix0, std::nullopt, false, DType::Int64);
     Var n_fix1 = sum(fix1, std::nullopt, false, DType::Int64);
-    Var u_fix = uniform(make_vector({n_fix0 + n_fix1}), constant(1.0 / (std::numbers::e * std::numbers::e), dtype),
-                        one, dtype, n_streams);
+    Var u_fix = uniform(make_vector({n_fix0 + n_fix1}), constant(1.0 / (std::numbers::e * std::numbers::e), dtype), one,
+                        dtype, n_streams);
     Var r_fix = sqrt(constant(-2.0, dtype) * log(u_fix));
     Var z0_fixed = subtensor(r_fix, {sl({}, n_fix0)}) * subtensor(cos_theta, {Index(fix0)});
     Var z1_fixed = subtensor(r_fix, {sl(n_fix0, {})}) * subtensor(sin_theta, {Index(fix1)});
