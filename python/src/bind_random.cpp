@@ -1,7 +1,9 @@
-// Random numbers: the MRG31k3p op classes (attributes, constructors, pickling), the stream helpers
-// and the C++ MRGRandomStreams that hypatia.sandbox.rng_mrg wraps with Theano's signatures.
+// Random numbers: the MRG31k3p op classes and RandomFunction (attributes, constructors, pickling),
+// the stream helpers, and the C++ MRGRandomStreams and RandomStreams that
+// hypatia.sandbox.rng_mrg and hypatia.tensor.shared_randomstreams wrap with Theano's signatures.
 #include "bindings.h"
 #include "hypatia/ops/random.h"
+#include "hypatia/ops/random_streams.h"
 
 namespace hypatia::python {
 namespace {
@@ -19,6 +21,12 @@ MrgState state_from_list(const std::vector<int64_t>& v) {
     s[i] = static_cast<int32_t>(v[i]);
   }
   return s;
+}
+
+RandomDist dist_from_name(const std::string& name) {
+  for (int d = 0; d <= static_cast<int>(RandomDist::Beta); ++d)
+    if (random_dist_name(static_cast<RandomDist>(d)) == name) return static_cast<RandomDist>(d);
+  throw ValueError("unknown distribution '" + name + "'");
 }
 
 }  // namespace
@@ -61,6 +69,47 @@ void init_random(nb::module_& m) {
       "mrg_jump_2p134", [](const std::vector<int64_t>& s) { return state_list(mrg_jump_2p134(state_from_list(s))); },
       "state"_a, "The state advanced 2**134 steps (the next substream).");
   m.def("mrg_guess_n_streams", &mrg_guess_n_streams, "size"_a, "Theano's guess_n_streams for integer sizes.");
+
+  nb::class_<RandomFunction, Op>(m, "RandomFunction",
+                                 "Theano's RandomFunction: (state, size, parameters...) -> (new state, draws), "
+                                 "numpy RandomState's numbers.")
+      .def(
+          "__init__",
+          [](RandomFunction* self, const std::string& dist, DType dtype, std::vector<bool> bc) {
+            new (self) RandomFunction(dist_from_name(dist), dtype, std::move(bc));
+          },
+          "dist"_a, "dtype"_a, "broadcastable"_a)
+      .def_prop_ro("dist", [](const RandomFunction& op) { return std::string(random_dist_name(op.dist)); })
+      .def_ro("dtype", &RandomFunction::dtype)
+      .def_prop_ro("broadcastable", [](const RandomFunction& op) { return op.broadcastable; })
+      .def_prop_ro("ndim_added", &RandomFunction::ndim_added)
+      .def("__reduce__", [](const RandomFunction& op) {
+        return nb::make_tuple(rebuild_op(), nb::make_tuple(nb::type<RandomFunction>(),
+                                                           nb::make_tuple(std::string(random_dist_name(op.dist)),
+                                                                          op.dtype, op.broadcastable)));
+      });
+  m.def("random_state_from_seed", &random_state_from_seed, "seed"_a,
+        "The state numpy's RandomState(seed) starts from (uint32 words).");
+  m.attr("random_state_words") = kRandomStateWords;
+  nb::class_<RandomStreams>(m, "RandomStreams", "Theano's RandomStreams (C++ core).")
+      .def(nb::init<std::optional<uint32_t>>(), "seed"_a.none())
+      .def("seed", &RandomStreams::seed, "seed"_a.none() = nb::none())
+      .def_prop_ro("state_updates",
+                   [](const RandomStreams& s) {
+                     nb::list l;
+                     for (const auto& [a, b] : s.state_updates()) l.append(nb::make_tuple(a, b));
+                     return l;
+                   })
+      .def("new_state", &RandomStreams::new_state)
+      .def("add_update", &RandomStreams::add_update, "state"_a, "new_state"_a);
+  m.def(
+      "random_draw",
+      [](const std::string& dist, Var state, std::optional<Var> size, std::vector<Var> params, DType dtype, int ndim) {
+        return random_draw(dist_from_name(dist), std::move(state), size ? *size : Var(), std::move(params), dtype,
+                           ndim);
+      },
+      "dist"_a, "state"_a, "size"_a.none(), "params"_a, "dtype"_a, "ndim"_a = -1,
+      "(new state, draws) of a RandomFunction node (Theano's raw_random functions).");
 
   using S = MRGRandomStreams;
   nb::class_<S>(m, "MRGRandomStreams", "Theano 1.0's MRG_RandomStreams (C++ core).")

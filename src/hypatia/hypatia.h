@@ -20,6 +20,7 @@
 #include "hypatia/ops/nnet.h"
 #include "hypatia/ops/print.h"
 #include "hypatia/ops/random.h"
+#include "hypatia/ops/random_streams.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"

@@ -13,8 +13,7 @@ import numbers
 
 import numpy as np
 
-from hypatia import _convert, _core
-from hypatia.configparser import config
+from hypatia import _convert, _core, _random
 from hypatia.sandbox import multinomial  # noqa: F401  (Theano's module imports it)
 
 Variable = _core.Variable
@@ -49,70 +48,12 @@ def _seed_list(seed):
     return values
 
 
-def _scalar_dtype(x):
-    """The dtype Theano gives x as an operand: Python floats autocast (floatX when floatX is not
-    float64, else float32 when exact, else float64), Python ints int8..int64, else x's dtype."""
-    if isinstance(x, Variable):
-        return x.dtype
-    if isinstance(x, bool):
-        return "bool"
-    if isinstance(x, float):
-        if config.floatX != "float64":
-            return config.floatX
-        return "float32" if float(np.float32(x)) == x else "float64"
-    if isinstance(x, numbers.Integral):
-        for dt in ("int8", "int16", "int32", "int64"):
-            if np.iinfo(dt).min <= x <= np.iinfo(dt).max:
-                return dt
-    return np.asarray(x).dtype.name
-
-
-def _operand(x):
-    """x as a variable with the dtype Theano's autocasting gives it."""
-    if isinstance(x, Variable):
-        return x
-    return _convert.as_tensor_variable(x, dtype=_scalar_dtype(x)) if np.ndim(x) == 0 else \
-        _convert.as_tensor_variable(x)
-
-
-def _upcast(*dtypes):
-    return np.result_type(*[np.dtype(d) for d in dtypes]).name
-
-
-def _default_dtype(*operands):
-    """Theano's scal.upcast(floatX, low.dtype, high.dtype) for Python or symbolic operands."""
-    return _upcast(config.floatX, *[_scalar_dtype(x) for x in operands])
-
-
 def _size_var(size, ndim, who):
-    """The size as an integer vector whose length the C++ side can read."""
-    if isinstance(size, Variable):
-        if size.ndim == 0:
-            return _core.make_vector([_convert.cast(size, "int64")])
-        if size.ndim != 1:
-            raise TypeError(f"{who}: size must be a tuple of int or a Variable with 1 dimension, got {size.type}")
-        if size.kind == "constant" or (size.owner is not None and
-                                       isinstance(size.owner.op, (_core.MakeVector, _core.Shape))):
-            return size
-        n = ndim if ndim is not None else _convert.get_vector_length(size)
-        return _core.make_vector([_convert.cast(size[i], "int64") for i in range(n)])
-    if isinstance(size, (numbers.Integral, np.integer)):
-        size = (size,)
-    if not isinstance(size, (tuple, list)):
-        raise TypeError(f"{who}: size must be a tuple of int or a Variable with 1 dimension, got {size!r} "
-                        f"of type {type(size).__name__}")
-    for i in size:
-        if isinstance(i, Variable):
-            if i.ndim != 0:
-                raise ValueError(f"{who}: non-scalar variable {i} in size {size}")
-        elif isinstance(i, (numbers.Integral, np.integer)):
-            if i <= 0:
-                raise ValueError(f"{who}: the specified size contains a dimension with value <= 0: {size}")
-        else:
-            raise ValueError(f"{who}: only variables and integers are allowed in a size tuple, got {i!r}")
-    if any(isinstance(i, Variable) for i in size):
-        return _core.make_vector([_convert.cast(_convert._int_scalar(i), "int64") for i in size])
-    return _convert.constant(np.asarray([int(i) for i in size], dtype="int64"))
+    # Theano's MRG draws refuse empty dimensions (a size entry <= 0).
+    if isinstance(size, (tuple, list)) and any(
+            isinstance(i, (numbers.Integral, np.integer)) and not isinstance(i, Variable) and i <= 0 for i in size):
+        raise ValueError(f"{who}: the specified size contains a dimension with value <= 0: {size}")
+    return _random.size_var(size, ndim, who)
 
 
 class MRG_RandomStreams:
@@ -187,26 +128,26 @@ class MRG_RandomStreams:
         """Uniform draws in (low, high) of the given size (a tuple of ints and scalar variables, or
         an integer vector variable). dtype defaults to upcast(floatX, low, high)."""
         self._no_kwargs(kwargs, "uniform")
-        dtype = _default_dtype(low, high) if dtype is None else _convert._dtype_name(dtype)
+        dtype = _random.default_dtype(low, high) if dtype is None else _convert._dtype_name(dtype)
         size_v = _size_var(size, ndim, "uniform")
         before = len(self._impl.state_updates)
-        r = self._impl.uniform(size_v, _operand(low), _operand(high), dtype, self._streams(size, nstreams))
+        r = self._impl.uniform(size_v, _random.operand(low), _random.operand(high), dtype, self._streams(size, nstreams))
         return self._register(before, r, size, nstreams)
 
     def normal(self, size, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None, truncate=False, **kwargs):
         """Normal draws (Box-Muller); truncate=True redraws values beyond 2 standard deviations."""
         self._no_kwargs(kwargs, "normal")
-        dtype = _default_dtype(avg, std) if dtype is None else _convert._dtype_name(dtype)
+        dtype = _random.default_dtype(avg, std) if dtype is None else _convert._dtype_name(dtype)
         size_v = _size_var(size, ndim, "normal")
         before = len(self._impl.state_updates)
         # Theano draws the uniforms with a symbolic size: 60 * 256 streams unless nstreams is given.
-        r = self._impl.normal(size_v, _operand(avg), _operand(std), dtype,
+        r = self._impl.normal(size_v, _random.operand(avg), _random.operand(std), dtype,
                               int(nstreams) if nstreams is not None else 60 * 256, bool(truncate))
         return self._register(before, r, size, nstreams)
 
     def truncated_normal(self, size, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None, **kwargs):
         """Normal draws truncated at 2 standard deviations, scaled so that std is the result's."""
-        std = _operand(std) / _convert.constant(0.87962566103423978)
+        std = _random.operand(std) / _convert.constant(0.87962566103423978)
         return self.normal(size=size, avg=avg, std=std, truncate=True, ndim=ndim, dtype=dtype,
                            nstreams=nstreams, **kwargs)
 
@@ -216,9 +157,9 @@ class MRG_RandomStreams:
         if not (isinstance(n, numbers.Integral) and n == 1):
             raise NotImplementedError("MRG_RandomStreams.binomial with n > 1")
         size_v = _size_var(size, ndim, "binomial")
-        udtype = _default_dtype(0.0, 1.0)
+        udtype = _random.default_dtype(0.0, 1.0)
         before = len(self._impl.state_updates)
-        r = self._impl.binomial(size_v, _operand(p), _convert._dtype_name(dtype), udtype,
+        r = self._impl.binomial(size_v, _random.operand(p), _convert._dtype_name(dtype), udtype,
                                 self._streams(size, nstreams))
         return self._register(before, r, size, nstreams)
 
@@ -233,7 +174,7 @@ class MRG_RandomStreams:
         if ndim is not None:
             raise ValueError("Provided an ndim argument to MRG_RandomStreams.multinomial, which does not use it.")
         pvals = _convert.as_tensor_variable(pvals)
-        udtype = _default_dtype(0.0, 1.0)
+        udtype = _random.default_dtype(0.0, 1.0)
         before = len(self._impl.state_updates)
         r = self._impl.multinomial(pvals, _convert._int_scalar(n) if not isinstance(n, Variable) else n,
                                    _convert._dtype_name(dtype), udtype,
@@ -252,7 +193,7 @@ class MRG_RandomStreams:
         if ndim is not None:
             raise ValueError("ndim argument to MRG_RandomStreams.choice is not used.")
         p = _convert.as_tensor_variable(p)
-        udtype = _default_dtype(0.0, 1.0)
+        udtype = _random.default_dtype(0.0, 1.0)
         before = len(self._impl.state_updates)
         r = self._impl.choice(p, _convert._int_scalar(size) if not isinstance(size, Variable) else size,
                               bool(replace), _convert._dtype_name(dtype), udtype,

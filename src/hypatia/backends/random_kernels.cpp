@@ -8,6 +8,8 @@
 #include "hypatia/backends/mrg_generate.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/error.h"
+#include "hypatia/core/legacy_random.h"
+#include "hypatia/ops/random_streams.h"
 
 namespace hypatia {
 
@@ -128,12 +130,254 @@ void choice_kernel(const ChoiceFromUniform& op, const KernelArgs& args) {
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// RandomFunction
+
+/// numpy's broadcast of the parameters' shapes (ValueError naming the op when they do not).
+Shape broadcast_shapes(const std::string& who, const std::vector<const NDArray*>& xs) {
+  int nd = 0;
+  for (const NDArray* x : xs) nd = std::max(nd, x->ndim());
+  Shape out;
+  for (int d = 0; d < nd; ++d) out.push_back(1);
+  for (const NDArray* x : xs)
+    for (int d = 0; d < x->ndim(); ++d) {
+      const int o = nd - x->ndim() + d;
+      const int64_t n = x->shape(d);
+      if (out[o] == 1)
+        out[o] = n;
+      else if (n != 1 && n != out[o])
+        fail<ValueError>(who, ": shape mismatch: the parameters ", x->describe(), " cannot be broadcast to ",
+                         out.str());
+    }
+  return out;
+}
+
+/// x broadcast to `shape` as contiguous values of T (numpy's broadcasting of a parameter against
+/// the size; ValueError naming the op when it does not fit).
+template <class T>
+std::vector<T> broadcast_values(const std::string& who, const NDArray& x, const Shape& shape) {
+  if (x.ndim() > shape.size())
+    fail<ValueError>(who, ": the parameter ", x.describe(), " has more dimensions than the size ", shape.str());
+  for (int d = 0; d < x.ndim(); ++d) {
+    const int64_t n = x.shape(d), want = shape[shape.size() - x.ndim() + d];
+    if (n != 1 && n != want)
+      fail<ValueError>(who, ": shape mismatch: the parameter ", x.describe(), " cannot be broadcast to the size ",
+                       shape.str());
+  }
+  const NDArray b = x.broadcast_to(shape).astype(dtype_of<T>());
+  return std::vector<T>(b.data<T>(), b.data<T>() + b.size());
+}
+
+/// Runs f, turning the generator's std::invalid_argument / overflow_error (numpy's ValueError /
+/// OverflowError messages) into Hypatia's errors naming the op.
+template <class F>
+void numpy_checked(const std::string& who, F&& f) {
+  try {
+    f();
+  } catch (const std::overflow_error& e) {  // numpy's OverflowError ("Range exceeds valid bounds")
+    fail<ValueError>(who, ": ", e.what());
+  } catch (const std::invalid_argument& e) {
+    fail<ValueError>(who, ": ", e.what());
+  }
+}
+
+void random_function_kernel(const RandomFunction& op, const KernelArgs& args) {
+  const std::string who = op.name();
+  const NDArray& state_in = *args.in[0];
+  if (state_in.ndim() != 1 || state_in.shape(0) != kRandomStateWords || state_in.dtype() != DType::UInt32)
+    fail<ValueError>(who, ": the state must be a uint32 vector of ", kRandomStateWords, " words, got ",
+                     state_in.describe());
+  legacy_random::MT19937State st;
+  {
+    const NDArray words = state_in.is_c_contiguous() ? state_in : state_in.copy();
+    numpy_checked(who, [&] { legacy_random::load(st, words.data<uint32_t>()); });
+  }
+  const NDArray& size = *args.in[1];
+  const bool size_none = size.size() == 0;
+  Shape base;
+  for (int64_t i = 0; i < size.size(); ++i) {
+    const int64_t d = size.get_flat_int(i);
+    if (d < 0) fail<ValueError>(who, ": negative dimensions are not allowed, got size ", size.describe());
+    base.push_back(d);
+  }
+  const int out_ndim = static_cast<int>(op.broadcastable.size());
+  if (!size_none && out_ndim != base.size() + op.ndim_added())
+    fail<ValueError>(who, ": the size ", base.str(), " has ", base.size(), " entries for draws of ", out_ndim,
+                     " dimensions");
+  std::vector<const NDArray*> params(args.in.begin() + 2, args.in.end());
+  NDArray* out_cell = args.out[1];
+  // Writes the int64 or double draws into the output, cast to its dtype as Theano does.
+  auto emit = [&](const Shape& shape, auto&& draw) {
+    NDArray& out = prepare_output(*out_cell, shape, op.dtype);
+    dispatch_dtype(op.dtype, [&](auto tag) {
+      using O = decltype(tag);
+      O* o = out.data<O>();
+      for (int64_t i = 0; i < out.size(); ++i) o[i] = static_cast<O>(draw(i));
+    });
+  };
+  auto check_ndim = [&](const Shape& shape) {
+    if (static_cast<int>(shape.size()) != out_ndim)
+      fail<ValueError>(who, ": the parameters give draws of shape ", shape.str(), " but the output has ", out_ndim,
+                       " dimensions");
+  };
+  numpy_checked(who, [&] {
+    switch (op.dist) {
+      case RandomDist::Uniform:
+      case RandomDist::Normal:
+      case RandomDist::Gamma:
+      case RandomDist::Beta:
+      case RandomDist::Poisson: {
+        const Shape shape = size_none ? broadcast_shapes(who, params) : base;
+        check_ndim(shape);
+        std::vector<std::vector<double>> p;
+        for (const NDArray* x : params) p.push_back(broadcast_values<double>(who, *x, shape));
+        const size_t n = p[0].size();
+        // numpy checks every parameter before it draws anything.
+        for (size_t i = 0; i < n; ++i) switch (op.dist) {
+            case RandomDist::Uniform:
+              legacy_random::check_uniform(p[0][i], p[1][i]);
+              break;
+            case RandomDist::Normal:
+              legacy_random::check_normal(p[1][i]);
+              break;
+            case RandomDist::Gamma:
+              legacy_random::check_gamma(p[0][i], p[1][i]);
+              break;
+            case RandomDist::Beta:
+              legacy_random::check_beta(p[0][i], p[1][i]);
+              break;
+            default:
+              legacy_random::check_poisson(p[0][i]);
+          }
+        emit(shape, [&](int64_t i) -> double {
+          switch (op.dist) {
+            case RandomDist::Uniform:
+              return legacy_random::uniform(st, p[0][i], p[1][i]);
+            case RandomDist::Normal:
+              return legacy_random::legacy_normal(st, p[0][i], p[1][i]);
+            case RandomDist::Gamma:
+              return legacy_random::legacy_gamma(st, p[0][i], p[1][i]);
+            case RandomDist::Beta:
+              return legacy_random::legacy_beta(st, p[0][i], p[1][i]);
+            default:
+              return static_cast<double>(legacy_random::legacy_random_poisson(st, p[0][i]));
+          }
+        });
+        break;
+      }
+      case RandomDist::Binomial: {
+        const Shape shape = size_none ? broadcast_shapes(who, params) : base;
+        check_ndim(shape);
+        const std::vector<int64_t> n = broadcast_values<int64_t>(who, *params[0], shape);
+        const std::vector<double> p = broadcast_values<double>(who, *params[1], shape);
+        for (size_t i = 0; i < n.size(); ++i) legacy_random::check_binomial(n[i], p[i]);
+        emit(shape, [&](int64_t i) { return legacy_random::legacy_random_binomial(st, p[i], n[i]); });
+        break;
+      }
+      case RandomDist::RandomIntegers: {
+        // Theano draws each element with its own RandomState.random_integers(low, high) call.
+        const Shape shape = size_none ? broadcast_shapes(who, params) : base;
+        check_ndim(shape);
+        const std::vector<int64_t> lo = broadcast_values<int64_t>(who, *params[0], shape);
+        const std::vector<int64_t> hi = broadcast_values<int64_t>(who, *params[1], shape);
+        for (size_t i = 0; i < lo.size(); ++i) legacy_random::check_random_integers(lo[i], hi[i]);
+        emit(shape, [&](int64_t i) { return legacy_random::random_integers(st, lo[i], hi[i]); });
+        break;
+      }
+      case RandomDist::Choice: {
+        // One RandomState.choice(a, size, replace, p) call: a an integer or a vector of values.
+        const NDArray& a = *params[0];
+        if (a.ndim() > 1) fail<ValueError>(who, ": a.ndim (", a.ndim(), ") must be 0 or 1");
+        const NDArray& pv = *params[2];
+        if (pv.ndim() != 1) fail<ValueError>(who, ": p.ndim (", pv.ndim(), ") must be 1");
+        const int64_t pop = a.ndim() == 0 ? a.get_flat_int(0) : a.shape(0);
+        const Shape shape = size_none ? Shape{} : base;
+        check_ndim(shape);
+        int64_t count = 1;
+        for (int64_t d : shape) count *= d;
+        if (a.ndim() == 1 && pop == 0 && count != 0) throw std::invalid_argument("a must be non-empty");
+        const std::vector<double> p =
+            pv.size() == 0 ? std::vector<double>{} : broadcast_values<double>(who, pv, {pv.shape(0)});
+        if (!p.empty() && static_cast<int64_t>(p.size()) != pop)
+          throw std::invalid_argument("a and p must have same size");
+        std::vector<int64_t> idx(static_cast<size_t>(count));
+        legacy_random::legacy_choice(st, pop, count, params[1]->get_flat_int(0) != 0, p.empty() ? nullptr : p.data(),
+                                     idx.data());
+        if (a.ndim() == 0) {
+          emit(shape, [&](int64_t i) { return idx[i]; });
+        } else {
+          const NDArray values = a.astype(DType::Float64);
+          emit(shape, [&](int64_t i) { return values.data<double>()[idx[i]]; });
+        }
+        break;
+      }
+      case RandomDist::Permutation: {
+        // One RandomState.permutation(n) per element of the size, in C order.
+        const int64_t n = params[0]->get_flat_int(0);
+        if (params[0]->size() != 1) fail<ValueError>(who, ": n must be a scalar, got ", params[0]->describe());
+        if (n < 0) throw std::invalid_argument("n must be >= 0");
+        Shape shape = size_none ? Shape{} : base;
+        shape.push_back(n);
+        check_ndim(shape);
+        NDArray tmp = NDArray::empty(shape, DType::Int64);
+        for (int64_t r = 0; r < (n == 0 ? 0 : tmp.size() / n); ++r)
+          legacy_random::legacy_permutation(st, n, tmp.data<int64_t>() + r * n);
+        emit(shape, [&](int64_t i) { return tmp.data<int64_t>()[i]; });
+        break;
+      }
+      case RandomDist::Multinomial: {
+        // Theano's multinomial_helper: one RandomState.multinomial(n, pvals) per element of the
+        // size; pvals summing to a little over 1 (within 1e-5), or whose last entry is below 5e-5,
+        // are scaled by 1 - 5e-5 first (in pvals' dtype).
+        const NDArray& pvals = *params[1];
+        const int64_t k = pvals.shape(pvals.ndim() - 1);
+        Shape lead;
+        for (int d = 0; d + 1 < pvals.ndim(); ++d) lead.push_back(pvals.shape(d));
+        NDArray pv_lead =
+            pvals.reshape(lead.size() == 0 ? Shape{1, k} : Shape{pvals.size() / std::max<int64_t>(k, 1), k});
+        const NDArray pfirst = NDArray::empty(lead, DType::Int8);  // pvals[..., 0]'s shape, for broadcasting
+        const Shape shape = size_none ? broadcast_shapes(who, {params[0], &pfirst}) : base;
+        Shape out_shape = shape;
+        out_shape.push_back(k);
+        check_ndim(out_shape);
+        const std::vector<int64_t> n = broadcast_values<int64_t>(who, *params[0], shape);
+        // Row index of pvals for each element of the size.
+        NDArray rows = NDArray::empty(lead, DType::Int64);
+        for (int64_t i = 0; i < rows.size(); ++i) rows.data<int64_t>()[i] = i;
+        const std::vector<int64_t> row = broadcast_values<int64_t>(who, rows, shape);
+        const bool f32 = pvals.dtype() == DType::Float32;
+        NDArray counts = NDArray::empty(out_shape, DType::Int64);
+        std::vector<double> pvi(static_cast<size_t>(k));
+        for (size_t e = 0; e < n.size(); ++e) {
+          for (int64_t j = 0; j < k; ++j) pvi[j] = pv_lead.get_flat(row[e] * k + j);
+          auto sum = [&] {
+            double s = 0;
+            float sf = 0;
+            for (double v : pvi) f32 ? void(sf += static_cast<float>(v)) : void(s += v);
+            return f32 ? static_cast<double>(sf) : s;
+          };
+          const double total = sum();
+          if ((total > 1.0 && total < 1.0 + 1e-5) || (k > 0 && pvi[k - 1] < 5e-5))
+            for (double& v : pvi)
+              v = f32 ? static_cast<double>(static_cast<float>(v) * static_cast<float>(1.0 - 5e-5)) : v * (1.0 - 5e-5);
+          legacy_random::legacy_multinomial(st, n[e], pvi.data(), k, counts.data<int64_t>() + e * k);
+        }
+        emit(out_shape, [&](int64_t i) { return counts.data<int64_t>()[i]; });
+        break;
+      }
+    }
+  });
+  NDArray& state_out = prepare_output(*args.out[0], {kRandomStateWords}, DType::UInt32);
+  legacy_random::save(st, state_out.data<uint32_t>());
+}
+
 }  // namespace
 
 void register_random_kernels() {
   register_simple_kernel<MRGUniform>(kReferenceBackend, &mrg_uniform_reference);
   register_simple_kernel<MultinomialFromUniform>(kReferenceBackend, &multinomial_kernel);
   register_simple_kernel<ChoiceFromUniform>(kReferenceBackend, &choice_kernel);
+  register_simple_kernel<RandomFunction>(kReferenceBackend, &random_function_kernel);
   register_random_cpu_kernels();
 }
 

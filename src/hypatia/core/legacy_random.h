@@ -11,10 +11,10 @@
 // check_* function on every parameter value first (they throw std::invalid_argument with numpy's
 // message). multinomial and choice take whole vectors and validate internally, before drawing.
 //
-// Floating point: the results are bit-identical to numpy's only when this file is compiled
-// without FMA contraction and without -ffast-math (GCC's default for -std=c++20 is
-// -ffp-contract=off; clang is told so by a pragma in the .cpp). libm (log, exp, pow, sqrt) must be
-// the same as numpy's, i.e. glibc's on Linux.
+// Floating point: the results are bit-identical to numpy's only without FMA contraction and
+// without -ffast-math. The .cpp turns contraction off itself (GCC and clang pragmas; GCC would
+// otherwise fuse a*b+c under -march=native); -ffast-math / -Ofast must not be used for it. libm
+// (log, exp, pow, sqrt) must behave as numpy's does, i.e. glibc's on Linux.
 #pragma once
 
 #include <cstdint>
@@ -133,19 +133,18 @@ void legacy_permutation(MT19937State& st, int64_t n, int64_t* out);
 // Validates first like numpy (throws std::invalid_argument): pop_size <= 0 with size != 0,
 // p negative / NaN / not summing to 1 within sqrt(eps), size > pop_size without replacement,
 // fewer non-zero entries in p than size without replacement.
-void legacy_choice(MT19937State& st, int64_t pop_size, int64_t size, bool replace,
-                   const double* p, int64_t* out);
+void legacy_choice(MT19937State& st, int64_t pop_size, int64_t size, bool replace, const double* p, int64_t* out);
 
 // Parameter checks, numpy's constraints and messages (std::invalid_argument, except
 // check_uniform which throws std::overflow_error as numpy raises OverflowError).
-void check_uniform(double low, double high);       // high - low must be finite
-void check_normal(double scale);                   // CONS_NON_NEGATIVE: scale < 0 (or -0.0) fails
-void check_standard_gamma(double shape);           // CONS_NON_NEGATIVE on shape
-void check_gamma(double shape, double scale);      // CONS_NON_NEGATIVE on shape and scale
-void check_beta(double a, double b);               // CONS_POSITIVE: a <= 0 or b <= 0 fails
-void check_binomial(int64_t n, double p);          // n >= 0, 0 <= p <= 1 (NaN fails)
-void check_poisson(double lam);                    // 0 <= lam <= LEGACY_POISSON_LAM_MAX
-void check_randint(int64_t low, int64_t high);     // low < high
+void check_uniform(double low, double high);            // high - low must be finite
+void check_normal(double scale);                        // CONS_NON_NEGATIVE: scale < 0 (or -0.0) fails
+void check_standard_gamma(double shape);                // CONS_NON_NEGATIVE on shape
+void check_gamma(double shape, double scale);           // CONS_NON_NEGATIVE on shape and scale
+void check_beta(double a, double b);                    // CONS_POSITIVE: a <= 0 or b <= 0 fails
+void check_binomial(int64_t n, double p);               // n >= 0, 0 <= p <= 1 (NaN fails)
+void check_poisson(double lam);                         // 0 <= lam <= LONG_MAX - 10*sqrt(LONG_MAX)
+void check_randint(int64_t low, int64_t high);          // low < high
 void check_random_integers(int64_t low, int64_t high);  // low <= high
 
 }  // namespace hypatia::legacy_random
