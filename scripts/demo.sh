@@ -21,3 +21,6 @@ $py examples/python/seed001_exp.py
 echo
 echo "== Python: seed 003, a 2-3-2 tanh network on two moons, gradient descent =="
 $py examples/python/seed003_mlp.py
+echo
+echo "== Python: a denoising autoencoder, corruption drawn in the graph by RandomStreams, beside numpy =="
+$py examples/python/denoising_autoencoder.py 5

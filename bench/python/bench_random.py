@@ -14,6 +14,7 @@ import numpy as np
 
 import hypatia
 from hypatia.sandbox.rng_mrg import MRG_RandomStreams
+from hypatia.tensor.shared_randomstreams import RandomStreams
 
 
 def best(fn, budget=1.0, repeats=7):
@@ -43,17 +44,25 @@ def main():
     srng = MRG_RandomStreams(1234)
     fu = hypatia.function([], hypatia.Out(srng.uniform((n,), dtype="float32"), borrow=True))
     fz = hypatia.function([], hypatia.Out(srng.normal((n,), dtype="float32"), borrow=True))
+    rsng = RandomStreams(1234)  # numpy's RandomState algorithms (MT19937), in C++
+    ru = hypatia.function([], hypatia.Out(rsng.uniform((n,), dtype="float32"), borrow=True))
+    rz = hypatia.function([], hypatia.Out(rsng.normal((n,), dtype="float32"), borrow=True))
     gen = np.random.default_rng(0)
     rs = np.random.RandomState(0)
     out = np.empty(n, dtype=np.float32)
     jx = jax_draws(n)
     cases = [
-        ("uniform float32", fu, lambda: gen.random(n, dtype=np.float32, out=out), lambda: rs.random_sample(n),
+        ("MRG uniform f32", fu, lambda: gen.random(n, dtype=np.float32, out=out), lambda: rs.random_sample(n),
          jx.get("uniform")),
-        ("normal float32", fz, lambda: gen.standard_normal(n, dtype=np.float32, out=out),
+        ("MRG normal f32", fz, lambda: gen.standard_normal(n, dtype=np.float32, out=out),
          lambda: rs.standard_normal(n), jx.get("normal")),
     ]
-    print(f"n = {n:,}; times in ms")
+    cases += [
+        ("RS uniform f32", ru, lambda: gen.random(n, dtype=np.float32, out=out), lambda: rs.random_sample(n), None),
+        ("RS normal f32", rz, lambda: gen.standard_normal(n, dtype=np.float32, out=out),
+         lambda: rs.standard_normal(n), None),
+    ]
+    print(f"n = {n:,}; times in ms; MRG: MRG_RandomStreams, RS: RandomStreams (RandomState's numbers)")
     print(f"{'case':<18}{'hypatia':>10}{'np.Generator':>14}{'np.RandomState':>16}{'jax':>8}{'ratio':>8}")
     for name, f, g, r, j in cases:
         h, tg, tr = best(f), best(g), best(r)

@@ -152,10 +152,17 @@ Shape broadcast_shapes(const std::string& who, const std::vector<const NDArray*>
   return out;
 }
 
-/// x broadcast to `shape` as contiguous values of T (numpy's broadcasting of a parameter against
-/// the size; ValueError naming the op when it does not fit).
+/// A parameter's values broadcast to the draws' shape (numpy's broadcasting against the size;
+/// ValueError naming the op when it does not fit): one value when it has one element.
 template <class T>
-std::vector<T> broadcast_values(const std::string& who, const NDArray& x, const Shape& shape) {
+struct ParamValues {
+  std::vector<T> v;
+  bool scalar = false;
+  T operator[](size_t i) const { return scalar ? v[0] : v[i]; }
+};
+
+template <class T>
+ParamValues<T> broadcast_values(const std::string& who, const NDArray& x, const Shape& shape) {
   if (x.ndim() > shape.size())
     fail<ValueError>(who, ": the parameter ", x.describe(), " has more dimensions than the size ", shape.str());
   for (int d = 0; d < x.ndim(); ++d) {
@@ -164,8 +171,17 @@ std::vector<T> broadcast_values(const std::string& who, const NDArray& x, const 
       fail<ValueError>(who, ": shape mismatch: the parameter ", x.describe(), " cannot be broadcast to the size ",
                        shape.str());
   }
-  const NDArray b = x.broadcast_to(shape).astype(dtype_of<T>());
-  return std::vector<T>(b.data<T>(), b.data<T>() + b.size());
+  ParamValues<T> r;
+  r.scalar = x.size() == 1;
+  const NDArray b = (r.scalar ? x : x.broadcast_to(shape)).astype(dtype_of<T>());
+  r.v.assign(b.data<T>(), b.data<T>() + b.size());
+  return r;
+}
+
+/// How many parameter combinations to check: one when every parameter is a single value.
+template <class... P>
+size_t check_count(size_t n, const P&... ps) {
+  return (ps.scalar && ...) ? std::min<size_t>(n, 1) : n;
 }
 
 /// Runs f, turning the generator's std::invalid_argument / overflow_error (numpy's ValueError /
@@ -229,9 +245,13 @@ void random_function_kernel(const RandomFunction& op, const KernelArgs& args) {
       case RandomDist::Poisson: {
         const Shape shape = size_none ? broadcast_shapes(who, params) : base;
         check_ndim(shape);
-        std::vector<std::vector<double>> p;
+        std::vector<ParamValues<double>> p;
         for (const NDArray* x : params) p.push_back(broadcast_values<double>(who, *x, shape));
-        const size_t n = p[0].size();
+        int64_t total = 1;
+        for (int64_t d : shape) total *= d;
+        bool all_scalar = true;
+        for (const auto& q : p) all_scalar = all_scalar && q.scalar;
+        const size_t n = all_scalar ? std::min<int64_t>(total, 1) : static_cast<size_t>(total);
         // numpy checks every parameter before it draws anything.
         for (size_t i = 0; i < n; ++i) switch (op.dist) {
             case RandomDist::Uniform:
@@ -249,28 +269,31 @@ void random_function_kernel(const RandomFunction& op, const KernelArgs& args) {
             default:
               legacy_random::check_poisson(p[0][i]);
           }
-        emit(shape, [&](int64_t i) -> double {
-          switch (op.dist) {
-            case RandomDist::Uniform:
-              return legacy_random::uniform(st, p[0][i], p[1][i]);
-            case RandomDist::Normal:
-              return legacy_random::legacy_normal(st, p[0][i], p[1][i]);
-            case RandomDist::Gamma:
-              return legacy_random::legacy_gamma(st, p[0][i], p[1][i]);
-            case RandomDist::Beta:
-              return legacy_random::legacy_beta(st, p[0][i], p[1][i]);
-            default:
-              return static_cast<double>(legacy_random::legacy_random_poisson(st, p[0][i]));
-          }
-        });
+        switch (op.dist) {
+          case RandomDist::Uniform:
+            emit(shape, [&](int64_t i) { return legacy_random::uniform(st, p[0][i], p[1][i]); });
+            break;
+          case RandomDist::Normal:
+            emit(shape, [&](int64_t i) { return legacy_random::legacy_normal(st, p[0][i], p[1][i]); });
+            break;
+          case RandomDist::Gamma:
+            emit(shape, [&](int64_t i) { return legacy_random::legacy_gamma(st, p[0][i], p[1][i]); });
+            break;
+          case RandomDist::Beta:
+            emit(shape, [&](int64_t i) { return legacy_random::legacy_beta(st, p[0][i], p[1][i]); });
+            break;
+          default:
+            emit(shape, [&](int64_t i) { return legacy_random::legacy_random_poisson(st, p[0][i]); });
+        }
         break;
       }
       case RandomDist::Binomial: {
         const Shape shape = size_none ? broadcast_shapes(who, params) : base;
         check_ndim(shape);
-        const std::vector<int64_t> n = broadcast_values<int64_t>(who, *params[0], shape);
-        const std::vector<double> p = broadcast_values<double>(who, *params[1], shape);
-        for (size_t i = 0; i < n.size(); ++i) legacy_random::check_binomial(n[i], p[i]);
+        const auto n = broadcast_values<int64_t>(who, *params[0], shape);
+        const auto p = broadcast_values<double>(who, *params[1], shape);
+        for (size_t i = 0; i < check_count(std::max(n.v.size(), p.v.size()), n, p); ++i)
+          legacy_random::check_binomial(n[i], p[i]);
         emit(shape, [&](int64_t i) { return legacy_random::legacy_random_binomial(st, p[i], n[i]); });
         break;
       }
@@ -278,9 +301,10 @@ void random_function_kernel(const RandomFunction& op, const KernelArgs& args) {
         // Theano draws each element with its own RandomState.random_integers(low, high) call.
         const Shape shape = size_none ? broadcast_shapes(who, params) : base;
         check_ndim(shape);
-        const std::vector<int64_t> lo = broadcast_values<int64_t>(who, *params[0], shape);
-        const std::vector<int64_t> hi = broadcast_values<int64_t>(who, *params[1], shape);
-        for (size_t i = 0; i < lo.size(); ++i) legacy_random::check_random_integers(lo[i], hi[i]);
+        const auto lo = broadcast_values<int64_t>(who, *params[0], shape);
+        const auto hi = broadcast_values<int64_t>(who, *params[1], shape);
+        for (size_t i = 0; i < check_count(std::max(lo.v.size(), hi.v.size()), lo, hi); ++i)
+          legacy_random::check_random_integers(lo[i], hi[i]);
         emit(shape, [&](int64_t i) { return legacy_random::random_integers(st, lo[i], hi[i]); });
         break;
       }
@@ -297,7 +321,7 @@ void random_function_kernel(const RandomFunction& op, const KernelArgs& args) {
         for (int64_t d : shape) count *= d;
         if (a.ndim() == 1 && pop == 0 && count != 0) throw std::invalid_argument("a must be non-empty");
         const std::vector<double> p =
-            pv.size() == 0 ? std::vector<double>{} : broadcast_values<double>(who, pv, {pv.shape(0)});
+            pv.size() == 0 ? std::vector<double>{} : broadcast_values<double>(who, pv, {pv.shape(0)}).v;
         if (!p.empty() && static_cast<int64_t>(p.size()) != pop)
           throw std::invalid_argument("a and p must have same size");
         std::vector<int64_t> idx(static_cast<size_t>(count));
@@ -340,15 +364,16 @@ void random_function_kernel(const RandomFunction& op, const KernelArgs& args) {
         Shape out_shape = shape;
         out_shape.push_back(k);
         check_ndim(out_shape);
-        const std::vector<int64_t> n = broadcast_values<int64_t>(who, *params[0], shape);
+        const auto n = broadcast_values<int64_t>(who, *params[0], shape);
         // Row index of pvals for each element of the size.
         NDArray rows = NDArray::empty(lead, DType::Int64);
         for (int64_t i = 0; i < rows.size(); ++i) rows.data<int64_t>()[i] = i;
-        const std::vector<int64_t> row = broadcast_values<int64_t>(who, rows, shape);
+        const auto row = broadcast_values<int64_t>(who, rows, shape);
         const bool f32 = pvals.dtype() == DType::Float32;
         NDArray counts = NDArray::empty(out_shape, DType::Int64);
         std::vector<double> pvi(static_cast<size_t>(k));
-        for (size_t e = 0; e < n.size(); ++e) {
+        const size_t elements = static_cast<size_t>(counts.size() / std::max<int64_t>(k, 1));
+        for (size_t e = 0; e < elements; ++e) {
           for (int64_t j = 0; j < k; ++j) pvi[j] = pv_lead.get_flat(row[e] * k + j);
           auto sum = [&] {
             double s = 0;

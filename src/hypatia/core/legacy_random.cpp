@@ -31,6 +31,8 @@ constexpr uint32_t kMatrixA = 0x9908b0dfU;
 constexpr uint32_t kUpperMask = 0x80000000U;
 constexpr uint32_t kLowerMask = 0x7fffffffU;
 
+}  // namespace
+
 // mt19937_gen: regenerates all 624 key words (the reference twist) and resets pos.
 void twist(MT19937State& st) {
   uint32_t* k = st.key;
@@ -47,6 +49,8 @@ void twist(MT19937State& st) {
   k[kKeyWords - 1] = k[kM - 1] ^ (y >> 1) ^ ((0U - (y & 1U)) & kMatrixA);
   st.pos = 0;
 }
+
+namespace {
 
 // C's (long)x on x86-64 (cvttsd2si): truncation, and INT64_MIN for NaN or out-of-range values.
 // numpy casts doubles to RAND_INT_TYPE in several rejection loops where the value can be +-inf
@@ -105,12 +109,26 @@ uint64_t gen_mask(uint64_t max) {
 // random_binomial_inversion (distributions.c); p <= 0.5 on entry. numpy caches q, q^n, n*p and
 // the bound per (n, p); recomputing them gives the same values.
 int64_t binomial_inversion(MT19937State& st, int64_t n, double p) {
-  const double q = 1.0 - p;
-  const double qn = std::exp(static_cast<double>(n) * std::log(q));
-  const double np = static_cast<double>(n) * p;
-  const double bound_d = np + 10.0 * std::sqrt(np * q + 1);
-  // MIN(n, ...) compares and yields a double, then the cast to RAND_INT_TYPE truncates.
-  const int64_t bound = to_long(static_cast<double>(n) < bound_d ? static_cast<double>(n) : bound_d);
+  // The setup of the last (n, p) this thread used, as numpy caches it: a draw of many elements
+  // with one (n, p) (a dropout mask) pays for the exp and log once.
+  struct Setup {
+    int64_t n = -1;
+    double p = -1, q = 0, qn = 0;
+    int64_t bound = 0;
+  };
+  thread_local Setup c;
+  if (c.n != n || c.p != p) {
+    c.n = n;
+    c.p = p;
+    c.q = 1.0 - p;
+    c.qn = std::exp(static_cast<double>(n) * std::log(c.q));
+    const double np = static_cast<double>(n) * p;
+    const double bound_d = np + 10.0 * std::sqrt(np * c.q + 1);
+    // MIN(n, ...) compares and yields a double, then the cast to RAND_INT_TYPE truncates.
+    c.bound = to_long(static_cast<double>(n) < bound_d ? static_cast<double>(n) : bound_d);
+  }
+  const double q = c.q, qn = c.qn;
+  const int64_t bound = c.bound;
   int64_t x = 0;
   double px = qn;
   double u = next_double(st);
@@ -342,29 +360,6 @@ void load(MT19937State& st, const uint32_t* in) {
   st.has_gauss = static_cast<int>(has_gauss);
   const uint64_t bits = static_cast<uint64_t>(in[kKeyWords + 2]) | (static_cast<uint64_t>(in[kKeyWords + 3]) << 32);
   std::memcpy(&st.gauss, &bits, sizeof(bits));
-}
-
-uint32_t next_uint32(MT19937State& st) {
-  // mt19937_next: twist when exhausted, then temper key[pos++].
-  if (st.pos == kKeyWords) twist(st);
-  uint32_t y = st.key[st.pos++];
-  y ^= (y >> 11);
-  y ^= (y << 7) & 0x9d2c5680U;
-  y ^= (y << 15) & 0xefc60000U;
-  y ^= (y >> 18);
-  return y;
-}
-
-uint64_t next_uint64(MT19937State& st) {
-  const uint64_t hi = next_uint32(st);
-  const uint64_t lo = next_uint32(st);
-  return (hi << 32) | lo;
-}
-
-double next_double(MT19937State& st) {
-  const int32_t a = static_cast<int32_t>(next_uint32(st) >> 5);
-  const int32_t b = static_cast<int32_t>(next_uint32(st) >> 6);
-  return (a * 67108864.0 + b) / 9007199254740992.0;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -46,9 +46,29 @@ void save(const MT19937State& st, uint32_t* out);
 void load(MT19937State& st, const uint32_t* in);
 
 // Raw MT19937 outputs as numpy's bitgen exposes them.
-uint32_t next_uint32(MT19937State& st);  // mt19937_next32: one tempered word
-uint64_t next_uint64(MT19937State& st);  // mt19937_next64: (first << 32) | second
-double next_double(MT19937State& st);    // ((a >> 5) * 2^26 + (b >> 6)) / 2^53, a drawn first
+// mt19937_gen: regenerates all 624 key words and sets pos to 0.
+void twist(MT19937State& st);
+// mt19937_next32: one tempered word (twisting when the key is used up).
+inline uint32_t next_uint32(MT19937State& st) {
+  if (st.pos == kKeyWords) twist(st);
+  uint32_t y = st.key[st.pos++];
+  y ^= (y >> 11);
+  y ^= (y << 7) & 0x9d2c5680U;
+  y ^= (y << 15) & 0xefc60000U;
+  y ^= (y >> 18);
+  return y;
+}
+// mt19937_next64: (first << 32) | second.
+inline uint64_t next_uint64(MT19937State& st) {
+  const uint64_t hi = next_uint32(st);
+  return (hi << 32) | next_uint32(st);
+}
+// ((a >> 5) * 2^26 + (b >> 6)) / 2^53, a drawn first (numpy's legacy random_sample).
+inline double next_double(MT19937State& st) {
+  const auto a = static_cast<int32_t>(next_uint32(st) >> 5);
+  const auto b = static_cast<int32_t>(next_uint32(st) >> 6);
+  return (a * 67108864.0 + b) / 9007199254740992.0;
+}
 
 // RandomState.random_sample() / random() / rand(): one next_double, in [0, 1).
 double random_sample(MT19937State& st);
