@@ -22,6 +22,7 @@
 #include "hypatia/ops/random.h"
 #include "hypatia/ops/random_streams.h"
 #include "hypatia/ops/reduce.h"
+#include "hypatia/ops/scan.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
 #include "hypatia/ops/transfer.h"

@@ -48,6 +48,7 @@ void register_transfer_kernels();
 void register_sort_kernels();
 void register_ifelse_kernels();
 void register_random_kernels();
+void register_scan_kernels();
 
 void register_all_kernels() {
   register_builtin_backends();
@@ -64,6 +65,7 @@ void register_all_kernels() {
   register_sort_kernels();
   register_ifelse_kernels();
   register_random_kernels();
+  register_scan_kernels();
 }
 
 }  // namespace hypatia

@@ -1,0 +1,265 @@
+// Kernels of Scan (the loop: the body, a sub-program, once per step) and ScanGrad (BPTT: the
+// body's vector-Jacobian product from the last step back). The same kernels serve every host
+// backend; the body runs on the function's backend.
+#include <algorithm>
+
+#include "hypatia/backends/registry.h"
+#include "hypatia/core/cancel.h"
+#include "hypatia/core/error.h"
+#include "hypatia/ops/scan.h"
+
+namespace hypatia {
+namespace {
+
+std::string who_of(const ScanInfo& info, const char* what) {
+  return std::string(what) + (info.name.empty() ? "" : "{" + info.name + "}");
+}
+
+Shape element_shape(const NDArray& a) { return Shape(a.shape().begin() + 1, a.shape().end()); }
+
+Shape with_length(int64_t n, const Shape& elem) {
+  Shape s = elem;
+  s.insert(0, n);
+  return s;
+}
+
+/// Checks the sequences against n steps and returns the number of steps each can give.
+void check_sequences(const std::string& who, const ScanInfo& info, const KernelArgs& a, int64_t n) {
+  for (size_t s = 0; s < info.seq_taps.size(); ++s) {
+    const NDArray& x = *a.in[1 + s];
+    const int64_t span = info.seq_taps[s].back() - info.seq_taps[s].front();
+    if (x.ndim() < 1 || x.shape(0) < n + span)
+      fail<ValueError>(who, ": sequence ", s, " has ", x.ndim() < 1 ? 0 : x.shape(0), " entries; ", n,
+                       " steps with taps [", info.seq_taps[s].front(), ", ", info.seq_taps[s].back(), "] need ",
+                       n + span);
+  }
+}
+
+/// The initial window of state k, checked (at least window() entries on the first axis; the last
+/// window() are used, as Theano takes the initial values nearest the first step).
+NDArray window_of(const std::string& who, const ScanInfo& info, const KernelArgs& a, size_t k) {
+  const NDArray& w = *a.in[1 + info.seq_taps.size() + k];
+  const int64_t need = info.window(static_cast<int>(k));
+  if (w.ndim() < 1 || w.shape(0) < need)
+    fail<ValueError>(who, ": state ", k, " reads ", need, " past values (taps down to ", info.state_taps[k].front(),
+                     ") but its initial value has ", w.ndim() < 1 ? 0 : w.shape(0), " entries on its first axis");
+  return w.shape(0) == need ? w : w.slice(0, w.shape(0) - need, w.shape(0), 1);
+}
+
+bool truthy(const NDArray& c) { return c.size() > 0 && c.get_flat(0) != 0.0; }
+
+class ScanKernel final : public Kernel {
+ public:
+  explicit ScanKernel(const Scan& op) : op_(op) {}
+  void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override { body_ = std::move(programs.at(0)); }
+
+  void run(const KernelArgs& a) override {
+    const ScanInfo& info = op_.info;
+    const std::string who = who_of(info, "Scan");
+    if (!body_) fail<NotImplementedError>(who, ": its body is compiled only within a function");
+    const int64_t n = a.in[0]->get_flat_int(0);
+    if (n < 0) fail<ValueError>(who, ": n_steps is negative (", n, ")");
+    check_sequences(who, info, a, n);
+    const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+    const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
+    // State buffers: the initial window then one row per step.
+    std::vector<NDArray> buf(n_state);
+    std::vector<int64_t> win(n_state);
+    for (size_t k = 0; k < n_state; ++k) {
+      const NDArray w = window_of(who, info, a, k);
+      win[k] = info.window(static_cast<int>(k));
+      buf[k] = NDArray::empty(with_length(win[k] + n, element_shape(w)), w.dtype());
+      buf[k].slice(0, 0, win[k], 1).assign(w);
+    }
+    std::vector<NDArray> nitsot(n_nitsot);
+    args_.assign(op_.inner_inputs.size(), NDArray());
+    outs_.resize(op_.inner_outputs.size());
+    const size_t ns_base = static_cast<size_t>(info.n_seq_inputs() + info.n_state_inputs());
+    for (int j = 0; j < info.n_nonseq; ++j) args_[ns_base + j] = *a.in[1 + n_seq + n_state + j];
+    int64_t done = n;
+    for (int64_t t = 0; t < n; ++t) {
+      size_t i = 0;
+      for (size_t s = 0; s < n_seq; ++s)
+        for (int tap : info.seq_taps[s]) args_[i++] = a.in[1 + s]->select(0, t + tap - info.seq_taps[s].front());
+      for (size_t k = 0; k < n_state; ++k)
+        for (int tap : info.state_taps[k]) args_[i++] = buf[k].select(0, win[k] + t + tap);
+      body_->run(args_, outs_);
+      for (size_t k = 0; k < n_state; ++k) {
+        const NDArray row = buf[k].select(0, win[k] + t);
+        if (!(outs_[k].shape() == row.shape()))
+          fail<ValueError>(who, ": at step ", t, " the body's output ", k, " has shape ", outs_[k].shape().str(),
+                           " but its state has shape ", row.shape().str(),
+                           " (a recurrent state keeps the shape of its initial value)");
+        row.assign(outs_[k]);
+      }
+      for (size_t j = 0; j < n_nitsot; ++j) {
+        const NDArray& v = outs_[n_state + j];
+        if (t == 0) nitsot[j] = NDArray::empty(with_length(n, v.shape()), v.dtype());
+        const NDArray row = nitsot[j].select(0, t);
+        if (!(v.shape() == row.shape()))
+          fail<ValueError>(who, ": at step ", t, " the body's output ", n_state + j, " has shape ", v.shape().str(),
+                           "; earlier steps gave ", row.shape().str());
+        row.assign(v);
+      }
+      if (info.until && truthy(outs_.back())) {
+        done = t + 1;
+        break;
+      }
+      check_cancelled();
+    }
+    for (auto& x : args_) x = NDArray();
+    // Outputs: traces (the rows of the steps run), final values, nit-sot traces.
+    for (size_t k = 0; k < n_state; ++k) {
+      if (info.state_traced[k])
+        *a.out[k] = buf[k].slice(0, win[k], win[k] + done, 1);
+      else
+        *a.out[k] = buf[k].select(0, win[k] + done - 1).copy();
+    }
+    for (size_t j = 0; j < n_nitsot; ++j) {
+      if (nitsot[j].valid()) {
+        *a.out[n_state + j] = nitsot[j].slice(0, 0, done, 1);
+      } else {
+        // No step ran: the element shape is unknown; zeros on every axis but broadcastable ones.
+        const TensorType& t = op_.inner_outputs[n_state + j]->type;
+        Shape s{0};
+        for (int d = 0; d < t.ndim(); ++d) s.push_back(t.broadcastable[d] ? 1 : 0);
+        *a.out[n_state + j] = NDArray::zeros(s, t.dtype);
+      }
+    }
+  }
+
+ private:
+  const Scan& op_;
+  std::shared_ptr<InnerProgram> body_;
+  std::vector<NDArray> args_, outs_;
+};
+
+/// dst += src elementwise (same shape; dst writeable, float).
+void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
+  if (!(dst.shape() == src.shape()))
+    fail<ValueError>(who, ": a gradient of shape ", src.shape().str(), " for a value of shape ", dst.shape().str());
+  const NDArray s = src.dtype() == dst.dtype() ? src.ascontiguous() : src.astype(dst.dtype());
+  NDArray d = dst.is_c_contiguous() ? dst : dst.copy();
+  dispatch_dtype(d.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* o = d.data<T>();
+    const T* x = s.data<T>();
+    for (int64_t i = 0; i < d.size(); ++i) o[i] = static_cast<T>(o[i] + x[i]);
+  });
+  if (d.data<std::byte>() != dst.data<std::byte>()) dst.assign(d);
+}
+
+class ScanGradKernel final : public Kernel {
+ public:
+  explicit ScanGradKernel(const ScanGrad& op) : op_(op) {}
+  void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override { body_ = std::move(programs.at(0)); }
+
+  void run(const KernelArgs& a) override {
+    const ScanInfo& info = op_.info;
+    const std::string who = who_of(info, "ScanGrad");
+    if (!body_) fail<NotImplementedError>(who, ": its body is compiled only within a function");
+    const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+    const size_t n_fwd = op_.forward_input_types.size();
+    const size_t n_outs = n_state + static_cast<size_t>(info.n_nitsot);
+    const size_t n_nonseq = static_cast<size_t>(info.n_nonseq);
+    // The steps the forward pass ran: the traces' length (until may stop early).
+    int64_t n = a.in[0]->get_flat_int(0);
+    if (n_outs > 0) n = a.in[n_fwd + n_state]->shape(0);
+    check_sequences(who, info, a, n);
+    // Full state buffers (window then trace) and their gradient accumulators.
+    std::vector<NDArray> full(n_state), acc(n_state);
+    std::vector<int64_t> win(n_state);
+    for (size_t k = 0; k < n_state; ++k) {
+      const NDArray w = window_of(who, info, a, k);
+      const NDArray& trace = *a.in[n_fwd + k];
+      win[k] = info.window(static_cast<int>(k));
+      full[k] = NDArray::empty(with_length(win[k] + n, element_shape(w)), w.dtype());
+      full[k].slice(0, 0, win[k], 1).assign(w);
+      if (n > 0) full[k].slice(0, win[k], win[k] + n, 1).assign(trace.slice(0, 0, n, 1));
+      acc[k] = NDArray::zeros(full[k].shape(), w.dtype());
+    }
+    // Gradients of the outer inputs (sequences, windows, non-sequences), zero to start.
+    std::vector<NDArray> dseq(n_seq), dns(n_nonseq);
+    for (size_t s = 0; s < n_seq; ++s) dseq[s] = NDArray::zeros(a.in[1 + s]->shape(), a.in[1 + s]->dtype());
+    for (size_t j = 0; j < n_nonseq; ++j) {
+      const NDArray& x = *a.in[1 + n_seq + n_state + j];
+      dns[j] = NDArray::zeros(x.shape(), x.dtype());
+    }
+    // Where each forward inner input lives: (kind, index, tap).
+    struct Slot {
+      int kind;  // 0 sequence, 1 state, 2 non-sequence
+      size_t index;
+      int tap;
+    };
+    std::vector<Slot> slots;
+    for (size_t s = 0; s < n_seq; ++s)
+      for (int tap : info.seq_taps[s]) slots.push_back({0, s, tap});
+    for (size_t k = 0; k < n_state; ++k)
+      for (int tap : info.state_taps[k]) slots.push_back({1, k, tap});
+    for (size_t j = 0; j < n_nonseq; ++j) slots.push_back({2, j, 0});
+    const size_t n_inner = slots.size();
+    args_.assign(op_.vjp_inputs.size(), NDArray());
+    outs_.resize(op_.vjp_outputs.size());
+    for (size_t j = 0; j < n_nonseq; ++j) args_[n_inner - n_nonseq + j] = *a.in[1 + n_seq + n_state + j];
+    const int64_t stop = info.truncate_gradient >= 0 ? std::max<int64_t>(0, n - info.truncate_gradient) : 0;
+    for (int64_t t = n - 1; t >= stop; --t) {
+      for (size_t i = 0; i < n_inner - n_nonseq; ++i) {
+        const Slot& sl = slots[i];
+        args_[i] = sl.kind == 0 ? a.in[1 + sl.index]->select(0, t + sl.tap - info.seq_taps[sl.index].front())
+                                : full[sl.index].select(0, win[sl.index] + t + sl.tap);
+      }
+      for (size_t c = 0; c < op_.cot_of.size(); ++c) {
+        const size_t o = static_cast<size_t>(op_.cot_of[c]);
+        const NDArray g = a.in[n_fwd + n_state + o]->select(0, t);
+        if (o < n_state) {
+          NDArray cot = acc[o].select(0, win[o] + t).copy();  // what later steps sent back
+          add_into(who, cot, g);
+          args_[n_inner + c] = cot;
+        } else {
+          args_[n_inner + c] = g;
+        }
+      }
+      body_->run(args_, outs_);
+      for (size_t m = 0; m < op_.grad_of.size(); ++m) {
+        const Slot& sl = slots[static_cast<size_t>(op_.grad_of[m])];
+        if (sl.kind == 0)
+          add_into(who, dseq[sl.index].select(0, t + sl.tap - info.seq_taps[sl.index].front()), outs_[m]);
+        else if (sl.kind == 1)
+          add_into(who, acc[sl.index].select(0, win[sl.index] + t + sl.tap), outs_[m]);
+        else
+          add_into(who, dns[sl.index], outs_[m]);
+      }
+      check_cancelled();
+    }
+    for (auto& x : args_) x = NDArray();
+    for (size_t s = 0; s < n_seq; ++s) *a.out[s] = dseq[s];
+    for (size_t k = 0; k < n_state; ++k) {
+      // The gradient of the initial value as given (which may hold more rows than the window).
+      const NDArray& w = *a.in[1 + n_seq + k];
+      NDArray d = NDArray::zeros(w.shape(), w.dtype());
+      d.slice(0, w.shape(0) - win[k], w.shape(0), 1).assign(acc[k].slice(0, 0, win[k], 1));
+      *a.out[n_seq + k] = d;
+    }
+    for (size_t j = 0; j < n_nonseq; ++j) *a.out[n_seq + n_state + j] = dns[j];
+  }
+
+ private:
+  const ScanGrad& op_;
+  std::shared_ptr<InnerProgram> body_;
+  std::vector<NDArray> args_, outs_;
+};
+
+}  // namespace
+
+void register_scan_kernels() {
+  for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
+    register_kernel(b, typeid(Scan), [](const Apply& node) -> std::unique_ptr<Kernel> {
+      return std::make_unique<ScanKernel>(static_cast<const Scan&>(*node.op));
+    });
+    register_kernel(b, typeid(ScanGrad), [](const Apply& node) -> std::unique_ptr<Kernel> {
+      return std::make_unique<ScanGradKernel>(static_cast<const ScanGrad&>(*node.op));
+    });
+  }
+}
+
+}  // namespace hypatia

@@ -1,0 +1,128 @@
+// Scan's gradient (BPTT through a ScanGrad node whose body is the vector-Jacobian product of the
+// forward body) and R_op (a Scan over the forward body and its Jacobian-vector product). They
+// differentiate the body, so they live in grad/ although the ops are in ops/scan.h.
+#include <unordered_map>
+
+#include "hypatia/core/error.h"
+#include "hypatia/grad/grad.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/scan.h"
+#include "hypatia/ops/shape.h"
+#include "hypatia/ops/subtensor.h"
+
+namespace hypatia {
+namespace {
+
+bool is_null_grad(const Var& v) { return v && v->kind == VarKind::NullGrad; }
+
+}  // namespace
+
+std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_grads) const {
+  const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+  const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
+  const size_t n_fwd = node.inputs.size();
+  const int n_seq_in = info.n_seq_inputs(), n_state_in = info.n_state_inputs();
+  // Every state's trace: the node's own outputs when traced, else those of a twin that traces all
+  // of them (the forward pass runs twice then; untraced states are rare under a gradient).
+  std::vector<Var> traces(n_state);
+  bool all_traced = true;
+  for (size_t k = 0; k < n_state; ++k) all_traced = all_traced && info.state_traced[k];
+  std::vector<Var> twin;
+  if (!all_traced) {
+    ScanInfo ti = info;
+    std::fill(ti.state_traced.begin(), ti.state_traced.end(), true);
+    twin = apply_op(std::make_shared<Scan>(ti, inner_inputs, inner_outputs), node.inputs);
+  }
+  for (size_t k = 0; k < n_state; ++k)
+    traces[k] = info.state_traced[k] ? const_cast<Apply&>(node).output(static_cast<int>(k)) : twin[k];
+  // Output gradients as traces (zeros where the cost does not reach; an untraced state's
+  // gradient lands on the trace's last row).
+  std::vector<Var> g(n_state + n_nitsot);
+  for (size_t o = 0; o < n_state + n_nitsot; ++o) {
+    const Var out = const_cast<Apply&>(node).output(static_cast<int>(o));
+    const Var& trace = o < n_state ? traces[o] : out;
+    if (!is_float(trace->dtype())) {
+      g[o] = zeros_like(trace);
+      continue;
+    }
+    const Var& go = output_grads[o];
+    if (!go || is_null_grad(go)) {
+      g[o] = zeros_like(trace);
+    } else if (o < n_state && !info.state_traced[o]) {
+      g[o] = set_subtensor(subtensor(zeros_like(trace), {Index(int64_t{-1})}), cast(go, trace->dtype()));
+    } else {
+      g[o] = go->dtype() == trace->dtype() ? go : cast(go, trace->dtype());
+    }
+  }
+  // The body's vector-Jacobian product: one cotangent per float output, gradients of the float
+  // inner inputs.
+  std::vector<Var> vjp_inputs = inner_inputs;
+  std::vector<int> cot_of;
+  GradOptions go;
+  go.disconnected_inputs = "ignore";
+  for (size_t o = 0; o < n_state + n_nitsot; ++o) {
+    const Var& out = inner_outputs[o];
+    if (!is_float(out->dtype())) continue;
+    Var cot = variable(out->type, "g_" + (out->name.empty() ? std::to_string(o) : out->name));
+    vjp_inputs.push_back(cot);
+    cot_of.push_back(static_cast<int>(o));
+    go.known_grads.emplace_back(out, cot);
+  }
+  std::vector<Var> wrt;
+  std::vector<int> wrt_index;
+  for (size_t i = 0; i < inner_inputs.size(); ++i)
+    if (is_float(inner_inputs[i]->dtype())) {
+      wrt.push_back(inner_inputs[i]);
+      wrt_index.push_back(static_cast<int>(i));
+    }
+  std::vector<Var> vjp_outputs;
+  std::vector<int> grad_of;
+  std::vector<bool> undefined(inner_inputs.size(), false);
+  if (!cot_of.empty() && !wrt.empty()) {
+    std::vector<Var> gi = hypatia::grad(nullptr, wrt, go);
+    for (size_t j = 0; j < gi.size(); ++j) {
+      if (is_null_grad(gi[j])) {
+        undefined[wrt_index[j]] = true;
+        continue;
+      }
+      vjp_outputs.push_back(gi[j]->dtype() == wrt[j]->dtype() ? gi[j] : cast(gi[j], wrt[j]->dtype()));
+      grad_of.push_back(wrt_index[j]);
+    }
+  }
+  std::vector<TensorType> fwd_types;
+  for (const Var& v : node.inputs) fwd_types.push_back(v->type);
+  std::vector<Var> inputs = node.inputs;
+  inputs.insert(inputs.end(), traces.begin(), traces.end());
+  inputs.insert(inputs.end(), g.begin(), g.end());
+  std::vector<Var> d =
+      apply_op(std::make_shared<ScanGrad>(info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of), inputs);
+  // Outer inputs covered: an outer input is undefined when any inner input reading it is.
+  std::vector<Var> result(n_fwd);
+  auto outer_of_inner = [&](size_t i) -> size_t {
+    size_t inner = 0;
+    for (size_t s = 0; s < n_seq; ++s)
+      for (size_t k = 0; k < info.seq_taps[s].size(); ++k, ++inner)
+        if (inner == i) return 1 + s;
+    for (size_t s = 0; s < n_state; ++s)
+      for (size_t k = 0; k < info.state_taps[s].size(); ++k, ++inner)
+        if (inner == i) return 1 + n_seq + s;
+    return 1 + n_seq + n_state + (i - static_cast<size_t>(n_seq_in + n_state_in));
+  };
+  std::vector<bool> outer_undefined(n_fwd, false);
+  for (size_t i = 0; i < inner_inputs.size(); ++i)
+    if (undefined[i]) outer_undefined[outer_of_inner(i)] = true;
+  for (size_t j = 1; j < n_fwd; ++j) {
+    const Var& x = node.inputs[j];
+    if (!is_float(x->dtype())) continue;
+    result[j] = outer_undefined[j] ? grad_undefined(*this, static_cast<int>(j), x->type,
+                                                    "the scan body's gradient is undefined for this input")
+                                   : d[j - 1];
+  }
+  return result;
+}
+
+std::vector<Var> Scan::rop(const Apply&, const std::vector<Var>&) const {
+  fail<NotImplementedError>(name(), ": R_op through scan is not built yet (use grad, or Lop)");
+}
+
+}  // namespace hypatia

@@ -1,0 +1,107 @@
+// Scan: Theano's loop over sequences with recurrent states, as one op whose body is an inner
+// function (compiled with the outer function into a sub-program, run once per step). ScanGrad:
+// its backward pass (BPTT), a second op whose body is the vector-Jacobian product of the first's.
+// Scan::grad and Scan::rop differentiate the body, so they are defined in grad/scan_grad.cpp.
+// Kernels: backends/scan_kernels.cpp.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hypatia/graph/graph.h"
+
+namespace hypatia {
+
+/// The layout of a Scan (Theano's info record). Outer inputs, in order: n_steps (0-d int64), the
+/// sequences, the recurrent states' initial windows, the non-sequences. Inner inputs: one per
+/// sequence tap (sequence by sequence, taps ascending), one per state tap (likewise), then the
+/// non-sequences. Inner outputs: each state's new value, each nit-sot value, then the `until`
+/// condition when there is one. Outer outputs: per state its trace (n_steps, ...) or, untraced,
+/// its final value; per nit-sot its trace.
+struct ScanInfo {
+  /// Per sequence, its taps, ascending: step t reads seq[t + tap - taps.front()].
+  std::vector<std::vector<int>> seq_taps;
+  /// Per recurrent state, its taps, ascending and negative: step t reads the value of step
+  /// t + tap; the initial window holds -taps.front() values (the oldest first).
+  std::vector<std::vector<int>> state_taps;
+  /// Per state: whether the output is the trace of every step (else only the final value, as for
+  /// shared-variable updates and random states).
+  std::vector<bool> state_traced;
+  int n_nitsot = 0;
+  int n_nonseq = 0;
+  /// The body's last output is a condition that stops the loop after the step where it holds.
+  bool until = false;
+  /// Backpropagation through at most this many steps (the last ones); -1: all.
+  int truncate_gradient = -1;
+  std::string name;
+
+  auto key() const {
+    return std::tie(seq_taps, state_taps, state_traced, n_nitsot, n_nonseq, until, truncate_gradient);
+  }
+  int n_seq_inputs() const;    ///< inner inputs for sequences
+  int n_state_inputs() const;  ///< inner inputs for states
+  int window(int state) const { return -state_taps[state].front(); }
+};
+
+/// The loop. An op instance owns its body (inner inputs and outputs): equal only to itself.
+class Scan : public Op {
+ public:
+  Scan(ScanInfo info, std::vector<Var> inner_inputs, std::vector<Var> inner_outputs);
+  ScanInfo info;
+  std::vector<Var> inner_inputs;
+  std::vector<Var> inner_outputs;
+
+  std::string name() const override;
+  bool equals(const Op& o) const override { return this == &o; }
+  size_t hash() const override { return std::hash<const void*>()(this); }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<InnerFunction> inner_functions() const override { return {{inner_inputs, inner_outputs}}; }
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
+  std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
+};
+
+/// The backward pass of a Scan node (BPTT). Inputs: the forward node's inputs, then each state's
+/// trace (n, ...) as the forward pass computed it, then one gradient per forward output (states
+/// as traces, then nit-sots; zeros where the cost does not reach). Outputs: the gradients of the
+/// sequences, the initial windows and the non-sequences (zeros for those `grad_of` does not
+/// cover). The body: the forward body's inner inputs plus one cotangent per float forward output
+/// (`cot_of`: which), giving the gradient of each forward inner input listed in `grad_of`. Run
+/// from the last step back, through at most truncate_gradient steps: a state's cotangent at step t
+/// is its output gradient there plus what later steps sent back through their taps.
+class ScanGrad : public Op {
+ public:
+  ScanGrad(ScanInfo info, std::vector<TensorType> forward_input_types, std::vector<Var> vjp_inputs,
+           std::vector<Var> vjp_outputs, std::vector<int> cot_of, std::vector<int> grad_of);
+  ScanInfo info;
+  std::vector<TensorType> forward_input_types;
+  std::vector<Var> vjp_inputs;
+  std::vector<Var> vjp_outputs;
+  std::vector<int> cot_of;   ///< per cotangent input of the body: the forward output it belongs to
+  std::vector<int> grad_of;  ///< per body output: the forward inner input it is the gradient of
+
+  std::string name() const override;
+  bool equals(const Op& o) const override { return this == &o; }
+  size_t hash() const override { return std::hash<const void*>()(this); }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<InnerFunction> inner_functions() const override { return {{vjp_inputs, vjp_outputs}}; }
+};
+
+/// A Scan node on the given body (info.n_nonseq is set from non_sequences). Variables the body
+/// reads that are neither inner inputs nor
+/// constants (outer inputs, shared variables) become extra non-sequences, so the body is closed.
+/// Returns the outer outputs. Checks the types (a body output whose type differs from its state's
+/// initial value is a TypeError naming the state, both types and the fix).
+std::vector<Var> scan_node(ScanInfo info, std::vector<Var> inner_inputs, std::vector<Var> inner_outputs, Var n_steps,
+                           std::vector<Var> sequences, std::vector<Var> initial_windows,
+                           std::vector<Var> non_sequences);
+
+/// The C++ form of Theano's scan for the common case: fn(sequence elements at t..., states at
+/// t-1..., non-sequences...) returns the new states then the nit-sot values; `initial` gives one
+/// value per state (tap -1; a null entry makes that output a nit-sot and it is not passed to fn).
+/// n_steps null: the shortest sequence's length. Returns one trace per output.
+std::vector<Var> scan(const std::function<std::vector<Var>(const std::vector<Var>&)>& fn,
+                      const std::vector<Var>& sequences, const std::vector<Var>& initial,
+                      const std::vector<Var>& non_sequences = {}, Var n_steps = nullptr, bool go_backwards = false);
+
+}  // namespace hypatia

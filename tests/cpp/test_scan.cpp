@@ -1,0 +1,199 @@
+// Scan: loops against plain C++ loops (cumulative sums, an RNN, several taps, nit-sots, until,
+// go_backwards, n_steps 0), BPTT against finite differences (verify_grad) on an RNN, a gated
+// recurrence, multiple taps, go_backwards and until, truncate_gradient, and errors.
+#include <cmath>
+
+#include "hypatia/ops/scan.h"
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+using testing::make_array;
+using testing::random_array;
+
+NDArray run1(const Var& out, const std::vector<std::pair<Var, NDArray>>& in) { return eval(out, in); }
+
+TEST(Scan, CumulativeSum) {
+  Var x = vector("x", DType::Float64);
+  Var s0 = scalar("s0", DType::Float64);
+  auto outs = scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] + a[0]}; }, {x}, {s0});
+  NDArray xv = make_array({1, 2, 3, 4}, {4}, DType::Float64);
+  NDArray r = run1(outs[0], {{x, xv}, {s0, make_array({10}, {}, DType::Float64)}});
+  EXPECT_ALLCLOSE(r, make_array({11, 13, 16, 20}, {4}, DType::Float64), 0, 0);
+}
+
+TEST(Scan, RnnMatchesALoop) {
+  Var xs = matrix("xs", DType::Float64), h0 = vector("h0", DType::Float64);
+  Var W = matrix("W", DType::Float64), U = matrix("U", DType::Float64);
+  auto outs = scan(
+      [](const std::vector<Var>& a) {
+        // a: x_t, h_{t-1}, W, U
+        return std::vector<Var>{tanh(dot(a[2], a[1]) + dot(a[3], a[0])), sum(a[1])};
+      },
+      {xs}, {h0, nullptr}, {W, U});
+  const int T = 6, H = 3, I = 2;
+  NDArray xv = random_array({T, I}, DType::Float64, -1, 1, 1), hv = random_array({H}, DType::Float64, -1, 1, 2);
+  NDArray Wv = random_array({H, H}, DType::Float64, -1, 1, 3), Uv = random_array({H, I}, DType::Float64, -1, 1, 4);
+  FunctionOptions o;
+  Function f = function({In(xs), In(h0), In(W), In(U)}, {outs[0], outs[1]}, o);
+  auto got = f({xv, hv, Wv, Uv});
+  std::vector<double> h(hv.data<double>(), hv.data<double>() + H);
+  for (int t = 0; t < T; ++t) {
+    double hs = 0;
+    for (double v : h) hs += v;
+    EXPECT_NEAR(got[1].get_flat(t), hs, 1e-12);
+    std::vector<double> nh(H);
+    for (int i = 0; i < H; ++i) {
+      double acc = 0;
+      for (int j = 0; j < H; ++j) acc += Wv.data<double>()[i * H + j] * h[j];
+      for (int j = 0; j < I; ++j) acc += Uv.data<double>()[i * I + j] * xv.data<double>()[t * I + j];
+      nh[i] = std::tanh(acc);
+    }
+    h = nh;
+    for (int i = 0; i < H; ++i) EXPECT_NEAR(got[0].get_flat(t * H + i), h[i], 1e-12);
+  }
+}
+
+TEST(Scan, TapsNitsotsAndBackwards) {
+  // Fibonacci-like state with taps [-2, -1], a sequence read at taps [-1, 0, 1], a nit-sot.
+  Var seq = vector("seq", DType::Float64), init = vector("init", DType::Float64);
+  ScanInfo info;
+  info.seq_taps = {{-1, 0, 1}};
+  info.state_taps = {{-2, -1}};
+  info.state_traced = {true};
+  info.n_nitsot = 1;
+  Var sm1 = scalar("", DType::Float64), s0 = scalar("", DType::Float64), sp1 = scalar("", DType::Float64);
+  Var f2 = scalar("", DType::Float64), f1 = scalar("", DType::Float64);
+  Var next = f2 + f1 + sm1 * 0.0 + sp1 * 0.0;
+  Var n_steps = shape_i(seq, 0) - int_constant(2);
+  auto outs = scan_node(info, {sm1, s0, sp1, f2, f1}, {next, sm1 + s0 + sp1}, n_steps, {seq}, {init}, {});
+  NDArray sv = make_array({1, 2, 3, 4, 5, 6}, {6}, DType::Float64);
+  Function f = function({In(seq), In(init)}, {outs[0], outs[1]});
+  auto r = f({sv, make_array({1, 1}, {2}, DType::Float64)});
+  EXPECT_ALLCLOSE(r[0], make_array({2, 3, 5, 8}, {4}, DType::Float64), 0, 0);
+  EXPECT_ALLCLOSE(r[1], make_array({6, 9, 12, 15}, {4}, DType::Float64), 0, 0);
+  // go_backwards: the sequence from its end.
+  Var x = vector("x", DType::Float64), z = scalar("z", DType::Float64);
+  auto back =
+      scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] * 2.0 + a[0]}; }, {x}, {z}, {}, nullptr, true);
+  NDArray bv =
+      run1(back[0], {{x, make_array({1, 2, 3}, {3}, DType::Float64)}, {z, make_array({0}, {}, DType::Float64)}});
+  EXPECT_ALLCLOSE(bv, make_array({3, 8, 17}, {3}, DType::Float64), 0, 0);
+}
+
+TEST(Scan, UntilStopsAndZeroSteps) {
+  // x_t = 2 x_{t-1} until x > 100: the step that crosses is kept.
+  Var x0 = scalar("x0", DType::Float64);
+  ScanInfo info;
+  info.state_taps = {{-1}};
+  info.state_traced = {true};
+  info.until = true;
+  Var prev = scalar("prev", DType::Float64);
+  Var nxt = prev * 2.0;
+  auto outs = scan_node(info, {prev}, {nxt, gt(nxt, constant(100.0, DType::Float64))}, int_constant(1000), {},
+                        {expand_dims(x0, 0)}, {});
+  NDArray r = run1(outs[0], {{x0, make_array({3}, {}, DType::Float64)}});
+  EXPECT_ALLCLOSE(r, make_array({6, 12, 24, 48, 96, 192}, {6}, DType::Float64), 0, 0);
+  Var n = scalar("n", DType::Int64);
+  Var x = vector("x", DType::Float64);
+  auto zero = scan(
+      [](const std::vector<Var>& a) {
+        return std::vector<Var>{a[0] + 1.0, a[0] * 2.0};
+      },
+      {}, {x, nullptr}, {}, n);
+  Function f = function({In(x), In(n)}, {zero[0], zero[1]});
+  auto z = f({make_array({1, 2}, {2}, DType::Float64), make_array({0}, {}, DType::Int64)});
+  EXPECT_EQ(z[0].shape(), (Shape{0, 2}));
+  EXPECT_EQ(z[1].shape()[0], 0);
+}
+
+TEST(Scan, GradientOfAnRnnMatchesFiniteDifferences) {
+  const NDArray xv = random_array({5, 2}, DType::Float64, -1, 1, 7), hv = random_array({3}, DType::Float64, -1, 1, 8);
+  const NDArray Wv = random_array({3, 3}, DType::Float64, -0.8, 0.8, 9);
+  const NDArray Uv = random_array({3, 2}, DType::Float64, -0.8, 0.8, 10);
+  verify_grad(
+      [](const std::vector<Var>& v) {
+        auto outs =
+            scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[2], a[1]) + dot(a[3], a[0]))}; },
+                 {v[0]}, {v[1]}, {v[2], v[3]});
+        return outs[0];
+      },
+      {xv, hv, Wv, Uv});
+}
+
+TEST(Scan, GradientOfAGatedRecurrenceWithTapsBackwardsAndUntil) {
+  // An LSTM-style gate, a state with taps [-2, -1], a sequence at taps [0, 1], go_backwards.
+  const NDArray xv = random_array({6}, DType::Float64, -1, 1, 11), iv = random_array({2, 2}, DType::Float64, -1, 1, 12);
+  const NDArray wv = random_array({2}, DType::Float64, -1, 1, 13);
+  verify_grad(
+      [](const std::vector<Var>& v) {
+        ScanInfo info;
+        info.seq_taps = {{0, 1}};
+        info.state_taps = {{-2, -1}};
+        info.state_traced = {true};
+        Var x0 = scalar("", DType::Float64), x1 = scalar("", DType::Float64);
+        Var hm2 = vector("", DType::Float64), hm1 = vector("", DType::Float64), w = vector("", DType::Float64);
+        Var gate = sigmoid(w * x0 + hm2);
+        Var h = gate * tanh(hm1 * x1) + (1.0 - gate) * hm2;
+        Var seq = subtensor(v[0], {sl({}, {}, int64_t{-1})});
+        auto outs = scan_node(info, {x0, x1, hm2, hm1, w}, {h}, int_constant(5), {seq}, {v[1]}, {v[2]});
+        return outs[0];
+      },
+      {xv, iv, wv});
+  // until: the gradient flows through the steps that ran only.
+  const NDArray av = make_array({0.7}, {}, DType::Float64);
+  verify_grad(
+      [](const std::vector<Var>& v) {
+        ScanInfo info;
+        info.state_taps = {{-1}};
+        info.state_traced = {true};
+        info.until = true;
+        Var prev = scalar("", DType::Float64), a = scalar("", DType::Float64);
+        Var nxt = prev * a + 1.0;
+        auto outs = scan_node(info, {prev, a}, {nxt, gt(nxt, constant(2.5, DType::Float64))}, int_constant(50), {},
+                              {expand_dims(v[0], 0)}, {v[0]});
+        return outs[0];
+      },
+      {av});
+}
+
+TEST(Scan, TruncateGradient) {
+  // s_t = s_{t-1} * w: d s_T / d w sums over every step; truncated to k steps it sums the last k.
+  Var w = scalar("w", DType::Float64), s0 = scalar("s0", DType::Float64);
+  ScanInfo info;
+  info.state_taps = {{-1}};
+  info.state_traced = {true};
+  info.truncate_gradient = 2;
+  Var prev = scalar("", DType::Float64), wi = scalar("", DType::Float64);
+  auto outs = scan_node(info, {prev, wi}, {prev * wi}, int_constant(4), {}, {expand_dims(s0, 0)}, {w});
+  Var last = subtensor(outs[0], {Index(int64_t{-1})});
+  Var g = grad(last, w);
+  NDArray gv = run1(g, {{w, make_array({2}, {}, DType::Float64)}, {s0, make_array({1}, {}, DType::Float64)}});
+  // Full: d(w^4)/dw = 4 w^3 = 32; the last two steps give 2 * w^3 = 16.
+  EXPECT_DOUBLE_EQ(gv.get_flat(0), 16.0);
+}
+
+TEST(Scan, Errors) {
+  Var x = vector("x", DType::Float64), s0 = scalar("s0", DType::Float32);
+  EXPECT_ERROR(TypeError, scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] + a[0]}; }, {x}, {s0}),
+               "but its initial value (outputs_info) is TensorType(float32, scalar)");
+  // A state whose window is shorter than its taps reach.
+  Var init = vector("init", DType::Float64);
+  ScanInfo info;
+  info.state_taps = {{-3, -1}};
+  info.state_traced = {true};
+  Var a = scalar("", DType::Float64), b = scalar("", DType::Float64);
+  auto outs = scan_node(info, {a, b}, {a + b}, int_constant(3), {}, {init}, {});
+  EXPECT_ERROR(ValueError, run1(outs[0], {{init, make_array({1, 2}, {2}, DType::Float64)}}),
+               "reads 3 past values (taps down to -3) but its initial value has 2 entries");
+  EXPECT_ERROR(ValueError, ScanInfo i2; i2.state_taps = {{0}}; i2.state_traced = {true};
+               scan_node(i2, {a}, {a}, int_constant(1), {}, {init}, {}), "can only read past steps");
+  Var n = scalar("n", DType::Int64);
+  auto o2 = scan([](const std::vector<Var>& v) { return std::vector<Var>{v[0] * 2.0}; }, {x}, {nullptr}, {}, n);
+  Function f = function({In(x), In(n)}, {o2[0]});
+  EXPECT_ERROR(ValueError, f({make_array({1, 2}, {2}, DType::Float64), make_array({5}, {}, DType::Int64)}),
+               "sequence 0 has 2 entries; 5 steps");
+}
+
+}  // namespace
+}  // namespace hypatia
