@@ -25,6 +25,7 @@ void init_config(nb::module_& m);      // config get/set
 void init_pyop(nb::module_& m);        // Ops defined in Python (hypatia.Op subclasses): PyOp and its kernel
 void init_sort(nb::module_& m);        // SortOp, ArgSortOp, sort, argsort
 void init_random(nb::module_& m);      // MRG31k3p ops and MRGRandomStreams
+void init_scan(nb::module_& m);        // Scan, ScanGrad, scan_node
 
 /// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
 std::string python_trace();

@@ -12,6 +12,7 @@ NB_MODULE(_core, m) {
   init_op_classes(m);
   init_sort(m);
   init_random(m);
+  init_scan(m);
   init_pyop(m);
   init_ops(m);
   init_grad(m);
