@@ -1,0 +1,217 @@
+"""scan (Theano's signature) against numpy loops: taps on sequences and outputs, nit-sots,
+non-sequences, n_steps, go_backwards, until, shared-variable updates and random draws in the body,
+map/reduce/foldl/foldr, scan_checkpoints; gradients (BPTT) against finite differences on an RNN,
+an LSTM, several taps, go_backwards and until; truncate_gradient; errors; pickling."""
+import pickle
+
+import numpy as np
+import pytest
+
+import hypatia as theano
+import hypatia.tensor as T
+from hypatia.sandbox.rng_mrg import MRG_RandomStreams
+from hypatia.scan_module import until
+from hypatia.tensor.shared_randomstreams import RandomStreams
+
+rng = np.random.RandomState(42)
+
+
+def test_cumsum_and_power():
+    x, s0 = T.dvector("x"), T.dscalar("s0")
+    out, upd = theano.scan(lambda xt, s: s + xt, sequences=x, outputs_info=s0)
+    assert len(upd) == 0
+    np.testing.assert_allclose(theano.function([x, s0], out)(np.arange(5.0), 10.0), 10 + np.cumsum(np.arange(5.0)))
+    # Theano's tutorial: A ** k by scan with a non-sequence and n_steps.
+    k, A = T.iscalar("k"), T.dvector("A")
+    result, _ = theano.scan(fn=lambda prior, A: prior * A, outputs_info=T.ones_like(A), non_sequences=A, n_steps=k)
+    f = theano.function([A, k], result[-1])
+    np.testing.assert_allclose(f(np.arange(10.0), 2), np.arange(10.0) ** 2)
+
+
+def test_taps_nitsots_and_order_of_arguments():
+    # seq taps [-1, 1], a state with taps [-2, -1], a nit-sot, a non-sequence: fn's arguments
+    # come in Theano's order (sequence taps, state taps, non-sequences).
+    seq, init, c = T.dvector("seq"), T.dvector("init"), T.dscalar("c")
+
+    def step(s_m1, s_p1, h_m2, h_m1, c):
+        return h_m2 + h_m1 * c + s_m1, s_p1 * 2
+
+    (h, y), _ = theano.scan(step, sequences=dict(input=seq, taps=[-1, 1]),
+                            outputs_info=[dict(initial=init, taps=[-2, -1]), None], non_sequences=c)
+    f = theano.function([seq, init, c], [h, y])
+    sv, iv = rng.randn(8), rng.randn(2)
+    hv, yv = f(sv, iv, 0.5)
+    hist = list(iv)
+    want_h, want_y = [], []
+    for t in range(6):  # 8 entries, taps span 2
+        v = hist[-2] + hist[-1] * 0.5 + sv[t]
+        hist.append(v)
+        want_h.append(v)
+        want_y.append(sv[t + 2] * 2)
+    np.testing.assert_allclose(hv, want_h)
+    np.testing.assert_allclose(yv, want_y)
+
+
+def test_shortest_sequence_n_steps_and_zero_steps():
+    a, b = T.dvector("a"), T.dvector("b")
+    out, _ = theano.scan(lambda x, y: x * y, sequences=[a, b])
+    np.testing.assert_allclose(theano.function([a, b], out)(np.arange(5.0), np.arange(3.0)), [0, 1, 4])
+    n = T.iscalar("n")
+    out, _ = theano.scan(lambda x, s: s + x, sequences=a, outputs_info=T.constant(0.0, dtype="float64"), n_steps=n)
+    f = theano.function([a, n], out)
+    np.testing.assert_allclose(f(np.arange(5.0), 3), [0, 1, 3])
+    assert f(np.arange(5.0), 0).shape == (0,)
+    with pytest.raises(ValueError, match="sequence 0 has 5 entries; 6 steps"):
+        f(np.arange(5.0), 6)
+
+
+def test_go_backwards_with_taps_is_theanos():
+    x = T.dvector("x")
+    out, _ = theano.scan(lambda a, b: a - 2 * b, sequences=dict(input=x, taps=[0, 2]), go_backwards=True)
+    xv = rng.randn(7)
+    # Theano reverses each shifted slice: tap k reads x[len - 1 - t - (maxtap - k)].
+    want = [xv[6 - t - 2] - 2 * xv[6 - t] for t in range(5)]
+    np.testing.assert_allclose(theano.function([x], out)(xv), want)
+    s0 = T.dscalar("s0")
+    out2, _ = theano.scan(lambda a, s: s * 10 + a, sequences=x, outputs_info=s0, go_backwards=True)
+    v = theano.function([x, s0], out2)(np.array([1.0, 2.0, 3.0]), 0.0)
+    np.testing.assert_allclose(v, [3, 32, 321])
+
+
+def test_until_stops_the_loop():
+    x0 = T.dscalar("x0")
+    out, _ = theano.scan(lambda x: (x * 2, until(x * 2 > 100)), outputs_info=x0, n_steps=1000)
+    np.testing.assert_allclose(theano.function([x0], out)(3.0), [6, 12, 24, 48, 96, 192])
+
+
+def test_shared_updates_and_random_draws_in_the_body():
+    counter = theano.shared(np.float64(0.0), name="counter")
+    x = T.dvector("x")
+
+    def step(xt):
+        return xt * 2, {counter: counter + xt}
+
+    out, upd = theano.scan(step, sequences=x)
+    assert list(upd.keys()) == [counter]
+    f = theano.function([x], out, updates=upd)
+    np.testing.assert_allclose(f(np.arange(4.0)), [0, 2, 4, 6])
+    assert counter.get_value() == 6.0
+    f(np.arange(4.0))
+    assert counter.get_value() == 12.0
+    # Random draws in the body: each step draws anew, and the state advances across calls.
+    for srng in (RandomStreams(3), MRG_RandomStreams(3)):
+        noise, upd = theano.scan(lambda xt: xt + srng.uniform((2,), dtype="float64"), sequences=x)
+        g = theano.function([x], noise, updates=upd)
+        a, b = g(np.zeros(3)), g(np.zeros(3))
+        assert a.shape == (3, 2) and len(np.unique(a)) == 6 and not np.array_equal(a, b)
+        assert np.all((a > 0) & (a < 1))
+
+
+def test_random_draws_match_numpy_per_step():
+    srng = RandomStreams(7)
+    x = T.dvector("x")
+    out, upd = theano.scan(lambda xt: srng.normal((), dtype="float64") + xt, sequences=x)
+    f = theano.function([x], out, updates=upd)
+    rs = np.random.RandomState(np.random.RandomState(7).randint(2**30))
+    np.testing.assert_array_equal(f(np.zeros(4)), [rs.normal() for _ in range(4)])
+
+
+def test_map_reduce_foldl_foldr():
+    x = T.dvector("x")
+    sq, _ = theano.map(lambda v: v ** 2, x)
+    tot, _ = theano.reduce(lambda v, acc: acc + v, x, T.constant(0.0, dtype="float64"))
+    left, _ = theano.foldl(lambda v, acc: acc * 10 + v, x, T.constant(0.0, dtype="float64"))
+    right, _ = theano.foldr(lambda v, acc: acc * 10 + v, x, T.constant(0.0, dtype="float64"))
+    f = theano.function([x], [sq, tot, left, right])
+    r = f(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(r[0], [1, 4, 9])
+    assert r[1] == 6 and r[2] == 123 and r[3] == 321
+
+
+def rnn_cost(X, h0, W, U):
+    hs, _ = theano.scan(lambda x, h, W, U: T.tanh(T.dot(W, h) + T.dot(U, x)), sequences=X, outputs_info=h0,
+                        non_sequences=[W, U])
+    return hs
+
+
+def test_gradient_rnn_lstm_taps_backwards_until():
+    X, h0, W, U = rng.randn(6, 2), rng.randn(3), rng.randn(3, 3) * 0.5, rng.randn(3, 2) * 0.5
+    T.verify_grad(lambda X, h0, W, U: rnn_cost(X, h0, W, U), [X, h0, W, U], rng=rng)
+
+    def lstm(X, h0, c0, Wx, Wh):
+        def step(x, h, c, Wx, Wh):
+            z = T.dot(Wx, x) + T.dot(Wh, h)
+            i, f, o, g = T.nnet.sigmoid(z[0:3]), T.nnet.sigmoid(z[3:6]), T.nnet.sigmoid(z[6:9]), T.tanh(z[9:12])
+            c_new = f * c + i * g
+            return o * T.tanh(c_new), c_new
+
+        (hs, cs), _ = theano.scan(step, sequences=X, outputs_info=[h0, c0], non_sequences=[Wx, Wh])
+        return hs.sum() + cs[-1].sum()
+
+    T.verify_grad(lstm, [rng.randn(5, 2), rng.randn(3), rng.randn(3), rng.randn(12, 2) * 0.5,
+                         rng.randn(12, 3) * 0.5], rng=rng)
+
+    def taps_backwards(x, init, w):
+        out, _ = theano.scan(lambda a, b, h2, h1, w: T.tanh(h2 * w + h1 * a - b),
+                             sequences=dict(input=x, taps=[0, 1]),
+                             outputs_info=dict(initial=init, taps=[-2, -1]), non_sequences=w, go_backwards=True)
+        return out
+
+    T.verify_grad(taps_backwards, [rng.randn(7), rng.randn(2), np.array(0.7)], rng=rng)
+
+    def until_loop(a):
+        out, _ = theano.scan(lambda p, a: (p * a + 1.0, until(p * a + 1.0 > 2.5)), outputs_info=a, non_sequences=a,
+                             n_steps=50)
+        return out
+
+    T.verify_grad(until_loop, [np.array(0.7)], rng=rng)
+
+
+def test_truncate_gradient():
+    w, s0 = T.dscalar("w"), T.dscalar("s0")
+    out, _ = theano.scan(lambda s, w: s * w, outputs_info=s0, non_sequences=w, n_steps=4, truncate_gradient=2)
+    g = T.grad(out[-1], w)
+    assert theano.function([w, s0], g)(2.0, 1.0) == pytest.approx(16.0)  # the last 2 of 4 steps
+
+
+def test_scan_checkpoints_values_and_gradient():
+    X, h0, W = T.dmatrix("X"), T.dvector("h0"), T.dmatrix("W")
+    full, _ = theano.scan(lambda x, h, W: T.tanh(T.dot(W, h) + x), sequences=X, outputs_info=h0, non_sequences=W)
+    ck, _ = theano.scan_checkpoints(lambda x, h, W: T.tanh(T.dot(W, h) + x), sequences=[X], outputs_info=[h0],
+                                    non_sequences=[W], save_every_N=4)
+    gf, gc = T.grad(full[-1].sum(), W), T.grad(ck[-1].sum(), W)
+    f = theano.function([X, h0, W], [full, ck, gf, gc])
+    Xv, hv, Wv = rng.randn(10, 3), rng.randn(3), rng.randn(3, 3) * 0.5
+    fv, cv, gfv, gcv = f(Xv, hv, Wv)
+    np.testing.assert_allclose(cv, fv[[3, 7, 9]])  # the blocks' last steps (10 = 4 + 4 + 2)
+    np.testing.assert_allclose(gcv, gfv, rtol=1e-10)
+
+
+def test_errors():
+    x = T.dvector("x")
+    s32 = T.fscalar("s32")
+    with pytest.raises(TypeError, match=r"initial value \(outputs_info\) is TensorType\(float32, scalar\)"):
+        theano.scan(lambda xt, s: s + xt, sequences=x, outputs_info=s32)
+    with pytest.raises(ValueError, match="reads 3 past values"):
+        theano.scan(lambda a, b: a + b, outputs_info=dict(initial=np.zeros(2), taps=[-3, -1]), n_steps=2)
+    with pytest.raises(ValueError, match="taps must be negative"):
+        theano.scan(lambda a: a, outputs_info=dict(initial=np.zeros(2), taps=[0]), n_steps=2)
+    with pytest.raises(ValueError, match="give n_steps"):
+        theano.scan(lambda s: s + 1, outputs_info=T.dscalar())
+    with pytest.raises(ValueError, match="fn returned 2 outputs but outputs_info has 1"):
+        theano.scan(lambda xt, s: [s, s], sequences=x, outputs_info=T.dscalar())
+    # A state whose shape changes: a clear error at run time.
+    v = T.dvector("v")
+    out, _ = theano.scan(lambda s: T.concatenate([s, s]), outputs_info=v, n_steps=2)
+    with pytest.raises(ValueError, match="keeps the shape of its initial value"):
+        theano.function([v], out)(np.ones(2))
+
+
+def test_pickle_and_graph():
+    X, h0, W, U = T.dmatrix("X"), T.dvector("h0"), T.dmatrix("W"), T.dmatrix("U")
+    hs = rnn_cost(X, h0, W, U)
+    f = theano.function([X, h0, W, U], hs)
+    assert any(isinstance(n.op, theano._core.Scan) for n in f.maker.fgraph.toposort())
+    g = pickle.loads(pickle.dumps(f))
+    args = [rng.randn(4, 2), rng.randn(3), rng.randn(3, 3), rng.randn(3, 2)]
+    np.testing.assert_array_equal(g(*args), f(*args))
