@@ -43,16 +43,18 @@ void init_scan(nb::module_& m) {
       .def_prop_ro("until", [](const Scan& s) { return s.info.until; })
       .def_prop_ro("truncate_gradient", [](const Scan& s) { return s.info.truncate_gradient; })
       .def_prop_ro("scan_name", [](const Scan& s) { return s.info.name; })
-      .def_prop_ro("inputs", [](const Scan& s) { return s.inner_inputs; }, "The body's inputs (Theano's op.inputs).")
-      .def_prop_ro("outputs", [](const Scan& s) { return s.inner_outputs; }, "The body's outputs.")
+      .def_prop_ro(
+          "inputs", [](const Scan& s) { return s.inner_inputs; }, "The body's inputs (Theano's op.inputs).")
+      .def_prop_ro(
+          "outputs", [](const Scan& s) { return s.inner_outputs; }, "The body's outputs.")
       .def("__reduce__", [](const Scan& s) {
         nb::object rebuild = nb::module_::import_("hypatia._pickle").attr("_rebuild_op");
         const ScanInfo& i = s.info;
-        return nb::make_tuple(rebuild, nb::make_tuple(nb::type<Scan>(),
-                                                      nb::make_tuple(i.seq_taps, i.state_taps, i.state_traced,
-                                                                     i.n_nitsot, i.n_nonseq, i.until,
-                                                                     i.truncate_gradient, i.name, s.inner_inputs,
-                                                                     s.inner_outputs)));
+        return nb::make_tuple(
+            rebuild,
+            nb::make_tuple(nb::type<Scan>(),
+                           nb::make_tuple(i.seq_taps, i.state_taps, i.state_traced, i.n_nitsot, i.n_nonseq, i.until,
+                                          i.truncate_gradient, i.name, s.inner_inputs, s.inner_outputs)));
       });
   nb::class_<ScanGrad, Op>(m, "ScanGrad", "The backward pass (BPTT) of a Scan.")
       .def_prop_ro("inputs", [](const ScanGrad& s) { return s.vjp_inputs; })

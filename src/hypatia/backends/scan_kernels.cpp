@@ -140,11 +140,12 @@ void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
     fail<ValueError>(who, ": a gradient of shape ", src.shape().str(), " for a value of shape ", dst.shape().str());
   const NDArray s = src.dtype() == dst.dtype() ? src.ascontiguous() : src.astype(dst.dtype());
   NDArray d = dst.is_c_contiguous() ? dst : dst.copy();
+  const int64_t n = d.size();
   dispatch_dtype(d.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    T* o = d.data<T>();
-    const T* x = s.data<T>();
-    for (int64_t i = 0; i < d.size(); ++i) o[i] = static_cast<T>(o[i] + x[i]);
+    T* __restrict o = d.data<T>();
+    const T* __restrict x = s.data<T>();
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(o[i] + x[i]);
   });
   if (d.data<std::byte>() != dst.data<std::byte>()) dst.assign(d);
 }

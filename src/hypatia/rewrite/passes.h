@@ -48,6 +48,10 @@ std::vector<LocalRewrite> canonicalize_subtensor_rules();
 /// IfElse with a constant condition -> the branch it takes; with identical branches -> the branch.
 std::vector<LocalRewrite> canonicalize_ifelse_rules();
 
+// scan.cpp
+/// ScanGrad: only the gradients the function reads are computed per step.
+std::vector<LocalRewrite> scan_rules();
+
 // canonicalize_reduce.cpp
 /// Reductions over no axes, of added broadcastable dims, of reductions, of c * x, of neg(x).
 std::vector<LocalRewrite> canonicalize_reduce_rules();

@@ -45,6 +45,7 @@ std::vector<RewritePhase> builtin_pipeline() {
                         canonicalize_shape_rules(),
                         canonicalize_subtensor_rules(),
                         canonicalize_ifelse_rules(),
+                        scan_rules(),
                         canonicalize_reduce_rules()})},
       // canonicalize made equal computations out of different ones.
       {.name = "merge1.5", .tags = {"merge", "fast_run"}, .modes = run, .opt_in = false, .global = merge_pass},
