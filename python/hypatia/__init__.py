@@ -31,6 +31,7 @@ from hypatia import gradient, ifelse, printing, scan_module  # noqa: F401
 from hypatia.gof.graph import Constant  # noqa: F401
 from hypatia.gof.graph import clone_replace as clone  # noqa: F401
 from hypatia.gradient import Lop, Rop, grad  # noqa: F401
+from hypatia.tensor.basic import dot  # noqa: F401  (theano.dot)
 from hypatia.printing import debugprint, pp  # noqa: F401
 from hypatia.scan_module import foldl, foldr, map, reduce, scan, scan_checkpoints  # noqa: F401,A004
 from hypatia import _pickle  # noqa: F401,E402  (pickle support for graphs and functions)

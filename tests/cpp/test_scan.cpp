@@ -173,6 +173,35 @@ TEST(Scan, TruncateGradient) {
   EXPECT_DOUBLE_EQ(gv.get_flat(0), 16.0);
 }
 
+TEST(Scan, RopMatchesFiniteDifferences) {
+  // d trace / d (W, h0) along (V, v0), against a central difference of the loop.
+  Var xs = matrix("xs", DType::Float64), h0 = vector("h0", DType::Float64), W = matrix("W", DType::Float64);
+  auto rnn = [&](const Var& w, const Var& h) {
+    return scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[2], a[1]) + a[0])}; }, {xs}, {h},
+                {w})[0];
+  };
+  Var out = rnn(W, h0);
+  Var V = matrix("V", DType::Float64), v0 = vector("v0", DType::Float64);
+  Var jv = Rop({out}, {W, h0}, {V, v0})[0];
+  NDArray xv = random_array({4, 3}, DType::Float64, -1, 1, 21), hv = random_array({3}, DType::Float64, -1, 1, 22);
+  NDArray Wv = random_array({3, 3}, DType::Float64, -0.7, 0.7, 23),
+          Vv = random_array({3, 3}, DType::Float64, -1, 1, 24);
+  NDArray vv = random_array({3}, DType::Float64, -1, 1, 25);
+  Function f = function({In(xs), In(h0), In(W), In(V), In(v0)}, {jv});
+  NDArray got = f({xv, hv, Wv, Vv, vv})[0];
+  Function g = function({In(xs), In(h0), In(W)}, {out});
+  const double eps = 1e-6;
+  auto shifted = [&](double s) {
+    NDArray w2 = Wv.copy(), h2 = hv.copy();
+    for (int64_t i = 0; i < w2.size(); ++i) w2.data<double>()[i] += s * Vv.data<double>()[i];
+    for (int64_t i = 0; i < h2.size(); ++i) h2.data<double>()[i] += s * vv.data<double>()[i];
+    return g({xv, h2, w2})[0];
+  };
+  NDArray plus = shifted(eps), minus = shifted(-eps);
+  for (int64_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got.get_flat(i), (plus.get_flat(i) - minus.get_flat(i)) / (2 * eps), 1e-7) << i;
+}
+
 TEST(Scan, Errors) {
   Var x = vector("x", DType::Float64), s0 = scalar("s0", DType::Float32);
   EXPECT_ERROR(TypeError, scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] + a[0]}; }, {x}, {s0}),

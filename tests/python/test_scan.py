@@ -215,3 +215,48 @@ def test_pickle_and_graph():
     g = pickle.loads(pickle.dumps(f))
     args = [rng.randn(4, 2), rng.randn(3), rng.randn(3, 3), rng.randn(3, 2)]
     np.testing.assert_array_equal(g(*args), f(*args))
+
+
+def test_seed_002_echo_state_network():
+    # The lecture's example (../shared/seeds/002): sequence taps [-4, 0], a state with taps [-3, -1],
+    # a second state, five non-sequences, strict=True.
+    n_in, n_x, n_y = 2, 4, 3
+    u, x0, y0 = T.dmatrix("u"), T.dmatrix("x0"), T.dvector("y0")
+    W, W_in_1, W_in_2 = T.dmatrix("W"), T.dmatrix("W_in_1"), T.dmatrix("W_in_2")
+    W_feedback, W_out = T.dmatrix("W_feedback"), T.dmatrix("W_out")
+
+    def oneStep(u_tm4, u_t, x_tm3, x_tm1, y_tm1, W, W_in_1, W_in_2, W_feedback, W_out):
+        x_t = T.tanh(theano.dot(x_tm1, W) + theano.dot(u_t, W_in_1) + theano.dot(u_tm4, W_in_2) +
+                     theano.dot(y_tm1, W_feedback))
+        y_t = theano.dot(x_tm3, W_out)
+        return [x_t, y_t]
+
+    (x_vals, y_vals), updates = theano.scan(fn=oneStep, sequences=dict(input=u, taps=[-4, -0]),
+                                            outputs_info=[dict(initial=x0, taps=[-3, -1]), y0],
+                                            non_sequences=[W, W_in_1, W_in_2, W_feedback, W_out], strict=True)
+    f = theano.function([u, x0, y0, W, W_in_1, W_in_2, W_feedback, W_out], [x_vals, y_vals])
+    uv, x0v, y0v = rng.randn(10, n_in), rng.randn(3, n_x), rng.randn(n_y)
+    Wv, W1v, W2v = rng.randn(n_x, n_x) * 0.3, rng.randn(n_in, n_x), rng.randn(n_in, n_x)
+    Wfv, Wov = rng.randn(n_y, n_x), rng.randn(n_x, n_y)
+    xs, ys = f(uv, x0v, y0v, Wv, W1v, W2v, Wfv, Wov)
+    xh, yh = list(x0v), [y0v]
+    for t in range(6):  # 10 entries, taps span 4
+        x_t = np.tanh(xh[-1] @ Wv + uv[t + 4] @ W1v + uv[t] @ W2v + yh[-1] @ Wfv)
+        y_t = xh[-3] @ Wov
+        xh.append(x_t)
+        yh.append(y_t)
+    np.testing.assert_allclose(xs, xh[3:])
+    np.testing.assert_allclose(ys, yh[1:])
+
+
+def test_rop_through_scan():
+    X, h0, W = T.dmatrix("X"), T.dvector("h0"), T.dmatrix("W")
+    hs, _ = theano.scan(lambda x, h, W: T.tanh(T.dot(W, h) + x), sequences=X, outputs_info=h0, non_sequences=W)
+    V = T.dmatrix("V")
+    jv = T.Rop(hs, W, V)
+    f = theano.function([X, h0, W, V], jv)
+    g = theano.function([X, h0, W], hs)
+    Xv, hv, Wv, Vv = rng.randn(5, 3), rng.randn(3), rng.randn(3, 3) * 0.5, rng.randn(3, 3)
+    eps = 1e-6
+    num = (g(Xv, hv, Wv + eps * Vv) - g(Xv, hv, Wv - eps * Vv)) / (2 * eps)
+    np.testing.assert_allclose(f(Xv, hv, Wv, Vv), num, atol=1e-7)

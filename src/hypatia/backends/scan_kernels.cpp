@@ -2,6 +2,7 @@
 // body's vector-Jacobian product from the last step back). The same kernels serve every host
 // backend; the body runs on the function's backend.
 #include <algorithm>
+#include <cstring>
 
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/cancel.h"
@@ -48,6 +49,14 @@ NDArray window_of(const std::string& who, const ScanInfo& info, const KernelArgs
 
 bool truthy(const NDArray& c) { return c.size() > 0 && c.get_flat(0) != 0.0; }
 
+/// dst = src for a step's row: one memcpy when both are contiguous (the common case), else assign.
+void copy_row(const NDArray& dst, const NDArray& src) {
+  if (src.dtype() == dst.dtype() && src.is_c_contiguous() && dst.is_c_contiguous())
+    std::memcpy(dst.data<std::byte>(), src.data<std::byte>(), static_cast<size_t>(src.nbytes()));
+  else
+    dst.assign(src);
+}
+
 class ScanKernel final : public Kernel {
  public:
   explicit ScanKernel(const Scan& op) : op_(op) {}
@@ -90,7 +99,7 @@ class ScanKernel final : public Kernel {
           fail<ValueError>(who, ": at step ", t, " the body's output ", k, " has shape ", outs_[k].shape().str(),
                            " but its state has shape ", row.shape().str(),
                            " (a recurrent state keeps the shape of its initial value)");
-        row.assign(outs_[k]);
+        copy_row(row, outs_[k]);
       }
       for (size_t j = 0; j < n_nitsot; ++j) {
         const NDArray& v = outs_[n_state + j];
@@ -99,7 +108,7 @@ class ScanKernel final : public Kernel {
         if (!(v.shape() == row.shape()))
           fail<ValueError>(who, ": at step ", t, " the body's output ", n_state + j, " has shape ", v.shape().str(),
                            "; earlier steps gave ", row.shape().str());
-        row.assign(v);
+        copy_row(row, v);
       }
       if (info.until && truthy(outs_.back())) {
         done = t + 1;

@@ -121,8 +121,103 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   return result;
 }
 
-std::vector<Var> Scan::rop(const Apply&, const std::vector<Var>&) const {
-  fail<NotImplementedError>(name(), ": R_op through scan is not built yet (use grad, or Lop)");
+std::vector<Var> Scan::rop(const Apply& node, const std::vector<Var>& eval_points) const {
+  // Forward mode is a scan too: the body and its Jacobian-vector product side by side, each float
+  // sequence, state and non-sequence with a tangent next to it (zeros where none is given).
+  const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+  const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
+  auto tangent_of = [&](size_t outer) {
+    const Var& x = node.inputs[outer];
+    const Var& e = outer < eval_points.size() ? eval_points[outer] : Var();
+    return e ? (e->dtype() == x->dtype() ? e : cast(e, x->dtype())) : zeros_like(x);
+  };
+  ScanInfo ti = info;
+  std::vector<Var> seqs, t_seqs, windows, t_windows, nonseqs, t_nonseqs;
+  std::vector<Var> in_seq, t_in_seq, in_state, t_in_state, in_ns, t_in_ns;
+  std::vector<Var> wrt, points;
+  size_t inner = 0;
+  std::vector<size_t> float_states;
+  for (size_t s = 0; s < n_seq; ++s) {
+    const bool diff = is_float(node.inputs[1 + s]->dtype());
+    seqs.push_back(node.inputs[1 + s]);
+    if (diff) {
+      t_seqs.push_back(tangent_of(1 + s));
+      ti.seq_taps.push_back(info.seq_taps[s]);
+    }
+    for (size_t k = 0; k < info.seq_taps[s].size(); ++k, ++inner) {
+      in_seq.push_back(inner_inputs[inner]);
+      if (diff) {
+        Var t = variable(inner_inputs[inner]->type, "d" + inner_inputs[inner]->name);
+        t_in_seq.push_back(t);
+        wrt.push_back(inner_inputs[inner]);
+        points.push_back(t);
+      }
+    }
+  }
+  for (size_t k = 0; k < n_state; ++k) {
+    const bool diff = is_float(node.inputs[1 + n_seq + k]->dtype());
+    windows.push_back(node.inputs[1 + n_seq + k]);
+    if (diff) {
+      float_states.push_back(k);
+      t_windows.push_back(tangent_of(1 + n_seq + k));
+      ti.state_taps.push_back(info.state_taps[k]);
+      ti.state_traced.push_back(info.state_traced[k]);
+    }
+    for (size_t j = 0; j < info.state_taps[k].size(); ++j, ++inner) {
+      in_state.push_back(inner_inputs[inner]);
+      if (diff) {
+        Var t = variable(inner_inputs[inner]->type, "d" + inner_inputs[inner]->name);
+        t_in_state.push_back(t);
+        wrt.push_back(inner_inputs[inner]);
+        points.push_back(t);
+      }
+    }
+  }
+  for (int j = 0; j < info.n_nonseq; ++j, ++inner) {
+    const size_t outer = 1 + n_seq + n_state + static_cast<size_t>(j);
+    nonseqs.push_back(node.inputs[outer]);
+    in_ns.push_back(inner_inputs[inner]);
+    if (is_float(node.inputs[outer]->dtype())) {
+      t_nonseqs.push_back(tangent_of(outer));
+      Var t = variable(inner_inputs[inner]->type, "d" + inner_inputs[inner]->name);
+      t_in_ns.push_back(t);
+      wrt.push_back(inner_inputs[inner]);
+      points.push_back(t);
+    }
+  }
+  // The body's outputs and their tangents: states (float ones get a tangent state), nit-sots.
+  std::vector<Var> f;
+  for (size_t k : float_states) f.push_back(inner_outputs[k]);
+  std::vector<size_t> float_nitsots;
+  for (size_t j = 0; j < n_nitsot; ++j)
+    if (is_float(inner_outputs[n_state + j]->dtype())) {
+      float_nitsots.push_back(j);
+      f.push_back(inner_outputs[n_state + j]);
+    }
+  std::vector<Var> jvp = f.empty() ? std::vector<Var>{} : Rop(f, wrt, points);
+  std::vector<Var> outs(inner_outputs.begin(), inner_outputs.begin() + static_cast<long>(n_state));
+  outs.insert(outs.end(), jvp.begin(), jvp.begin() + static_cast<long>(float_states.size()));
+  outs.insert(outs.end(), inner_outputs.begin() + static_cast<long>(n_state),
+              inner_outputs.begin() + static_cast<long>(n_state + n_nitsot));
+  outs.insert(outs.end(), jvp.begin() + static_cast<long>(float_states.size()), jvp.end());
+  if (info.until) outs.push_back(inner_outputs.back());
+  ti.n_nitsot = static_cast<int>(n_nitsot + float_nitsots.size());
+  std::vector<Var> ins = in_seq;
+  ins.insert(ins.end(), t_in_seq.begin(), t_in_seq.end());
+  ins.insert(ins.end(), in_state.begin(), in_state.end());
+  ins.insert(ins.end(), t_in_state.begin(), t_in_state.end());
+  ins.insert(ins.end(), in_ns.begin(), in_ns.end());
+  ins.insert(ins.end(), t_in_ns.begin(), t_in_ns.end());
+  seqs.insert(seqs.end(), t_seqs.begin(), t_seqs.end());
+  windows.insert(windows.end(), t_windows.begin(), t_windows.end());
+  nonseqs.insert(nonseqs.end(), t_nonseqs.begin(), t_nonseqs.end());
+  std::vector<Var> res = scan_node(ti, ins, outs, node.inputs[0], seqs, windows, nonseqs);
+  // The tangent of each output: its tangent trace, or zeros for integer outputs.
+  std::vector<Var> r(static_cast<size_t>(node.nout()));
+  for (size_t i = 0; i < float_states.size(); ++i) r[float_states[i]] = res[n_state + i];
+  const size_t nit_base = n_state + float_states.size();
+  for (size_t i = 0; i < float_nitsots.size(); ++i) r[n_state + float_nitsots[i]] = res[nit_base + n_nitsot + i];
+  return r;
 }
 
 }  // namespace hypatia
