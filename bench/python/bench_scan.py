@@ -77,10 +77,12 @@ def theano_cases(theano, T):
     LXs = T.tensor3("LX", dtype="float32")
     lh, lc = T.matrix("lh0", dtype="float32"), T.matrix("lc0", dtype="float32")
 
+    sigmoid = T.nnet.sigmoid if hasattr(T, "nnet") else T.sigmoid  # PyTensor moved it
+
     def step(x, h, c):
         z = T.dot(x, sWx) + T.dot(h, sWh)
-        i, f = T.nnet.sigmoid(z[:, :H]), T.nnet.sigmoid(z[:, H:2 * H])
-        o, g = T.nnet.sigmoid(z[:, 2 * H:3 * H]), T.tanh(z[:, 3 * H:])
+        i, f = sigmoid(z[:, :H]), sigmoid(z[:, H:2 * H])
+        o, g = sigmoid(z[:, 2 * H:3 * H]), T.tanh(z[:, 3 * H:])
         c_new = f * c + i * g
         return o * T.tanh(c_new), c_new
 

@@ -172,9 +172,11 @@ class ScanGradKernel final : public Kernel {
     const size_t n_fwd = op_.forward_input_types.size();
     const size_t n_outs = n_state + static_cast<size_t>(info.n_nitsot);
     const size_t n_nonseq = static_cast<size_t>(info.n_nonseq);
+    const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
+    const size_t g_base = n_fwd + n_outs;  // the output gradients follow the traces
     // The steps the forward pass ran: the traces' length (until may stop early).
     int64_t n = a.in[0]->get_flat_int(0);
-    if (n_outs > 0) n = a.in[n_fwd + n_state]->shape(0);
+    if (n_outs > 0) n = a.in[g_base]->shape(0);
     check_sequences(who, info, a, n);
     // Full state buffers (window then trace) and their gradient accumulators.
     std::vector<NDArray> full(n_state), acc(n_state);
@@ -220,7 +222,7 @@ class ScanGradKernel final : public Kernel {
       }
       for (size_t c = 0; c < op_.cot_of.size(); ++c) {
         const size_t o = static_cast<size_t>(op_.cot_of[c]);
-        const NDArray g = a.in[n_fwd + n_state + o]->select(0, t);
+        const NDArray g = a.in[g_base + o]->select(0, t);
         if (o < n_state) {
           NDArray cot = acc[o].select(0, win[o] + t).copy();  // what later steps sent back
           add_into(who, cot, g);
@@ -229,6 +231,10 @@ class ScanGradKernel final : public Kernel {
           args_[n_inner + c] = g;
         }
       }
+      // The body's outputs at step t: state rows, nit-sot rows.
+      const size_t known = n_inner + op_.cot_of.size();
+      for (size_t k = 0; k < n_state; ++k) args_[known + k] = full[k].select(0, win[k] + t);
+      for (size_t j = 0; j < n_nitsot; ++j) args_[known + n_state + j] = a.in[n_fwd + n_state + j]->select(0, t);
       body_->run(args_, outs_);
       for (size_t m = 0; m < op_.grad_of.size(); ++m) {
         const Slot& sl = slots[static_cast<size_t>(op_.grad_of[m])];

@@ -5,6 +5,7 @@
 
 #include "hypatia/core/error.h"
 #include "hypatia/grad/grad.h"
+#include "hypatia/graph/fgraph.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/scan.h"
 #include "hypatia/ops/shape.h"
@@ -89,10 +90,26 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
       grad_of.push_back(wrt_index[j]);
     }
   }
+  // The body's outputs are known at every step (the traces hold them): the gradient reads them
+  // instead of recomputing them (tanh's gradient reads tanh's output, so an RNN's backward step
+  // does not redo its forward matrix products).
+  if (!vjp_outputs.empty()) {
+    std::vector<std::pair<Var, Var>> known;
+    for (size_t o = 0; o < n_state + n_nitsot; ++o) {
+      Var v = variable(inner_outputs[o]->type, "out_" + std::to_string(o));
+      known.emplace_back(inner_outputs[o], v);
+      vjp_inputs.push_back(v);
+    }
+    vjp_outputs = clone_graph(vjp_outputs, known);
+  } else {
+    for (size_t o = 0; o < n_state + n_nitsot; ++o) vjp_inputs.push_back(variable(inner_outputs[o]->type));
+  }
   std::vector<TensorType> fwd_types;
   for (const Var& v : node.inputs) fwd_types.push_back(v->type);
   std::vector<Var> inputs = node.inputs;
   inputs.insert(inputs.end(), traces.begin(), traces.end());
+  for (size_t j = 0; j < n_nitsot; ++j)
+    inputs.push_back(const_cast<Apply&>(node).output(static_cast<int>(n_state + j)));
   inputs.insert(inputs.end(), g.begin(), g.end());
   std::vector<Var> d =
       apply_op(std::make_shared<ScanGrad>(info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of), inputs);

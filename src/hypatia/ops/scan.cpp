@@ -157,8 +157,8 @@ std::vector<TensorType> ScanGrad::make_output_types(const std::vector<Var>& in) 
   const size_t n_fwd = forward_input_types.size();
   const size_t n_state = info.state_taps.size();
   const size_t n_out = n_state + static_cast<size_t>(info.n_nitsot);
-  if (in.size() != n_fwd + n_state + n_out)
-    fail<TypeError>(name(), ": expected ", n_fwd + n_state + n_out, " inputs, got ", in.size());
+  if (in.size() != n_fwd + 2 * n_out)
+    fail<TypeError>(name(), ": expected ", n_fwd + 2 * n_out, " inputs, got ", in.size());
   // Gradients of the sequences, initial windows and non-sequences: their types.
   return std::vector<TensorType>(forward_input_types.begin() + 1, forward_input_types.end());
 }

@@ -62,11 +62,13 @@ class Scan : public Op {
 };
 
 /// The backward pass of a Scan node (BPTT). Inputs: the forward node's inputs, then each state's
-/// trace (n, ...) as the forward pass computed it, then one gradient per forward output (states
-/// as traces, then nit-sots; zeros where the cost does not reach). Outputs: the gradients of the
-/// sequences, the initial windows and the non-sequences (zeros for those `grad_of` does not
-/// cover). The body: the forward body's inner inputs plus one cotangent per float forward output
-/// (`cot_of`: which), giving the gradient of each forward inner input listed in `grad_of`. Run
+/// trace (n, ...) as the forward pass computed it, each nit-sot's trace, then one gradient per
+/// forward output (states as traces, then nit-sots; zeros where the cost does not reach).
+/// Outputs: the gradients of the sequences, the initial windows and the non-sequences (zeros for
+/// those `grad_of` does not cover). The body: the forward body's inner inputs, one cotangent per
+/// float forward output (`cot_of`: which), then the body's outputs at the step (read from the
+/// traces, so the gradient need not recompute them), giving the gradient of each forward inner
+/// input listed in `grad_of`. Run
 /// from the last step back, through at most truncate_gradient steps: a state's cotangent at step t
 /// is its output gradient there plus what later steps sent back through their taps.
 class ScanGrad : public Op {
