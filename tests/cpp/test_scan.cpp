@@ -202,6 +202,37 @@ TEST(Scan, RopMatchesFiniteDifferences) {
     EXPECT_NEAR(got.get_flat(i), (plus.get_flat(i) - minus.get_flat(i)) / (2 * eps), 1e-7) << i;
 }
 
+TEST(Scan, SequenceWorkIsPushedOutOfTheLoop) {
+  // x_t U + b depends only on the sequence: one product over the whole sequence outside the loop;
+  // the result equals the loop's with the rule excluded.
+  Var xs = matrix("xs", DType::Float64), h0 = vector("h0", DType::Float64);
+  Var W = matrix("W", DType::Float64), U = matrix("U", DType::Float64), b = vector("b", DType::Float64);
+  auto outs =
+      scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[1], a[2]) + (dot(a[0], a[3]) + a[4]))}; },
+           {xs}, {h0}, {W, U, b});
+  Var cost = sum(outs[0]);
+  std::vector<Var> g = grad(cost, {W, U, b});
+  Function f = function({In(xs), In(h0), In(W), In(U), In(b)}, {outs[0], g[0], g[1], g[2]});
+  auto dots_outside = [](const Function& fn) {
+    int k = 0;
+    for (const auto& n : fn.toposort())
+      if (n->op->name() == "dot" || n->op->name().rfind("Gemm", 0) == 0) ++k;
+    return k;
+  };
+  EXPECT_GE(dots_outside(f), 1);
+  const std::string saved = config().optimizer_excluding;
+  config().optimizer_excluding = "local_scan_push_out_seq";
+  Function plain = function({In(xs), In(h0), In(W), In(U), In(b)}, {outs[0], g[0], g[1], g[2]});
+  config().optimizer_excluding = saved;
+  EXPECT_EQ(dots_outside(plain), 0);
+  std::vector<NDArray> args{
+      random_array({7, 2}, DType::Float64, -1, 1, 31), random_array({3}, DType::Float64, -1, 1, 32),
+      random_array({3, 3}, DType::Float64, -0.5, 0.5, 33), random_array({2, 3}, DType::Float64, -1, 1, 34),
+      random_array({3}, DType::Float64, -1, 1, 35)};
+  auto a = f(args), p = plain(args);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_ALLCLOSE(a[i], p[i], 1e-12, 1e-12);
+}
+
 TEST(Scan, Errors) {
   Var x = vector("x", DType::Float64), s0 = scalar("s0", DType::Float32);
   EXPECT_ERROR(TypeError, scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] + a[0]}; }, {x}, {s0}),

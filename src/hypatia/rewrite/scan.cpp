@@ -1,10 +1,25 @@
-// Scan rules (phase canonicalize): a ScanGrad computes, per step, only the gradients the function
-// uses (local_scan_grad_unused: a gradient output without readers is dropped from its body, so a
-// model that asks for the weights' gradients does not also pay for the inputs' each step).
-// Expects ScanGrad nodes as Scan::grad builds them; guarantees the replacement has the same
-// output types and, for every output that is read, the same values (unread ones become zeros).
+// Scan rules (phase canonicalize).
+// - local_scan_push_out_seq: work in the body that depends only on sequence elements (one tap),
+//   non-sequences and constants (elementwise ops and matrix products whose first operand is such
+//   a value) is done once over the whole sequence outside the loop, and its result read as a new
+//   sequence: an RNN's x_t U becomes one matrix product X U (seed 002's "this should be just a
+//   GEMM call"). Only when a matrix product moves; not for until loops (they may stop early).
+// - local_scan_grad_unused: a ScanGrad computes per step only the gradients the function reads
+//   (a gradient output without readers is dropped from its body, so a model that asks for the
+//   weights' gradients does not also pay for the inputs' each step).
+// Expect Scan and ScanGrad nodes as scan_node and Scan::grad build them; guarantee replacements of
+// the same output types and, for every output that is read, the same values (unread ones of a
+// pruned ScanGrad become zeros).
 #include "hypatia/ops/scan.h"
 
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hypatia/graph/fgraph.h"
+#include "hypatia/ops/blas.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/shape.h"
+#include "hypatia/ops/subtensor.h"
 #include "hypatia/rewrite/passes.h"
 #include "hypatia/rewrite/rewrite_util.h"
 
@@ -50,8 +65,97 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
   return apply_op(pruned, n.inputs);
 }
 
+std::optional<std::vector<Var>> scan_push_out_seq(FunctionGraph&, Apply& n) {
+  const auto& op = static_cast<const Scan&>(*n.op);
+  const ScanInfo& info = op.info;
+  if (info.until) return std::nullopt;
+  const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+  const Var& n_steps = n.inputs[0];
+  // Inner value -> its value at every step, outside (a leading time axis); inner non-sequence ->
+  // its outer value.
+  std::unordered_map<const Variable*, Var> over_time, outer_ns;
+  size_t inner = 0;
+  for (size_t s = 0; s < n_seq; ++s)
+    for (size_t k = 0; k < info.seq_taps[s].size(); ++k, ++inner)
+      if (info.seq_taps[s].size() == 1)  // row t of the sequence, for the steps that run
+        over_time[op.inner_inputs[inner].get()] = subtensor(n.inputs[1 + s], {sl(int64_t{0}, n_steps)});
+  inner += static_cast<size_t>(info.n_state_inputs());
+  for (int j = 0; j < info.n_nonseq; ++j, ++inner)
+    outer_ns[op.inner_inputs[inner].get()] = n.inputs[1 + n_seq + n_state + static_cast<size_t>(j)];
+  auto invariant = [&](const Var& v) -> Var {
+    if (v->is_constant()) return v;
+    auto it = outer_ns.find(v.get());
+    return it == outer_ns.end() ? Var() : it->second;
+  };
+  std::unordered_set<const Apply*> pushed;
+  bool moved_a_product = false;
+  for (const auto& node : toposort(op.inner_outputs)) {
+    if (node->nout() != 1 || !node->op->destroy_map().empty() || node->op->is_random() ||
+        !node->op->inner_functions().empty())
+      continue;
+    bool any_seq = false, ok = true;
+    for (const Var& v : node->inputs) {
+      if (over_time.count(v.get()))
+        any_seq = true;
+      else if (!invariant(v))
+        ok = false;
+    }
+    if (!ok || !any_seq) continue;
+    Var outer;
+    if (elemwise_op(node.get())) {
+      std::vector<Var> ins;
+      for (const Var& v : node->inputs) {
+        auto it = over_time.find(v.get());
+        ins.push_back(it != over_time.end() ? it->second : expand_dims(invariant(v), 0));
+      }
+      outer = apply_op1(node->op, ins);
+    } else if (typeid(*node->op) == typeid(Dot) && over_time.count(node->inputs[0].get()) &&
+               !over_time.count(node->inputs[1].get()) && node->inputs[0]->ndim() >= 1) {
+      outer = dot(over_time.at(node->inputs[0].get()), invariant(node->inputs[1]));
+      moved_a_product = true;
+    } else {
+      continue;
+    }
+    if (outer->dtype() != node->output(0)->dtype() || outer->ndim() != node->output(0)->ndim() + 1) continue;
+    over_time[node->output_ptr(0)] = outer;
+    pushed.insert(node.get());
+  }
+  if (!moved_a_product) return std::nullopt;
+  // The values the remaining body reads from moved nodes become new sequences.
+  std::vector<Var> frontier;
+  std::unordered_set<const Variable*> seen;
+  auto take = [&](const Var& v) {
+    if (v->owner && pushed.count(v->owner) && seen.insert(v.get()).second) frontier.push_back(v);
+  };
+  for (const auto& node : toposort(op.inner_outputs))
+    if (!pushed.count(node.get()))
+      for (const Var& v : node->inputs) take(v);
+  for (const Var& v : op.inner_outputs) take(v);
+  if (frontier.empty()) return std::nullopt;
+  ScanInfo ni = info;
+  std::vector<Var> inputs(op.inner_inputs.begin(), op.inner_inputs.begin() + info.n_seq_inputs());
+  std::vector<Var> seqs(n.inputs.begin() + 1, n.inputs.begin() + 1 + static_cast<long>(n_seq));
+  std::vector<std::pair<Var, Var>> repl;
+  for (const Var& v : frontier) {
+    Var elem = variable(v->type, v->name);
+    inputs.push_back(elem);
+    repl.emplace_back(v, elem);
+    ni.seq_taps.push_back({0});
+    seqs.push_back(over_time.at(v.get()));
+  }
+  inputs.insert(inputs.end(), op.inner_inputs.begin() + info.n_seq_inputs(), op.inner_inputs.end());
+  std::vector<Var> outputs = clone_graph(op.inner_outputs, repl);
+  std::vector<Var> windows(n.inputs.begin() + 1 + static_cast<long>(n_seq),
+                           n.inputs.begin() + 1 + static_cast<long>(n_seq + n_state));
+  std::vector<Var> nonseqs(n.inputs.begin() + 1 + static_cast<long>(n_seq + n_state), n.inputs.end());
+  return scan_node(ni, inputs, outputs, n_steps, seqs, windows, nonseqs);
+}
+
 }  // namespace
 
-std::vector<LocalRewrite> scan_rules() { return {{"local_scan_grad_unused", {typeid(ScanGrad)}, scan_grad_unused}}; }
+std::vector<LocalRewrite> scan_rules() {
+  return {{"local_scan_push_out_seq", {typeid(Scan)}, scan_push_out_seq},
+          {"local_scan_grad_unused", {typeid(ScanGrad)}, scan_grad_unused}};
+}
 
 }  // namespace hypatia::rewrite
