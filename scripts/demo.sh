@@ -24,3 +24,6 @@ $py examples/python/seed003_mlp.py
 echo
 echo "== Python: a denoising autoencoder, corruption drawn in the graph by RandomStreams, beside numpy =="
 $py examples/python/denoising_autoencoder.py 5
+echo
+echo "== Python: an Elman RNN trained with scan (BPTT), beside the same network in numpy =="
+$py examples/python/rnn_scan.py 8
