@@ -260,3 +260,30 @@ def test_rop_through_scan():
     eps = 1e-6
     num = (g(Xv, hv, Wv + eps * Vv) - g(Xv, hv, Wv - eps * Vv)) / (2 * eps)
     np.testing.assert_allclose(f(Xv, hv, Wv, Vv), num, atol=1e-7)
+
+
+def test_rewrites_save_mem_and_loop_invariants():
+    Scan = theano._core.Scan
+    x0, n = T.dscalar("x0"), T.lscalar("n")
+    out, _ = theano.scan(lambda x: x + 1, outputs_info=x0, n_steps=n)
+    f = theano.function([x0, n], out[-1])
+    ops = [node.op for node in f.maker.fgraph.toposort() if isinstance(node.op, Scan)]
+    assert len(ops) == 1 and ops[0].state_traced == [False]  # only the last step is read: no trace
+    assert f(0.0, 1000) == 1000.0
+    with pytest.raises(IndexError):  # out[-1] of zero steps, as without the rewrite
+        f(2.0, 0)
+    full = theano.function([x0, n], [out[-1], out])  # the trace is read: kept
+    assert [node.op for node in full.maker.fgraph.toposort() if isinstance(node.op, Scan)][0].state_traced == [True]
+    # W.T depends only on a non-sequence: computed once, outside the body.
+    W, h0 = T.dmatrix("W"), T.dvector("h0")
+    hs, _ = theano.scan(lambda h, W: T.tanh(T.dot(W.T, h)), outputs_info=h0, non_sequences=W, n_steps=3)
+    g = theano.function([h0, W], hs)
+    op = [node.op for node in g.maker.fgraph.toposort() if isinstance(node.op, Scan)][0]
+    inner = [str(a.op) for a in theano.gof.graph.io_toposort(op.inputs, op.outputs)]
+    assert not any(s.startswith("DimShuffle") for s in inner), inner
+    Wv, hv = rng.randn(3, 3) * 0.5, rng.randn(3)
+    h, want = hv, []
+    for _ in range(3):
+        h = np.tanh(Wv.T @ h)
+        want.append(h)
+    np.testing.assert_allclose(g(hv, Wv), want)

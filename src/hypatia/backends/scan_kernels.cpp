@@ -71,15 +71,18 @@ class ScanKernel final : public Kernel {
     check_sequences(who, info, a, n);
     const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
     const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
-    // State buffers: the initial window then one row per step.
+    // State buffers: the initial window then one row per step; an untraced state keeps a ring of
+    // window + 1 rows (step t writes row (window + t) mod L and reads the window before it).
     std::vector<NDArray> buf(n_state);
-    std::vector<int64_t> win(n_state);
+    std::vector<int64_t> win(n_state), len(n_state);
     for (size_t k = 0; k < n_state; ++k) {
       const NDArray w = window_of(who, info, a, k);
       win[k] = info.window(static_cast<int>(k));
-      buf[k] = NDArray::empty(with_length(win[k] + n, element_shape(w)), w.dtype());
+      len[k] = info.state_traced[k] ? win[k] + n : win[k] + 1;
+      buf[k] = NDArray::empty(with_length(len[k], element_shape(w)), w.dtype());
       buf[k].slice(0, 0, win[k], 1).assign(w);
     }
+    auto row_of = [&](size_t k, int64_t pos) { return buf[k].select(0, pos % len[k]); };
     std::vector<NDArray> nitsot(n_nitsot);
     args_.assign(op_.inner_inputs.size(), NDArray());
     outs_.resize(op_.inner_outputs.size());
@@ -91,10 +94,10 @@ class ScanKernel final : public Kernel {
       for (size_t s = 0; s < n_seq; ++s)
         for (int tap : info.seq_taps[s]) args_[i++] = a.in[1 + s]->select(0, t + tap - info.seq_taps[s].front());
       for (size_t k = 0; k < n_state; ++k)
-        for (int tap : info.state_taps[k]) args_[i++] = buf[k].select(0, win[k] + t + tap);
+        for (int tap : info.state_taps[k]) args_[i++] = row_of(k, win[k] + t + tap);
       body_->run(args_, outs_);
       for (size_t k = 0; k < n_state; ++k) {
-        const NDArray row = buf[k].select(0, win[k] + t);
+        const NDArray row = row_of(k, win[k] + t);
         if (!(outs_[k].shape() == row.shape()))
           fail<ValueError>(who, ": at step ", t, " the body's output ", k, " has shape ", outs_[k].shape().str(),
                            " but its state has shape ", row.shape().str(),
@@ -119,10 +122,14 @@ class ScanKernel final : public Kernel {
     for (auto& x : args_) x = NDArray();
     // Outputs: traces (the rows of the steps run), final values, nit-sot traces.
     for (size_t k = 0; k < n_state; ++k) {
-      if (info.state_traced[k])
+      if (info.state_traced[k]) {
         *a.out[k] = buf[k].slice(0, win[k], win[k] + done, 1);
-      else
-        *a.out[k] = buf[k].select(0, win[k] + done - 1).copy();
+        continue;
+      }
+      if (done == 0 && k < info.state_last_of_trace.size() && info.state_last_of_trace[k])
+        fail<IndexError>(who, ": output ", k, " is the last step of a loop that ran no step (index -1 is out of ",
+                         "bounds for axis 0 with size 0)");
+      *a.out[k] = row_of(k, win[k] + done - 1).copy();
     }
     for (size_t j = 0; j < n_nitsot; ++j) {
       if (nitsot[j].valid()) {

@@ -27,6 +27,10 @@ struct ScanInfo {
   /// Per state: whether the output is the trace of every step (else only the final value, as for
   /// shared-variable updates and random states).
   std::vector<bool> state_traced;
+  /// Per state (empty: none): the untraced output stands for the trace's last entry (the
+  /// save-memory rewrite made it), so zero steps is an IndexError as trace[-1] would be, instead
+  /// of the initial value a shared-variable update keeps.
+  std::vector<bool> state_last_of_trace;
   int n_nitsot = 0;
   int n_nonseq = 0;
   /// The body's last output is a condition that stops the loop after the step where it holds.

@@ -49,8 +49,11 @@ std::vector<LocalRewrite> canonicalize_subtensor_rules();
 std::vector<LocalRewrite> canonicalize_ifelse_rules();
 
 // scan.cpp
-/// ScanGrad: only the gradients the function reads are computed per step.
+/// Scan: loop-invariant and sequence-only work moved out of the body; ScanGrad: only the
+/// gradients the function reads are computed per step.
 std::vector<LocalRewrite> scan_rules();
+/// States read only at their last step keep no trace.
+bool scan_save_mem_pass(FunctionGraph& fg);
 
 // canonicalize_reduce.cpp
 /// Reductions over no axes, of added broadcastable dims, of reductions, of c * x, of neg(x).

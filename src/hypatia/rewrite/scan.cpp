@@ -4,6 +4,12 @@
 //   a value) is done once over the whole sequence outside the loop, and its result read as a new
 //   sequence: an RNN's x_t U becomes one matrix product X U (seed 002's "this should be just a
 //   GEMM call"). Only when a matrix product moves; not for until loops (they may stop early).
+// - local_scan_push_out_non_seq: work that depends only on non-sequences (W.T of a weight) is
+//   done once before the loop and read as a new non-sequence.
+// - scan_save_mem (a pass, in its own phase): a state whose trace is only read at its last step
+//   (out[-1]) is not traced: the loop keeps a ring of window + 1 rows instead of every step's
+//   value. It runs inside function(), after gradients were taken (ScanGrad reads the whole trace,
+//   so a state under a gradient keeps it).
 // - local_scan_grad_unused: a ScanGrad computes per step only the gradients the function reads
 //   (a gradient output without readers is dropped from its body, so a model that asks for the
 //   weights' gradients does not also pay for the inputs' each step).
@@ -22,6 +28,7 @@
 #include "hypatia/ops/subtensor.h"
 #include "hypatia/rewrite/passes.h"
 #include "hypatia/rewrite/rewrite_util.h"
+#include "hypatia/rewrite/rewriter.h"
 
 namespace hypatia::rewrite {
 namespace {
@@ -151,10 +158,116 @@ std::optional<std::vector<Var>> scan_push_out_seq(FunctionGraph&, Apply& n) {
   return scan_node(ni, inputs, outputs, n_steps, seqs, windows, nonseqs);
 }
 
+std::optional<std::vector<Var>> scan_push_out_non_seq(FunctionGraph&, Apply& n) {
+  const auto& op = static_cast<const Scan&>(*n.op);
+  const ScanInfo& info = op.info;
+  const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+  const size_t ns_base = static_cast<size_t>(info.n_seq_inputs() + info.n_state_inputs());
+  std::unordered_map<const Variable*, Var> outer;  // loop-invariant inner value -> its outer value
+  for (int j = 0; j < info.n_nonseq; ++j)
+    outer[op.inner_inputs[ns_base + static_cast<size_t>(j)].get()] =
+        n.inputs[1 + n_seq + n_state + static_cast<size_t>(j)];
+  std::unordered_set<const Apply*> pushed;
+  for (const auto& node : toposort(op.inner_outputs)) {
+    if (node->op->destroy_map().size() > 0 || node->op->is_random() || node->op->has_side_effects() ||
+        !node->op->inner_functions().empty())
+      continue;
+    bool ok = true, any_input = false;
+    std::vector<Var> ins;
+    for (const Var& v : node->inputs) {
+      if (v->is_constant()) {
+        ins.push_back(v);
+        continue;
+      }
+      auto it = outer.find(v.get());
+      if (it == outer.end()) {
+        ok = false;
+        break;
+      }
+      any_input = true;
+      ins.push_back(it->second);
+    }
+    if (!ok || !any_input) continue;  // only constants: the body's constant folding takes it
+    std::vector<Var> outs = apply_op(node->op, ins);
+    for (int o = 0; o < node->nout(); ++o) outer[node->output_ptr(o)] = outs[o];
+    pushed.insert(node.get());
+  }
+  std::vector<Var> frontier;
+  std::unordered_set<const Variable*> seen;
+  auto take = [&](const Var& v) {
+    if (v->owner && pushed.count(v->owner) && seen.insert(v.get()).second) frontier.push_back(v);
+  };
+  for (const auto& node : toposort(op.inner_outputs))
+    if (!pushed.count(node.get()))
+      for (const Var& v : node->inputs) take(v);
+  for (const Var& v : op.inner_outputs) take(v);
+  if (frontier.empty()) return std::nullopt;
+  std::vector<Var> inputs = op.inner_inputs;
+  std::vector<Var> nonseqs(n.inputs.begin() + 1 + static_cast<long>(n_seq + n_state), n.inputs.end());
+  std::vector<std::pair<Var, Var>> repl;
+  for (const Var& v : frontier) {
+    Var inner = variable(v->type, v->name);
+    inputs.push_back(inner);
+    repl.emplace_back(v, inner);
+    nonseqs.push_back(outer.at(v.get()));
+  }
+  std::vector<Var> outputs = clone_graph(op.inner_outputs, repl);
+  std::vector<Var> seqs(n.inputs.begin() + 1, n.inputs.begin() + 1 + static_cast<long>(n_seq));
+  std::vector<Var> windows(n.inputs.begin() + 1 + static_cast<long>(n_seq),
+                           n.inputs.begin() + 1 + static_cast<long>(n_seq + n_state));
+  return scan_node(info, inputs, outputs, n.inputs[0], seqs, windows, nonseqs);
+}
+
+/// Whether `c` reads the last entry of its input (x[-1]).
+bool reads_last(const Apply* c) {
+  if (!c || typeid(*c->op) != typeid(Subtensor)) return false;
+  const IndexSpec& spec = static_cast<const Subtensor&>(*c->op).spec;
+  return spec.size() == 1 && spec[0].kind == IndexEntry::Kind::Int && spec[0].a == IndexEntry::Bound::Const &&
+         spec[0].av == -1;
+}
+
 }  // namespace
 
+bool scan_save_mem_pass(FunctionGraph& fg) {
+  bool changed = false;
+  for (const auto& n : fg.toposort()) {
+    if (!fg.contains(n.get()) || typeid(*n->op) != typeid(Scan)) continue;
+    const auto& op = static_cast<const Scan&>(*n->op);
+    ScanInfo ni = op.info;
+    std::vector<bool> last_only(ni.state_taps.size(), false);
+    bool any = false;
+    for (size_t k = 0; k < ni.state_taps.size(); ++k) {
+      if (!ni.state_traced[k]) continue;
+      const auto& cl = fg.clients(n->output_ptr(static_cast<int>(k)));
+      bool all_last = !cl.empty();
+      for (const Client& c : cl) all_last = all_last && reads_last(c.node);
+      if (all_last) {
+        last_only[k] = any = true;
+        ni.state_traced[k] = false;
+        ni.state_last_of_trace.resize(ni.state_taps.size(), false);
+        ni.state_last_of_trace[k] = true;
+      }
+    }
+    if (!any) continue;
+    std::vector<Var> outs = apply_op(std::make_shared<Scan>(ni, op.inner_inputs, op.inner_outputs), n->inputs);
+    std::vector<std::pair<Var, Var>> pairs;
+    for (int o = 0; o < n->nout(); ++o) {
+      if (o < static_cast<int>(last_only.size()) && last_only[o]) {
+        const std::vector<Client> cl = fg.clients(n->output_ptr(o));
+        for (const Client& c : cl) pairs.emplace_back(c.node->output(0), retype(outs[o], c.node->output(0)->type));
+      } else {
+        pairs.emplace_back(n->output(o), outs[o]);
+      }
+    }
+    replace_by_rewrite(fg, pairs, "scan_save_mem");
+    changed = true;
+  }
+  return changed;
+}
+
 std::vector<LocalRewrite> scan_rules() {
-  return {{"local_scan_push_out_seq", {typeid(Scan)}, scan_push_out_seq},
+  return {{"local_scan_push_out_non_seq", {typeid(Scan)}, scan_push_out_non_seq},
+          {"local_scan_push_out_seq", {typeid(Scan)}, scan_push_out_seq},
           {"local_scan_grad_unused", {typeid(ScanGrad)}, scan_grad_unused}};
 }
 
