@@ -254,5 +254,49 @@ TEST(IfElse, AConstantConditionOrIdenticalBranchesLeaveNoIfElse) {
   }
 }
 
+TEST(IfElse, RewritesMergeNestLiftAndKeepLaziness) {
+  register_test_ops();
+  for (auto& r : g_runs) r = 0;
+  Var c = variable(scalar_type(DType::Int64), "c");
+  Var x = vector("x", DType::Float64);
+  auto count_ifelses = [](const Function& f) {
+    int k = 0;
+    for (const auto& n : f.toposort()) k += n->op->name().rfind("IfElse", 0) == 0;
+    return k;
+  };
+  auto run = [&](Function& f, int64_t cv) { return f({NDArray::scalar_int64(cv), NDArray::from_vector<double>({2})}); };
+  // Nested on the same condition: the inner choice is the outer's.
+  Var nested = ifelse(c, ifelse(c, x * 3.0, x * 5.0), x * 7.0);
+  Function fn = function({c, x}, {nested});
+  EXPECT_EQ(count_ifelses(fn), 1);
+  EXPECT_EQ(run(fn, 1)[0].get_flat(0), 6.0);
+  EXPECT_EQ(run(fn, 0)[0].get_flat(0), 14.0);
+  // The same elementwise op on both branches: chosen inputs, the op once.
+  Var lifted = ifelse(c, exp(x * 2.0), exp(x + 1.0));
+  Function fl = function({c, x}, {lifted});
+  int exps_after = 0;
+  for (const auto& n : fl.toposort())
+    if (n->op->name().find("exp") != std::string::npos)
+      for (const auto& in : n->inputs) exps_after += in->owner && in->owner->op->name().rfind("IfElse", 0) == 0;
+  EXPECT_EQ(exps_after, 1);
+  EXPECT_DOUBLE_EQ(run(fl, 1)[0].get_flat(0), std::exp(4.0));
+  EXPECT_DOUBLE_EQ(run(fl, 0)[0].get_flat(0), std::exp(3.0));
+  // Two ifelses on one condition become one, and still only the taken branches run.
+  Var y1 = ifelse(c, count(x, 0) * 2.0, count(x, 1) * 3.0);
+  Var y2 = ifelse(c, count(x, 2) + 1.0, count(x, 3) - 1.0);
+  FunctionOptions o;
+  o.mode = "FAST_RUN";
+  o.backend = std::string(kReferenceBackend);
+  Function fm = function({c, x}, {y1, y2}, o);
+  EXPECT_EQ(count_ifelses(fm), 1);
+  auto r = run(fm, 1);
+  EXPECT_EQ(r[0].get_flat(0), 4.0);
+  EXPECT_EQ(r[1].get_flat(0), 3.0);
+  EXPECT_EQ(runs(0), 1);
+  EXPECT_EQ(runs(2), 1);
+  EXPECT_EQ(runs(1), 0);
+  EXPECT_EQ(runs(3), 0);
+}
+
 }  // namespace
 }  // namespace hypatia

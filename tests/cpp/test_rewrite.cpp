@@ -404,9 +404,8 @@ std::vector<std::string> phase_names(const std::string& mode, const std::string&
 }
 
 /// The FAST_RUN pipeline as docs/ARCHITECTURE.md lists it.
-const std::vector<std::string> kFastRun = {
-    "merge1", "canonicalize",  "merge1.5", "stabilize",       "specialize",
-    "blas",   "scan_save_mem", "merge2",   "elemwise_fusion", "inplace_elemwise"};
+const std::vector<std::string> kFastRun = {"merge1", "canonicalize", "merge1.5", "stabilize",       "specialize",
+                                           "blas",   "control_flow", "merge2",   "elemwise_fusion", "inplace_elemwise"};
 
 TEST(Pipeline, PhaseOrderOfEachModeIsTheDocumentedList) {
   EXPECT_EQ(phase_names("FAST_RUN"), kFastRun);
@@ -438,8 +437,9 @@ TEST(Pipeline, EveryNameTheFlagsAreGivenExists) {
       {"stabilize", {"stabilize"}},
       {"specialize", {"specialize"}},
       {"blas", {"blas"}},
-      {"scan", {"scan_save_mem"}},
-      {"scan_save_mem", {"scan_save_mem"}},
+      {"scan", {"control_flow"}},
+      {"ifelse", {"control_flow"}},
+      {"control_flow", {"control_flow"}},
       {"fusion", {"elemwise_fusion"}},
       {"elemwise_fusion", {"elemwise_fusion"}},
       {"inplace", {"inplace_elemwise"}},
@@ -456,7 +456,7 @@ TEST(Pipeline, EveryNameTheFlagsAreGivenExists) {
   // ':'-separated lists, as the tests and the Python Mode pass them.
   EXPECT_EQ(phase_names("FAST_RUN", "", "fusion:inplace"),
             (std::vector<std::string>{"merge1", "canonicalize", "merge1.5", "stabilize", "specialize", "blas",
-                                      "scan_save_mem", "merge2"}));
+                                      "control_flow", "merge2"}));
   // Including adds a phase to a mode that does not run it, in pipeline order; in NONE only those named.
   EXPECT_EQ(phase_names("FAST_COMPILE", "stabilize"),
             (std::vector<std::string>{"merge1", "canonicalize", "stabilize"}));

@@ -45,8 +45,12 @@ std::vector<LocalRewrite> canonicalize_shape_rules();
 std::vector<LocalRewrite> canonicalize_subtensor_rules();
 
 // canonicalize_ifelse.cpp
-/// IfElse with a constant condition -> the branch it takes; with identical branches -> the branch.
+/// IfElse with a constant condition -> the branch it takes; with identical branches -> the branch;
+/// a branch that is an IfElse on the same condition -> its branch; the same elementwise op on both
+/// branches -> applied once after the choice.
 std::vector<LocalRewrite> canonicalize_ifelse_rules();
+/// IfElse nodes on one condition -> one IfElse.
+bool ifelse_merge_pass(FunctionGraph& fg);
 
 // scan.cpp
 /// Scan: loop-invariant and sequence-only work moved out of the body; ScanGrad: only the
@@ -54,6 +58,8 @@ std::vector<LocalRewrite> canonicalize_ifelse_rules();
 std::vector<LocalRewrite> scan_rules();
 /// States read only at their last step keep no trace.
 bool scan_save_mem_pass(FunctionGraph& fg);
+/// The control-flow pass: scan_save_mem_pass, then ifelse_merge_pass.
+bool control_flow_pass(FunctionGraph& fg);
 
 // canonicalize_reduce.cpp
 /// Reductions over no axes, of added broadcastable dims, of reductions, of c * x, of neg(x).

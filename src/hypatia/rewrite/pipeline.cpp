@@ -72,12 +72,13 @@ std::vector<RewritePhase> builtin_pipeline() {
       // dot + z -> Gemm, Gemv, Ger.
       {.name = "blas", .tags = {"blas", "fast_run"}, .modes = run, .opt_in = false, .locals = blas_rules()},
       // Scans whose states are read only at their last step keep no trace (after grad, which reads
-      // traces, and after the canonical forms made x[-1] one Subtensor).
-      {.name = "scan_save_mem",
-       .tags = {"scan", "fast_run"},
+      // traces, and after the canonical forms made x[-1] one Subtensor); IfElses on one condition
+      // become one.
+      {.name = "control_flow",
+       .tags = {"scan", "ifelse", "fast_run"},
        .modes = run,
        .opt_in = false,
-       .global = scan_save_mem_pass},
+       .global = control_flow_pass},
       // The rewrites above made equal computations out of different ones; fusion groups the rest.
       {.name = "merge2", .tags = {"merge", "fast_run"}, .modes = run, .opt_in = false, .global = merge_pass},
       {.name = "elemwise_fusion", .tags = {"fusion", "fast_run"}, .modes = run, .opt_in = false, .global = fusion_pass},

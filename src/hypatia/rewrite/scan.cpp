@@ -6,7 +6,7 @@
 //   GEMM call"). Only when a matrix product moves; not for until loops (they may stop early).
 // - local_scan_push_out_non_seq: work that depends only on non-sequences (W.T of a weight) is
 //   done once before the loop and read as a new non-sequence.
-// - scan_save_mem (a pass, in its own phase): a state whose trace is only read at its last step
+// - scan_save_mem (a pass, in phase control_flow): a state whose trace is only read at its last step
 //   (out[-1]) is not traced: the loop keeps a ring of window + 1 rows instead of every step's
 //   value. It runs inside function(), after gradients were taken (ScanGrad reads the whole trace,
 //   so a state under a gradient keeps it).
@@ -263,6 +263,12 @@ bool scan_save_mem_pass(FunctionGraph& fg) {
     changed = true;
   }
   return changed;
+}
+
+bool control_flow_pass(FunctionGraph& fg) {
+  const bool a = scan_save_mem_pass(fg);
+  const bool b = ifelse_merge_pass(fg);
+  return a || b;
 }
 
 std::vector<LocalRewrite> scan_rules() {
