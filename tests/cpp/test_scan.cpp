@@ -1,7 +1,9 @@
 // Scan: loops against plain C++ loops (cumulative sums, an RNN, several taps, nit-sots, until,
 // go_backwards, n_steps 0), BPTT against finite differences (verify_grad) on an RNN, a gated
 // recurrence, multiple taps, go_backwards and until, truncate_gradient, and errors.
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include "hypatia/ops/scan.h"
 #include "test_util.h"
@@ -231,6 +233,32 @@ TEST(Scan, SequenceWorkIsPushedOutOfTheLoop) {
       random_array({3}, DType::Float64, -1, 1, 35)};
   auto a = f(args), p = plain(args);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_ALLCLOSE(a[i], p[i], 1e-12, 1e-12);
+}
+
+TEST(Scan, CallsFromFourThreadsAtOnce) {
+  // Each call runs in a frame of its own; the body (a sub-program) is shared and thread-safe.
+  Var xs = matrix("xs", DType::Float64), h0 = vector("h0", DType::Float64), W = matrix("W", DType::Float64);
+  auto outs =
+      scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[2], a[1]) + a[0])}; }, {xs}, {h0}, {W});
+  Var g = grad(sum(outs[0]), W);
+  Function f = function({In(xs), In(h0), In(W)}, {outs[0], g});
+  std::vector<NDArray> args{random_array({20, 4}, DType::Float64, -1, 1, 41),
+                            random_array({4}, DType::Float64, -1, 1, 42),
+                            random_array({4, 4}, DType::Float64, -0.5, 0.5, 43)};
+  const auto want = f(args);
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        auto got = f(args);
+        if (!testing::compare_arrays(got[0], want[0], 0, 0).empty() ||
+            !testing::compare_arrays(got[1], want[1], 0, 0).empty())
+          ++bad;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 TEST(Scan, Errors) {
