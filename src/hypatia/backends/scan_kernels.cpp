@@ -185,21 +185,35 @@ class ScanGradKernel final : public Kernel {
     int64_t n = a.in[0]->get_flat_int(0);
     if (n_outs > 0) n = a.in[g_base]->shape(0);
     check_sequences(who, info, a, n);
-    // Full state buffers (window then trace) and their gradient accumulators.
-    std::vector<NDArray> full(n_state), acc(n_state);
+    // State values: position p < window is the initial window's row p, else trace row p - window.
+    // Their gradient accumulators: a ring of window + 1 rows (step t consumes position window + t
+    // and adds into the window before it; the consumed row is cleared for position t - 1).
+    std::vector<NDArray> windows(n_state), acc(n_state);
     std::vector<int64_t> win(n_state);
     for (size_t k = 0; k < n_state; ++k) {
-      const NDArray w = window_of(who, info, a, k);
-      const NDArray& trace = *a.in[n_fwd + k];
+      windows[k] = window_of(who, info, a, k);
       win[k] = info.window(static_cast<int>(k));
-      full[k] = NDArray::empty(with_length(win[k] + n, element_shape(w)), w.dtype());
-      full[k].slice(0, 0, win[k], 1).assign(w);
-      if (n > 0) full[k].slice(0, win[k], win[k] + n, 1).assign(trace.slice(0, 0, n, 1));
-      acc[k] = NDArray::zeros(full[k].shape(), w.dtype());
+      acc[k] = NDArray::zeros(with_length(win[k] + 1, element_shape(windows[k])), windows[k].dtype());
     }
-    // Gradients of the outer inputs (sequences, windows, non-sequences), zero to start.
+    auto value_at = [&](size_t k, int64_t p) {
+      return p < win[k] ? windows[k].select(0, p) : a.in[n_fwd + k]->select(0, p - win[k]);
+    };
+    auto acc_at = [&](size_t k, int64_t p) { return acc[k].select(0, p % (win[k] + 1)); };
+    // Gradients of the outer inputs (sequences, non-sequences), zero to start; a sequence whose
+    // gradient the body does not compute (pruned: nothing reads it) gets a broadcast zero.
+    std::vector<bool> seq_needed(n_seq, false);
+    {
+      std::vector<size_t> seq_of;
+      for (size_t s = 0; s < n_seq; ++s) seq_of.insert(seq_of.end(), info.seq_taps[s].size(), s);
+      for (int m : op_.grad_of)
+        if (static_cast<size_t>(m) < seq_of.size()) seq_needed[seq_of[static_cast<size_t>(m)]] = true;
+    }
     std::vector<NDArray> dseq(n_seq), dns(n_nonseq);
-    for (size_t s = 0; s < n_seq; ++s) dseq[s] = NDArray::zeros(a.in[1 + s]->shape(), a.in[1 + s]->dtype());
+    for (size_t s = 0; s < n_seq; ++s) {
+      const NDArray& x = *a.in[1 + s];
+      dseq[s] =
+          seq_needed[s] ? NDArray::zeros(x.shape(), x.dtype()) : NDArray::zeros({}, x.dtype()).broadcast_to(x.shape());
+    }
     for (size_t j = 0; j < n_nonseq; ++j) {
       const NDArray& x = *a.in[1 + n_seq + n_state + j];
       dns[j] = NDArray::zeros(x.shape(), x.dtype());
@@ -225,13 +239,14 @@ class ScanGradKernel final : public Kernel {
       for (size_t i = 0; i < n_inner - n_nonseq; ++i) {
         const Slot& sl = slots[i];
         args_[i] = sl.kind == 0 ? a.in[1 + sl.index]->select(0, t + sl.tap - info.seq_taps[sl.index].front())
-                                : full[sl.index].select(0, win[sl.index] + t + sl.tap);
+                                : value_at(sl.index, win[sl.index] + t + sl.tap);
       }
       for (size_t c = 0; c < op_.cot_of.size(); ++c) {
         const size_t o = static_cast<size_t>(op_.cot_of[c]);
         const NDArray g = a.in[g_base + o]->select(0, t);
         if (o < n_state) {
-          NDArray cot = acc[o].select(0, win[o] + t).copy();  // what later steps sent back
+          const NDArray pending = acc_at(o, win[o] + t);  // what later steps sent back
+          NDArray cot = pending.copy();
           add_into(who, cot, g);
           args_[n_inner + c] = cot;
         } else {
@@ -240,7 +255,10 @@ class ScanGradKernel final : public Kernel {
       }
       // The body's outputs at step t: state rows, nit-sot rows.
       const size_t known = n_inner + op_.cot_of.size();
-      for (size_t k = 0; k < n_state; ++k) args_[known + k] = full[k].select(0, win[k] + t);
+      for (size_t k = 0; k < n_state; ++k) {
+        args_[known + k] = value_at(k, win[k] + t);
+        acc_at(k, win[k] + t).fill(0.0);  // consumed (copied into the cotangent above)
+      }
       for (size_t j = 0; j < n_nitsot; ++j) args_[known + n_state + j] = a.in[n_fwd + n_state + j]->select(0, t);
       body_->run(args_, outs_);
       for (size_t m = 0; m < op_.grad_of.size(); ++m) {
@@ -248,7 +266,7 @@ class ScanGradKernel final : public Kernel {
         if (sl.kind == 0)
           add_into(who, dseq[sl.index].select(0, t + sl.tap - info.seq_taps[sl.index].front()), outs_[m]);
         else if (sl.kind == 1)
-          add_into(who, acc[sl.index].select(0, win[sl.index] + t + sl.tap), outs_[m]);
+          add_into(who, acc_at(sl.index, win[sl.index] + t + sl.tap), outs_[m]);
         else
           add_into(who, dns[sl.index], outs_[m]);
       }
@@ -260,7 +278,8 @@ class ScanGradKernel final : public Kernel {
       // The gradient of the initial value as given (which may hold more rows than the window).
       const NDArray& w = *a.in[1 + n_seq + k];
       NDArray d = NDArray::zeros(w.shape(), w.dtype());
-      d.slice(0, w.shape(0) - win[k], w.shape(0), 1).assign(acc[k].slice(0, 0, win[k], 1));
+      if (stop == 0)  // truncated: no gradient reaches the initial values
+        for (int64_t p = 0; p < win[k]; ++p) d.select(0, w.shape(0) - win[k] + p).assign(acc_at(k, p));
       *a.out[n_seq + k] = d;
     }
     for (size_t j = 0; j < n_nonseq; ++j) *a.out[n_seq + n_state + j] = dns[j];
