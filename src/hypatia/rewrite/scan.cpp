@@ -72,6 +72,21 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
   return apply_op(pruned, n.inputs);
 }
 
+/// The values of moved nodes that the rest of the body (or its outputs) reads: what the loop must
+/// now receive from outside.
+std::vector<Var> frontier_of(const std::vector<Var>& inner_outputs, const std::unordered_set<const Apply*>& pushed) {
+  std::vector<Var> frontier;
+  std::unordered_set<const Variable*> seen;
+  auto take = [&](const Var& v) {
+    if (v->owner && pushed.count(v->owner) && seen.insert(v.get()).second) frontier.push_back(v);
+  };
+  for (const auto& node : toposort(inner_outputs))
+    if (!pushed.count(node.get()))
+      for (const Var& v : node->inputs) take(v);
+  for (const Var& v : inner_outputs) take(v);
+  return frontier;
+}
+
 std::optional<std::vector<Var>> scan_push_out_seq(FunctionGraph&, Apply& n) {
   const auto& op = static_cast<const Scan&>(*n.op);
   const ScanInfo& info = op.info;
@@ -129,15 +144,7 @@ std::optional<std::vector<Var>> scan_push_out_seq(FunctionGraph&, Apply& n) {
   }
   if (!moved_a_product) return std::nullopt;
   // The values the remaining body reads from moved nodes become new sequences.
-  std::vector<Var> frontier;
-  std::unordered_set<const Variable*> seen;
-  auto take = [&](const Var& v) {
-    if (v->owner && pushed.count(v->owner) && seen.insert(v.get()).second) frontier.push_back(v);
-  };
-  for (const auto& node : toposort(op.inner_outputs))
-    if (!pushed.count(node.get()))
-      for (const Var& v : node->inputs) take(v);
-  for (const Var& v : op.inner_outputs) take(v);
+  const std::vector<Var> frontier = frontier_of(op.inner_outputs, pushed);
   if (frontier.empty()) return std::nullopt;
   ScanInfo ni = info;
   std::vector<Var> inputs(op.inner_inputs.begin(), op.inner_inputs.begin() + info.n_seq_inputs());
@@ -192,15 +199,7 @@ std::optional<std::vector<Var>> scan_push_out_non_seq(FunctionGraph&, Apply& n) 
     for (int o = 0; o < node->nout(); ++o) outer[node->output_ptr(o)] = outs[o];
     pushed.insert(node.get());
   }
-  std::vector<Var> frontier;
-  std::unordered_set<const Variable*> seen;
-  auto take = [&](const Var& v) {
-    if (v->owner && pushed.count(v->owner) && seen.insert(v.get()).second) frontier.push_back(v);
-  };
-  for (const auto& node : toposort(op.inner_outputs))
-    if (!pushed.count(node.get()))
-      for (const Var& v : node->inputs) take(v);
-  for (const Var& v : op.inner_outputs) take(v);
+  const std::vector<Var> frontier = frontier_of(op.inner_outputs, pushed);
   if (frontier.empty()) return std::nullopt;
   std::vector<Var> inputs = op.inner_inputs;
   std::vector<Var> nonseqs(n.inputs.begin() + 1 + static_cast<long>(n_seq + n_state), n.inputs.end());
