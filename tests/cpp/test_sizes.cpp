@@ -457,7 +457,9 @@ TEST(Sizes, MergedExtremeSlicesMatchPython) {
   Var a = lscalar("a"), b = lscalar("b"), s = lscalar("s"), c = lscalar("c"), d = lscalar("d"), t = lscalar("t");
   auto sym = compile_all({x, a, b, s, c, d, t}, {subtensor(subtensor(x, {sl(a, b, s)}), {sl(c, d, t)})});
   std::mt19937_64 rng(11);
-  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{8}}) {
+  const std::vector<int64_t> lengths =
+      testing::kSanitizerBuild ? std::vector<int64_t>{0, 5} : std::vector<int64_t>{0, 1, 5, 8};
+  for (int64_t n : lengths) {
     const auto bs = bounds_for(n);
     auto pick_b = [&] { return bs[rng() % bs.size()]; };
     auto pick_s = [&] { return kSteps[rng() % kSteps.size()]; };

@@ -14,6 +14,16 @@
 
 namespace hypatia::testing {
 
+/// Whether this binary runs under a sanitizer (the ASan + UBSan and the TSan builds): the heaviest
+/// tests run a subset of their cases there, so that CI stays well under its time budget; the
+/// Release suite runs every case.
+inline constexpr bool kSanitizerBuild =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#else
+    false;
+#endif
+
 /// Expects a and b to have the same shape and values within tolerance (compare_arrays).
 #define EXPECT_ALLCLOSE(a, b, ...) EXPECT_EQ(::hypatia::testing::compare_arrays(a, b, ##__VA_ARGS__), "")
 
