@@ -62,8 +62,7 @@ bool fold_output_too_large(const Apply& n) {
 std::optional<std::vector<Var>> constant_fold(FunctionGraph&, Apply& n) {
   const RewriteTarget* target = current_rewrite_target();
   if (!target || !target->evaluate) return std::nullopt;
-  if (n.inputs.empty() || !n.op->destroy_map().empty() || n.op->has_side_effects() ||
-      n.op->is_random())
+  if (n.inputs.empty() || !n.op->destroy_map().empty() || n.op->has_side_effects() || n.op->is_random())
     return std::nullopt;
   for (const auto& in : n.inputs)
     if (!in->is_constant()) return std::nullopt;
