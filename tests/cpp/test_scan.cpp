@@ -261,6 +261,130 @@ TEST(Scan, CallsFromFourThreadsAtOnce) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+/// The raw bytes of a (contiguous copy of an) array, for bit-for-bit comparisons.
+std::vector<std::byte> bytes_of(const NDArray& a) {
+  const NDArray c = a.ascontiguous();
+  return std::vector<std::byte>(c.data<std::byte>(), c.data<std::byte>() + c.nbytes());
+}
+
+TEST(Scan, ScalarBodiesMatchTheArrayPathBitForBit) {
+  // A body of 0-d values runs on elements (InnerRunner::run_scalars, no arrays per step); the
+  // same recurrence on 1-element vectors runs on arrays. Both must give the same bits: fused
+  // transcendentals and a nit-sot in float32 and float64, a two-tap state of which only the last
+  // value is read (a ring buffer), integer arithmetic, outputs that are an input or a constant.
+  const int T = 37;
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    auto body = [dt](const std::vector<Var>& a) {
+      Var s = a[0], x = a[1];
+      Var nx = tanh(x * constant(0.9, dt) + s) + exp(-x) * constant(0.1, dt);
+      return std::vector<Var>{nx, nx * s + sqrt(abs(x))};
+    };
+    NDArray sv = random_array({T}, dt, -2, 2, 7), xv = make_array({0.3}, {}, dt);
+    Var s1 = vector("s", dt), x1 = scalar("x0", dt);
+    auto o1 = scan(body, {s1}, {x1, nullptr});
+    auto r1 = function({In(s1), In(x1)}, {o1[0], o1[1]})({sv, xv});
+    Var s2 = matrix("s", dt), x2 = vector("x0", dt);
+    auto o2 = scan(body, {s2}, {x2, nullptr});
+    auto r2 = function({In(s2), In(x2)}, {o2[0], o2[1]})({sv.reshape({T, 1}), xv.reshape({1})});
+    EXPECT_EQ(bytes_of(r1[0]), bytes_of(r2[0]));
+    EXPECT_EQ(bytes_of(r1[1]), bytes_of(r2[1]));
+    EXPECT_EQ(r1[0].shape(), (Shape{T}));
+  }
+  {
+    // Fibonacci with taps [-2, -1], only the last value read.
+    auto fib = [](int ndim) {
+      Var init = ndim == 0 ? vector("init", DType::Float64) : matrix("init", DType::Float64);
+      ScanInfo info;
+      info.state_taps = {{-2, -1}};
+      info.state_traced = {true};
+      Var a = ndim == 0 ? scalar("", DType::Float64) : vector("", DType::Float64);
+      Var b = ndim == 0 ? scalar("", DType::Float64) : vector("", DType::Float64);
+      auto outs = scan_node(info, {a, b}, {a + b * 1.0000001}, int_constant(60), {}, {init}, {});
+      Function f = function({In(init)}, {subtensor(outs[0], {Index(int64_t{-1})})});
+      NDArray iv = make_array({1, 1}, {2}, DType::Float64);
+      return f({ndim == 0 ? iv : iv.reshape({2, 1})})[0];
+    };
+    const NDArray a = fib(0), b = fib(1);
+    EXPECT_EQ(bytes_of(a), bytes_of(b));
+    EXPECT_NEAR(a.get_flat(0), 4.05e12, 0.01e12);
+  }
+  {
+    // int32: x_t = (3 x + s_t) mod 1001, with x // 7, the input itself and a constant as nit-sots.
+    Var s = vector("s", DType::Int32), x0 = scalar("x0", DType::Int32);
+    auto outs = scan(
+        [](const std::vector<Var>& a) {
+          Var nx = (a[1] * constant(3, DType::Int32) + a[0]) % constant(1001, DType::Int32);
+          return std::vector<Var>{nx, int_div(nx, constant(7, DType::Int32)), a[0], constant(2.5, DType::Float64)};
+        },
+        {s}, {x0, nullptr, nullptr, nullptr});
+    std::vector<double> sv(T);
+    for (int t = 0; t < T; ++t) sv[t] = (t * 37) % 101 - 50;
+    auto r = function({In(s), In(x0)}, {outs[0], outs[1], outs[2], outs[3]})(
+        {make_array(sv, {T}, DType::Int32), make_array({5}, {}, DType::Int32)});
+    int64_t x = 5;
+    for (int t = 0; t < T; ++t) {
+      x = ((3 * x + static_cast<int64_t>(sv[t])) % 1001 + 1001) % 1001;  // numpy's sign rule (divisor's)
+      EXPECT_EQ(r[0].get_flat_int(t), x) << t;
+      EXPECT_EQ(r[1].get_flat_int(t), x / 7) << t;
+      EXPECT_EQ(r[2].get_flat_int(t), static_cast<int64_t>(sv[t])) << t;
+      EXPECT_EQ(r[3].get_flat(t), 2.5) << t;
+    }
+  }
+  {
+    // x_t = 2 x_{t-1} until x > 100 (an int8 condition), with a nit-sot.
+    Var x0 = scalar("x0", DType::Float32);
+    ScanInfo info;
+    info.state_taps = {{-1}};
+    info.state_traced = {true};
+    info.n_nitsot = 1;
+    info.until = true;
+    Var prev = scalar("prev", DType::Float32);
+    Var nxt = prev * constant(2.0, DType::Float32);
+    auto outs =
+        scan_node(info, {prev}, {nxt, prev + constant(1.0, DType::Float32), gt(nxt, constant(100.0, DType::Float32))},
+                  int_constant(1000), {}, {expand_dims(x0, 0)}, {});
+    auto r = function({In(x0)}, {outs[0], outs[1]})({make_array({3}, {}, DType::Float32)});
+    EXPECT_ALLCLOSE(r[0], make_array({6, 12, 24, 48, 96, 192}, {6}, DType::Float32), 0, 0);
+    EXPECT_ALLCLOSE(r[1], make_array({4, 7, 13, 25, 49, 97}, {6}, DType::Float32), 0, 0);
+  }
+}
+
+TEST(Scan, FunctionRunnerOnScalarsAndArrays) {
+  // Function::runner(): a function of 0-d values runs on elements, others on arrays with their
+  // buffers kept from one run to the next.
+  testing::DebugChecks fast(false);
+  Var x = scalar("x", DType::Float64), y = scalar("y", DType::Float64);
+  Function f = function({In(x), In(y)}, {x * y + 1.0, x, constant(4.0, DType::Float64)});
+  auto r = f.runner();
+  ASSERT_TRUE(r->scalar());
+  double in[2] = {3, 5}, out[3] = {0, 0, 0};
+  const std::byte* pin[2] = {reinterpret_cast<const std::byte*>(&in[0]), reinterpret_cast<const std::byte*>(&in[1])};
+  std::byte* pout[3] = {reinterpret_cast<std::byte*>(&out[0]), reinterpret_cast<std::byte*>(&out[1]),
+                        reinterpret_cast<std::byte*>(&out[2])};
+  r->run_scalars(pin, pout);
+  EXPECT_EQ(out[0], 16);
+  EXPECT_EQ(out[1], 3);
+  EXPECT_EQ(out[2], 4);
+  std::vector<NDArray> outs(3);
+  const std::vector<NDArray> xy{make_array({2}, {}, DType::Float64), make_array({4}, {}, DType::Float64)};
+  r->run(xy, outs);
+  EXPECT_EQ(outs[0].get_flat(0), 9);
+  Var v = vector("v", DType::Float64);
+  Function g = function({In(v)}, {exp(v) * 2.0});
+  auto rv = g.runner();
+  EXPECT_FALSE(rv->scalar());
+  std::vector<NDArray> o(1);
+  const NDArray a = random_array({100}, DType::Float64, -1, 1, 3);
+  rv->run(std::vector<NDArray>{a}, o);
+  const std::byte* first = o[0].data<std::byte>();
+  EXPECT_ALLCLOSE(o[0], g({a})[0], 0, 0);
+  rv->run(std::vector<NDArray>{a}, o);  // the output the caller gave back is this run's buffer
+  EXPECT_EQ(o[0].data<std::byte>(), first);
+  EXPECT_ERROR(TypeError, rv->run(std::vector<NDArray>{make_array({1}, {}, DType::Float64)}, o), "expected");
+  rv->release();
+}
+
 TEST(Scan, Errors) {
   Var x = vector("x", DType::Float64), s0 = scalar("s0", DType::Float32);
   EXPECT_ERROR(TypeError, scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] + a[0]}; }, {x}, {s0}),

@@ -24,6 +24,20 @@ inline constexpr bool kSanitizerBuild =
     false;
 #endif
 
+/// Sets config().debug_checks for a scope. The suite runs with it on (every function in DebugMode,
+/// checked against the reference kernels); tests of the fast paths that DebugMode replaces (the
+/// scalar loop of scan, Function::runner) turn it off.
+class DebugChecks {
+ public:
+  explicit DebugChecks(bool on) : saved_(config().debug_checks) { config().debug_checks = on; }
+  ~DebugChecks() { config().debug_checks = saved_; }
+  DebugChecks(const DebugChecks&) = delete;
+  DebugChecks& operator=(const DebugChecks&) = delete;
+
+ private:
+  bool saved_;
+};
+
 /// Expects a and b to have the same shape and values within tolerance (compare_arrays).
 #define EXPECT_ALLCLOSE(a, b, ...) EXPECT_EQ(::hypatia::testing::compare_arrays(a, b, ##__VA_ARGS__), "")
 

@@ -103,6 +103,13 @@ class CompositeCpuKernel final : public Kernel {
     return run_m<kMaxOperands>(shape, strides, base);
   }
 
+  bool has_scalar_path() const override { return true; }
+  // What run() does for 0-d operands: one element, every stride 0 (a 0-d loop's inner stride).
+  void run_scalars(const std::byte* const* in, std::byte* const* out) override {
+    static constexpr std::array<int64_t, kMaxOperands> kZero{};
+    prog_.eval(in, kZero.data(), out, kZero.data(), 1, TileProgram::scratch());
+  }
+
  private:
   template <int M>
   void run_m(const Shape& shape, const std::array<Strides, kMaxOperands>& strides,

@@ -10,6 +10,24 @@ void Kernel::bind_inner(std::vector<std::shared_ptr<InnerProgram>>) {
   throw InternalError("Kernel::bind_inner: this kernel runs no inner functions");
 }
 
+void Kernel::run_scalars(const std::byte* const*, std::byte* const*) {
+  throw InternalError("Kernel::run_scalars: this kernel has no scalar path");
+}
+
+void InnerRunner::run_scalars(const std::byte* const*, std::byte* const*) {
+  throw InternalError("InnerRunner::run_scalars: this body is not all scalars");
+}
+
+std::unique_ptr<InnerRunner> InnerProgram::runner() {
+  struct Calls final : InnerRunner {
+    InnerProgram* p;
+    void run(std::span<const NDArray> args, std::span<NDArray> outs) override { p->run(args, outs); }
+  };
+  auto r = std::make_unique<Calls>();
+  r->p = this;
+  return r;
+}
+
 std::vector<int> Kernel::run_lazy(const KernelArgs&, std::span<const bool>) {
   throw InternalError("Kernel::run_lazy: this kernel is not lazy");
 }

@@ -26,6 +26,25 @@ struct KernelArgs {
   std::span<NDArray* const> out;
 };
 
+/// A private way to run an inner program many times in a row (a loop's body, once per step):
+/// made once by the kernel that loops, used by that kernel only (not thread-safe), it keeps a
+/// frame of its own between runs, so that a step costs the body's kernels and little else.
+class InnerRunner {
+ public:
+  virtual ~InnerRunner() = default;
+  /// One run, as InnerProgram::run. The outputs may share memory with the arguments and with
+  /// the body's constants: the caller reads them (or copies them) and does not write them.
+  virtual void run(std::span<const NDArray> args, std::span<NDArray> outs) = 0;
+  /// Whether run_scalars can be used: every inner input and output is 0-d (of at most 8 bytes)
+  /// and every node of the body has a scalar path (Kernel::has_scalar_path).
+  virtual bool scalar() const { return false; }
+  /// One run on elements: in[i] points at inner input i's element, out[k] at where inner output
+  /// k's element is written (no output element overlaps an input's). Only when scalar().
+  virtual void run_scalars(const std::byte* const* in, std::byte* const* out);
+  /// Drops the references to the last run's arguments and outputs (the loop is over).
+  virtual void release() {}
+};
+
 /// A compiled inner function (Op::inner_functions) that a kernel runs: a sub-program of the
 /// function's program (runtime/program.h implements it). run() is thread-safe and re-entrant.
 class InnerProgram {
@@ -34,6 +53,8 @@ class InnerProgram {
   /// One run: args.size() == the inner inputs, outs.size() == the inner outputs. An array left in
   /// outs[i] by the previous run that nothing else references is reused as output i's buffer.
   virtual void run(std::span<const NDArray> args, std::span<NDArray> outs) = 0;
+  /// A runner for many runs in a row by one kernel (the default calls run()).
+  virtual std::unique_ptr<InnerRunner> runner();
 };
 
 /// A kernel bound to one Apply node; built once at compile time, run on every call.
@@ -49,6 +70,13 @@ class Kernel {
   /// needs before it can finish, or nothing once it has written its outputs. The runtime computes
   /// what it asked for and calls again (Theano's lazy thunks).
   virtual std::vector<int> run_lazy(const KernelArgs& args, std::span<const bool> ready);
+  /// Whether run_scalars computes this node when all its inputs and outputs are 0-d: a loop body
+  /// of scalars then runs without building arrays (InnerRunner::run_scalars). The result must be
+  /// the one run() gives, bit for bit.
+  virtual bool has_scalar_path() const { return false; }
+  /// in[i] points at input i's element, out[k] at where output k's element is written; the
+  /// element types are the node's. Only when has_scalar_path().
+  virtual void run_scalars(const std::byte* const* in, std::byte* const* out);
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Apply& node)>;

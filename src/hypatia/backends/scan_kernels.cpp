@@ -57,10 +57,29 @@ void copy_row(const NDArray& dst, const NDArray& src) {
     dst.assign(src);
 }
 
+/// Whether a 0-d element of dtype `dt` at p is non-zero (an until condition).
+bool element_true(const std::byte* p, DType dt) {
+  return dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v != T(0);
+  });
+}
+
+/// Drops the runner's references to the loop's buffers when the kernel returns or throws.
+struct ReleaseRunner {
+  InnerRunner* r;
+  ~ReleaseRunner() { r->release(); }
+};
+
 class ScanKernel final : public Kernel {
  public:
   explicit ScanKernel(const Scan& op) : op_(op) {}
-  void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override { body_ = std::move(programs.at(0)); }
+  void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override {
+    body_ = std::move(programs.at(0));
+    runner_ = body_->runner();
+  }
 
   void run(const KernelArgs& a) override {
     const ScanInfo& info = op_.info;
@@ -69,21 +88,66 @@ class ScanKernel final : public Kernel {
     const int64_t n = a.in[0]->get_flat_int(0);
     if (n < 0) fail<ValueError>(who, ": n_steps is negative (", n, ")");
     check_sequences(who, info, a, n);
-    const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+    const size_t n_state = info.state_taps.size();
     const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
     // State buffers: the initial window then one row per step; an untraced state keeps a ring of
     // window + 1 rows (step t writes row (window + t) mod L and reads the window before it).
-    std::vector<NDArray> buf(n_state);
-    std::vector<int64_t> win(n_state), len(n_state);
+    Loop L;
+    L.buf.resize(n_state);
+    L.win.resize(n_state);
+    L.len.resize(n_state);
     for (size_t k = 0; k < n_state; ++k) {
       const NDArray w = window_of(who, info, a, k);
-      win[k] = info.window(static_cast<int>(k));
-      len[k] = info.state_traced[k] ? win[k] + n : win[k] + 1;
-      buf[k] = NDArray::empty(with_length(len[k], element_shape(w)), w.dtype());
-      buf[k].slice(0, 0, win[k], 1).assign(w);
+      L.win[k] = info.window(static_cast<int>(k));
+      L.len[k] = info.state_traced[k] ? L.win[k] + n : L.win[k] + 1;
+      L.buf[k] = NDArray::empty(with_length(L.len[k], element_shape(w)), w.dtype());
+      L.buf[k].slice(0, 0, L.win[k], 1).assign(w);
     }
-    auto row_of = [&](size_t k, int64_t pos) { return buf[k].select(0, pos % len[k]); };
-    std::vector<NDArray> nitsot(n_nitsot);
+    L.nitsot.resize(n_nitsot);
+    int64_t done = 0;
+    {
+      ReleaseRunner release{runner_.get()};
+      done = runner_->scalar() ? scalar_steps(who, a, n, L) : array_steps(who, a, n, L);
+    }
+    // Outputs: traces (the rows of the steps run), final values, nit-sot traces.
+    for (size_t k = 0; k < n_state; ++k) {
+      if (info.state_traced[k]) {
+        *a.out[k] = L.buf[k].slice(0, L.win[k], L.win[k] + done, 1);
+        continue;
+      }
+      if (done == 0 && k < info.state_last_of_trace.size() && info.state_last_of_trace[k])
+        fail<IndexError>(who, ": output ", k, " is the last step of a loop that ran no step (index -1 is out of ",
+                         "bounds for axis 0 with size 0)");
+      *a.out[k] = L.buf[k].select(0, (L.win[k] + done - 1) % L.len[k]).copy();
+    }
+    for (size_t j = 0; j < n_nitsot; ++j) {
+      if (L.nitsot[j].valid() && done > 0) {
+        *a.out[n_state + j] = L.nitsot[j].slice(0, 0, done, 1);
+      } else {
+        // No step ran: the element shape is unknown; zeros on every axis but broadcastable ones.
+        const TensorType& t = op_.inner_outputs[n_state + j]->type;
+        Shape s{0};
+        for (int d = 0; d < t.ndim(); ++d) s.push_back(t.broadcastable[d] ? 1 : 0);
+        *a.out[n_state + j] = NDArray::zeros(s, t.dtype);
+      }
+    }
+  }
+
+ private:
+  /// The loop's buffers: per state its buffer, window and length; per nit-sot output its trace.
+  struct Loop {
+    std::vector<NDArray> buf;
+    std::vector<int64_t> win, len;
+    std::vector<NDArray> nitsot;
+  };
+
+  /// Steps on arrays (the body's runner per step, outputs copied into the buffers); returns the
+  /// number of steps run.
+  int64_t array_steps(const std::string& who, const KernelArgs& a, int64_t n, Loop& L) {
+    const ScanInfo& info = op_.info;
+    const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+    const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
+    auto row_of = [&](size_t k, int64_t pos) { return L.buf[k].select(0, pos % L.len[k]); };
     args_.assign(op_.inner_inputs.size(), NDArray());
     outs_.resize(op_.inner_outputs.size());
     const size_t ns_base = static_cast<size_t>(info.n_seq_inputs() + info.n_state_inputs());
@@ -94,10 +158,10 @@ class ScanKernel final : public Kernel {
       for (size_t s = 0; s < n_seq; ++s)
         for (int tap : info.seq_taps[s]) args_[i++] = a.in[1 + s]->select(0, t + tap - info.seq_taps[s].front());
       for (size_t k = 0; k < n_state; ++k)
-        for (int tap : info.state_taps[k]) args_[i++] = row_of(k, win[k] + t + tap);
-      body_->run(args_, outs_);
+        for (int tap : info.state_taps[k]) args_[i++] = row_of(k, L.win[k] + t + tap);
+      runner_->run(args_, outs_);
       for (size_t k = 0; k < n_state; ++k) {
-        const NDArray row = row_of(k, win[k] + t);
+        const NDArray row = row_of(k, L.win[k] + t);
         if (!(outs_[k].shape() == row.shape()))
           fail<ValueError>(who, ": at step ", t, " the body's output ", k, " has shape ", outs_[k].shape().str(),
                            " but its state has shape ", row.shape().str(),
@@ -106,8 +170,8 @@ class ScanKernel final : public Kernel {
       }
       for (size_t j = 0; j < n_nitsot; ++j) {
         const NDArray& v = outs_[n_state + j];
-        if (t == 0) nitsot[j] = NDArray::empty(with_length(n, v.shape()), v.dtype());
-        const NDArray row = nitsot[j].select(0, t);
+        if (t == 0) L.nitsot[j] = NDArray::empty(with_length(n, v.shape()), v.dtype());
+        const NDArray row = L.nitsot[j].select(0, t);
         if (!(v.shape() == row.shape()))
           fail<ValueError>(who, ": at step ", t, " the body's output ", n_state + j, " has shape ", v.shape().str(),
                            "; earlier steps gave ", row.shape().str());
@@ -120,33 +184,71 @@ class ScanKernel final : public Kernel {
       check_cancelled();
     }
     for (auto& x : args_) x = NDArray();
-    // Outputs: traces (the rows of the steps run), final values, nit-sot traces.
-    for (size_t k = 0; k < n_state; ++k) {
-      if (info.state_traced[k]) {
-        *a.out[k] = buf[k].slice(0, win[k], win[k] + done, 1);
-        continue;
-      }
-      if (done == 0 && k < info.state_last_of_trace.size() && info.state_last_of_trace[k])
-        fail<IndexError>(who, ": output ", k, " is the last step of a loop that ran no step (index -1 is out of ",
-                         "bounds for axis 0 with size 0)");
-      *a.out[k] = row_of(k, win[k] + done - 1).copy();
-    }
-    for (size_t j = 0; j < n_nitsot; ++j) {
-      if (nitsot[j].valid()) {
-        *a.out[n_state + j] = nitsot[j].slice(0, 0, done, 1);
-      } else {
-        // No step ran: the element shape is unknown; zeros on every axis but broadcastable ones.
-        const TensorType& t = op_.inner_outputs[n_state + j]->type;
-        Shape s{0};
-        for (int d = 0; d < t.ndim(); ++d) s.push_back(t.broadcastable[d] ? 1 : 0);
-        *a.out[n_state + j] = NDArray::zeros(s, t.dtype);
-      }
-    }
+    for (auto& x : outs_) x = NDArray();
+    return done;
   }
 
- private:
+  /// Steps on elements, for a body of 0-d values whose kernels all have a scalar path: each step
+  /// reads its inputs where they lie (sequence entries, state rows) and writes its outputs into
+  /// the buffers' rows, with no array built per step. Returns the number of steps run.
+  int64_t scalar_steps(const std::string&, const KernelArgs& a, int64_t n, Loop& L) {
+    const ScanInfo& info = op_.info;
+    const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+    const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
+    std::vector<const std::byte*> in(op_.inner_inputs.size());
+    std::vector<std::byte*> out(op_.inner_outputs.size());
+    // Sequence taps: (base at step 0, stride per step); state taps: (state, tap).
+    std::vector<std::pair<const std::byte*, int64_t>> seq_at;
+    for (size_t s = 0; s < n_seq; ++s) {
+      const NDArray& x = *a.in[1 + s];
+      for (int tap : info.seq_taps[s])
+        seq_at.emplace_back(x.raw() + (tap - info.seq_taps[s].front()) * x.strides()[0], x.strides()[0]);
+    }
+    std::vector<std::pair<size_t, int>> state_at;
+    for (size_t k = 0; k < n_state; ++k)
+      for (int tap : info.state_taps[k]) state_at.emplace_back(k, tap);
+    const size_t n_ins = seq_at.size() + state_at.size();
+    for (int j = 0; j < info.n_nonseq; ++j) in[n_ins + static_cast<size_t>(j)] = a.in[1 + n_seq + n_state + j]->raw();
+    std::vector<std::byte*> base(n_state);
+    std::vector<int64_t> isz(n_state), head(n_state);
+    std::vector<bool> ring(n_state);
+    for (size_t k = 0; k < n_state; ++k) {
+      base[k] = L.buf[k].raw();
+      isz[k] = static_cast<int64_t>(L.buf[k].itemsize());
+      head[k] = L.win[k] % L.len[k];  // the row step t writes: (window + t) mod length
+      ring[k] = !info.state_traced[k];
+    }
+    std::vector<int64_t> nsz(n_nitsot);
+    for (size_t j = 0; j < n_nitsot; ++j) {
+      const DType dt = op_.inner_outputs[n_state + j]->type.dtype;
+      if (n > 0) L.nitsot[j] = NDArray::empty({n}, dt);
+      nsz[j] = static_cast<int64_t>(itemsize(dt));
+    }
+    uint64_t cond = 0;
+    const DType cond_dtype = op_.inner_outputs.back()->type.dtype;
+    if (info.until) out.back() = reinterpret_cast<std::byte*>(&cond);
+    for (int64_t t = 0; t < n; ++t) {
+      for (size_t i = 0; i < seq_at.size(); ++i) in[i] = seq_at[i].first + t * seq_at[i].second;
+      for (size_t i = 0; i < state_at.size(); ++i) {
+        const auto [k, tap] = state_at[i];
+        int64_t r = head[k] + tap;
+        if (r < 0) r += L.len[k];
+        in[seq_at.size() + i] = base[k] + r * isz[k];
+      }
+      for (size_t k = 0; k < n_state; ++k) out[k] = base[k] + head[k] * isz[k];
+      for (size_t j = 0; j < n_nitsot; ++j) out[n_state + j] = L.nitsot[j].raw() + t * nsz[j];
+      runner_->run_scalars(in.data(), out.data());
+      for (size_t k = 0; k < n_state; ++k)
+        if (++head[k] == L.len[k] && ring[k]) head[k] = 0;
+      if (info.until && element_true(reinterpret_cast<const std::byte*>(&cond), cond_dtype)) return t + 1;
+      check_cancelled();
+    }
+    return n;
+  }
+
   const Scan& op_;
   std::shared_ptr<InnerProgram> body_;
+  std::unique_ptr<InnerRunner> runner_;
   std::vector<NDArray> args_, outs_;
 };
 
@@ -169,7 +271,10 @@ void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
 class ScanGradKernel final : public Kernel {
  public:
   explicit ScanGradKernel(const ScanGrad& op) : op_(op) {}
-  void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override { body_ = std::move(programs.at(0)); }
+  void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override {
+    body_ = std::move(programs.at(0));
+    runner_ = body_->runner();
+  }
 
   void run(const KernelArgs& a) override {
     const ScanInfo& info = op_.info;
@@ -234,6 +339,7 @@ class ScanGradKernel final : public Kernel {
     args_.assign(op_.vjp_inputs.size(), NDArray());
     outs_.resize(op_.vjp_outputs.size());
     for (size_t j = 0; j < n_nonseq; ++j) args_[n_inner - n_nonseq + j] = *a.in[1 + n_seq + n_state + j];
+    ReleaseRunner release{runner_.get()};
     const int64_t stop = info.truncate_gradient >= 0 ? std::max<int64_t>(0, n - info.truncate_gradient) : 0;
     for (int64_t t = n - 1; t >= stop; --t) {
       for (size_t i = 0; i < n_inner - n_nonseq; ++i) {
@@ -260,7 +366,7 @@ class ScanGradKernel final : public Kernel {
         acc_at(k, win[k] + t).fill(0.0);  // consumed (copied into the cotangent above)
       }
       for (size_t j = 0; j < n_nitsot; ++j) args_[known + n_state + j] = a.in[n_fwd + n_state + j]->select(0, t);
-      body_->run(args_, outs_);
+      runner_->run(args_, outs_);
       for (size_t m = 0; m < op_.grad_of.size(); ++m) {
         const Slot& sl = slots[static_cast<size_t>(op_.grad_of[m])];
         if (sl.kind == 0)
@@ -273,6 +379,7 @@ class ScanGradKernel final : public Kernel {
       check_cancelled();
     }
     for (auto& x : args_) x = NDArray();
+    for (auto& x : outs_) x = NDArray();
     for (size_t s = 0; s < n_seq; ++s) *a.out[s] = dseq[s];
     for (size_t k = 0; k < n_state; ++k) {
       // The gradient of the initial value as given (which may hold more rows than the window).
@@ -288,6 +395,7 @@ class ScanGradKernel final : public Kernel {
  private:
   const ScanGrad& op_;
   std::shared_ptr<InnerProgram> body_;
+  std::unique_ptr<InnerRunner> runner_;
   std::vector<NDArray> args_, outs_;
 };
 

@@ -484,6 +484,7 @@ std::string Function::debugprint() const {
   return hypatia::debugprint(program_->fgraph->outputs(), {}, &order);
 }
 Profile* Function::profile() const { return program_->profile.get(); }
+std::unique_ptr<InnerRunner> Function::runner() { return program_->runner(); }
 const std::string& Function::name() const { return program_->name; }
 
 NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs, std::string_view backend) {

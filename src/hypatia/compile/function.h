@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "hypatia/backends/registry.h"
 #include "hypatia/graph/graph.h"
 #include "hypatia/runtime/profile.h"
 
@@ -82,6 +83,13 @@ class Function {
   /// is reused as the storage of output i when its shape and dtype fit, so a loop that passes the
   /// same `outs` back allocates nothing. After a call that throws, outs holds no values.
   void call(std::span<const NDArray> args, std::span<NDArray> outs);
+  /// A caller for many calls in a row on one thread (a loop that calls the function itself): it
+  /// keeps a frame of its own between calls, so a call costs the kernels and the argument checks;
+  /// for a function of 0-d values only, InnerRunner::run_scalars calls it on elements. Its
+  /// outputs may share memory with the arguments (read them before the next call). A function
+  /// with updates, shared variables, DebugMode or profiling gives a runner that calls call().
+  /// The function must outlive the runner.
+  std::unique_ptr<InnerRunner> runner();
   /// Number of inputs and outputs.
   int n_inputs() const;
   int n_outputs() const;

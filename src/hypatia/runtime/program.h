@@ -122,12 +122,20 @@ class Program final : public InnerProgram {
   /// shared variable.
   void run(std::span<const NDArray> args, std::span<NDArray> outs) override;
 
+  /// A runner with a frame of its own for a loop's body (InnerProgram::runner): its runs skip the
+  /// frame lease, keep intermediate buffers from one run to the next (no allocation per step for
+  /// fixed shapes) and, when every value is a 0-d scalar and every kernel has a scalar path, run
+  /// on elements without arrays. A program with shared variables, updates, DebugMode or
+  /// profiling gets a runner that calls run().
+  std::unique_ptr<InnerRunner> runner() override;
+
   /// The kernel of step `i` in the first frame (for introspection).
   const Kernel& kernel(size_t i) const;
 
  private:
   struct Frame;
   class FrameLease;
+  class Runner;
 
   std::unique_ptr<Frame> make_frame() const;
   void bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const NDArray> args) const;

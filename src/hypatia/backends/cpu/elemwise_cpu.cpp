@@ -170,8 +170,19 @@ class ElemwiseCpuKernel final : public Kernel {
     inner_ = fn;
     simd_ = simd_supports(op_.scalar, compute);
     cost_ = scalar_op_cost(op_.scalar);
-    for (size_t i = 0; i < dts.size(); ++i)
+    scalar_path_ = true;
+    for (size_t i = 0; i < dts.size(); ++i) {
       want_[i] = (op_.scalar == ScalarOpKind::Switch && i == 0) ? DType::Bool : compute;
+      // The scalar path reads the inputs as they are: only when none needs a conversion.
+      scalar_path_ = scalar_path_ && dts[i] == want_[i];
+      elem_size_[i] = static_cast<int64_t>(itemsize(want_[i]));
+    }
+  }
+
+  bool has_scalar_path() const override { return scalar_path_; }
+  // The path run() takes for 0-d operands (one element, contiguous strides).
+  void run_scalars(const std::byte* const* in, std::byte* const* out) override {
+    inner_(out[0], static_cast<int64_t>(itemsize(out_dtype_)), in, elem_size_.data(), 1, simd_);
   }
 
   void run(const KernelArgs& args) override {
@@ -245,6 +256,8 @@ class ElemwiseCpuKernel final : public Kernel {
   std::array<NDArray, 3> scratch_;
   InnerFn inner_ = nullptr;
   bool simd_ = false;
+  bool scalar_path_ = false;
+  std::array<int64_t, 3> elem_size_{};
   int cost_ = 1;  // scalar_op_cost: the threading threshold's weight
 };
 
