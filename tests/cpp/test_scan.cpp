@@ -123,6 +123,70 @@ TEST(Scan, GradientOfAnRnnMatchesFiniteDifferences) {
       {xv, hv, Wv, Uv});
 }
 
+TEST(Scan, NonSequenceGradientsAccumulateInTheBodyOnEveryPath) {
+  // The weights' gradients are summed in the body (accumulator inputs the body may overwrite):
+  // in place by a Gemm on the CPU outside DebugMode, by a separate sum in FAST_COMPILE (the body
+  // returns a buffer of its own), and in DebugMode against the reference kernels. All agree with
+  // a hand-written BPTT.
+  const int T = 7, B = 4, H = 5;
+  const NDArray xv = random_array({T, B, H}, DType::Float64, -1, 1, 17),
+                hv = random_array({B, H}, DType::Float64, -1, 1, 18);
+  const NDArray Wv = random_array({H, H}, DType::Float64, -0.6, 0.6, 19),
+                Uv = random_array({H, H}, DType::Float64, -0.6, 0.6, 20);
+  Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64);
+  Var W = matrix("W", DType::Float64), U = matrix("U", DType::Float64);
+  auto hs = scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[1], a[2]) + dot(a[0], a[3]))}; },
+                 {xs}, {h0}, {W, U});
+  Var cost = sum(subtensor(hs[0], {Index(int64_t{-1})}));
+  auto g = grad(cost, std::vector<Var>{W, U});
+  // numpy-style BPTT.
+  auto mm = [](const std::vector<double>& a, const std::vector<double>& b, int n, int k, int m, bool ta) {
+    std::vector<double> c(static_cast<size_t>(n * m), 0.0);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < m; ++j)
+        for (int l = 0; l < k; ++l) c[i * m + j] += (ta ? a[l * n + i] : a[i * k + l]) * b[l * m + j];
+    return c;
+  };
+  auto vec = [](const NDArray& a) { return std::vector<double>(a.data<double>(), a.data<double>() + a.size()); };
+  std::vector<std::vector<double>> h{vec(hv)};
+  const std::vector<double> w = vec(Wv), u = vec(Uv);
+  for (int t = 0; t < T; ++t) {
+    std::vector<double> xt(xv.data<double>() + t * B * H, xv.data<double>() + (t + 1) * B * H);
+    auto a = mm(h.back(), w, B, H, H, false), b = mm(xt, u, B, H, H, false);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = std::tanh(a[i] + b[i]);
+    h.push_back(a);
+  }
+  std::vector<double> dW(H * H, 0.0), dU(H * H, 0.0), dh(B * H, 1.0);
+  for (int t = T - 1; t >= 0; --t) {
+    std::vector<double> dz(B * H);
+    for (int i = 0; i < B * H; ++i) dz[i] = dh[i] * (1 - h[t + 1][i] * h[t + 1][i]);
+    std::vector<double> xt(xv.data<double>() + t * B * H, xv.data<double>() + (t + 1) * B * H);
+    auto a = mm(h[t], dz, H, B, H, true), b = mm(xt, dz, H, B, H, true);
+    for (int i = 0; i < H * H; ++i) {
+      dW[i] += a[i];
+      dU[i] += b[i];
+    }
+    std::vector<double> wt(H * H);
+    for (int i = 0; i < H; ++i)
+      for (int j = 0; j < H; ++j) wt[j * H + i] = w[i * H + j];
+    dh = mm(dz, wt, B, H, H, false);
+  }
+  const NDArray want_W = make_array(dW, {H, H}, DType::Float64), want_U = make_array(dU, {H, H}, DType::Float64);
+  for (const char* mode : {"FAST_RUN", "FAST_COMPILE"})
+    for (bool checks : {false, true}) {
+      SCOPED_TRACE(std::string(mode) + (checks ? " DebugMode" : ""));
+      testing::DebugChecks dc(checks);
+      FunctionOptions o;
+      o.mode = mode;
+      Function f = function({In(xs), In(h0), In(W), In(U)}, {g[0], g[1]}, o);
+      for (int rep = 0; rep < 2; ++rep) {  // a second call reuses the buffers of the first
+        auto r = f({xv, hv, Wv, Uv});
+        EXPECT_ALLCLOSE(r[0], want_W, 1e-10, 1e-12);
+        EXPECT_ALLCLOSE(r[1], want_U, 1e-10, 1e-12);
+      }
+    }
+}
+
 TEST(Scan, GradientOfAGatedRecurrenceWithTapsBackwardsAndUntil) {
   // An LSTM-style gate, a state with taps [-2, -1], a sequence at taps [0, 1], go_backwards.
   const NDArray xv = random_array({6}, DType::Float64, -1, 1, 11), iv = random_array({2, 2}, DType::Float64, -1, 1, 12);

@@ -268,6 +268,19 @@ void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
   if (d.data<std::byte>() != dst.data<std::byte>()) dst.assign(d);
 }
 
+/// The body returned the new sum of an accumulated gradient: usually `sum` itself, overwritten in
+/// place; else a buffer of its own that becomes the sum (the old one goes back to the body as its
+/// next output buffer), or a value that is copied.
+void take_sum(const std::string& who, NDArray& sum, NDArray& out) {
+  if (out.shares_buffer(sum) && out.raw() == sum.raw()) return;
+  if (!(out.shape() == sum.shape()))
+    fail<ValueError>(who, ": a gradient of shape ", out.shape().str(), " for a value of shape ", sum.shape().str());
+  if (out.unique() && out.writeable() && out.dtype() == sum.dtype() && out.is_c_contiguous())
+    std::swap(sum, out);
+  else
+    sum.assign(out);
+}
+
 class ScanGradKernel final : public Kernel {
  public:
   explicit ScanGradKernel(const ScanGrad& op) : op_(op) {}
@@ -366,15 +379,22 @@ class ScanGradKernel final : public Kernel {
         acc_at(k, win[k] + t).fill(0.0);  // consumed (copied into the cotangent above)
       }
       for (size_t j = 0; j < n_nitsot; ++j) args_[known + n_state + j] = a.in[n_fwd + n_state + j]->select(0, t);
+      for (size_t m = 0; m < op_.grad_of.size(); ++m)
+        if (op_.acc_of[m] >= 0)
+          args_[static_cast<size_t>(op_.acc_of[m])] = dns[slots[static_cast<size_t>(op_.grad_of[m])].index];
       runner_->run(args_, outs_);
       for (size_t m = 0; m < op_.grad_of.size(); ++m) {
         const Slot& sl = slots[static_cast<size_t>(op_.grad_of[m])];
-        if (sl.kind == 0)
+        if (op_.acc_of[m] >= 0) {
+          args_[static_cast<size_t>(op_.acc_of[m])] = NDArray();
+          take_sum(who, dns[sl.index], outs_[m]);
+        } else if (sl.kind == 0) {
           add_into(who, dseq[sl.index].select(0, t + sl.tap - info.seq_taps[sl.index].front()), outs_[m]);
-        else if (sl.kind == 1)
+        } else if (sl.kind == 1) {
           add_into(who, acc_at(sl.index, win[sl.index] + t + sl.tap), outs_[m]);
-        else
+        } else {
           add_into(who, dns[sl.index], outs_[m]);
+        }
       }
       check_cancelled();
     }

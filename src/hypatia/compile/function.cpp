@@ -369,6 +369,7 @@ void build_program(Program& program, const FunctionOptions& opts, const std::str
       io.profile = false;
       io.name = label + ": " + st.node->op->name() + " inner function " + std::to_string(k);
       std::vector<In> ins(inner[k].inputs.begin(), inner[k].inputs.end());
+      for (size_t i = 0; i < inner[k].mutable_inputs.size(); ++i) ins[i].mutable_ = inner[k].mutable_inputs[i];
       std::vector<Out> outs(inner[k].outputs.begin(), inner[k].outputs.end());
       st.inner.push_back(compile_program(std::move(ins), std::move(outs), std::move(io)));
     }

@@ -104,6 +104,16 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   } else {
     for (size_t o = 0; o < n_state + n_nitsot; ++o) vjp_inputs.push_back(variable(inner_outputs[o]->type));
   }
+  // Non-sequence gradients accumulate in the body: output = accumulator input + step gradient.
+  std::vector<int> acc_of(grad_of.size(), -1);
+  for (size_t m = 0; m < grad_of.size(); ++m) {
+    if (grad_of[m] < n_seq_in + n_state_in) continue;
+    const Var& x = inner_inputs[static_cast<size_t>(grad_of[m])];
+    Var acc = variable(x->type, "acc_" + (x->name.empty() ? std::to_string(grad_of[m]) : x->name));
+    acc_of[m] = static_cast<int>(vjp_inputs.size());
+    vjp_inputs.push_back(acc);
+    vjp_outputs[m] = acc + vjp_outputs[m];
+  }
   std::vector<TensorType> fwd_types;
   for (const Var& v : node.inputs) fwd_types.push_back(v->type);
   std::vector<Var> inputs = node.inputs;
@@ -112,7 +122,7 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
     inputs.push_back(const_cast<Apply&>(node).output(static_cast<int>(n_state + j)));
   inputs.insert(inputs.end(), g.begin(), g.end());
   std::vector<Var> d =
-      apply_op(std::make_shared<ScanGrad>(info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of), inputs);
+      apply_op(std::make_shared<ScanGrad>(info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of, acc_of), inputs);
   // Outer inputs covered: an outer input is undefined when any inner input reading it is.
   std::vector<Var> result(n_fwd);
   auto outer_of_inner = [&](size_t i) -> size_t {

@@ -111,6 +111,9 @@ using AliasMap = std::vector<std::vector<int>>;
 struct InnerFunction {
   std::vector<Var> inputs;
   std::vector<Var> outputs;
+  /// Per input (empty: none): the kernel lets the body overwrite it (In(mutable=True)), e.g. an
+  /// accumulator that an in-place node adds into.
+  std::vector<bool> mutable_inputs = {};
 };
 
 /// The Op contract. Ops are immutable values: equality and hash cover every attribute.

@@ -143,13 +143,25 @@ std::vector<std::vector<bool>> Scan::connection_pattern(const Apply& node) const
 // ScanGrad
 
 ScanGrad::ScanGrad(ScanInfo info_, std::vector<TensorType> fwd, std::vector<Var> in, std::vector<Var> out,
-                   std::vector<int> cot_of_, std::vector<int> grad_of_)
+                   std::vector<int> cot_of_, std::vector<int> grad_of_, std::vector<int> acc_of_)
     : info(std::move(info_)),
       forward_input_types(std::move(fwd)),
       vjp_inputs(std::move(in)),
       vjp_outputs(std::move(out)),
       cot_of(std::move(cot_of_)),
-      grad_of(std::move(grad_of_)) {}
+      grad_of(std::move(grad_of_)),
+      acc_of(std::move(acc_of_)) {
+  if (acc_of.empty()) acc_of.assign(grad_of.size(), -1);
+  HYP_ASSERT(acc_of.size() == grad_of.size() && grad_of.size() == vjp_outputs.size(),
+             "ScanGrad: one grad_of and one acc_of entry per body output");
+}
+
+std::vector<InnerFunction> ScanGrad::inner_functions() const {
+  std::vector<bool> mut(vjp_inputs.size(), false);
+  for (int a : acc_of)
+    if (a >= 0) mut[static_cast<size_t>(a)] = true;
+  return {{vjp_inputs, vjp_outputs, mut}};
+}
 
 std::string ScanGrad::name() const { return info.name.empty() ? "ScanGrad" : "ScanGrad{" + info.name + "}"; }
 

@@ -74,23 +74,30 @@ class Scan : public Op {
 /// traces, so the gradient need not recompute them), giving the gradient of each forward inner
 /// input listed in `grad_of`. Run
 /// from the last step back, through at most truncate_gradient steps: a state's cotangent at step t
-/// is its output gradient there plus what later steps sent back through their taps.
+/// is its output gradient there plus what later steps sent back through their taps. A
+/// non-sequence's gradient is summed over the steps in the body itself: the body reads the sum so
+/// far (an accumulator input, `acc_of`) and returns it with the step's gradient added, so that a
+/// matrix product accumulates in place (Gemm with beta 1) instead of being written and added.
 class ScanGrad : public Op {
  public:
   ScanGrad(ScanInfo info, std::vector<TensorType> forward_input_types, std::vector<Var> vjp_inputs,
-           std::vector<Var> vjp_outputs, std::vector<int> cot_of, std::vector<int> grad_of);
+           std::vector<Var> vjp_outputs, std::vector<int> cot_of, std::vector<int> grad_of,
+           std::vector<int> acc_of = {});
   ScanInfo info;
   std::vector<TensorType> forward_input_types;
   std::vector<Var> vjp_inputs;
   std::vector<Var> vjp_outputs;
   std::vector<int> cot_of;   ///< per cotangent input of the body: the forward output it belongs to
   std::vector<int> grad_of;  ///< per body output: the forward inner input it is the gradient of
+  /// Per body output: the body input holding the sum so far that the output adds to (-1: the
+  /// output is the step's gradient alone). Those inputs are mutable.
+  std::vector<int> acc_of;
 
   std::string name() const override;
   bool equals(const Op& o) const override { return this == &o; }
   size_t hash() const override { return std::hash<const void*>()(this); }
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
-  std::vector<InnerFunction> inner_functions() const override { return {{vjp_inputs, vjp_outputs}}; }
+  std::vector<InnerFunction> inner_functions() const override;
 };
 
 /// A Scan node on the given body (info.n_nonseq is set from non_sequences). Variables the body

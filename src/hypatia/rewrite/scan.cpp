@@ -57,7 +57,7 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
   for (int o = 0; o < n.nout(); ++o) used[o] = !fg.clients(n.output_ptr(o)).empty();
   // States' window gradients feed the step before; they are needed whenever any gradient is.
   std::vector<Var> outs;
-  std::vector<int> grad_of;
+  std::vector<int> grad_of, acc_of;
   for (size_t m = 0; m < op.grad_of.size(); ++m) {
     const size_t i = static_cast<size_t>(op.grad_of[m]);
     const bool state = i >= static_cast<size_t>(op.info.n_seq_inputs()) &&
@@ -65,10 +65,12 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
     if (state || used[out_of[i]]) {
       outs.push_back(op.vjp_outputs[m]);
       grad_of.push_back(op.grad_of[m]);
+      acc_of.push_back(op.acc_of[m]);
     }
   }
   if (grad_of.size() == op.grad_of.size()) return std::nullopt;
-  auto pruned = std::make_shared<ScanGrad>(op.info, op.forward_input_types, op.vjp_inputs, outs, op.cot_of, grad_of);
+  auto pruned =
+      std::make_shared<ScanGrad>(op.info, op.forward_input_types, op.vjp_inputs, outs, op.cot_of, grad_of, acc_of);
   return apply_op(pruned, n.inputs);
 }
 
