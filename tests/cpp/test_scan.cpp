@@ -123,23 +123,11 @@ TEST(Scan, GradientOfAnRnnMatchesFiniteDifferences) {
       {xv, hv, Wv, Uv});
 }
 
-TEST(Scan, NonSequenceGradientsAccumulateInTheBodyOnEveryPath) {
-  // The weights' gradients are summed in the body (accumulator inputs the body may overwrite):
-  // in place by a Gemm on the CPU outside DebugMode, by a separate sum in FAST_COMPILE (the body
-  // returns a buffer of its own), and in DebugMode against the reference kernels. All agree with
-  // a hand-written BPTT.
-  const int T = 7, B = 4, H = 5;
-  const NDArray xv = random_array({T, B, H}, DType::Float64, -1, 1, 17),
-                hv = random_array({B, H}, DType::Float64, -1, 1, 18);
-  const NDArray Wv = random_array({H, H}, DType::Float64, -0.6, 0.6, 19),
-                Uv = random_array({H, H}, DType::Float64, -0.6, 0.6, 20);
-  Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64);
-  Var W = matrix("W", DType::Float64), U = matrix("U", DType::Float64);
-  auto hs = scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[1], a[2]) + dot(a[0], a[3]))}; },
-                 {xs}, {h0}, {W, U});
-  Var cost = sum(subtensor(hs[0], {Index(int64_t{-1})}));
-  auto g = grad(cost, std::vector<Var>{W, U});
-  // numpy-style BPTT.
+/// numpy-style BPTT of sum(h_T) for h_t = tanh(h_{t-1} W + x_t U) (x: (T, B, H), h0: (B, H)),
+/// through the last `steps` steps (all when -1): the gradients of W and U.
+std::pair<std::vector<double>, std::vector<double>> hand_bptt(const NDArray& xv, const NDArray& hv, const NDArray& Wv,
+                                                              const NDArray& Uv, int T, int steps = -1) {
+  const int B = static_cast<int>(hv.shape(0)), H = static_cast<int>(hv.shape(1));
   auto mm = [](const std::vector<double>& a, const std::vector<double>& b, int n, int k, int m, bool ta) {
     std::vector<double> c(static_cast<size_t>(n * m), 0.0);
     for (int i = 0; i < n; ++i)
@@ -157,7 +145,7 @@ TEST(Scan, NonSequenceGradientsAccumulateInTheBodyOnEveryPath) {
     h.push_back(a);
   }
   std::vector<double> dW(H * H, 0.0), dU(H * H, 0.0), dh(B * H, 1.0);
-  for (int t = T - 1; t >= 0; --t) {
+  for (int t = T - 1; t >= (steps < 0 ? 0 : T - steps); --t) {
     std::vector<double> dz(B * H);
     for (int i = 0; i < B * H; ++i) dz[i] = dh[i] * (1 - h[t + 1][i] * h[t + 1][i]);
     std::vector<double> xt(xv.data<double>() + t * B * H, xv.data<double>() + (t + 1) * B * H);
@@ -171,6 +159,26 @@ TEST(Scan, NonSequenceGradientsAccumulateInTheBodyOnEveryPath) {
       for (int j = 0; j < H; ++j) wt[j * H + i] = w[i * H + j];
     dh = mm(dz, wt, B, H, H, false);
   }
+  return {dW, dU};
+}
+
+TEST(Scan, NonSequenceGradientsAccumulateInTheBodyOnEveryPath) {
+  // The weights' gradients are summed in the body (accumulator inputs the body may overwrite):
+  // in place by a Gemm on the CPU outside DebugMode, by a separate sum in FAST_COMPILE (the body
+  // returns a buffer of its own), and in DebugMode against the reference kernels. All agree with
+  // a hand-written BPTT.
+  const int T = 7, B = 4, H = 5;
+  const NDArray xv = random_array({T, B, H}, DType::Float64, -1, 1, 17),
+                hv = random_array({B, H}, DType::Float64, -1, 1, 18);
+  const NDArray Wv = random_array({H, H}, DType::Float64, -0.6, 0.6, 19),
+                Uv = random_array({H, H}, DType::Float64, -0.6, 0.6, 20);
+  Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64);
+  Var W = matrix("W", DType::Float64), U = matrix("U", DType::Float64);
+  auto hs = scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[1], a[2]) + dot(a[0], a[3]))}; },
+                 {xs}, {h0}, {W, U});
+  Var cost = sum(subtensor(hs[0], {Index(int64_t{-1})}));
+  auto g = grad(cost, std::vector<Var>{W, U});
+  const auto [dW, dU] = hand_bptt(xv, hv, Wv, Uv, T);
   const NDArray want_W = make_array(dW, {H, H}, DType::Float64), want_U = make_array(dU, {H, H}, DType::Float64);
   for (const char* mode : {"FAST_RUN", "FAST_COMPILE"})
     for (bool checks : {false, true}) {
@@ -185,6 +193,48 @@ TEST(Scan, NonSequenceGradientsAccumulateInTheBodyOnEveryPath) {
         EXPECT_ALLCLOSE(r[1], want_U, 1e-10, 1e-12);
       }
     }
+}
+
+TEST(Scan, WeightGradientsArePushedOutOfTheBackwardLoop) {
+  // dot(h_{t-1}, W) and dot(x_t, U): their gradients sum_t a_t^T b_t become per-step traces of the
+  // ScanGrad and one matrix product each after the loop; truncated steps contribute nothing and a
+  // loop of zero steps gives zeros of the weights' shape.
+  const int T = 7, B = 3, H = 4, K = 3;
+  const NDArray xv = random_array({T, B, H}, DType::Float64, -1, 1, 27),
+                hv = random_array({B, H}, DType::Float64, -1, 1, 28);
+  const NDArray Wv = random_array({H, H}, DType::Float64, -0.6, 0.6, 29),
+                Uv = random_array({H, H}, DType::Float64, -0.6, 0.6, 30);
+  Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64), n = scalar("n", DType::Int64);
+  Var W = matrix("W", DType::Float64), U = matrix("U", DType::Float64);
+  ScanInfo info;
+  info.seq_taps = {{0}};
+  info.state_taps = {{-1}};
+  info.state_traced = {true};
+  info.truncate_gradient = K;
+  Var x_t = matrix("", DType::Float64), h_p = matrix("", DType::Float64);
+  Var Wi = matrix("", DType::Float64), Ui = matrix("", DType::Float64);
+  auto hs =
+      scan_node(info, {x_t, h_p, Wi, Ui}, {tanh(dot(h_p, Wi) + dot(x_t, Ui))}, n, {xs}, {expand_dims(h0, 0)}, {W, U});
+  auto g = grad(sum(subtensor(hs[0], {Index(int64_t{-1})})), std::vector<Var>{W, U});
+  for (bool checks : {false, true}) {
+    SCOPED_TRACE(checks ? "DebugMode" : "FAST_RUN");
+    testing::DebugChecks dc(checks);
+    Function f = function({In(xs), In(h0), In(W), In(U), In(n)}, {g[0], g[1]});
+    size_t pushed = 0;
+    for (const auto& node : f.toposort())
+      if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) pushed = sg->step_of.size();
+    EXPECT_EQ(pushed, 4u);  // (h_{t-1}, dz_t) for W, (x_t, dz_t) for U
+    const auto [dW, dU] = hand_bptt(xv, hv, Wv, Uv, T, K);
+    auto r = f({xv, hv, Wv, Uv, make_array({T}, {}, DType::Int64)});
+    EXPECT_ALLCLOSE(r[0], make_array(dW, {H, H}, DType::Float64), 1e-10, 1e-12);
+    EXPECT_ALLCLOSE(r[1], make_array(dU, {H, H}, DType::Float64), 1e-10, 1e-12);
+    // Zero steps (the cost reads every step, so no index -1 of an empty trace).
+    auto g2 = grad(sum(hs[0]), std::vector<Var>{W, U});
+    Function f2 = function({In(xs), In(h0), In(W), In(U), In(n)}, {g2[0], g2[1]});
+    auto z = f2({xv, hv, Wv, Uv, make_array({0}, {}, DType::Int64)});
+    EXPECT_ALLCLOSE(z[0], NDArray::zeros({H, H}, DType::Float64), 0, 0);
+    EXPECT_ALLCLOSE(z[1], NDArray::zeros({H, H}, DType::Float64), 0, 0);
+  }
 }
 
 TEST(Scan, GradientOfAGatedRecurrenceWithTapsBackwardsAndUntil) {

@@ -354,6 +354,8 @@ class ScanGradKernel final : public Kernel {
     for (size_t j = 0; j < n_nonseq; ++j) args_[n_inner - n_nonseq + j] = *a.in[1 + n_seq + n_state + j];
     ReleaseRunner release{runner_.get()};
     const int64_t stop = info.truncate_gradient >= 0 ? std::max<int64_t>(0, n - info.truncate_gradient) : 0;
+    const size_t n_grad = op_.grad_of.size(), n_step = op_.step_of.size();
+    std::vector<NDArray> traces(n_step);  // the step outputs' traces, allocated at the first step
     for (int64_t t = n - 1; t >= stop; --t) {
       for (size_t i = 0; i < n_inner - n_nonseq; ++i) {
         const Slot& sl = slots[i];
@@ -396,7 +398,29 @@ class ScanGradKernel final : public Kernel {
           add_into(who, dns[sl.index], outs_[m]);
         }
       }
+      for (size_t k = 0; k < n_step; ++k) {
+        const NDArray& v = outs_[n_grad + k];
+        if (!traces[k].valid()) traces[k] = NDArray::empty(with_length(n, v.shape()), v.dtype());
+        const NDArray row = traces[k].select(0, t);
+        if (!(v.shape() == row.shape()))
+          fail<ValueError>(who, ": at step ", t, " the body's step output ", k, " has shape ", v.shape().str(),
+                           "; later steps gave ", row.shape().str());
+        copy_row(row, v);
+      }
       check_cancelled();
+    }
+    for (size_t k = 0; k < n_step; ++k) {
+      if (traces[k].valid()) {
+        if (stop > 0) traces[k].slice(0, 0, stop, 1).fill(0.0);  // steps truncation skipped
+        continue;
+      }
+      // No step ran: (n, 0, d) zeros, d the non-sequence's dimension the product keeps.
+      const TensorType& t = op_.vjp_outputs[n_grad + k]->type;
+      const NDArray& w = *a.in[1 + n_seq + n_state + static_cast<size_t>(op_.step_of[k] / 2)];
+      Shape s{n};
+      for (int d = 0; d < t.ndim(); ++d)
+        s.push_back(t.broadcastable[d] ? 1 : d + 1 == t.ndim() ? w.shape(op_.step_of[k] % 2) : 0);
+      traces[k] = NDArray::zeros(s, t.dtype);
     }
     for (auto& x : args_) x = NDArray();
     for (auto& x : outs_) x = NDArray();
@@ -410,6 +434,7 @@ class ScanGradKernel final : public Kernel {
       *a.out[n_seq + k] = d;
     }
     for (size_t j = 0; j < n_nonseq; ++j) *a.out[n_seq + n_state + j] = dns[j];
+    for (size_t k = 0; k < n_step; ++k) *a.out[n_seq + n_state + n_nonseq + k] = traces[k];
   }
 
  private:

@@ -6,6 +6,7 @@
 #include "hypatia/core/error.h"
 #include "hypatia/grad/grad.h"
 #include "hypatia/graph/fgraph.h"
+#include "hypatia/ops/blas.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/scan.h"
 #include "hypatia/ops/shape.h"
@@ -15,6 +16,26 @@ namespace hypatia {
 namespace {
 
 bool is_null_grad(const Var& v) { return v && v->kind == VarKind::NullGrad; }
+
+/// Whether v is dot(a^T, b) with a and b matrices, or a sum of such terms; collects (a, b).
+bool outer_product_terms(const Var& v, std::vector<std::pair<Var, Var>>& terms) {
+  const Apply* n = v->owner;
+  if (!n) return false;
+  if (const auto* e = dynamic_cast<const Elemwise*>(n->op.get())) {
+    if (e->scalar != ScalarOpKind::Add || n->inputs.size() != 2) return false;
+    for (const Var& x : n->inputs)
+      if (x->type != v->type || !outer_product_terms(x, terms)) return false;
+    return true;
+  }
+  if (!dynamic_cast<const Dot*>(n->op.get())) return false;
+  const Var& at = n->inputs[0];
+  const Var& b = n->inputs[1];
+  const Apply* t = at->owner;
+  const auto* ds = t ? dynamic_cast<const DimShuffle*>(t->op.get()) : nullptr;
+  if (!ds || ds->pattern != std::vector<int>{1, 0} || b->type.ndim() != 2) return false;
+  terms.emplace_back(t->inputs[0], b);
+  return true;
+}
 
 }  // namespace
 
@@ -104,7 +125,39 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   } else {
     for (size_t o = 0; o < n_state + n_nitsot; ++o) vjp_inputs.push_back(variable(inner_outputs[o]->type));
   }
-  // Non-sequence gradients accumulate in the body: output = accumulator input + step gradient.
+  // A matrix non-sequence W read as dot(a_t, W) has the gradient sum_t a_t^T b_t: a sum of
+  // rank-(batch) updates, slow as small matrix products. Its a_t and b_t become per-step outputs
+  // instead (traces of the ScanGrad) and the sum one matrix product over the whole sequence after
+  // the loop (Theano's PushOutDot1).
+  std::vector<Var> step_outputs;
+  std::vector<int> step_of;
+  {
+    std::vector<Var> kept;
+    std::vector<int> kept_grad_of;
+    for (size_t m = 0; m < grad_of.size(); ++m) {
+      const int i = grad_of[m];
+      std::vector<std::pair<Var, Var>> terms;
+      const TensorType& wt = inner_inputs[static_cast<size_t>(i)]->type;
+      const bool nonseq = i >= n_seq_in + n_state_in && wt.ndim() == 2 && !wt.broadcastable[0] &&
+                          !wt.broadcastable[1] && vjp_outputs[m]->type == wt;
+      if (nonseq && outer_product_terms(vjp_outputs[m], terms)) {
+        const int j = i - n_seq_in - n_state_in;
+        for (const auto& [a, b] : terms) {
+          step_outputs.push_back(a);
+          step_of.push_back(2 * j);
+          step_outputs.push_back(b);
+          step_of.push_back(2 * j + 1);
+        }
+        continue;
+      }
+      kept.push_back(vjp_outputs[m]);
+      kept_grad_of.push_back(i);
+    }
+    vjp_outputs = std::move(kept);
+    grad_of = std::move(kept_grad_of);
+  }
+  // Other non-sequence gradients accumulate in the body: output = accumulator input + step
+  // gradient.
   std::vector<int> acc_of(grad_of.size(), -1);
   for (size_t m = 0; m < grad_of.size(); ++m) {
     if (grad_of[m] < n_seq_in + n_state_in) continue;
@@ -121,8 +174,20 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   for (size_t j = 0; j < n_nitsot; ++j)
     inputs.push_back(const_cast<Apply&>(node).output(static_cast<int>(n_state + j)));
   inputs.insert(inputs.end(), g.begin(), g.end());
-  std::vector<Var> d =
-      apply_op(std::make_shared<ScanGrad>(info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of, acc_of), inputs);
+  vjp_outputs.insert(vjp_outputs.end(), step_outputs.begin(), step_outputs.end());
+  std::vector<Var> d = apply_op(
+      std::make_shared<ScanGrad>(info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of, acc_of, step_of), inputs);
+  // The pushed-out sums: per pair of traces (n, batch, rows) and (n, batch, cols), one product.
+  for (size_t k = 0; k < step_of.size(); k += 2) {
+    const size_t j = static_cast<size_t>(step_of[k] / 2);
+    auto rows = [](const Var& tr) {
+      return reshape(tr, make_vector({shape_i(tr, 0) * shape_i(tr, 1), shape_i(tr, 2)}), 2);
+    };
+    const Var& ta = d[n_fwd - 1 + k];
+    const Var& tb = d[n_fwd - 1 + k + 1];
+    Var& g_ns = d[n_seq + n_state + j];
+    g_ns = g_ns + dot(transpose(rows(ta)), rows(tb));
+  }
   // Outer inputs covered: an outer input is undefined when any inner input reading it is.
   std::vector<Var> result(n_fwd);
   auto outer_of_inner = [&](size_t i) -> size_t {

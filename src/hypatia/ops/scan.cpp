@@ -143,17 +143,19 @@ std::vector<std::vector<bool>> Scan::connection_pattern(const Apply& node) const
 // ScanGrad
 
 ScanGrad::ScanGrad(ScanInfo info_, std::vector<TensorType> fwd, std::vector<Var> in, std::vector<Var> out,
-                   std::vector<int> cot_of_, std::vector<int> grad_of_, std::vector<int> acc_of_)
+                   std::vector<int> cot_of_, std::vector<int> grad_of_, std::vector<int> acc_of_,
+                   std::vector<int> step_of_)
     : info(std::move(info_)),
       forward_input_types(std::move(fwd)),
       vjp_inputs(std::move(in)),
       vjp_outputs(std::move(out)),
       cot_of(std::move(cot_of_)),
       grad_of(std::move(grad_of_)),
-      acc_of(std::move(acc_of_)) {
+      acc_of(std::move(acc_of_)),
+      step_of(std::move(step_of_)) {
   if (acc_of.empty()) acc_of.assign(grad_of.size(), -1);
-  HYP_ASSERT(acc_of.size() == grad_of.size() && grad_of.size() == vjp_outputs.size(),
-             "ScanGrad: one grad_of and one acc_of entry per body output");
+  HYP_ASSERT(acc_of.size() == grad_of.size() && grad_of.size() + step_of.size() == vjp_outputs.size(),
+             "ScanGrad: one grad_of and one acc_of entry per gradient output, one step_of per step output");
 }
 
 std::vector<InnerFunction> ScanGrad::inner_functions() const {
@@ -171,8 +173,16 @@ std::vector<TensorType> ScanGrad::make_output_types(const std::vector<Var>& in) 
   const size_t n_out = n_state + static_cast<size_t>(info.n_nitsot);
   if (in.size() != n_fwd + 2 * n_out)
     fail<TypeError>(name(), ": expected ", n_fwd + 2 * n_out, " inputs, got ", in.size());
-  // Gradients of the sequences, initial windows and non-sequences: their types.
-  return std::vector<TensorType>(forward_input_types.begin() + 1, forward_input_types.end());
+  // Gradients of the sequences, initial windows and non-sequences: their types; then the traces
+  // of the step outputs.
+  std::vector<TensorType> r(forward_input_types.begin() + 1, forward_input_types.end());
+  for (size_t k = 0; k < step_of.size(); ++k) {
+    const TensorType& t = vjp_outputs[grad_of.size() + k]->type;
+    std::vector<bool> bc{false};
+    bc.insert(bc.end(), t.broadcastable.begin(), t.broadcastable.end());
+    r.emplace_back(t.dtype, bc);
+  }
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------

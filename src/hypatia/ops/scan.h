@@ -82,7 +82,7 @@ class ScanGrad : public Op {
  public:
   ScanGrad(ScanInfo info, std::vector<TensorType> forward_input_types, std::vector<Var> vjp_inputs,
            std::vector<Var> vjp_outputs, std::vector<int> cot_of, std::vector<int> grad_of,
-           std::vector<int> acc_of = {});
+           std::vector<int> acc_of = {}, std::vector<int> step_of = {});
   ScanInfo info;
   std::vector<TensorType> forward_input_types;
   std::vector<Var> vjp_inputs;
@@ -92,6 +92,12 @@ class ScanGrad : public Op {
   /// Per body output: the body input holding the sum so far that the output adds to (-1: the
   /// output is the step's gradient alone). Those inputs are mutable.
   std::vector<int> acc_of;
+  /// The body's last step_of.size() outputs are per-step values whose traces (n, ...) are extra
+  /// outputs of the node, after the gradients (rows of steps not run are zeros). They come in
+  /// pairs (a_t, b_t) whose product sum_t a_t^T b_t is non-sequence j's gradient, computed after
+  /// the loop: entry 2j for a_t, 2j + 1 for b_t (each a matrix; when no step runs the trace is
+  /// (n, 0, d) with d the non-sequence's dimension 0 or 1).
+  std::vector<int> step_of;
 
   std::string name() const override;
   bool equals(const Op& o) const override { return this == &o; }

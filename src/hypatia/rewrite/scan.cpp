@@ -58,6 +58,7 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
   // States' window gradients feed the step before; they are needed whenever any gradient is.
   std::vector<Var> outs;
   std::vector<int> grad_of, acc_of;
+  // (Step outputs are kept: the product after the loop reads both traces of a pair.)
   for (size_t m = 0; m < op.grad_of.size(); ++m) {
     const size_t i = static_cast<size_t>(op.grad_of[m]);
     const bool state = i >= static_cast<size_t>(op.info.n_seq_inputs()) &&
@@ -69,8 +70,9 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
     }
   }
   if (grad_of.size() == op.grad_of.size()) return std::nullopt;
-  auto pruned =
-      std::make_shared<ScanGrad>(op.info, op.forward_input_types, op.vjp_inputs, outs, op.cot_of, grad_of, acc_of);
+  outs.insert(outs.end(), op.vjp_outputs.end() - static_cast<long>(op.step_of.size()), op.vjp_outputs.end());
+  auto pruned = std::make_shared<ScanGrad>(op.info, op.forward_input_types, op.vjp_inputs, outs, op.cot_of, grad_of,
+                                           acc_of, op.step_of);
   return apply_op(pruned, n.inputs);
 }
 
