@@ -195,6 +195,32 @@ TEST(Scan, NonSequenceGradientsAccumulateInTheBodyOnEveryPath) {
     }
 }
 
+TEST(Scan, GradientOfTheSequenceAloneDropsTheNonSequenceSums) {
+  // Regression: only the sequence's gradient is read, so local_scan_grad_unused drops w's sum from
+  // the body; its accumulator input went with it (it was left unbound: "got an empty NDArray").
+  Var x = vector("x", DType::Float64), s0 = scalar("s0", DType::Float64), w = scalar("w", DType::Float64);
+  auto hs = scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(a[1] * a[2] + a[0])}; }, {x}, {s0}, {w});
+  Var gx = grad(sum(hs[0] * hs[0]), x);
+  for (bool checks : {false, true}) {
+    testing::DebugChecks dc(checks);
+    Function f = function({In(x), In(s0), In(w)}, {gx});
+    const NDArray xv = make_array({0.1, -0.2, 0.3}, {3}, DType::Float64);
+    auto r = f({xv, make_array({0.5}, {}, DType::Float64), make_array({0.9}, {}, DType::Float64)});
+    // Hand BPTT.
+    std::vector<double> s{0.5};
+    for (int t = 0; t < 3; ++t) s.push_back(std::tanh(s.back() * 0.9 + xv.get_flat(t)));
+    double ds = 0;
+    std::vector<double> want(3);
+    for (int t = 2; t >= 0; --t) {
+      ds += 2 * s[t + 1];
+      const double dz = ds * (1 - s[t + 1] * s[t + 1]);
+      want[t] = dz;
+      ds = dz * 0.9;
+    }
+    EXPECT_ALLCLOSE(r[0], make_array(want, {3}, DType::Float64), 1e-12, 1e-14);
+  }
+}
+
 TEST(Scan, WeightGradientsArePushedOutOfTheBackwardLoop) {
   // dot(h_{t-1}, W) and dot(x_t, U): their gradients sum_t a_t^T b_t become per-step traces of the
   // ScanGrad and one matrix product each after the loop; truncated steps contribute nothing and a
@@ -271,6 +297,71 @@ TEST(Scan, GradientOfAGatedRecurrenceWithTapsBackwardsAndUntil) {
         return outs[0];
       },
       {av});
+}
+
+TEST(Scan, SecondDerivativesThroughScan) {
+  // Hessian-vector products: the gradient of <grad(cost, W), V> differentiates the backward pass
+  // (ScanGrad::grad, through the Scan it equals). An RNN whose weight gradients are pushed out of
+  // the loop, then a recurrence with a two-tap state and sequence taps. Truncation stays an
+  // approximation at second order (the forward Scan's gradient is truncated too, as in Theano):
+  // there the test checks that the graph runs and agrees with truncation's first-order values.
+  const NDArray xv = random_array({5, 2, 3}, DType::Float64, -1, 1, 51),
+                hv = random_array({2, 3}, DType::Float64, -1, 1, 52);
+  const NDArray Wv = random_array({3, 3}, DType::Float64, -0.7, 0.7, 53),
+                Uv = random_array({3, 3}, DType::Float64, -0.7, 0.7, 54);
+  const NDArray Vv = random_array({3, 3}, DType::Float64, -1, 1, 55);
+  verify_grad(
+      [](const std::vector<Var>& v) {
+        auto hs =
+            scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[1], a[2]) + dot(a[0], a[3]))}; },
+                 {v[0]}, {v[1]}, {v[2], v[3]});
+        Var cost = sum(hs[0] * hs[0]);
+        Var gW = grad(cost, v[2]);
+        return sum(gW * v[4]);
+      },
+      {xv, hv, Wv, Uv, Vv});
+  for (int trunc : {-1, 2}) {
+    SCOPED_TRACE(trunc);
+    if (trunc >= 0) {
+      // s_t = s_{t-1} w over 4 steps, truncated to 2: g(w) = 2 w^3 s0 (TruncateGradient); its
+      // derivative through the ScanGrad runs and is finite.
+      Var w = scalar("w", DType::Float64), s0 = scalar("s0", DType::Float64);
+      ScanInfo info;
+      info.state_taps = {{-1}};
+      info.state_traced = {true};
+      info.truncate_gradient = trunc;
+      Var prev = scalar("", DType::Float64), wi = scalar("", DType::Float64);
+      auto outs = scan_node(info, {prev, wi}, {prev * wi}, int_constant(4), {}, {expand_dims(s0, 0)}, {w});
+      Var g = grad(subtensor(outs[0], {Index(int64_t{-1})}), w);
+      Var gg = grad(g, w);
+      auto r = function({In(w), In(s0)},
+                        {g, gg})({make_array({2}, {}, DType::Float64), make_array({1}, {}, DType::Float64)});
+      EXPECT_DOUBLE_EQ(r[0].get_flat(0), 16.0);
+      EXPECT_TRUE(std::isfinite(r[1].get_flat(0)));
+      continue;
+    }
+    const NDArray sv = random_array({7, 2}, DType::Float64, -1, 1, 61),
+                  iv = random_array({2, 2}, DType::Float64, -1, 1, 62);
+    const NDArray wv = random_array({2}, DType::Float64, -0.8, 0.8, 63),
+                  tv = random_array({2}, DType::Float64, -1, 1, 64);
+    verify_grad(
+        [trunc](const std::vector<Var>& v) {
+          ScanInfo info;
+          info.seq_taps = {{-1, 0, 1}};
+          info.state_taps = {{-2, -1}};
+          info.state_traced = {true};
+          info.truncate_gradient = trunc;
+          Var sm = vector("", DType::Float64), s0 = vector("", DType::Float64), sp = vector("", DType::Float64);
+          Var f2 = vector("", DType::Float64), f1 = vector("", DType::Float64), w = vector("", DType::Float64);
+          Var nxt = tanh(f1 * w + f2 * 0.5 + sm * s0) + sp;
+          auto outs = scan_node(info, {sm, s0, sp, f2, f1, w}, {nxt}, shape_i(v[0], 0) - int_constant(2), {v[0]},
+                                {v[1]}, {v[2]});
+          Var cost = sum(outs[0] * outs[0] * outs[0]);
+          auto g = grad(cost, std::vector<Var>{v[2], v[0], v[1]});
+          return sum(g[0] * v[3]) + sum(g[1]) * 0.3 + sum(g[2] * g[2]);
+        },
+        {sv, iv, wv, tv});
+  }
 }
 
 TEST(Scan, TruncateGradient) {

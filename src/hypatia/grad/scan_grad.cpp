@@ -312,4 +312,237 @@ std::vector<Var> Scan::rop(const Apply& node, const std::vector<Var>& eval_point
   return r;
 }
 
+std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
+  const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+  const size_t n_nitsot = static_cast<size_t>(info.n_nitsot), n_nonseq = static_cast<size_t>(info.n_nonseq);
+  const size_t n_fwd = forward_input_types.size(), n_outs = n_state + n_nitsot, g_base = n_fwd + n_outs;
+  const int n_seq_in = info.n_seq_inputs(), n_state_in = info.n_state_inputs();
+  const size_t n_inner = static_cast<size_t>(n_seq_in + n_state_in) + n_nonseq;
+  const auto& in = node.inputs;
+  // Steps: the traces' length; the loop runs the last m of them, from the last back.
+  Var n = n_outs > 0 ? shape_i(in[g_base], 0) : in[0];
+  Var m = info.truncate_gradient >= 0 ? minimum(n, int_constant(info.truncate_gradient)) : n;
+  Var stop = n - m;
+  auto reversed = [&](const Var& x, Var begin) {  // x[begin : begin + n][::-1]
+    return subtensor(subtensor(x, {sl(begin, begin + n)}), {sl({}, {}, int64_t{-1})});
+  };
+  ScanInfo li;
+  li.name = info.name.empty() ? "grad" : info.name + "_grad";
+  std::vector<Var> seqs, ins_seq;
+  std::unordered_map<const Variable*, Var> repl;  // the backward body's inputs -> the loop's
+  auto add_seq = [&](const Var& outer, const Var& inner_like) {
+    Var v = variable(inner_like->type, inner_like->name);
+    seqs.push_back(outer);
+    ins_seq.push_back(v);
+    li.seq_taps.push_back({0});
+    return v;
+  };
+  // The forward inner inputs at step t: sequence taps, state values ([window; trace] rows).
+  size_t i = 0;
+  for (size_t s = 0; s < n_seq; ++s)
+    for (int tap : info.seq_taps[s]) {
+      repl[vjp_inputs[i].get()] =
+          add_seq(reversed(in[1 + s], int_constant(tap - info.seq_taps[s].front())), vjp_inputs[i]);
+      ++i;
+    }
+  std::vector<Var> full(n_state);
+  for (size_t k = 0; k < n_state; ++k) {
+    const int64_t win = info.window(static_cast<int>(k));
+    full[k] = concatenate({subtensor(in[1 + n_seq + k], {sl(-win)}), in[n_fwd + k]}, 0);
+    for (int tap : info.state_taps[k]) {
+      repl[vjp_inputs[i].get()] = add_seq(reversed(full[k], int_constant(win + tap)), vjp_inputs[i]);
+      ++i;
+    }
+  }
+  // The body's outputs at step t, and the output gradients (cotangents; a state's adds what later
+  // steps sent back, carried in its pending state below).
+  const size_t known = n_inner + cot_of.size();
+  for (size_t o = 0; o < n_outs; ++o)
+    repl[vjp_inputs[known + o].get()] = add_seq(reversed(in[n_fwd + o], int_constant(0)), vjp_inputs[known + o]);
+  std::vector<Var> g_step(n_outs);
+  for (size_t c = 0; c < cot_of.size(); ++c) {
+    const size_t o = static_cast<size_t>(cot_of[c]);
+    g_step[o] = add_seq(reversed(in[g_base + o], int_constant(0)), vjp_inputs[n_inner + c]);
+  }
+  // States: per float state its pending gradients (window rows: row j is position t + 1 + j
+  // before step t), per accumulated non-sequence its sum so far.
+  std::vector<Var> windows, ins_state, outs_state;
+  std::vector<Var> pending(n_state);
+  for (size_t c = 0; c < cot_of.size(); ++c) {
+    const size_t o = static_cast<size_t>(cot_of[c]);
+    if (o >= n_state) {
+      repl[vjp_inputs[n_inner + c].get()] = g_step[o];
+      continue;
+    }
+    const int64_t win = info.window(static_cast<int>(o));
+    const Var& trace = in[n_fwd + o];
+    Var p = variable(trace->type, "pending_" + std::to_string(o));
+    pending[o] = p;
+    repl[vjp_inputs[n_inner + c].get()] = g_step[o] + subtensor(p, {Index(win - 1)});
+  }
+  std::vector<int> acc_state(grad_of.size(), -1);
+  std::vector<Var> acc_vars;
+  for (size_t q = 0; q < grad_of.size(); ++q)
+    if (acc_of[q] >= 0) {
+      const Var& a = vjp_inputs[static_cast<size_t>(acc_of[q])];
+      Var v = variable(a->type, a->name);
+      repl[a.get()] = v;
+      acc_vars.push_back(v);
+    }
+  std::vector<Var> ins_ns;
+  for (size_t j = 0; j < n_nonseq; ++j) {
+    const Var& x = vjp_inputs[n_inner - n_nonseq + j];
+    Var v = variable(x->type, x->name);
+    repl[x.get()] = v;
+    ins_ns.push_back(v);
+  }
+  std::vector<std::pair<Var, Var>> pairs;
+  for (const auto& [from, to] : repl)
+    for (const Var& v : vjp_inputs)
+      if (v.get() == from) pairs.emplace_back(v, to);
+  const std::vector<Var> body = clone_graph(vjp_outputs, pairs);
+  // New pending rows: the old ones moved down a row, plus the gradients of the taps.
+  std::vector<Var> new_pending(n_state);
+  for (size_t k = 0; k < n_state; ++k) {
+    if (!pending[k]) continue;
+    const int64_t win = info.window(static_cast<int>(k));
+    const Var& p = pending[k];
+    Var zero_row = zeros_like(subtensor(p, {sl(0, 1)}));
+    Var np = win == 1 ? zero_row : concatenate({zero_row, subtensor(p, {sl(0, win - 1)})}, 0);
+    new_pending[k] = np;
+  }
+  std::vector<std::vector<std::pair<size_t, Var>>> seq_grads(n_seq);  // (tap index, per-step grad)
+  for (size_t q = 0; q < grad_of.size(); ++q) {
+    const size_t idx = static_cast<size_t>(grad_of[q]);
+    if (idx < static_cast<size_t>(n_seq_in)) {
+      size_t s = 0, first = 0;
+      while (idx >= first + info.seq_taps[s].size()) first += info.seq_taps[s++].size();
+      seq_grads[s].emplace_back(idx - first, body[q]);
+    } else if (idx < static_cast<size_t>(n_seq_in + n_state_in)) {
+      size_t k = 0, first = static_cast<size_t>(n_seq_in);
+      while (idx >= first + info.state_taps[k].size()) first += info.state_taps[k++].size();
+      const int tap = info.state_taps[k][idx - first];
+      const int64_t row = info.window(static_cast<int>(k)) + tap;
+      if (new_pending[k]) new_pending[k] = inc_subtensor(subtensor(new_pending[k], {Index(row)}), body[q]);
+    } else if (acc_of[q] < 0) {
+      fail<NotImplementedError>(name(),
+                                ": its gradient needs each non-sequence's sum accumulated in the body "
+                                "(acc_of), as Scan::grad builds it");
+    }  // non-sequences: their sums are states (below)
+  }
+  // The loop: states (pending windows, untraced; sums, untraced), nit-sots (sequence gradients
+  // per tap, step outputs).
+  std::vector<Var> l_ins = ins_seq, l_outs;
+  for (size_t k = 0; k < n_state; ++k)
+    if (pending[k]) {
+      li.state_taps.push_back({-1});
+      li.state_traced.push_back(false);
+      l_ins.push_back(pending[k]);
+      l_outs.push_back(new_pending[k]);
+      const int64_t win = info.window(static_cast<int>(k));
+      windows.push_back(expand_dims(zeros_like(subtensor(full[k], {sl(0, win)})), 0));
+    }
+  {
+    size_t a = 0;
+    for (size_t q = 0; q < grad_of.size(); ++q)
+      if (acc_of[q] >= 0) {
+        li.state_taps.push_back({-1});
+        li.state_traced.push_back(false);
+        l_ins.push_back(acc_vars[a]);
+        l_outs.push_back(body[q]);
+        const size_t j = static_cast<size_t>(grad_of[q] - n_seq_in - n_state_in);
+        windows.push_back(expand_dims(zeros_like(in[1 + n_seq + n_state + j]), 0));
+        ++a;
+      }
+  }
+  for (size_t s = 0; s < n_seq; ++s)
+    for (const auto& [tap_index, gv] : seq_grads[s]) l_outs.push_back(gv);
+  for (size_t k = 0; k < step_of.size(); ++k) l_outs.push_back(body[grad_of.size() + k]);
+  li.n_nitsot = static_cast<int>(l_outs.size() - li.state_taps.size());
+  l_ins.insert(l_ins.end(), ins_ns.begin(), ins_ns.end());
+  std::vector<Var> nonseqs(in.begin() + static_cast<long>(1 + n_seq + n_state),
+                           in.begin() + static_cast<long>(1 + n_seq + n_state + n_nonseq));
+  std::vector<Var> r = scan_node(li, l_ins, l_outs, m, seqs, windows, nonseqs);
+  // The node's outputs from the loop's.
+  std::vector<Var> result(static_cast<size_t>(node.nout()));
+  size_t st = 0;
+  for (size_t k = 0; k < n_state; ++k) {
+    const Var& w = in[1 + n_seq + k];
+    Var d = zeros_like(w);
+    if (pending[k]) {
+      // The gradient of the initial window's last rows, unless truncation stopped before them.
+      const int64_t win = info.window(static_cast<int>(k));
+      Var got = r[st++];
+      d = inc_subtensor(subtensor(d, {sl(-win)}), got * cast(eq(stop, int_constant(0)), got->dtype()));
+    }
+    result[n_seq + k] = d;
+  }
+  {
+    size_t a = 0;
+    std::vector<Var> ns_grad(n_nonseq);
+    for (size_t q = 0; q < grad_of.size(); ++q)
+      if (acc_of[q] >= 0) {
+        ns_grad[static_cast<size_t>(grad_of[q] - n_seq_in - n_state_in)] = r[st + a];
+        ++a;
+      }
+    st += a;
+    for (size_t j = 0; j < n_nonseq; ++j) {
+      const Var& x = in[1 + n_seq + n_state + j];
+      result[n_seq + n_state + j] = ns_grad[j] ? ns_grad[j] : zeros_like(x);
+    }
+  }
+  auto in_time_order = [&](const Var& tr) {  // the loop's rows are steps n-1 .. stop
+    return subtensor(tr, {sl({}, {}, int64_t{-1})});
+  };
+  for (size_t s = 0; s < n_seq; ++s) {
+    Var d = zeros_like(in[1 + s]);
+    for (const auto& [tap_index, gv] : seq_grads[s]) {
+      (void)gv;
+      const int64_t off = info.seq_taps[s][tap_index] - info.seq_taps[s].front();
+      Var rows = in_time_order(r[st++]);
+      d = inc_subtensor(subtensor(d, {sl(stop + int_constant(off), n + int_constant(off))}), rows);
+    }
+    result[s] = d;
+  }
+  for (size_t k = 0; k < step_of.size(); ++k) {
+    Var rows = in_time_order(r[st++]);
+    const TensorType& t = vjp_outputs[grad_of.size() + k]->type;
+    ShapeVars shp{n};
+    for (int d = 0; d < t.ndim(); ++d) shp.push_back(shape_i(rows, d + 1));
+    result[n_seq + n_state + n_nonseq + k] = inc_subtensor(subtensor(zeros(shp, t.dtype), {sl(stop)}), rows);
+  }
+  return result;
+}
+
+std::vector<Var> ScanGrad::grad(const Apply& node, const std::vector<Var>& output_grads) const {
+  // The Scan is built on fresh variables standing for the node's inputs: differentiating it must
+  // stop there (the traces among the inputs depend on the other inputs through the forward Scan,
+  // whose own gradient the caller's chain adds).
+  std::vector<Var> fresh;
+  for (const Var& x : node.inputs) fresh.push_back(variable(x->type, x->name));
+  const std::vector<Var> stand_in = apply_op(node.op, fresh);
+  const std::vector<Var> outs = as_scan(*stand_in[0]->owner);
+  GradOptions go;
+  go.disconnected_inputs = "ignore";
+  bool any = false;
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (o < output_grads.size() && output_grads[o] && !is_null_grad(output_grads[o]) && is_float(outs[o]->dtype())) {
+      go.known_grads.emplace_back(outs[o], output_grads[o]);
+      any = true;
+    }
+  std::vector<Var> wrt, result(node.inputs.size());
+  std::vector<size_t> where;
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (is_float(node.inputs[i]->dtype())) {
+      wrt.push_back(fresh[i]);
+      where.push_back(i);
+    }
+  if (!any || wrt.empty()) return result;
+  std::vector<std::pair<Var, Var>> back;
+  for (size_t i = 0; i < fresh.size(); ++i) back.emplace_back(fresh[i], node.inputs[i]);
+  const std::vector<Var> g = clone_graph(hypatia::grad(nullptr, wrt, go), back);
+  for (size_t k = 0; k < wrt.size(); ++k) result[where[k]] = g[k];
+  return result;
+}
+
 }  // namespace hypatia

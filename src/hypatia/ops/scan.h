@@ -104,6 +104,13 @@ class ScanGrad : public Op {
   size_t hash() const override { return std::hash<const void*>()(this); }
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<InnerFunction> inner_functions() const override;
+  /// The gradient of the backward pass (second derivatives through scan, e.g. Hessian-vector
+  /// products): the node is rewritten as the Scan it equals (a forward loop over the reversed
+  /// steps whose states carry the pending state gradients and the non-sequences' sums) and that
+  /// Scan is differentiated; the node itself keeps running the first-order pass.
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  /// The Scan this node equals, on the node's inputs: its outputs in the node's output order.
+  std::vector<Var> as_scan(const Apply& node) const;
 };
 
 /// A Scan node on the given body (info.n_nonseq is set from non_sequences). Variables the body

@@ -71,8 +71,24 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
   }
   if (grad_of.size() == op.grad_of.size()) return std::nullopt;
   outs.insert(outs.end(), op.vjp_outputs.end() - static_cast<long>(op.step_of.size()), op.vjp_outputs.end());
-  auto pruned = std::make_shared<ScanGrad>(op.info, op.forward_input_types, op.vjp_inputs, outs, op.cot_of, grad_of,
-                                           acc_of, op.step_of);
+  // The body's inputs lose the accumulators of the dropped gradients (the kernel binds only those
+  // of the kept ones).
+  std::vector<bool> keep(op.vjp_inputs.size(), true);
+  for (int a : op.acc_of)
+    if (a >= 0) keep[static_cast<size_t>(a)] = false;
+  for (int a : acc_of)
+    if (a >= 0) keep[static_cast<size_t>(a)] = true;
+  std::vector<Var> ins;
+  std::vector<int> new_index(op.vjp_inputs.size(), -1);
+  for (size_t i = 0; i < op.vjp_inputs.size(); ++i)
+    if (keep[i]) {
+      new_index[i] = static_cast<int>(ins.size());
+      ins.push_back(op.vjp_inputs[i]);
+    }
+  for (int& a : acc_of)
+    if (a >= 0) a = new_index[static_cast<size_t>(a)];
+  auto pruned =
+      std::make_shared<ScanGrad>(op.info, op.forward_input_types, ins, outs, op.cot_of, grad_of, acc_of, op.step_of);
   return apply_op(pruned, n.inputs);
 }
 
