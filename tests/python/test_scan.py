@@ -262,6 +262,32 @@ def test_rop_through_scan():
     np.testing.assert_allclose(f(Xv, hv, Wv, Vv), num, atol=1e-7)
 
 
+def test_hessian_vector_products_through_scan():
+    # Second derivatives: the gradient of <grad(cost, W), V> (a Hessian-vector product, as
+    # Hessian-free optimisation uses) through an RNN with batched (matrix) states, and the full
+    # Hessian of a scalar recurrence, against finite differences of the first-order gradient.
+    X, h0, W, V = T.dtensor3("X"), T.dmatrix("h0"), T.dmatrix("W"), T.dmatrix("V")
+    hs, _ = theano.scan(lambda x, h, W: T.tanh(T.dot(h, W) + x), sequences=X, outputs_info=h0, non_sequences=W)
+    cost = (hs ** 2).sum()
+    gW = T.grad(cost, W)
+    hv = T.grad((gW * V).sum(), W)
+    f = theano.function([X, h0, W, V], hv)
+    g = theano.function([X, h0, W], gW)
+    Xv, h0v, Wv, Vv = rng.randn(6, 2, 3), rng.randn(2, 3), rng.randn(3, 3) * 0.5, rng.randn(3, 3)
+    eps = 1e-6
+    num = (g(Xv, h0v, Wv + eps * Vv) - g(Xv, h0v, Wv - eps * Vv)) / (2 * eps)
+    np.testing.assert_allclose(f(Xv, h0v, Wv, Vv), num, rtol=1e-6, atol=1e-7)
+
+    w, s0 = T.dscalar("w"), T.dscalar("s0")
+    out, _ = theano.scan(lambda s, w: T.sin(s * w), outputs_info=s0, non_sequences=w, n_steps=5)
+    gw = T.grad(out[-1], w)
+    fh = theano.function([w, s0], [T.grad(gw, w), T.grad(gw, s0)])
+    fg = theano.function([w, s0], [gw, T.grad(out[-1], s0)])
+    d_ww, d_ws = fh(0.9, 0.4)
+    assert d_ww == pytest.approx((fg(0.9 + eps, 0.4)[0] - fg(0.9 - eps, 0.4)[0]) / (2 * eps), rel=1e-6)
+    assert d_ws == pytest.approx((fg(0.9, 0.4 + eps)[0] - fg(0.9, 0.4 - eps)[0]) / (2 * eps), rel=1e-6)
+
+
 def test_rewrites_save_mem_and_loop_invariants():
     Scan = theano._core.Scan
     x0, n = T.dscalar("x0"), T.lscalar("n")
