@@ -404,8 +404,9 @@ std::vector<std::string> phase_names(const std::string& mode, const std::string&
 }
 
 /// The FAST_RUN pipeline as docs/ARCHITECTURE.md lists it.
-const std::vector<std::string> kFastRun = {"merge1", "canonicalize", "merge1.5", "stabilize",       "specialize",
-                                           "blas",   "control_flow", "merge2",   "elemwise_fusion", "inplace_elemwise"};
+const std::vector<std::string> kFastRun = {
+    "merge1",     "canonicalize", "merge1.5", "stabilize",       "specialize",      "blas",
+    "scan_merge", "control_flow", "merge2",   "elemwise_fusion", "inplace_elemwise"};
 
 TEST(Pipeline, PhaseOrderOfEachModeIsTheDocumentedList) {
   EXPECT_EQ(phase_names("FAST_RUN"), kFastRun);
@@ -437,7 +438,8 @@ TEST(Pipeline, EveryNameTheFlagsAreGivenExists) {
       {"stabilize", {"stabilize"}},
       {"specialize", {"specialize"}},
       {"blas", {"blas"}},
-      {"scan", {"control_flow"}},
+      {"scan", {"scan_merge", "control_flow"}},
+      {"scan_merge", {"scan_merge"}},
       {"ifelse", {"control_flow"}},
       {"control_flow", {"control_flow"}},
       {"fusion", {"elemwise_fusion"}},
@@ -456,7 +458,7 @@ TEST(Pipeline, EveryNameTheFlagsAreGivenExists) {
   // ':'-separated lists, as the tests and the Python Mode pass them.
   EXPECT_EQ(phase_names("FAST_RUN", "", "fusion:inplace"),
             (std::vector<std::string>{"merge1", "canonicalize", "merge1.5", "stabilize", "specialize", "blas",
-                                      "control_flow", "merge2"}));
+                                      "scan_merge", "control_flow", "merge2"}));
   // Including adds a phase to a mode that does not run it, in pipeline order; in NONE only those named.
   EXPECT_EQ(phase_names("FAST_COMPILE", "stabilize"),
             (std::vector<std::string>{"merge1", "canonicalize", "stabilize"}));

@@ -440,6 +440,39 @@ TEST(Scan, SequenceWorkIsPushedOutOfTheLoop) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_ALLCLOSE(a[i], p[i], 1e-12, 1e-12);
 }
 
+TEST(Scan, ScansOverTheSameStepsMergeIntoOneLoop) {
+  // A cumulative sum and a cumulative product of one sequence (and a third scan reading the
+  // first's output, which cannot join them) run as two loops instead of three; values as before.
+  for (bool checks : {false, true}) {
+    testing::DebugChecks dc(checks);
+    Var x = vector("x", DType::Float64), a0 = scalar("a0", DType::Float64), b0 = scalar("b0", DType::Float64);
+    auto cs = scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] + a[0]}; }, {x}, {a0});
+    auto cp = scan(
+        [](const std::vector<Var>& a) {
+          return std::vector<Var>{a[1] * a[0], a[0] * 2.0};
+        },
+        {x}, {b0, nullptr});
+    auto dep = scan([](const std::vector<Var>& a) { return std::vector<Var>{a[1] - a[0]}; }, {cs[0]}, {a0});
+    Function f = function({In(x), In(a0), In(b0)}, {cs[0], cp[0], cp[1], dep[0]});
+    int loops = 0;
+    for (const auto& n : f.toposort()) loops += typeid(*n->op) == typeid(Scan);
+    EXPECT_EQ(loops, 2);
+    auto r = f({make_array({1, 2, 3, 4}, {4}, DType::Float64), make_array({0}, {}, DType::Float64),
+                make_array({1}, {}, DType::Float64)});
+    EXPECT_ALLCLOSE(r[0], make_array({1, 3, 6, 10}, {4}, DType::Float64), 0, 0);
+    EXPECT_ALLCLOSE(r[1], make_array({1, 2, 6, 24}, {4}, DType::Float64), 0, 0);
+    EXPECT_ALLCLOSE(r[2], make_array({2, 4, 6, 8}, {4}, DType::Float64), 0, 0);
+    EXPECT_ALLCLOSE(r[3], make_array({-1, -4, -10, -20}, {4}, DType::Float64), 0, 0);
+    const std::string saved = config().optimizer_excluding;
+    config().optimizer_excluding = "scan_merge";
+    Function g = function({In(x), In(a0), In(b0)}, {cs[0], cp[0], cp[1], dep[0]});
+    config().optimizer_excluding = saved;
+    loops = 0;
+    for (const auto& n : g.toposort()) loops += typeid(*n->op) == typeid(Scan);
+    EXPECT_EQ(loops, 3);
+  }
+}
+
 TEST(Scan, CallsFromFourThreadsAtOnce) {
   // Each call runs in a frame of its own; the body (a sub-program) is shared and thread-safe.
   Var xs = matrix("xs", DType::Float64), h0 = vector("h0", DType::Float64), W = matrix("W", DType::Float64);

@@ -58,6 +58,9 @@ bool ifelse_merge_pass(FunctionGraph& fg);
 std::vector<LocalRewrite> scan_rules();
 /// States read only at their last step keep no trace.
 bool scan_save_mem_pass(FunctionGraph& fg);
+/// Merges Scan nodes of the same n_steps and truncation, without until, none depending on
+/// another, into one loop (Theano's scan merge; phase scan_merge).
+bool scan_merge_pass(FunctionGraph& fg);
 /// The control-flow pass: scan_save_mem_pass, then ifelse_merge_pass.
 bool control_flow_pass(FunctionGraph& fg);
 

@@ -71,6 +71,9 @@ std::vector<RewritePhase> builtin_pipeline() {
                         {constant_folding_rewrite()}})},
       // dot + z -> Gemm, Gemv, Ger.
       {.name = "blas", .tags = {"blas", "fast_run"}, .modes = run, .opt_in = false, .locals = blas_rules()},
+      // Scans over the same steps become one loop (before save-mem, which then sees the merged
+      // node's readers).
+      {.name = "scan_merge", .tags = {"scan", "fast_run"}, .modes = run, .opt_in = false, .global = scan_merge_pass},
       // Scans whose states are read only at their last step keep no trace (after grad, which reads
       // traces, and after the canonical forms made x[-1] one Subtensor); IfElses on one condition
       // become one.

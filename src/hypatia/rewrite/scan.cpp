@@ -10,6 +10,9 @@
 //   (out[-1]) is not traced: the loop keeps a ring of window + 1 rows instead of every step's
 //   value. It runs inside function(), after gradients were taken (ScanGrad reads the whole trace,
 //   so a state under a gradient keeps it).
+// - scan_merge (a pass, phase scan_merge, just before control_flow): scans of the same n_steps
+//   and truncation, without until, none depending on another, become one loop running every body
+//   (one pass over the steps instead of several).
 // - local_scan_grad_unused: a ScanGrad computes per step only the gradients the function reads
 //   (a gradient output without readers is dropped from its body, so a model that asks for the
 //   weights' gradients does not also pay for the inputs' each step).
@@ -18,6 +21,8 @@
 // pruned ScanGrad become zeros).
 #include "hypatia/ops/scan.h"
 
+#include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -279,6 +284,89 @@ bool scan_save_mem_pass(FunctionGraph& fg) {
       }
     }
     replace_by_rewrite(fg, pairs, "scan_save_mem");
+    changed = true;
+  }
+  return changed;
+}
+
+bool scan_merge_pass(FunctionGraph& fg) {
+  // Scans of the same n_steps (and truncation), without until, none reading another's output
+  // (directly or not), become one loop whose body runs every body of the group.
+  std::map<std::pair<const Variable*, int>, size_t> slot;
+  std::vector<std::vector<Apply*>> groups;
+  for (const auto& n : fg.toposort())
+    if (typeid(*n->op) == typeid(Scan)) {
+      const ScanInfo& info = static_cast<const Scan&>(*n->op).info;
+      if (info.until) continue;
+      auto [it, fresh] = slot.emplace(std::make_pair(n->inputs[0].get(), info.truncate_gradient), groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].push_back(n.get());
+    }
+  bool changed = false;
+  for (const auto& nodes : groups) {
+    if (nodes.size() < 2) continue;
+    std::vector<Apply*> group;
+    for (Apply* m : nodes) {
+      bool depends = false;
+      for (const auto& anc : toposort(m->inputs))
+        depends = depends || std::find(group.begin(), group.end(), anc.get()) != group.end();
+      if (!depends) group.push_back(m);
+    }
+    if (group.size() < 2) continue;
+    ScanInfo mi;
+    mi.truncate_gradient = static_cast<const Scan&>(*group[0]->op).info.truncate_gradient;
+    std::vector<Var> in_seq, in_state, in_ns, out_state, out_nitsot, seqs, windows, nonseqs;
+    std::vector<std::string> names;
+    for (Apply* m : group) {
+      const auto& op = static_cast<const Scan&>(*m->op);
+      const ScanInfo& info = op.info;
+      const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
+      const size_t a = static_cast<size_t>(info.n_seq_inputs()), b = a + static_cast<size_t>(info.n_state_inputs());
+      // Each body on fresh inputs: bodies never share a variable in the merged one.
+      std::vector<Var> fresh;
+      std::vector<std::pair<Var, Var>> repl;
+      for (const Var& v : op.inner_inputs) {
+        fresh.push_back(variable(v->type, v->name));
+        repl.emplace_back(v, fresh.back());
+      }
+      const std::vector<Var> outs = clone_graph(op.inner_outputs, repl);
+      in_seq.insert(in_seq.end(), fresh.begin(), fresh.begin() + static_cast<long>(a));
+      in_state.insert(in_state.end(), fresh.begin() + static_cast<long>(a), fresh.begin() + static_cast<long>(b));
+      in_ns.insert(in_ns.end(), fresh.begin() + static_cast<long>(b), fresh.end());
+      out_state.insert(out_state.end(), outs.begin(), outs.begin() + static_cast<long>(n_state));
+      out_nitsot.insert(out_nitsot.end(), outs.begin() + static_cast<long>(n_state), outs.end());
+      seqs.insert(seqs.end(), m->inputs.begin() + 1, m->inputs.begin() + 1 + static_cast<long>(n_seq));
+      windows.insert(windows.end(), m->inputs.begin() + 1 + static_cast<long>(n_seq),
+                     m->inputs.begin() + 1 + static_cast<long>(n_seq + n_state));
+      nonseqs.insert(nonseqs.end(), m->inputs.begin() + 1 + static_cast<long>(n_seq + n_state), m->inputs.end());
+      mi.seq_taps.insert(mi.seq_taps.end(), info.seq_taps.begin(), info.seq_taps.end());
+      mi.state_taps.insert(mi.state_taps.end(), info.state_taps.begin(), info.state_taps.end());
+      mi.state_traced.insert(mi.state_traced.end(), info.state_traced.begin(), info.state_traced.end());
+      std::vector<bool> last = info.state_last_of_trace;
+      last.resize(n_state, false);
+      mi.state_last_of_trace.insert(mi.state_last_of_trace.end(), last.begin(), last.end());
+      mi.n_nitsot += info.n_nitsot;
+      if (!info.name.empty()) names.push_back(info.name);
+    }
+    for (size_t i = 0; i < names.size(); ++i) mi.name += (i ? "&" : "") + names[i];
+    std::vector<Var> ins = in_seq, outs_all = out_state;
+    ins.insert(ins.end(), in_state.begin(), in_state.end());
+    ins.insert(ins.end(), in_ns.begin(), in_ns.end());
+    outs_all.insert(outs_all.end(), out_nitsot.begin(), out_nitsot.end());
+    const std::vector<Var> merged = scan_node(mi, ins, outs_all, group[0]->inputs[0], seqs, windows, nonseqs);
+    std::vector<std::pair<Var, Var>> pairs;
+    size_t state_at = 0, nitsot_at = out_state.size();
+    for (Apply* m : group) {
+      const ScanInfo& info = static_cast<const Scan&>(*m->op).info;
+      for (size_t k = 0; k < info.state_taps.size(); ++k)
+        pairs.emplace_back(m->output(static_cast<int>(k)),
+                           retype(merged[state_at++], m->output(static_cast<int>(k))->type));
+      for (int j = 0; j < info.n_nitsot; ++j) {
+        const int o = static_cast<int>(info.state_taps.size()) + j;
+        pairs.emplace_back(m->output(o), retype(merged[nitsot_at++], m->output(o)->type));
+      }
+    }
+    replace_by_rewrite(fg, pairs, "scan_merge");
     changed = true;
   }
   return changed;
