@@ -92,27 +92,12 @@ std::vector<LocalRewrite> canonicalize_ifelse_rules() {
 bool ifelse_merge_pass(FunctionGraph& fg) {
   // IfElse nodes on one condition, none reading another's output (directly or not), become one
   // node with every output: the condition is tested once and each branch's nodes stay lazy.
-  std::unordered_map<const Variable*, size_t> slot;  // condition -> its group, in first-seen order
-  std::vector<std::vector<Apply*>> by_cond;
-  for (const auto& n : fg.toposort())
-    if (typeid(*n->op) == typeid(IfElse)) {
-      auto [it, fresh] = slot.emplace(n->inputs[0].get(), by_cond.size());
-      if (fresh) by_cond.emplace_back();
-      by_cond[it->second].push_back(n.get());
-    }
   bool changed = false;
-  for (const auto& nodes : by_cond) {
-    if (nodes.size() < 2) continue;
-    // In topological order a node cannot depend on a later one: a node joins the group unless it
-    // depends on one already in it (merging it would make a cycle).
-    std::vector<Apply*> group;
-    for (Apply* m : nodes) {
-      bool depends = false;
-      for (const auto& anc : toposort(m->inputs))
-        depends = depends || std::find(group.begin(), group.end(), anc.get()) != group.end();
-      if (!depends) group.push_back(m);
-    }
-    if (group.size() < 2) continue;
+  const auto groups = mergeable_groups<const Variable*>(fg, [](const Apply& n) -> std::optional<const Variable*> {
+    if (typeid(*n.op) != typeid(IfElse)) return std::nullopt;
+    return n.inputs[0].get();  // the condition
+  });
+  for (const auto& group : groups) {
     std::vector<Var> thens, elses;
     for (Apply* m : group) {
       const int k = static_cast<const IfElse&>(*m->op).n_outs;

@@ -2,10 +2,13 @@
 // elementwise op, constant values and shapes, and making a replacement of the exact type of what
 // it replaces.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
+#include "hypatia/graph/fgraph.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/rewrite/rewriter.h"
@@ -56,5 +59,37 @@ Var resolve_dim(Var d);
 bool same_dim(const Var& a, const Var& b, int depth = 4);
 /// The length of x's axis when it is known statically.
 std::optional<int64_t> static_dim(const Var& x, int axis);
+
+// ---------------------------------------------------------------------------------------------
+// Merging nodes
+
+/// The nodes of fg that `key` gives a key (nullopt: left out), grouped by key in topological
+/// order, each group kept to the nodes that read no output of an earlier member (directly or
+/// not), so that merging a group into one node makes no cycle. Groups of one are dropped.
+template <class Key, class KeyFn>
+std::vector<std::vector<Apply*>> mergeable_groups(FunctionGraph& fg, KeyFn key) {
+  std::map<Key, size_t> slot;
+  std::vector<std::vector<Apply*>> by_key;
+  for (const auto& n : fg.toposort())
+    if (std::optional<Key> k = key(*n)) {
+      auto [it, fresh] = slot.emplace(*k, by_key.size());
+      if (fresh) by_key.emplace_back();
+      by_key[it->second].push_back(n.get());
+    }
+  std::vector<std::vector<Apply*>> groups;
+  for (const auto& nodes : by_key) {
+    // In topological order a node cannot depend on a later one: a node joins unless it depends
+    // on one already in the group.
+    std::vector<Apply*> group;
+    for (Apply* m : nodes) {
+      bool depends = false;
+      for (const auto& anc : toposort(m->inputs))
+        depends = depends || std::find(group.begin(), group.end(), anc.get()) != group.end();
+      if (!depends) group.push_back(m);
+    }
+    if (group.size() > 1) groups.push_back(std::move(group));
+  }
+  return groups;
+}
 
 }  // namespace hypatia::rewrite

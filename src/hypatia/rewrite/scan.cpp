@@ -292,27 +292,15 @@ bool scan_save_mem_pass(FunctionGraph& fg) {
 bool scan_merge_pass(FunctionGraph& fg) {
   // Scans of the same n_steps (and truncation), without until, none reading another's output
   // (directly or not), become one loop whose body runs every body of the group.
-  std::map<std::pair<const Variable*, int>, size_t> slot;
-  std::vector<std::vector<Apply*>> groups;
-  for (const auto& n : fg.toposort())
-    if (typeid(*n->op) == typeid(Scan)) {
-      const ScanInfo& info = static_cast<const Scan&>(*n->op).info;
-      if (info.until) continue;
-      auto [it, fresh] = slot.emplace(std::make_pair(n->inputs[0].get(), info.truncate_gradient), groups.size());
-      if (fresh) groups.emplace_back();
-      groups[it->second].push_back(n.get());
-    }
+  using Key = std::pair<const Variable*, int>;
   bool changed = false;
-  for (const auto& nodes : groups) {
-    if (nodes.size() < 2) continue;
-    std::vector<Apply*> group;
-    for (Apply* m : nodes) {
-      bool depends = false;
-      for (const auto& anc : toposort(m->inputs))
-        depends = depends || std::find(group.begin(), group.end(), anc.get()) != group.end();
-      if (!depends) group.push_back(m);
-    }
-    if (group.size() < 2) continue;
+  const auto groups = mergeable_groups<Key>(fg, [](const Apply& n) -> std::optional<Key> {
+    if (typeid(*n.op) != typeid(Scan)) return std::nullopt;
+    const ScanInfo& info = static_cast<const Scan&>(*n.op).info;
+    if (info.until) return std::nullopt;
+    return Key{n.inputs[0].get(), info.truncate_gradient};
+  });
+  for (const auto& group : groups) {
     ScanInfo mi;
     mi.truncate_gradient = static_cast<const Scan&>(*group[0]->op).info.truncate_gradient;
     std::vector<Var> in_seq, in_state, in_ns, out_state, out_nitsot, seqs, windows, nonseqs;
