@@ -1,6 +1,7 @@
 // Scan: loops against plain C++ loops (cumulative sums, an RNN, several taps, nit-sots, until,
 // go_backwards, n_steps 0), BPTT against finite differences (verify_grad) on an RNN, a gated
 // recurrence, multiple taps, go_backwards and until, truncate_gradient, and errors.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -361,6 +362,47 @@ TEST(Scan, SecondDerivativesThroughScan) {
           return sum(g[0] * v[3]) + sum(g[1]) * 0.3 + sum(g[2] * g[2]);
         },
         {sv, iv, wv, tv});
+  }
+}
+
+TEST(Scan, ScanGradAsScanWithAndWithoutSumsInTheBody) {
+  // ScanGrad::as_scan (what its gradient differentiates) equals the node, whether a non-sequence's
+  // sum is accumulated in the body (as Scan::grad builds it) or the body returns the step's
+  // gradient alone (a ScanGrad built that way by hand): the loop then keeps the sum as a state.
+  Var x = vector("x", DType::Float64), s0 = scalar("s0", DType::Float64), w = scalar("w", DType::Float64);
+  auto hs = scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(a[1] * a[2] + a[0])}; }, {x}, {s0}, {w});
+  auto g = grad(sum(hs[0] * hs[0]), std::vector<Var>{x, s0, w});
+  const Apply* node = nullptr;
+  for (const auto& n : toposort(g))
+    if (dynamic_cast<const ScanGrad*>(n->op.get())) node = n.get();
+  ASSERT_NE(node, nullptr);
+  const auto& op = static_cast<const ScanGrad&>(*node->op);
+  std::vector<Var> plain = op.vjp_outputs;
+  int summed = 0;
+  for (size_t q = 0; q < op.acc_of.size(); ++q)
+    if (op.acc_of[q] >= 0) {
+      plain[q] = plain[q]->owner->inputs[1];  // acc + g -> g
+      ++summed;
+    }
+  ASSERT_EQ(summed, 1);
+  std::vector<Var> ins;  // without the accumulator inputs
+  for (size_t i = 0; i < op.vjp_inputs.size(); ++i)
+    if (std::find(op.acc_of.begin(), op.acc_of.end(), static_cast<int>(i)) == op.acc_of.end())
+      ins.push_back(op.vjp_inputs[i]);
+  auto by_hand = std::make_shared<ScanGrad>(op.info, op.forward_input_types, ins, plain, op.cot_of, op.grad_of,
+                                            std::vector<int>{}, op.step_of);
+  const std::vector<Var> hand = apply_op(by_hand, node->inputs);
+  std::vector<Var> outs = hand;
+  for (const Var& v : op.as_scan(*node)) outs.push_back(v);
+  for (const Var& v : by_hand->as_scan(*hand[0]->owner)) outs.push_back(v);
+  std::vector<Out> fo(outs.begin(), outs.end());
+  auto r = function({In(x), In(s0), In(w)},
+                    fo)({make_array({0.3, -0.1, 0.7, 0.2}, {4}, DType::Float64), make_array({0.5}, {}, DType::Float64),
+                         make_array({0.8}, {}, DType::Float64)});
+  const size_t k = hand.size();
+  for (size_t i = 0; i < k; ++i) {
+    EXPECT_ALLCLOSE(r[k + i], r[i], 1e-12, 1e-14) << i;
+    EXPECT_ALLCLOSE(r[2 * k + i], r[i], 1e-12, 1e-14) << i;
   }
 }
 

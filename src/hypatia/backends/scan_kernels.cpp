@@ -107,7 +107,7 @@ class ScanKernel final : public Kernel {
     int64_t done = 0;
     {
       ReleaseRunner release{runner_.get()};
-      done = runner_->scalar() ? scalar_steps(who, a, n, L) : array_steps(who, a, n, L);
+      done = runner_->scalar() ? scalar_steps(a, n, L) : array_steps(who, a, n, L);
     }
     // Outputs: traces (the rows of the steps run), final values, nit-sot traces.
     for (size_t k = 0; k < n_state; ++k) {
@@ -191,7 +191,7 @@ class ScanKernel final : public Kernel {
   /// Steps on elements, for a body of 0-d values whose kernels all have a scalar path: each step
   /// reads its inputs where they lie (sequence entries, state rows) and writes its outputs into
   /// the buffers' rows, with no array built per step. Returns the number of steps run.
-  int64_t scalar_steps(const std::string&, const KernelArgs& a, int64_t n, Loop& L) {
+  int64_t scalar_steps(const KernelArgs& a, int64_t n, Loop& L) {
     const ScanInfo& info = op_.info;
     const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
     const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);

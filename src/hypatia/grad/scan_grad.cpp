@@ -380,15 +380,18 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
     pending[o] = p;
     repl[vjp_inputs[n_inner + c].get()] = g_step[o] + subtensor(p, {Index(win - 1)});
   }
-  std::vector<int> acc_state(grad_of.size(), -1);
-  std::vector<Var> acc_vars;
-  for (size_t q = 0; q < grad_of.size(); ++q)
-    if (acc_of[q] >= 0) {
-      const Var& a = vjp_inputs[static_cast<size_t>(acc_of[q])];
-      Var v = variable(a->type, a->name);
-      repl[a.get()] = v;
-      acc_vars.push_back(v);
-    }
+  // Per non-sequence gradient (body output q): a state holding its sum so far. The body's
+  // accumulator input reads it (acc_of); an output without one adds the state to it below.
+  std::vector<size_t> sum_q;
+  std::vector<Var> sum_vars;
+  for (size_t q = 0; q < grad_of.size(); ++q) {
+    if (grad_of[q] < n_seq_in + n_state_in) continue;
+    const Var& x = acc_of[q] >= 0 ? vjp_inputs[static_cast<size_t>(acc_of[q])] : vjp_inputs[static_cast<size_t>(grad_of[q])];
+    Var v = variable(x->type, "sum_" + x->name);
+    if (acc_of[q] >= 0) repl[x.get()] = v;
+    sum_q.push_back(q);
+    sum_vars.push_back(v);
+  }
   std::vector<Var> ins_ns;
   for (size_t j = 0; j < n_nonseq; ++j) {
     const Var& x = vjp_inputs[n_inner - n_nonseq + j];
@@ -424,10 +427,6 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
       const int tap = info.state_taps[k][idx - first];
       const int64_t row = info.window(static_cast<int>(k)) + tap;
       if (new_pending[k]) new_pending[k] = inc_subtensor(subtensor(new_pending[k], {Index(row)}), body[q]);
-    } else if (acc_of[q] < 0) {
-      fail<NotImplementedError>(name(),
-                                ": its gradient needs each non-sequence's sum accumulated in the body "
-                                "(acc_of), as Scan::grad builds it");
     }  // non-sequences: their sums are states (below)
   }
   // The loop: states (pending windows, untraced; sums, untraced), nit-sots (sequence gradients
@@ -442,18 +441,14 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
       const int64_t win = info.window(static_cast<int>(k));
       windows.push_back(expand_dims(zeros_like(subtensor(full[k], {sl(0, win)})), 0));
     }
-  {
-    size_t a = 0;
-    for (size_t q = 0; q < grad_of.size(); ++q)
-      if (acc_of[q] >= 0) {
-        li.state_taps.push_back({-1});
-        li.state_traced.push_back(false);
-        l_ins.push_back(acc_vars[a]);
-        l_outs.push_back(body[q]);
-        const size_t j = static_cast<size_t>(grad_of[q] - n_seq_in - n_state_in);
-        windows.push_back(expand_dims(zeros_like(in[1 + n_seq + n_state + j]), 0));
-        ++a;
-      }
+  for (size_t i = 0; i < sum_q.size(); ++i) {
+    const size_t q = sum_q[i];
+    li.state_taps.push_back({-1});
+    li.state_traced.push_back(false);
+    l_ins.push_back(sum_vars[i]);
+    l_outs.push_back(acc_of[q] >= 0 ? body[q] : sum_vars[i] + body[q]);
+    const size_t j = static_cast<size_t>(grad_of[q] - n_seq_in - n_state_in);
+    windows.push_back(expand_dims(zeros_like(in[1 + n_seq + n_state + j]), 0));
   }
   for (size_t s = 0; s < n_seq; ++s)
     for (const auto& [tap_index, gv] : seq_grads[s]) l_outs.push_back(gv);
@@ -478,14 +473,8 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
     result[n_seq + k] = d;
   }
   {
-    size_t a = 0;
     std::vector<Var> ns_grad(n_nonseq);
-    for (size_t q = 0; q < grad_of.size(); ++q)
-      if (acc_of[q] >= 0) {
-        ns_grad[static_cast<size_t>(grad_of[q] - n_seq_in - n_state_in)] = r[st + a];
-        ++a;
-      }
-    st += a;
+    for (size_t q : sum_q) ns_grad[static_cast<size_t>(grad_of[q] - n_seq_in - n_state_in)] = r[st++];
     for (size_t j = 0; j < n_nonseq; ++j) {
       const Var& x = in[1 + n_seq + n_state + j];
       result[n_seq + n_state + j] = ns_grad[j] ? ns_grad[j] : zeros_like(x);

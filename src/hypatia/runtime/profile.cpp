@@ -1,0 +1,61 @@
+// Profile::summary: Theano's profile tables (per Op class, per Op, per Apply) from the timings the
+// Program collects (runtime/program.cpp).
+#include "hypatia/runtime/profile.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <utility>
+
+namespace hypatia {
+
+std::string Profile::summary() const {
+  std::ostringstream os;
+  double total = 0;
+  for (const auto& n : nodes) total += n.seconds;
+  auto pct = [&](double s) { return total > 0 ? 100.0 * s / total : 0.0; };
+  os << "Function profiling\n==================\n  Message: " << (function_name.empty() ? "<unnamed>" : function_name)
+     << "\n  Time in " << calls << " calls to Function.__call__: " << std::scientific << std::setprecision(6)
+     << call_seconds << "s\n  Time in Function.fn.__call__ (thunks): " << total << "s";
+  if (call_seconds > 0) os << " (" << std::fixed << std::setprecision(3) << 100.0 * total / call_seconds << "%)";
+  os << "\n  Total compile time: " << std::scientific << compile_seconds << "s\n\n";
+  auto table = [&](const char* title, const char* key_name, auto key_of) {
+    std::map<std::string, std::pair<double, long>> agg;
+    std::map<std::string, long> napply;
+    for (const auto& n : nodes) {
+      auto& a = agg[key_of(n)];
+      a.first += n.seconds;
+      a.second += n.calls;
+      ++napply[key_of(n)];
+    }
+    std::vector<std::pair<std::string, std::pair<double, long>>> rows(agg.begin(), agg.end());
+    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+    os << title << "\n---\n<% time> <sum %> <apply time> <time per call> <#call> <#apply> <" << key_name << ">\n";
+    double cum = 0;
+    for (const auto& [k, v] : rows) {
+      cum += pct(v.first);
+      os << std::fixed << std::setprecision(1) << std::setw(7) << pct(v.first) << "%  " << std::setw(6) << cum << "%  "
+         << std::scientific << std::setprecision(3) << v.first << "s  " << (v.second ? v.first / v.second : 0.0)
+         << "s  " << std::setw(6) << v.second << "  " << std::setw(4) << napply[k] << "  " << k << "\n";
+    }
+    os << "\n";
+  };
+  table("Class", "Class name", [](const NodeStats& n) { return n.op_class; });
+  table("Ops", "Op name", [](const NodeStats& n) { return n.op_name; });
+  os << "Apply\n------\n<% time> <sum %> <apply time> <time per call> <#call> <id> <Apply name>\n";
+  std::vector<size_t> idx(nodes.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return nodes[a].seconds > nodes[b].seconds; });
+  double cum = 0;
+  for (size_t i : idx) {
+    const auto& n = nodes[i];
+    cum += pct(n.seconds);
+    os << std::fixed << std::setprecision(1) << std::setw(7) << pct(n.seconds) << "%  " << std::setw(6) << cum << "%  "
+       << std::scientific << std::setprecision(3) << n.seconds << "s  " << (n.calls ? n.seconds / n.calls : 0.0)
+       << "s  " << std::setw(6) << n.calls << "  " << std::setw(3) << i << "  " << n.apply_str << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace hypatia
