@@ -2,7 +2,7 @@
 # Installs what Hypatia needs to build and test, only what is missing.
 # Debian packages via apt-get; nothing else is assumed to be on the machine.
 set -euo pipefail
-pkgs=(cmake g++ make ninja-build ccache libopenblas-dev libopenblas-pthread-dev libhwy-dev libgtest-dev libgmock-dev
+pkgs=(cmake g++ make ninja-build ccache libopenblas-dev libopenblas-pthread-dev libdnnl-dev libhwy-dev libgtest-dev libgmock-dev
       libbenchmark-dev graphviz pkg-config clang-format python3-dev python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -31,6 +31,7 @@ _KEYS = (
     "debug_checks",
     "optimizer_including",
     "optimizer_excluding",
+    "blas",
 )
 
 

@@ -1,5 +1,6 @@
 // hypatia.config: Theano's settings, read from ~/.hypatiarc and HYPATIA_FLAGS, settable in code.
 #include "bindings.h"
+#include "hypatia/backends/cpu/gemm_provider.h"
 
 namespace hypatia::python {
 
@@ -34,6 +35,23 @@ void init_config(nb::module_& m) {
   m.def(
       "config_is_ignored_theano_option", [](const std::string& key) { return is_ignored_theano_option(key); }, "key"_a,
       "Whether key is a Theano option that Hypatia does not have (ignored with a warning).");
+  m.def(
+      "gemm_choices",
+      [] {
+        std::vector<nb::dict> out;
+        for (const GemmChoice& c : hypatia::gemm_choices()) {
+          nb::dict d;
+          d["size_class"] = c.size_class;
+          d["max_macs"] = c.max_macs;
+          d["shape"] = nb::make_tuple(c.m, c.n, c.k);
+          d["openblas_gflops"] = c.openblas_gflops;
+          d["onednn_gflops"] = c.onednn_gflops;
+          d["chosen"] = c.chosen;
+          out.push_back(std::move(d));
+        }
+        return out;
+      },
+      "What blas=auto measured per size class of float32 GEMM call (timing the classes not yet used).");
 }
 
 }  // namespace hypatia::python

@@ -527,3 +527,50 @@ TEST(Nnet, ReluBinaryCrossentropyHardSigmoid) {
 
 }  // namespace
 }  // namespace hypatia
+
+namespace hypatia {
+namespace {
+
+// T.grad of the naive forms (log(1 + exp(x)), log(1 - sigmoid(x)), log(sum(exp(x))), log(softmax))
+// at +-1000: the stabilizing rewrites reach the gradient graph, which is finite and right in
+// FAST_RUN (issue 12, stable gradients).
+TEST(Nnet, GradientsOfNaiveFormsAreFiniteAtLargeArguments) {
+  // Without DebugMode's rewrite check: it compares each replaced value with the unrewritten
+  // graph's, and there float64 1 / (1 - sigmoid(30)) has lost 3 digits to cancellation, which the
+  // stabilized 1 / sigmoid(-30) has not (a false BadOptimization, older than these rules).
+  testing::DebugChecks dc(false);
+  const std::vector<double> xs = {-1000, -30, -1, 0, 1, 30, 1000};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  auto sig = [](double v) { return v >= 0 ? 1 / (1 + std::exp(-v)) : std::exp(v) / (1 + std::exp(v)); };
+  double mx = 1000, z = 0;
+  for (double v : xs) z += std::exp(v - mx);
+  for (DType dt : testing::kFloatTypes) {
+    Var x = variable(vector_type(dt), "x");
+    NDArray xv = make_array(xs, {n}, dt);
+    struct Case {
+      const char* name;
+      Var expr;
+      std::function<double(int64_t)> grad;
+    };
+    const std::vector<Case> cases = {
+        {"log(1 + exp(x))", log(1.0 + exp(x)), [&](int64_t i) { return sig(xs[i]); }},
+        {"log(1 - sigmoid(x))", log(1.0 - sigmoid(x)), [&](int64_t i) { return -sig(xs[i]); }},
+        {"log(sum(exp(x)))", log(sum(exp(x))), [&](int64_t i) { return std::exp(xs[i] - mx) / z; }},
+        {"log(softmax(x))", log(softmax(dimshuffle(x, {-1, 0}))),
+         [&](int64_t i) { return 1 - static_cast<double>(n) * std::exp(xs[i] - mx) / z; }},
+    };
+    for (const Case& c : cases) {
+      Var g = grad(sum(c.expr), x);
+      Function f = function({x}, {c.expr, g});
+      std::vector<NDArray> r = f({xv});
+      for (int64_t i = 0; i < r[0].size(); ++i) EXPECT_TRUE(std::isfinite(r[0].get_flat(i))) << c.name << " value";
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(std::isfinite(r[1].get_flat(i))) << c.name << " " << dtype_name(dt) << " at " << xs[i];
+        EXPECT_NEAR(r[1].get_flat(i), c.grad(i), dt == DType::Float32 ? 1e-5 : 1e-12) << c.name << " at " << xs[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hypatia

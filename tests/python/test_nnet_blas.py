@@ -104,3 +104,55 @@ def test_tensordot_batched_dot_gemm():
     np.testing.assert_allclose(r[1], np.tensordot(a, b, 1))
     np.testing.assert_allclose(r[2], np.einsum("bij,bkj->bik", a, a))
     np.testing.assert_allclose(r[3], 0.5 * e + 2.0 * c @ d)
+
+
+
+@pytest.mark.parametrize("blas", ["auto", "onednn", "openblas"])
+def test_blas_flag_chooses_the_library_and_every_choice_is_right(blas):
+    """float32 products (plain, transposed operand, Gemm with z) equal numpy's under each library."""
+    rng = np.random.RandomState(7)
+    old = hypatia.config.blas
+    hypatia.config.blas = blas
+    try:
+        assert hypatia.config.blas == blas
+        a, b, z = T.fmatrix("a"), T.fmatrix("b"), T.fmatrix("z")
+        f = hypatia.function([a, b, z], [T.dot(a, b), z + 0.5 * T.dot(a.T, a.dot(b))])
+        for m, k, n in [(3, 5, 4), (64, 300, 200), (300, 200, 257)]:
+            av = rng.uniform(-1, 1, (m, k)).astype("float32")
+            bv = rng.uniform(-1, 1, (k, n)).astype("float32")
+            zv = rng.uniform(-1, 1, (k, n)).astype("float32")
+            for a_in in (av, np.asfortranarray(av)):
+                p, q = f(a_in, bv, zv)
+                a64, b64 = av.astype(np.float64), bv.astype(np.float64)
+                np.testing.assert_allclose(p, a64 @ b64, rtol=1e-4, atol=1e-4)
+                np.testing.assert_allclose(q, zv + 0.5 * a64.T @ (a64 @ b64), rtol=1e-4, atol=1e-3)
+    finally:
+        hypatia.config.blas = old
+
+
+def test_blas_flag_values_and_the_measured_choice():
+    with pytest.raises(ValueError, match="auto, onednn, openblas"):
+        hypatia.config.blas = "mkl"
+    assert hypatia.config.blas == "auto"
+    choices = T.blas.gemm_choices()
+    assert [c["size_class"] for c in choices] == ["small", "large"]
+    for c in choices:
+        assert c["openblas_gflops"] > 0 and c["onednn_gflops"] > 0
+        assert c["chosen"] == ("onednn" if c["onednn_gflops"] > c["openblas_gflops"] else "openblas")
+        assert len(c["shape"]) == 3
+
+
+def test_blas_flag_from_the_environment():
+    import os
+    import subprocess
+    import sys
+
+    code = "import hypatia; print(hypatia.config.blas)"
+    env = dict(os.environ, HYPATIA_FLAGS="blas=openblas")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "openblas"
+    env["HYPATIA_FLAGS"] = "blas=cublas"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "HYPATIA_FLAGS" in out.stderr and "blas must be one of auto, onednn, openblas" in out.stderr

@@ -79,10 +79,13 @@ void Config::set(std::string_view key, std::string_view value) {
     optimizer_including = v;
   } else if (key == "optimizer_excluding") {
     optimizer_excluding = v;
+  } else if (key == "blas") {
+    expect_one_of(key, v, {"auto", "onednn", "openblas"});
+    blas = v;
   } else {
     fail<ValueError>("config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
                      "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
-                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding)");
+                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas)");
   }
 }
 
@@ -101,6 +104,7 @@ std::string Config::get(std::string_view key) const {
   if (key == "debug_checks") return debug_checks ? "True" : "False";
   if (key == "optimizer_including") return optimizer_including;
   if (key == "optimizer_excluding") return optimizer_excluding;
+  if (key == "blas") return blas;
   fail<ValueError>("config: unknown option '", key, "'");
 }
 

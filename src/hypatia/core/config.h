@@ -38,6 +38,10 @@ struct Config {
   /// Rewrites (names or tags, ':'-separated) added to / removed from the mode's pipeline.
   std::string optimizer_including;
   std::string optimizer_excluding;
+  /// Which library runs float32 matrix products: "auto" (the faster of oneDNN and OpenBLAS for
+  /// the product's size class, measured once per process), "onednn" or "openblas". float64
+  /// products and LAPACK always use OpenBLAS.
+  std::string blas = "auto";
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Applies "key=value,key=value" (the HYPATIA_FLAGS format). `source` names the text in

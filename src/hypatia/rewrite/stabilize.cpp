@@ -4,7 +4,10 @@
 // type of what it replaces and computes the same function, exactly or more accurately: finite
 // where the replaced form overflows, underflows or cancels (log1p, expm1, softplus, log1mexp,
 // erfc, log_softmax, a logsumexp that subtracts the max, a cross-entropy read from log_softmax),
-// and NaN where the replaced form is undefined (exp(log x) for x < 0).
+// and NaN where the replaced form is undefined (exp(log x) for x < 0). The gradients T.grad builds
+// from the naive forms get their finite forms too (sigmoid for exp / (1 + exp), a max-shifted
+// softmax for exp / sum(exp), cancelled reciprocal pairs, a log-softmax gradient without a
+// division by the softmax).
 //
 // Rules in the pattern form (rewrite/pattern.h) that replaced parts of local_stabilize_elemwise
 // keep its name as a prefix (local_stabilize_elemwise_*), so that print_rewrites output stays
@@ -85,12 +88,150 @@ std::optional<std::vector<Var>> stabilize_crossentropy(FunctionGraph&, Apply& n)
   return one(as_type(softmax_crossentropy_labels(coding->owner->inputs[0], n.inputs[1]), n.output_ptr(0)->type));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Stable gradients. T.grad builds the gradient of a stable-looking value from the value's naive
+// form (the rules above see only the value): log(1 + exp(x)) differentiates to exp(x) / (1 +
+// exp(x)), log(sum(exp(x))) to exp(x) * (1 / sum(exp(x))), log(1 - sigmoid(x)) to a product with
+// 1 / sigmoid(-x) and sigmoid(-x) in it, log(softmax(x)) to softmax * (g / softmax - s). Each is
+// inf / inf or 0 * inf = NaN where the value is large; the rules below rewrite them to their
+// finite forms.
+
+/// Whether a and b compute the same value: the same Var, equal 0-d constants, or equal ops (not
+/// random) over inputs that compute the same values, a few levels deep (the rules of this phase
+/// build one expression several times before merge2 makes it one node).
+bool same_value(const Var& a, const Var& b, int depth = 4) {
+  if (a == b) return true;
+  if (depth == 0 || !(a->type == b->type)) return false;
+  if (!a->owner || !b->owner) {
+    if (a->owner || b->owner || a->ndim() != 0) return false;
+    const auto ca = scalar_constant(a), cb = scalar_constant(b);
+    return ca && cb && *ca == *cb;
+  }
+  const Apply &na = *a->owner, &nb = *b->owner;
+  if (a->index != b->index || na.op->is_random() || na.inputs.size() != nb.inputs.size() || !na.op->equals(*nb.op))
+    return false;
+  for (size_t i = 0; i < na.inputs.size(); ++i)
+    if (!same_value(na.inputs[i], nb.inputs[i], depth - 1)) return false;
+  return true;
+}
+
+/// The factors of a product: nested mul nodes flattened, negations counted in `negs`.
+void mul_factors(const Var& v, std::vector<Var>& out, int& negs, int depth = 0) {
+  if (depth < 8) {
+    if (elemwise_of(v, ScalarOpKind::Mul)) {
+      for (const Var& i : v->owner->inputs) mul_factors(i, out, negs, depth + 1);
+      return;
+    }
+    if (elemwise_of(v, ScalarOpKind::Neg)) {
+      ++negs;
+      return mul_factors(v->owner->inputs[0], out, negs, depth + 1);
+    }
+  }
+  out.push_back(v);
+}
+
+/// The product of `factors` (at least one), negated when `negs` is odd.
+Var product_of(const std::vector<Var>& factors, int negs) {
+  Var p = factors[0];
+  for (size_t i = 1; i < factors.size(); ++i) p = p * factors[i];
+  return negs % 2 ? -p : p;
+}
+
+/// y * (1 / y) and y * (a / y) in a product (through nested products and negations) -> 1 and a:
+/// the gradient of log(1 - sigmoid(x)) is -sigmoid(x) instead of NaN where sigmoid(-x) is 0.
+std::optional<std::vector<Var>> cancel_reciprocal(FunctionGraph&, Apply& n) {
+  if (!elemwise_of(n.output(0), ScalarOpKind::Mul) || !is_float(n.output_ptr(0)->dtype())) return std::nullopt;
+  std::vector<Var> f;
+  int negs = 0;
+  mul_factors(n.output(0), f, negs);
+  for (size_t i = 0; i < f.size(); ++i) {
+    Var y, num;
+    if (elemwise_of(f[i], ScalarOpKind::Reciprocal)) {
+      y = f[i]->owner->inputs[0];
+    } else if (elemwise_of(f[i], ScalarOpKind::TrueDiv)) {
+      y = f[i]->owner->inputs[1];
+      num = f[i]->owner->inputs[0];
+    } else {
+      continue;
+    }
+    for (size_t j = 0; j < f.size(); ++j) {
+      if (j == i || !same_value(f[j], y)) continue;
+      std::vector<Var> rest;
+      for (size_t k = 0; k < f.size(); ++k)
+        if (k == i) {
+          if (num) rest.push_back(num);
+        } else if (k != j) {
+          rest.push_back(f[k]);
+        }
+      if (rest.empty()) return std::nullopt;  // the result is all ones: left to the other rules
+      if (Var r = as_type(product_of(rest, negs), n.output_ptr(0)->type)) return one(r);
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The reduction `r` applied to exp(y) when v is sum(exp(y)) (through a DimShuffle that only adds
+/// broadcastable axes), with y.
+const Reduce* sum_of_exp(const Var& v, Var& y) {
+  Var s = v;
+  if (s->owner && typeid(*s->owner->op) == typeid(DimShuffle)) s = s->owner->inputs[0];
+  if (!s->owner || typeid(*s->owner->op) != typeid(Reduce)) return nullptr;
+  const auto& r = static_cast<const Reduce&>(*s->owner->op);
+  if (r.kind != ReduceKind::Sum || !elemwise_of(s->owner->inputs[0], ScalarOpKind::Exp)) return nullptr;
+  y = s->owner->inputs[0]->owner->inputs[0];
+  return &r;
+}
+
+/// exp(y) * (1 / sum(exp(y))) and exp(y) / sum(exp(y)) (the gradient of log(sum(exp(y)))) ->
+/// exp(y - m) / sum(exp(y - m)) with m = max(y) over the summed axes (0 where it is infinite).
+std::optional<std::vector<Var>> softmax_of_sum_exp(FunctionGraph&, Apply& n) {
+  if (!is_float(n.output_ptr(0)->dtype())) return std::nullopt;
+  // e / denom, or e * r with r = [DimShuffle](1 / denom) or [DimShuffle](num / denom), whose
+  // num (through the same DimShuffle) stays a factor.
+  Var e, denom, factor;
+  if (elemwise_of(n.output(0), ScalarOpKind::TrueDiv)) {
+    e = n.inputs[0];
+    denom = n.inputs[1];
+  } else if (elemwise_of(n.output(0), ScalarOpKind::Mul) && n.inputs.size() == 2) {
+    for (int i = 0; i < 2 && !denom; ++i) {
+      const Var& r = n.inputs[1 - i];
+      const bool ds = r->owner && typeid(*r->owner->op) == typeid(DimShuffle);
+      const Var& inner = ds ? r->owner->inputs[0] : r;
+      if (!elemwise_of(n.inputs[i], ScalarOpKind::Exp)) continue;
+      if (elemwise_of(inner, ScalarOpKind::Reciprocal)) {
+        denom = inner->owner->inputs[0];
+      } else if (elemwise_of(inner, ScalarOpKind::TrueDiv)) {
+        denom = inner->owner->inputs[1];
+        const Var& num = inner->owner->inputs[0];
+        if (!is_constant_value(num, 1.0)) factor = ds ? apply_op1(r->owner->op, {num}) : num;
+      } else {
+        continue;
+      }
+      e = n.inputs[i];
+    }
+  }
+  if (!denom || !elemwise_of(e, ScalarOpKind::Exp)) return std::nullopt;
+  Var y;
+  const Reduce* r = sum_of_exp(denom, y);
+  if (!r || !same_value(y, e->owner->inputs[0])) return std::nullopt;
+  // y - switch(isinf(m), 0, m) is this rule's own result (or logsumexp's): already shifted.
+  if (elemwise_of(y, ScalarOpKind::Sub) && elemwise_of(y->owner->inputs[1], ScalarOpKind::Switch)) return std::nullopt;
+  Var m = max(y, r->axes, /*keepdims=*/true);
+  Var safe_m = switch_(isinf(m), zeros_like(m), m);
+  Var ex = exp(y - safe_m);
+  Var sm = ex / sum(ex, r->axes, /*keepdims=*/true, r->dtype);
+  return one(as_type(factor ? sm * factor : sm, n.output_ptr(0)->type));
+}
+
 }  // namespace
 
 std::vector<LocalRewrite> stabilize_rules() {
   std::vector<LocalRewrite> rules = {
       {"local_stabilize_elemwise", {typeid(Elemwise)}, stabilize_elemwise},
       {"local_softmax_crossentropy", {typeid(CrossentropyCategorical1Hot)}, stabilize_crossentropy},
+      {"local_mul_cancel_reciprocal", {typeid(Elemwise)}, cancel_reciprocal},
+      {"local_softmax_of_sum_exp", {typeid(Elemwise)}, softmax_of_sum_exp},
   };
   auto add = [&](const char* name, const char* pattern, const char* replacement, PatternConstraint constraint) {
     rules.push_back(pattern_rewrite(name, pattern, replacement, std::move(constraint)));
@@ -120,6 +261,17 @@ std::vector<LocalRewrite> stabilize_rules() {
   // form; here x + (-y) becomes x - y). After log1mexp, which handles x = exp(y) better. Float x
   // only: 1 - x in an integer dtype wraps around where log1p(-x) would not.
   add("local_log1p_sub", "(log (sub 1 x))", "(log1p (neg x))", float_vars({"x"}));
+  // Gradients of softplus forms: exp(x) / (1 + exp(x)) is sigmoid(x) (inf / inf where exp
+  // overflows); with the incoming gradient g as a factor too.
+  add("local_exp_over_1_plus_exp", "(true_div (exp x) (add 1 (exp x)))", "(sigmoid x)", float_output());
+  add("local_exp_over_1_plus_exp_times", "(true_div (mul g (exp x)) (add 1 (exp x)))", "(mul g (sigmoid x))",
+      float_output());
+  add("local_exp_over_1_plus_exp_by", "(mul (true_div g (add 1 (exp x))) (exp x))", "(mul g (sigmoid x))",
+      float_output());
+  // The gradient of log(softmax(x)): softmax * (g / softmax - s) -> g - softmax * s, which never
+  // divides by a probability that underflowed to 0 (s is sum(g) once g / softmax * softmax in it
+  // has cancelled).
+  add("local_log_softmax_grad", "(mul a (sub (true_div g a) s))", "(sub g (mul a s))", float_output());
   // erf complements (Theano's local_one_minus_erf, local_one_minus_erfc, local_erf_minus_one).
   add("local_one_minus_erf", "(sub 1 (erf x))", "(erfc x)", float_output());
   add("local_one_minus_erfc", "(sub 1 (erfc x))", "(erf x)", float_output());

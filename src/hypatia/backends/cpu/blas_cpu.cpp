@@ -1,5 +1,5 @@
-// The CPU matrix product: OpenBLAS (sdot/ddot, sgemv/dgemv, sger/dger, sgemm/dgemm) for floats.
-// OpenBLAS runs single-threaded; large products are cut into panels of the output (row or column
+// The CPU matrix product: OpenBLAS (sdot/ddot, sgemv/dgemv, sger/dger, dgemm) for floats, and for
+// float32 GEMMs the provider (OpenBLAS or oneDNN) that gemm_provider.h chooses. They run single-threaded; large products are cut into panels of the output (row or column
 // blocks of C, ranges of y or of A's rows, pieces of a dot) that run as thread pool tasks, so a
 // product tolerates a descheduled thread like Hypatia's own kernels (thread_pool.h).
 #include <cblas.h>
@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "hypatia/backends/cpu/blas_matmul.h"
+#include "hypatia/backends/cpu/gemm_provider.h"
 #include "hypatia/backends/cpu/thread_pool.h"
 
 namespace hypatia {
@@ -95,10 +97,6 @@ void blas_ger(blasint m, blasint n, double alpha, const double* x, blasint ix, c
               blasint lda) {
   cblas_dger(CblasRowMajor, m, n, alpha, x, ix, y, iy, a, lda);
 }
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a,
-               blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, double alpha, const double* a,
                blasint lda, const double* b, blasint ldb, double beta, double* c, blasint ldc) {
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -172,13 +170,21 @@ void gemm_tasks(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bl
   const int threads = parallel_threads();
   const bool by_cols = n >= m;
   const int64_t tasks = blas_tasks(int64_t{m} * n * k, kGemmTaskWork, by_cols ? n : m, threads);
+  // float32: the provider (OpenBLAS or oneDNN) chosen for the size of one panel's call.
+  const GemmProvider* sp = nullptr;
+  if constexpr (std::is_same_v<T, float>) sp = &sgemm_provider(int64_t{m} * n * k / tasks);
+  const auto gemm = [&](blasint mm, blasint nn, const T* pa, const T* pb, T* pc) {
+    if constexpr (std::is_same_v<T, float>)
+      sp->sgemm(ta == CblasTrans, tb == CblasTrans, mm, nn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+    else
+      blas_gemm(ta, tb, mm, nn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+  };
   for_panels(by_cols ? n : m, tasks, threads, [&](int64_t lo, int64_t hi) {
     const blasint len = static_cast<blasint>(hi - lo);
     if (by_cols)
-      blas_gemm(ta, tb, m, len, k, alpha, a, lda, tb == CblasNoTrans ? b + lo : b + lo * ldb, ldb, beta, c + lo, ldc);
+      gemm(m, len, a, tb == CblasNoTrans ? b + lo : b + lo * ldb, c + lo);
     else
-      blas_gemm(ta, tb, len, n, k, alpha, ta == CblasNoTrans ? a + lo * lda : a + lo, lda, b, ldb, beta, c + lo * ldc,
-                ldc);
+      gemm(len, n, ta == CblasNoTrans ? a + lo * lda : a + lo, b, c + lo * ldc);
   });
 }
 

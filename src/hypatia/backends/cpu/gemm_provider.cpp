@@ -1,0 +1,157 @@
+// OpenBLAS and oneDNN sgemm behind GemmProvider, and the measured choice between them.
+//
+// Both are called single-threaded (OpenBLAS through openblas_set_num_threads(1), blas_cpu.cpp;
+// oneDNN, built on OpenMP in Debian, with the calling thread's OpenMP thread count set to 1 for
+// the call and restored after it, so a user's own OpenMP code keeps its setting). oneDNN has no
+// float64 GEMM: float64 products stay with OpenBLAS.
+#include "hypatia/backends/cpu/gemm_provider.h"
+
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "hypatia/core/config.h"
+#include "hypatia/core/error.h"
+
+// libgomp's, declared here so that no OpenMP flag reaches this file (oneDNN links libgomp).
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+namespace hypatia {
+namespace {
+
+void openblas_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
+              static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+/// Sets the calling thread's OpenMP thread count to 1 for its lifetime (oneDNN reads it per call).
+class OneOmpThread {
+ public:
+  OneOmpThread() : prev_(omp_get_max_threads()) {
+    if (prev_ != 1) omp_set_num_threads(1);
+  }
+  ~OneOmpThread() {
+    if (prev_ != 1) omp_set_num_threads(prev_);
+  }
+  OneOmpThread(const OneOmpThread&) = delete;
+  OneOmpThread& operator=(const OneOmpThread&) = delete;
+
+ private:
+  int prev_;
+};
+
+void onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  OneOmpThread one;
+  const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (st != dnnl_success)
+    fail<Error>("Gemm (oneDNN dnnl_sgemm): status ", static_cast<int>(st), " for m=", m, " n=", n, " k=", k,
+                " lda=", lda, " ldb=", ldb, " ldc=", ldc, " trans_a=", ta, " trans_b=", tb,
+                " (set blas=openblas to use OpenBLAS)");
+}
+
+const GemmProvider kOpenBlas{"openblas", &openblas_sgemm};
+const GemmProvider kOneDnn{"onednn", &onednn_sgemm};
+
+/// Size classes of one GEMM call, each timed on one representative shape. Calls of up to 2^21
+/// multiply-adds are single tasks (kGemmTaskWork in blas_cpu.cpp): an RNN step, an MLP's last
+/// layer, small panels; larger calls are the panels of the big products.
+struct SizeClass {
+  const char* name;
+  int64_t max_macs;
+  int64_t m, n, k;
+  int reps;  ///< calls per timed round
+};
+constexpr std::array<SizeClass, 2> kClasses{{
+    {"small", int64_t{1} << 21, 32, 256, 128, 16},
+    {"large", std::numeric_limits<int64_t>::max(), 256, 512, 256, 1},
+}};
+constexpr int kRounds = 5;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Times NN and TN products of the class's shape on both providers, rounds interleaved so that a
+/// burst of load hits both; each provider's best round counts.
+GemmChoice measure(const SizeClass& sc) {
+  const int64_t m = sc.m, n = sc.n, k = sc.k;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.125f - 0.25f;
+  const GemmProvider* providers[2] = {&kOpenBlas, &kOneDnn};
+  auto round = [&](const GemmProvider& p) {
+    const double t0 = now_seconds();
+    for (int r = 0; r < sc.reps; ++r) {
+      p.sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+      p.sgemm(true, false, m, n, k, 1.0f, a.data(), m, b.data(), n, 0.0f, c.data(), n);
+    }
+    return now_seconds() - t0;
+  };
+  for (const GemmProvider* p : providers) round(*p);  // warm-up: oneDNN generates its kernels here
+  double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  for (int r = 0; r < kRounds; ++r)
+    for (int i = 0; i < 2; ++i) best[i] = std::min(best[i], round(*providers[i]));
+  const double flop = 2.0 * 2.0 * static_cast<double>(m * n * k) * sc.reps;
+  GemmChoice ch{sc.name, sc.max_macs, m, n, k, flop / best[0] * 1e-9, flop / best[1] * 1e-9, ""};
+  ch.chosen = best[1] < best[0] ? kOneDnn.name : kOpenBlas.name;
+  return ch;
+}
+
+struct Measured {
+  std::once_flag once;
+  GemmChoice choice;
+  const GemmProvider* provider = nullptr;
+};
+
+std::array<Measured, kClasses.size()>& measured() {
+  static std::array<Measured, kClasses.size()> m;
+  return m;
+}
+
+const GemmProvider& auto_choice(size_t cls) {
+  Measured& e = measured()[cls];
+  std::call_once(e.once, [&] {
+    e.choice = measure(kClasses[cls]);
+    e.provider = e.choice.chosen == kOneDnn.name ? &kOneDnn : &kOpenBlas;
+  });
+  return *e.provider;
+}
+
+size_t class_of(int64_t macs) {
+  size_t i = 0;
+  while (macs > kClasses[i].max_macs) ++i;
+  return i;
+}
+
+}  // namespace
+
+const GemmProvider& openblas_gemm() { return kOpenBlas; }
+const GemmProvider& onednn_gemm() { return kOneDnn; }
+
+const GemmProvider& sgemm_provider(int64_t macs) {
+  const std::string& flag = config().blas;
+  if (flag == "openblas") return kOpenBlas;
+  if (flag == "onednn") return kOneDnn;
+  return auto_choice(class_of(macs));
+}
+
+std::vector<GemmChoice> gemm_choices() {
+  std::vector<GemmChoice> out;
+  for (size_t i = 0; i < kClasses.size(); ++i) {
+    auto_choice(i);
+    out.push_back(measured()[i].choice);
+  }
+  return out;
+}
+
+}  // namespace hypatia

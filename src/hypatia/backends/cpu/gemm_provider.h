@@ -1,0 +1,40 @@
+// The libraries behind the CPU's matrix products: OpenBLAS and oneDNN behind one interface, the
+// faster one for a product's size class chosen by measurement (or forced with the `blas` flag).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hypatia {
+
+/// One library's row-major GEMM, C = alpha op(A) op(B) + beta C, run on the calling thread only:
+/// Hypatia's thread pool supplies the threads (one call per output panel, blas_cpu.cpp), so a
+/// provider never starts threads of its own. C is not read when beta == 0.
+struct GemmProvider {
+  const char* name;
+  void (*sgemm)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+};
+
+const GemmProvider& openblas_gemm();
+const GemmProvider& onednn_gemm();
+
+/// The provider for one float32 GEMM call of `macs` multiply-adds, as config().blas says:
+/// "openblas", "onednn", or "auto": the faster of the two for the call's size class, timed once
+/// per process (single-threaded, on a representative shape of the class, min over interleaved
+/// rounds) the first time a call of that class is made.
+const GemmProvider& sgemm_provider(int64_t macs);
+
+/// What "auto" measured for one size class.
+struct GemmChoice {
+  std::string size_class;  ///< "small" or "large"
+  int64_t max_macs;        ///< calls up to this many multiply-adds belong to the class
+  int64_t m, n, k;         ///< the shape that was timed (NN and TN)
+  double openblas_gflops, onednn_gflops;
+  std::string chosen;
+};
+
+/// The measured choice of every size class (measuring the classes not yet used).
+std::vector<GemmChoice> gemm_choices();
+
+}  // namespace hypatia
