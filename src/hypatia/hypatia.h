@@ -15,6 +15,7 @@
 #include "hypatia/graph/type.h"
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/composite.h"
+#include "hypatia/ops/conv.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/nnet.h"

@@ -1,0 +1,286 @@
+// CPU kernels of the convolution family: Caffe's im2col / col2im around the GEMM provider
+// (cpu_matmul: OpenBLAS or oneDNN, whichever measured faster), images split over the thread
+// pool (each task its own column buffer; a GEMM inside a task runs on that task's thread, a lone
+// image's GEMM is cut into panels by cpu_matmul itself).
+//
+// Per image n and group g, with K = C/g * kh * kw and the filters flipped once per call when
+// the op convolves (Kf: (O, K)):
+//   forward        out[n, g] (O/g, Ho*Wo) = Kf[g] (O/g, K) . col (K, Ho*Wo)
+//   grad weights   dKf[g] (O/g, K) += top[n, g] (O/g, Ho*Wo) . col^T
+//   grad inputs    col = Kf[g]^T (K, O/g) . top[n, g];  col2im adds col into dimg[n, g]
+// A 1x1 filter of stride 1 without padding needs no im2col: the image is the column matrix.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "hypatia/backends/cpu/blas_matmul.h"
+#include "hypatia/backends/cpu/thread_pool.h"
+#include "hypatia/backends/reference/conv_common.h"
+#include "hypatia/core/error.h"
+
+namespace hypatia::conv_detail {
+namespace {
+
+/// Multiply-adds below which one thread does the whole call (as blas_cpu.cpp's GEMM tasks).
+constexpr int64_t kTaskWork = int64_t{1} << 21;
+
+struct Strides4 {
+  int64_t n, c, h, w;
+};
+Strides4 element_strides(const NDArray& a) {
+  const int64_t isz = static_cast<int64_t>(itemsize(a.dtype()));
+  return {a.strides()[0] / isz, a.strides()[1] / isz, a.strides()[2] / isz, a.strides()[3] / isz};
+}
+
+/// Output columns x in [lo, hi) whose input column x * stride - pad + j * dil lies in [0, w).
+std::pair<int64_t, int64_t> valid_range(int64_t out, int64_t in, int64_t stride, int64_t pad, int64_t off) {
+  // x * stride >= pad - off  and  x * stride <= in - 1 + pad - off
+  const int64_t a = pad - off, b = in - 1 + pad - off;
+  int64_t lo = a <= 0 ? 0 : (a + stride - 1) / stride;
+  int64_t hi = b < 0 ? 0 : b / stride + 1;
+  lo = std::min(lo, out);
+  hi = std::clamp(hi, lo, out);
+  return {lo, hi};
+}
+
+/// The columns of image n, group g: col[(c * kh + i) * kw + j][y * Wo + x] = the input pixel that
+/// filter tap (i, j) of channel c meets at output pixel (y, x), 0 in the padding.
+template <class T>
+void im2col(const T* img, const Strides4& st, const Conv2dParams& p, const Conv2dShape& s, int64_t n, int64_t g,
+            T* col) {
+  const int64_t hw = s.ho * s.wo;
+  for (int64_t cc = 0; cc < s.cg; ++cc) {
+    const T* base = img + n * st.n + (g * s.cg + cc) * st.c;
+    for (int64_t i = 0; i < s.kh; ++i)
+      for (int64_t j = 0; j < s.kw; ++j) {
+        T* row = col + ((cc * s.kh + i) * s.kw + j) * hw;
+        const auto [x0, x1] = valid_range(s.wo, s.w, p.stride_w, s.pw, j * p.dil_w);
+        for (int64_t y = 0; y < s.ho; ++y) {
+          T* r = row + y * s.wo;
+          const int64_t iy = y * p.stride_h - s.ph + i * p.dil_h;
+          if (iy < 0 || iy >= s.h || x0 >= x1) {
+            std::fill(r, r + s.wo, T(0));
+            continue;
+          }
+          std::fill(r, r + x0, T(0));
+          std::fill(r + x1, r + s.wo, T(0));
+          const T* src = base + iy * st.h + (x0 * p.stride_w - s.pw + j * p.dil_w) * st.w;
+          if (p.stride_w == 1 && st.w == 1) {
+            std::memcpy(r + x0, src, static_cast<size_t>(x1 - x0) * sizeof(T));
+          } else {
+            const int64_t step = p.stride_w * st.w;
+            for (int64_t x = x0; x < x1; ++x, src += step) r[x] = *src;
+          }
+        }
+      }
+  }
+}
+
+/// The adjoint of im2col: adds every column entry into the (C-contiguous) image pixel it came from.
+template <class T>
+void col2im_add(const T* col, const Conv2dParams& p, const Conv2dShape& s, int64_t n, int64_t g, T* img) {
+  const int64_t hw = s.ho * s.wo;
+  for (int64_t cc = 0; cc < s.cg; ++cc) {
+    T* base = img + (n * s.c + g * s.cg + cc) * s.h * s.w;
+    for (int64_t i = 0; i < s.kh; ++i)
+      for (int64_t j = 0; j < s.kw; ++j) {
+        const T* row = col + ((cc * s.kh + i) * s.kw + j) * hw;
+        const auto [x0, x1] = valid_range(s.wo, s.w, p.stride_w, s.pw, j * p.dil_w);
+        if (x0 >= x1) continue;
+        for (int64_t y = 0; y < s.ho; ++y) {
+          const int64_t iy = y * p.stride_h - s.ph + i * p.dil_h;
+          if (iy < 0 || iy >= s.h) continue;
+          const T* r = row + y * s.wo;
+          T* dst = base + iy * s.w + (x0 * p.stride_w - s.pw + j * p.dil_w);
+          for (int64_t x = x0; x < x1; ++x, dst += p.stride_w) *dst += r[x];
+        }
+      }
+  }
+}
+
+/// The filters as an (O, K) matrix in correlation order: flipped in both spatial axes when the op
+/// convolves (any layout in, C-contiguous out).
+template <class T>
+NDArray filters_matrix(const NDArray& kern, const Conv2dParams& p, const Conv2dShape& s) {
+  NDArray m = NDArray::empty({s.o, s.cg * s.kh * s.kw}, kern.dtype());
+  const Strides4 st = element_strides(kern);
+  const T* k = kern.data<T>();
+  T* d = m.data<T>();
+  for (int64_t o = 0; o < s.o; ++o)
+    for (int64_t cc = 0; cc < s.cg; ++cc)
+      for (int64_t i = 0; i < s.kh; ++i)
+        for (int64_t j = 0; j < s.kw; ++j) {
+          const int64_t ki = p.flip ? s.kh - 1 - i : i, kj = p.flip ? s.kw - 1 - j : j;
+          *d++ = k[o * st.n + cc * st.c + ki * st.h + kj * st.w];
+        }
+  return m;
+}
+
+/// Whether image columns are the image itself: a 1x1 filter, stride 1, no padding.
+bool pointwise(const Conv2dParams& p, const Conv2dShape& s) {
+  return s.kh == 1 && s.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && s.ph == 0 && s.pw == 0;
+}
+
+/// Runs body(n0, n1) over ranges of the batch: on the pool when the call is large enough.
+template <class Body>
+void over_batch(const Conv2dShape& s, const Body& body) {
+  const int64_t work = s.n * s.o * s.cg * s.kh * s.kw * s.ho * s.wo;
+  const int threads = parallel_threads();
+  const int64_t tasks = work < kTaskWork || threads <= 1 ? 1 : std::min<int64_t>(s.n, threads);
+  if (tasks <= 1) return body(int64_t{0}, s.n);
+  parallel_ranges(s.n, tasks, threads, body);
+}
+
+void check_float(const NDArray& a, const std::string& who) {
+  if (a.dtype() != DType::Float32 && a.dtype() != DType::Float64)
+    fail<TypeError>(who, ": expected float32 or float64 arrays, got ", a.describe());
+}
+
+template <class T>
+void forward(const Conv2d& op, const NDArray& img, const NDArray& kern, NDArray& out, const Conv2dShape& s) {
+  const Conv2dParams& p = op.p;
+  const int64_t og = s.o / s.g, k = s.cg * s.kh * s.kw, hw = s.ho * s.wo;
+  const NDArray kf = filters_matrix<T>(kern, p, s);
+  const bool direct = pointwise(p, s) && img.is_c_contiguous();
+  const Strides4 st = element_strides(img);
+  over_batch(s, [&](int64_t n0, int64_t n1) {
+    NDArray col = direct ? NDArray() : NDArray::empty({k, hw}, img.dtype());
+    for (int64_t n = n0; n < n1; ++n) {
+      const NDArray on = out.select(0, n).reshape({s.o, hw});
+      for (int64_t g = 0; g < s.g; ++g) {
+        NDArray c;
+        if (direct) {
+          c = img.select(0, n).reshape({s.c, hw}).slice(0, g * s.cg, (g + 1) * s.cg, 1);
+        } else {
+          im2col(img.data<T>(), st, p, s, n, g, col.data<T>());
+          c = col;
+        }
+        cpu_matmul(kf.slice(0, g * og, (g + 1) * og, 1), c, on.slice(0, g * og, (g + 1) * og, 1), 1.0, 0.0);
+      }
+    }
+  });
+}
+
+template <class T>
+void grad_weights(const Conv2dGradWeights& op, const NDArray& img, const NDArray& top0, NDArray& out,
+                  const Conv2dShape& s) {
+  const Conv2dParams& p = op.p;
+  const int64_t og = s.o / s.g, k = s.cg * s.kh * s.kw, hw = s.ho * s.wo;
+  const NDArray top = top0.ascontiguous();
+  const bool direct = pointwise(p, s) && img.is_c_contiguous();
+  const Strides4 st = element_strides(img);
+  // One (O, K) partial sum per task, added in task order (the same result for the same split).
+  const int threads = parallel_threads();
+  const int64_t work = s.n * s.o * k * hw;
+  const int64_t tasks = work < kTaskWork || threads <= 1 ? 1 : std::min<int64_t>(s.n, threads);
+  std::vector<NDArray> part(static_cast<size_t>(tasks));
+  auto body = [&](int64_t t) {
+    const auto [n0, n1] = task_range(s.n, tasks, t);
+    NDArray acc = NDArray::zeros({s.o, k}, img.dtype());
+    NDArray col = direct ? NDArray() : NDArray::empty({k, hw}, img.dtype());
+    for (int64_t n = n0; n < n1; ++n) {
+      const NDArray tn = top.select(0, n).reshape({s.o, hw});
+      for (int64_t g = 0; g < s.g; ++g) {
+        NDArray c;
+        if (direct) {
+          c = img.select(0, n).reshape({s.c, hw}).slice(0, g * s.cg, (g + 1) * s.cg, 1);
+        } else {
+          im2col(img.data<T>(), st, p, s, n, g, col.data<T>());
+          c = col;
+        }
+        cpu_matmul(tn.slice(0, g * og, (g + 1) * og, 1), c.transpose(), acc.slice(0, g * og, (g + 1) * og, 1), 1.0,
+                   1.0);
+      }
+    }
+    part[static_cast<size_t>(t)] = acc;
+  };
+  if (tasks <= 1)
+    body(0);
+  else
+    parallel_for(tasks, threads, body);
+  T* sum = part[0].data<T>();
+  for (size_t t = 1; t < part.size(); ++t) {
+    const T* q = part[t].data<T>();
+    for (int64_t i = 0; i < s.o * k; ++i) sum[i] += q[i];
+  }
+  // Back from correlation order (flipped taps) to the filters' layout.
+  T* d = out.data<T>();
+  for (int64_t o = 0; o < s.o; ++o)
+    for (int64_t cc = 0; cc < s.cg; ++cc)
+      for (int64_t i = 0; i < s.kh; ++i)
+        for (int64_t j = 0; j < s.kw; ++j) {
+          const int64_t ki = p.flip ? s.kh - 1 - i : i, kj = p.flip ? s.kw - 1 - j : j;
+          d[((o * s.cg + cc) * s.kh + ki) * s.kw + kj] = *sum++;
+        }
+}
+
+template <class T>
+void grad_inputs(const Conv2dGradInputs& op, const NDArray& kern, const NDArray& top0, NDArray& out,
+                 const Conv2dShape& s) {
+  const Conv2dParams& p = op.p;
+  const int64_t og = s.o / s.g, k = s.cg * s.kh * s.kw, hw = s.ho * s.wo;
+  const NDArray kf = filters_matrix<T>(kern, p, s);
+  const NDArray top = top0.ascontiguous();
+  const bool direct = pointwise(p, s);
+  if (!direct) out.fill(0.0);
+  over_batch(s, [&](int64_t n0, int64_t n1) {
+    NDArray col = direct ? NDArray() : NDArray::empty({k, hw}, top.dtype());
+    for (int64_t n = n0; n < n1; ++n) {
+      const NDArray tn = top.select(0, n).reshape({s.o, hw});
+      for (int64_t g = 0; g < s.g; ++g) {
+        const NDArray kg = kf.slice(0, g * og, (g + 1) * og, 1).transpose();
+        const NDArray tg = tn.slice(0, g * og, (g + 1) * og, 1);
+        if (direct) {
+          cpu_matmul(kg, tg, out.select(0, n).reshape({s.c, hw}).slice(0, g * s.cg, (g + 1) * s.cg, 1), 1.0, 0.0);
+        } else {
+          cpu_matmul(kg, tg, col, 1.0, 0.0);
+          col2im_add(col.data<T>(), p, s, n, g, out.data<T>());
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void conv2d_cpu(const Conv2d& op, const KernelArgs& a) {
+  const NDArray &img = *a.in[0], &kern = *a.in[1];
+  const std::string who = op.name();
+  check_float(img, who);
+  const Conv2dShape s = conv2d_shape(who.c_str(), op.p, img.shape(), kern.shape());
+  NDArray& out = prepare_output(*a.out[0], {s.n, s.o, s.ho, s.wo}, img.dtype());
+  if (img.dtype() == DType::Float32)
+    forward<float>(op, img, kern, out, s);
+  else
+    forward<double>(op, img, kern, out, s);
+}
+
+void conv2d_grad_weights_cpu(const Conv2dGradWeights& op, const KernelArgs& a) {
+  const NDArray &img = *a.in[0], &top = *a.in[1];
+  const std::string who = op.name();
+  check_float(img, who);
+  const Conv2dShape s = conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(),
+                                                  size_arg(*a.in[2], who, "the filter rows"),
+                                                  size_arg(*a.in[3], who, "the filter columns"));
+  NDArray& out = prepare_output(*a.out[0], {s.o, s.cg, s.kh, s.kw}, img.dtype());
+  if (img.dtype() == DType::Float32)
+    grad_weights<float>(op, img, top, out, s);
+  else
+    grad_weights<double>(op, img, top, out, s);
+}
+
+void conv2d_grad_inputs_cpu(const Conv2dGradInputs& op, const KernelArgs& a) {
+  const NDArray &kern = *a.in[0], &top = *a.in[1];
+  const std::string who = op.name();
+  check_float(top, who);
+  const Conv2dShape s = conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(),
+                                                 size_arg(*a.in[2], who, "the image rows"),
+                                                 size_arg(*a.in[3], who, "the image columns"));
+  NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
+  if (top.dtype() == DType::Float32)
+    grad_inputs<float>(op, kern, top, out, s);
+  else
+    grad_inputs<double>(op, kern, top, out, s);
+}
+
+}  // namespace hypatia::conv_detail

@@ -1,0 +1,103 @@
+// Reference kernels of the convolution family: one loop over every (image, output channel,
+// output pixel, input channel of the group, filter tap) that lands inside the image, in double.
+// Slow and plain on purpose: the oracle the CPU kernels are tested against.
+#include <vector>
+
+#include "hypatia/backends/reference/conv_common.h"
+#include "hypatia/core/error.h"
+
+namespace hypatia::conv_detail {
+
+int64_t size_arg(const NDArray& a, const std::string& who, const char* what) {
+  if (a.ndim() != 0 || !is_integer(a.dtype()))
+    fail<TypeError>(who, ": expected ", what, " as an integer scalar, got ", a.describe());
+  return a.get_flat_int(0);
+}
+
+namespace {
+
+/// Calls f(img_index, kern_index, top_index) for every term of the convolution sum (flat C-order
+/// indices into the image, the filters as stored, and the output).
+template <class F>
+void for_each_term(const Conv2dParams& p, const Conv2dShape& s, F&& f) {
+  const int64_t og = s.o / s.g;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t o = 0; o < s.o; ++o) {
+      const int64_t g = o / og;
+      for (int64_t y = 0; y < s.ho; ++y)
+        for (int64_t x = 0; x < s.wo; ++x) {
+          const int64_t t = ((n * s.o + o) * s.ho + y) * s.wo + x;
+          for (int64_t cc = 0; cc < s.cg; ++cc) {
+            const int64_t c = g * s.cg + cc;
+            for (int64_t i = 0; i < s.kh; ++i) {
+              const int64_t iy = y * p.stride_h - s.ph + i * p.dil_h;
+              if (iy < 0 || iy >= s.h) continue;
+              for (int64_t j = 0; j < s.kw; ++j) {
+                const int64_t ix = x * p.stride_w - s.pw + j * p.dil_w;
+                if (ix < 0 || ix >= s.w) continue;
+                const int64_t ki = p.flip ? s.kh - 1 - i : i, kj = p.flip ? s.kw - 1 - j : j;
+                f(((n * s.c + c) * s.h + iy) * s.w + ix, ((o * s.cg + cc) * s.kh + ki) * s.kw + kj, t);
+              }
+            }
+          }
+        }
+    }
+}
+
+std::vector<double> as_doubles(const NDArray& a) {
+  const NDArray c = a.ascontiguous();
+  std::vector<double> v(static_cast<size_t>(c.size()));
+  for (int64_t i = 0; i < c.size(); ++i) v[static_cast<size_t>(i)] = c.get_flat(i);
+  return v;
+}
+
+/// Writes v into the (C-contiguous, float) output, rounding to its dtype.
+void store(NDArray& out, const std::vector<double>& v) {
+  if (out.dtype() == DType::Float32) {
+    float* p = out.data<float>();
+    for (int64_t i = 0; i < out.size(); ++i) p[i] = static_cast<float>(v[static_cast<size_t>(i)]);
+  } else {
+    double* p = out.data<double>();
+    for (int64_t i = 0; i < out.size(); ++i) p[i] = v[static_cast<size_t>(i)];
+  }
+}
+
+}  // namespace
+
+void conv2d_reference(const Conv2d& op, const KernelArgs& a) {
+  const NDArray &img = *a.in[0], &kern = *a.in[1];
+  const Conv2dShape s = conv2d_shape(op.name().c_str(), op.p, img.shape(), kern.shape());
+  NDArray& out = prepare_output(*a.out[0], {s.n, s.o, s.ho, s.wo}, img.dtype());
+  const std::vector<double> x = as_doubles(img), k = as_doubles(kern);
+  std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
+  for_each_term(op.p, s, [&](int64_t ii, int64_t ki, int64_t ti) { r[ti] += x[ii] * k[ki]; });
+  store(out, r);
+}
+
+void conv2d_grad_inputs_reference(const Conv2dGradInputs& op, const KernelArgs& a) {
+  const NDArray &kern = *a.in[0], &top = *a.in[1];
+  const std::string who = op.name();
+  const Conv2dShape s = conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(),
+                                                 size_arg(*a.in[2], who, "the image rows"),
+                                                 size_arg(*a.in[3], who, "the image columns"));
+  NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
+  const std::vector<double> k = as_doubles(kern), t = as_doubles(top);
+  std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
+  for_each_term(op.p, s, [&](int64_t ii, int64_t ki, int64_t ti) { r[ii] += t[ti] * k[ki]; });
+  store(out, r);
+}
+
+void conv2d_grad_weights_reference(const Conv2dGradWeights& op, const KernelArgs& a) {
+  const NDArray &img = *a.in[0], &top = *a.in[1];
+  const std::string who = op.name();
+  const Conv2dShape s = conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(),
+                                                  size_arg(*a.in[2], who, "the filter rows"),
+                                                  size_arg(*a.in[3], who, "the filter columns"));
+  NDArray& out = prepare_output(*a.out[0], {s.o, s.cg, s.kh, s.kw}, img.dtype());
+  const std::vector<double> x = as_doubles(img), t = as_doubles(top);
+  std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
+  for_each_term(op.p, s, [&](int64_t ii, int64_t ki, int64_t ti) { r[ki] += t[ti] * x[ii]; });
+  store(out, r);
+}
+
+}  // namespace hypatia::conv_detail

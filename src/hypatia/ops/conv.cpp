@@ -1,0 +1,257 @@
+#include "hypatia/ops/conv.h"
+
+#include <sstream>
+
+#include "hypatia/core/error.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/shape.h"
+
+namespace hypatia {
+
+// ---------------------------------------------------------------------------------------------
+// Parameters and shapes
+
+std::pair<int64_t, int64_t> Conv2dParams::pads(int64_t kh, int64_t kw) const {
+  if (border == "full") return {dil_h * (kh - 1), dil_w * (kw - 1)};
+  if (border == "half") return {dil_h * (kh / 2), dil_w * (kw / 2)};
+  if (border == "pad") return {pad_h, pad_w};
+  return {0, 0};
+}
+
+int64_t Conv2dParams::out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil) {
+  const int64_t span = dil * (k - 1) + 1;
+  const int64_t room = in + 2 * pad - span;
+  return room < 0 ? 0 : room / stride + 1;
+}
+
+std::string Conv2dParams::str() const {
+  std::ostringstream os;
+  if (border == "pad")
+    os << "pad (" << pad_h << ", " << pad_w << ")";
+  else
+    os << border;
+  if (stride_h != 1 || stride_w != 1) os << ", stride (" << stride_h << ", " << stride_w << ")";
+  if (dil_h != 1 || dil_w != 1) os << ", dilation (" << dil_h << ", " << dil_w << ")";
+  if (groups != 1) os << ", groups " << groups;
+  if (!flip) os << ", no flip";
+  return os.str();
+}
+
+void Conv2dParams::check(const char* who) const {
+  if (border != "valid" && border != "full" && border != "half" && border != "pad")
+    fail<ValueError>(who, ": border_mode must be 'valid', 'full', 'half', an int or a pair of ints, got '", border, "'");
+  if (pad_h < 0 || pad_w < 0)
+    fail<ValueError>(who, ": padding must be non-negative, got (", pad_h, ", ", pad_w, ")");
+  if (stride_h < 1 || stride_w < 1)
+    fail<ValueError>(who, ": subsample must be positive, got (", stride_h, ", ", stride_w, ")");
+  if (dil_h < 1 || dil_w < 1)
+    fail<ValueError>(who, ": filter_dilation must be positive, got (", dil_h, ", ", dil_w, ")");
+  if (groups < 1) fail<ValueError>(who, ": num_groups must be positive, got ", groups);
+}
+
+Conv2dShape conv2d_shape(const char* who, const Conv2dParams& p, const Shape& img, const Shape& kern) {
+  if (img.size() != 4 || kern.size() != 4)
+    fail<ValueError>(who, ": expected a 4-d image and 4-d filters, got image ", img.str(), " and filters ",
+                     kern.str());
+  Conv2dShape s{};
+  s.n = img[0], s.c = img[1], s.h = img[2], s.w = img[3];
+  s.o = kern[0], s.cg = kern[1], s.kh = kern[2], s.kw = kern[3];
+  s.g = p.groups;
+  if (s.c != s.cg * s.g)
+    fail<ValueError>(who, ": the image has ", s.c, " channels but the filters expect ", s.cg, " x ", s.g,
+                     " group(s) = ", s.cg * s.g, " (image ", img.str(), ", filters ", kern.str(), ")");
+  if (s.o % s.g != 0)
+    fail<ValueError>(who, ": ", s.o, " output channels do not split into ", s.g, " groups (image ", img.str(),
+                     ", filters ", kern.str(), ")");
+  if (s.kh < 1 || s.kw < 1)
+    fail<ValueError>(who, ": filters of no rows or columns (image ", img.str(), ", filters ", kern.str(), ")");
+  std::tie(s.ph, s.pw) = p.pads(s.kh, s.kw);
+  s.ho = Conv2dParams::out_size(s.h, s.kh, s.ph, p.stride_h, p.dil_h);
+  s.wo = Conv2dParams::out_size(s.w, s.kw, s.pw, p.stride_w, p.dil_w);
+  if (s.ho < 1 || s.wo < 1)
+    fail<ValueError>(who, ": the filters (", s.kh, " x ", s.kw, ", dilation (", p.dil_h, ", ", p.dil_w,
+                     ")) do not fit in the padded image (image ", img.str(), ", filters ", kern.str(), ", ", p.str(),
+                     "): the output would have ", s.ho, " x ", s.wo, " pixels");
+  return s;
+}
+
+namespace {
+void check_top(const char* who, const Conv2dShape& s, const Shape& top, const std::string& other) {
+  if (top.size() != 4 || top[0] != s.n || top[1] != s.o || top[2] != s.ho || top[3] != s.wo)
+    fail<ValueError>(who, ": the output gradient has shape ", top.str(), " but the forward convolution of ", other,
+                     " gives (", s.n, ", ", s.o, ", ", s.ho, ", ", s.wo, ")");
+}
+}  // namespace
+
+Conv2dShape conv2d_grad_inputs_shape(const char* who, const Conv2dParams& p, const Shape& kern, const Shape& top,
+                                     int64_t h, int64_t w) {
+  if (kern.size() != 4 || top.size() != 4)
+    fail<ValueError>(who, ": expected 4-d filters and a 4-d output gradient, got ", kern.str(), " and ", top.str());
+  if (h < 1 || w < 1) fail<ValueError>(who, ": the image size must be positive, got ", h, " x ", w);
+  const Shape img{top[0], kern[1] * p.groups, h, w};
+  const Conv2dShape s = conv2d_shape(who, p, img, kern);
+  check_top(who, s, top, "an image " + img.str() + " by filters " + kern.str());
+  return s;
+}
+
+Conv2dShape conv2d_grad_weights_shape(const char* who, const Conv2dParams& p, const Shape& img, const Shape& top,
+                                      int64_t kh, int64_t kw) {
+  if (img.size() != 4 || top.size() != 4)
+    fail<ValueError>(who, ": expected a 4-d image and a 4-d output gradient, got ", img.str(), " and ", top.str());
+  if (kh < 1 || kw < 1) fail<ValueError>(who, ": the filter size must be positive, got ", kh, " x ", kw);
+  if (img[1] % p.groups != 0)
+    fail<ValueError>(who, ": ", img[1], " image channels do not split into ", p.groups, " groups (image ", img.str(),
+                     ")");
+  const Shape kern{top[1], img[1] / p.groups, kh, kw};
+  const Conv2dShape s = conv2d_shape(who, p, img, kern);
+  check_top(who, s, top, "the image " + img.str() + " by filters " + kern.str());
+  return s;
+}
+
+namespace {
+
+void check_float_pair(const std::string& who, const Var& a, const char* an, const Var& b, const char* bn) {
+  if (a->ndim() != 4 || b->ndim() != 4 || !is_float(a->dtype()) || a->dtype() != b->dtype())
+    fail<TypeError>(who, ": expected ", an, " and ", bn, " as 4-d tensors of one float dtype, got ", a->type.str(),
+                    " and ", b->type.str());
+}
+
+void check_size_scalar(const std::string& who, const Var& v, const char* what) {
+  if (v->ndim() != 0 || !is_integer(v->dtype()))
+    fail<TypeError>(who, ": expected ", what, " as an integer scalar, got ", v->type.str());
+}
+
+/// The output size along one axis, symbolically (int64): (in + 2 pad - dil (k - 1) - 1) // s + 1
+/// with pad from the border mode.
+Var out_size_sym(const Conv2dParams& p, const Var& in, const Var& k, bool rows) {
+  const int64_t dil = rows ? p.dil_h : p.dil_w, stride = rows ? p.stride_h : p.stride_w;
+  Var pad;
+  if (p.border == "full")
+    pad = mul(int_constant(dil), sub(k, int_constant(1)));
+  else if (p.border == "half")
+    pad = mul(int_constant(dil), int_div(k, int_constant(2)));
+  else
+    pad = int_constant(p.border == "pad" ? (rows ? p.pad_h : p.pad_w) : 0);
+  Var span = add(mul(int_constant(dil), sub(k, int_constant(1))), int_constant(1));
+  Var room = sub(add(in, mul(int_constant(2), pad)), span);
+  return add(int_div(room, int_constant(stride)), int_constant(1));
+}
+
+Var as_int64(const Var& v) { return v->dtype() == DType::Int64 ? v : cast(v, DType::Int64); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Conv2d
+
+std::string Conv2d::name() const { return "Conv2d{" + p.str() + "}"; }
+
+std::vector<TensorType> Conv2d::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 2) fail<TypeError>(name(), ": expected 2 inputs (image, filters), got ", in.size());
+  check_float_pair(name(), in[0], "the image", in[1], "the filters");
+  return {TensorType(in[0]->dtype(), {in[0]->type.broadcastable[0], in[1]->type.broadcastable[0], false, false})};
+}
+
+std::vector<ShapeVars> Conv2d::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  const ShapeVars &i = in[0], &k = in[1];
+  return {{i[0], k[0], out_size_sym(p, i[2], k[2], true), out_size_sym(p, i[3], k[3], false)}};
+}
+
+std::vector<Var> Conv2d::grad(const Apply& node, const std::vector<Var>& g) const {
+  if (!g[0]) return {nullptr, nullptr};
+  const Var &img = node.inputs[0], &kern = node.inputs[1];
+  return {conv2d_grad_wrt_inputs(kern, g[0], shape_i(img, 2), shape_i(img, 3), p),
+          conv2d_grad_wrt_weights(img, g[0], shape_i(kern, 2), shape_i(kern, 3), p)};
+}
+
+std::vector<Var> Conv2d::rop(const Apply& node, const std::vector<Var>& e) const {
+  const Var &img = node.inputs[0], &kern = node.inputs[1];
+  Var r;
+  if (e[0]) r = conv2d(e[0], kern, p);
+  if (e[1]) {
+    Var t = conv2d(img, e[1], p);
+    r = r ? add(r, t) : t;
+  }
+  return {r};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv2dGradInputs: (kern, top, h, w) -> image gradient
+
+std::string Conv2dGradInputs::name() const { return "Conv2dGradInputs{" + p.str() + "}"; }
+
+std::vector<TensorType> Conv2dGradInputs::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 4) fail<TypeError>(name(), ": expected 4 inputs (filters, output gradient, rows, cols), got ", in.size());
+  check_float_pair(name(), in[0], "the filters", in[1], "the output gradient");
+  check_size_scalar(name(), in[2], "the image rows");
+  check_size_scalar(name(), in[3], "the image columns");
+  return {TensorType(in[1]->dtype(), {in[1]->type.broadcastable[0], false, false, false})};
+}
+
+std::vector<ShapeVars> Conv2dGradInputs::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  const ShapeVars &k = in[0], &t = in[1];
+  return {{t[0], mul(k[1], int_constant(p.groups)), as_int64(node.inputs[2]), as_int64(node.inputs[3])}};
+}
+
+std::vector<std::vector<bool>> Conv2dGradInputs::connection_pattern(const Apply&) const {
+  return {{true}, {true}, {false}, {false}};
+}
+
+std::vector<Var> Conv2dGradInputs::grad(const Apply& node, const std::vector<Var>& g) const {
+  if (!g[0]) return {nullptr, nullptr, nullptr, nullptr};
+  const Var &kern = node.inputs[0], &top = node.inputs[1];
+  return {conv2d_grad_wrt_weights(g[0], top, shape_i(kern, 2), shape_i(kern, 3), p), conv2d(g[0], kern, p), nullptr,
+          nullptr};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv2dGradWeights: (img, top, kh, kw) -> filter gradient
+
+std::string Conv2dGradWeights::name() const { return "Conv2dGradWeights{" + p.str() + "}"; }
+
+std::vector<TensorType> Conv2dGradWeights::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 4)
+    fail<TypeError>(name(), ": expected 4 inputs (image, output gradient, filter rows, filter cols), got ", in.size());
+  check_float_pair(name(), in[0], "the image", in[1], "the output gradient");
+  check_size_scalar(name(), in[2], "the filter rows");
+  check_size_scalar(name(), in[3], "the filter columns");
+  return {TensorType(in[0]->dtype(), {in[1]->type.broadcastable[1], false, false, false})};
+}
+
+std::vector<ShapeVars> Conv2dGradWeights::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  const ShapeVars &i = in[0], &t = in[1];
+  return {{t[1], int_div(i[1], int_constant(p.groups)), as_int64(node.inputs[2]), as_int64(node.inputs[3])}};
+}
+
+std::vector<std::vector<bool>> Conv2dGradWeights::connection_pattern(const Apply&) const {
+  return {{true}, {true}, {false}, {false}};
+}
+
+std::vector<Var> Conv2dGradWeights::grad(const Apply& node, const std::vector<Var>& g) const {
+  if (!g[0]) return {nullptr, nullptr, nullptr, nullptr};
+  const Var &img = node.inputs[0], &top = node.inputs[1];
+  return {conv2d_grad_wrt_inputs(g[0], top, shape_i(img, 2), shape_i(img, 3), p), conv2d(img, g[0], p), nullptr,
+          nullptr};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builders
+
+Var conv2d(Var img, Var kern, Conv2dParams p) {
+  p.check("conv2d");
+  return apply_op1(std::make_shared<Conv2d>(std::move(p)), {std::move(img), std::move(kern)});
+}
+
+Var conv2d_grad_wrt_inputs(Var kern, Var top, Var h, Var w, Conv2dParams p) {
+  p.check("conv2d_grad_wrt_inputs");
+  return apply_op1(std::make_shared<Conv2dGradInputs>(std::move(p)),
+                   {std::move(kern), std::move(top), std::move(h), std::move(w)});
+}
+
+Var conv2d_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p) {
+  p.check("conv2d_grad_wrt_weights");
+  return apply_op1(std::make_shared<Conv2dGradWeights>(std::move(p)),
+                   {std::move(img), std::move(top), std::move(kh), std::move(kw)});
+}
+
+}  // namespace hypatia

@@ -1,0 +1,175 @@
+// 2-d convolution: the forward op and its two gradient ops on the CPU (im2col + GEMM) against
+// the reference kernels (direct loops) over border modes, strides, dilations, groups, flips,
+// dtypes and layouts; hand-computed values; gradients and second derivatives by verify_grad;
+// shapes; errors naming both shapes.
+#include <cmath>
+
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+using testing::make_array;
+using testing::random_array;
+
+Conv2dParams params(std::string border, int64_t ph, int64_t pw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                    int64_t groups, bool flip) {
+  Conv2dParams p;
+  p.border = std::move(border);
+  p.pad_h = ph, p.pad_w = pw, p.stride_h = sh, p.stride_w = sw, p.dil_h = dh, p.dil_w = dw, p.groups = groups;
+  p.flip = flip;
+  return p;
+}
+
+std::vector<Conv2dParams> param_grid() {
+  std::vector<Conv2dParams> g;
+  for (const char* border : {"valid", "full", "half", "pad"})
+    for (auto [sh, sw] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}})
+      for (auto [dh, dw] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}})
+        for (int64_t groups : {1, 2})
+          for (bool flip : {true, false}) g.push_back(params(border, 1, 2, sh, sw, dh, dw, groups, flip));
+  return g;
+}
+
+TEST(Conv, HandComputedValues) {
+  // image 1x1x3x3 = 1..9, filter 1x1x2x2 = [[1, 2], [3, 4]]
+  NDArray img = make_array({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, DType::Float64);
+  NDArray k = make_array({1, 2, 3, 4}, {1, 1, 2, 2}, DType::Float64);
+  Var x = variable(tensor4_type(DType::Float64), "x"), w = variable(tensor4_type(DType::Float64), "w");
+  // correlation: out[0,0] = 1*1 + 2*2 + 4*3 + 5*4 = 37
+  Conv2dParams corr;
+  corr.flip = false;
+  EXPECT_ALLCLOSE(eval(conv2d(x, w, corr), {{x, img}, {w, k}}), make_array({37, 47, 67, 77}, {1, 1, 2, 2}, DType::Float64));
+  // convolution (flipped filter [[4, 3], [2, 1]]): out[0,0] = 1*4 + 2*3 + 4*2 + 5*1 = 23
+  EXPECT_ALLCLOSE(eval(conv2d(x, w), {{x, img}, {w, k}}), make_array({23, 33, 53, 63}, {1, 1, 2, 2}, DType::Float64));
+  // full convolution: the 4x4 output's corner is img[0,0] * k[0,0] = 1
+  NDArray full = eval(conv2d(x, w, params("full", 0, 0, 1, 1, 1, 1, 1, true)), {{x, img}, {w, k}});
+  EXPECT_EQ(full.shape(), (Shape{1, 1, 4, 4}));
+  EXPECT_EQ(full.get_flat(0), 1);
+  EXPECT_EQ(full.get_flat(15), 36);  // img[2,2] * k[1,1]
+  // stride 2 on the padded image (pad 1): 2x2 output
+  NDArray st = eval(conv2d(x, w, params("pad", 1, 1, 2, 2, 1, 1, 1, false)), {{x, img}, {w, k}});
+  EXPECT_ALLCLOSE(st, make_array({4, 6 + 12, 8 + 28, 5 + 12 + 24 + 36}, {1, 1, 2, 2}, DType::Float64));
+}
+
+TEST(Conv, CpuMatchesReferenceOnEveryParameterAndLayout) {
+  for (DType dt : testing::kFloatTypes)
+    for (const Conv2dParams& p : param_grid()) {
+      // image (2, 4, 7, 8), filters (4, 4 / groups, 3, 2)
+      NDArray img = random_array({2, 4, 7, 8}, dt, -1, 1, 1);
+      NDArray k = random_array({4, 4 / p.groups, 3, 2}, dt, -1, 1, 2);
+      NDArray img_t = random_array({8, 7, 4, 2}, dt, -1, 1, 3).transpose();  // non-contiguous
+      Var x = variable(tensor4_type(dt), "x"), w = variable(tensor4_type(dt), "w");
+      Var y = conv2d(x, w, p);
+      const std::string what = p.str() + " " + std::string(dtype_name(dt));
+      for (const NDArray& iv : {img, img_t}) {
+        NDArray ref = eval(y, {{x, iv}, {w, k}}, kReferenceBackend);
+        NDArray cpu = eval(y, {{x, iv}, {w, k}}, kCpuBackend);
+        EXPECT_ALLCLOSE(cpu, ref, testing::default_rtol(dt), testing::default_atol(dt)) << what;
+        // The gradients of sum(y * r): both gradient ops against their reference kernels.
+        NDArray r = random_array(ref.shape(), dt, -1, 1, 4);
+        Var rv = constant(r);
+        auto g = grad(sum(y * rv), {x, w});
+        for (int i = 0; i < 2; ++i) {
+          NDArray gr = eval(g[i], {{x, iv}, {w, k}}, kReferenceBackend);
+          NDArray gc = eval(g[i], {{x, iv}, {w, k}}, kCpuBackend);
+          EXPECT_ALLCLOSE(gc, gr, testing::default_rtol(dt), testing::default_atol(dt)) << what << " grad " << i;
+        }
+      }
+    }
+}
+
+TEST(Conv, PointwiseFiltersAndLargeBatchesTakeTheFastPaths) {
+  // 1x1 filters (no im2col), and a batch large enough to be split over the thread pool.
+  for (int64_t groups : {1, 3}) {
+    Conv2dParams p;
+    p.groups = groups;
+    NDArray img = random_array({16, 6, 12, 12}, DType::Float32, -1, 1, 5);
+    NDArray k1 = random_array({9, 6 / groups, 1, 1}, DType::Float32, -1, 1, 6);
+    NDArray k3 = random_array({9, 6 / groups, 3, 3}, DType::Float32, -1, 1, 7);
+    Var x = variable(tensor4_type(DType::Float32), "x"), w = variable(tensor4_type(DType::Float32), "w");
+    for (const NDArray& k : {k1, k3}) {
+      Var y = conv2d(x, w, p);
+      auto g = grad(sum(y * y), {x, w});
+      for (const Var& v : {y, g[0], g[1]})
+        EXPECT_ALLCLOSE(eval(v, {{x, img}, {w, k}}, kCpuBackend), eval(v, {{x, img}, {w, k}}, kReferenceBackend),
+                        1e-4, 1e-4)
+            << k.shape().str() << " groups " << groups;
+    }
+  }
+}
+
+TEST(Conv, GradientsAndSecondDerivatives) {
+  const DType f = DType::Float64;
+  for (const Conv2dParams& p : {params("valid", 0, 0, 1, 1, 1, 1, 1, true), params("half", 0, 0, 2, 1, 1, 1, 2, true),
+                                params("pad", 1, 0, 1, 2, 2, 1, 1, false), params("full", 0, 0, 1, 1, 1, 2, 2, false)}) {
+    NDArray img = random_array({2, 4, 5, 6}, f, -1, 1, 8), k = random_array({2, 4 / p.groups, 2, 3}, f, -1, 1, 9);
+    verify_grad([&](const std::vector<Var>& v) { return conv2d(v[0], v[1], p); }, {img, k});
+    // Second order: the gradient ops' own gradients (through a squared output).
+    verify_grad(
+        [&](const std::vector<Var>& v) {
+          Var y = conv2d(v[0], v[1], p);
+          auto g = grad(sum(y * y), {v[0], v[1]});
+          return sum(g[0] * g[0]) + sum(g[1] * g[1]);
+        },
+        {img, k});
+  }
+}
+
+TEST(Conv, RopMatchesTheLinearization) {
+  const DType f = DType::Float64;
+  Var x = variable(tensor4_type(f), "x"), w = variable(tensor4_type(f), "w");
+  Var ex = variable(tensor4_type(f), "ex"), ew = variable(tensor4_type(f), "ew");
+  std::vector<std::pair<Var, NDArray>> in{{x, random_array({1, 2, 4, 4}, f, -1, 1, 1)},
+                                          {w, random_array({3, 2, 2, 2}, f, -1, 1, 2)},
+                                          {ex, random_array({1, 2, 4, 4}, f, -1, 1, 3)},
+                                          {ew, random_array({3, 2, 2, 2}, f, -1, 1, 4)}};
+  Var r = Rop({conv2d(x, w)}, {x, w}, {ex, ew})[0];
+  EXPECT_ALLCLOSE(eval(r, in), eval(conv2d(ex, w) + conv2d(x, ew), in));
+}
+
+TEST(Conv, ShapesAreInferredWithoutRunningTheConvolution) {
+  Var x = variable(tensor4_type(DType::Float32), "x"), w = variable(tensor4_type(DType::Float32), "w");
+  Var y = conv2d(x, w, params("pad", 2, 1, 3, 2, 2, 1, 1, true));
+  Function f = function({x, w}, {shape_i(y, 0), shape_i(y, 1), shape_i(y, 2), shape_i(y, 3)});
+  EXPECT_EQ(f.debugprint().find("Conv2d"), std::string::npos) << f.debugprint();
+  auto s = f({random_array({5, 3, 20, 11}, DType::Float32), random_array({7, 3, 4, 3}, DType::Float32)});
+  // rows: (20 + 4 - 2*3 - 1) / 3 + 1 = 6; cols: (11 + 2 - 3) / 2 + 1 = 6
+  const std::vector<double> want = {5, 7, 6, 6};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(s[i].get_flat(0), want[i]) << i;
+  // The gradient ops' shapes too.
+  auto g = grad(sum(y), {x, w});
+  Function fg = function({x, w}, {shape_i(g[0], 1), shape_i(g[0], 3), shape_i(g[1], 0), shape_i(g[1], 2)});
+  EXPECT_EQ(fg.debugprint().find("Conv2dGrad"), std::string::npos) << fg.debugprint();
+  auto sg = fg({random_array({5, 3, 20, 11}, DType::Float32), random_array({7, 3, 4, 3}, DType::Float32)});
+  const std::vector<double> want_g = {3, 11, 7, 4};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(sg[i].get_flat(0), want_g[i]) << i;
+}
+
+TEST(Conv, ErrorsNameBothShapes) {
+  Var x = variable(tensor4_type(DType::Float32), "x"), w = variable(tensor4_type(DType::Float32), "w");
+  Function f = function({x, w}, {conv2d(x, w)});
+  std::string msg = testing::error_of<ValueError>(
+      [&] { f({random_array({1, 3, 5, 5}, DType::Float32), random_array({2, 4, 3, 3}, DType::Float32)}); });
+  EXPECT_NE(msg.find("Conv2d"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(1, 3, 5, 5)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(2, 4, 3, 3)"), std::string::npos) << msg;
+  msg = testing::error_of<ValueError>(
+      [&] { f({random_array({1, 3, 2, 5}, DType::Float32), random_array({2, 3, 3, 3}, DType::Float32)}); });
+  EXPECT_NE(msg.find("do not fit"), std::string::npos) << msg;
+  Conv2dParams g2;
+  g2.groups = 2;
+  Function fg = function({x, w}, {conv2d(x, w, g2)});
+  msg = testing::error_of<ValueError>(
+      [&] { fg({random_array({1, 4, 5, 5}, DType::Float32), random_array({3, 2, 3, 3}, DType::Float32)}); });
+  EXPECT_NE(msg.find("do not split into 2 groups"), std::string::npos) << msg;
+  Conv2dParams bad;
+  bad.stride_h = 0;
+  msg = testing::error_of<ValueError>([&] { conv2d(x, w, bad); });
+  EXPECT_NE(msg.find("subsample must be positive"), std::string::npos) << msg;
+  Var xi = variable(tensor4_type(DType::Int32), "xi");
+  msg = testing::error_of<TypeError>([&] { conv2d(xi, w); });
+  EXPECT_NE(msg.find("float dtype"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace hypatia
