@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "conv_params.h"
 #include "hypatia/grad/grad_ops.h"
 
 namespace hypatia::python {
@@ -95,6 +96,25 @@ void plain_op(nb::module_& m, const char* name, const char* doc = "") {
   OpClass<T> c(m, name, doc);
   c.def(nb::init<>());
   reducible(c, [](const T&) { return nb::tuple(); });
+}
+
+/// One of the convolution ops, built from its parameter tuple (conv_params.h).
+template <class T>
+void conv_op(nb::module_& m, const char* name, const char* doc) {
+  OpClass<T> c(m, name, doc);
+  c.def(
+       "__init__", [name](T* self, const ConvTuple& t) { new (self) T(conv_params(t, name)); }, "params"_a)
+      .def_prop_ro("params", [](const T& o) { return conv_tuple(o.p); })
+      .def_prop_ro("border_mode",
+                   [](const T& o) -> nb::object {
+                     if (o.p.border == "pad") return nb::make_tuple(o.p.pad_h, o.p.pad_w);
+                     return nb::str(o.p.border.c_str());
+                   })
+      .def_prop_ro("subsample", [](const T& o) { return nb::make_tuple(o.p.stride_h, o.p.stride_w); })
+      .def_prop_ro("filter_dilation", [](const T& o) { return nb::make_tuple(o.p.dil_h, o.p.dil_w); })
+      .def_prop_ro("num_groups", [](const T& o) { return o.p.groups; })
+      .def_prop_ro("filter_flip", [](const T& o) { return o.p.flip; });
+  reducible(c, [](const T& o) { return nb::make_tuple(conv_tuple(o.p)); });
 }
 
 }  // namespace
@@ -320,6 +340,10 @@ void init_op_classes(nb::module_& m) {
   plain_op<CrossentropyCategorical1Hot>(m, "CrossentropyCategorical1Hot");
   plain_op<CrossentropyCategorical1HotGrad>(m, "CrossentropyCategorical1HotGrad");
   plain_op<CheckLabels>(m, "CheckLabels", "Integer labels, checked to be classes of a matrix (a view).");
+  conv_op<Conv2d>(m, "Conv2d", "2-d convolution (Theano's AbstractConv2d).");
+  conv_op<Conv2dGradInputs>(m, "Conv2dGradInputs",
+                            "The image gradient of Conv2d (AbstractConv2d_gradInputs, the transposed convolution).");
+  conv_op<Conv2dGradWeights>(m, "Conv2dGradWeights", "The filter gradient of Conv2d (AbstractConv2d_gradWeights).");
   plain_op<Dot>(m, "Dot", "numpy.dot for vectors and matrices.");
   plain_op<BatchedDot>(m, "BatchedDot");
   OpClass<Gemm> gemm(m, "Gemm", "beta * z + alpha * dot(x, y).");

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "conv_params.h"
 
 namespace hypatia::python {
 namespace {
@@ -113,6 +114,21 @@ void init_ops(nb::module_& m) {
   m.def("relu", &relu, "x"_a, "alpha"_a = 0.0);
   m.def("softmax", &softmax, "x"_a, "axis"_a = -1);
   m.def("log_softmax", &log_softmax, "x"_a, "axis"_a = -1);
+  m.def(
+      "conv2d", [](Var img, Var kern, const ConvTuple& p) { return conv2d(img, kern, conv_params(p, "conv2d")); },
+      "img"_a, "kern"_a, "params"_a);
+  m.def(
+      "conv2d_grad_wrt_inputs",
+      [](Var kern, Var top, Var h, Var w, const ConvTuple& p) {
+        return conv2d_grad_wrt_inputs(kern, top, h, w, conv_params(p, "conv2d_grad_wrt_inputs"));
+      },
+      "kern"_a, "top"_a, "h"_a, "w"_a, "params"_a);
+  m.def(
+      "conv2d_grad_wrt_weights",
+      [](Var img, Var top, Var kh, Var kw, const ConvTuple& p) {
+        return conv2d_grad_wrt_weights(img, top, kh, kw, conv_params(p, "conv2d_grad_wrt_weights"));
+      },
+      "img"_a, "top"_a, "kh"_a, "kw"_a, "params"_a);
 
   // Reductions.
   m.def("sum", &sum, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false, "dtype"_a = nb::none());

@@ -1,8 +1,16 @@
 """hypatia.tensor.nnet (T.nnet): Theano's neural-network ops.
 
 basic: softmax and its variants, the cross-entropies, relu, elu, softsign; sigm: the sigmoid
-family. (Theano's conv and bn modules would sit beside them.)
+family; abstract_conv: conv2d and its gradients (T.nnet.conv2d is abstract_conv.conv2d, as in
+Theano 1.0); conv: the older conv.conv2d.
 """
-from hypatia.tensor.nnet import basic, sigm  # noqa: F401
+from hypatia.tensor.nnet import abstract_conv, basic, conv, sigm  # noqa: F401
+from hypatia.tensor.nnet.abstract_conv import (  # noqa: F401
+    causal_conv1d,
+    conv2d,
+    conv2d_grad_wrt_inputs,
+    conv2d_grad_wrt_weights,
+    separable_conv2d,
+)
 from hypatia.tensor.nnet.basic import *  # noqa: F401,F403
 from hypatia.tensor.nnet.sigm import *  # noqa: F401,F403

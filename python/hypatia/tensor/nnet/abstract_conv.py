@@ -1,0 +1,175 @@
+"""hypatia.tensor.nnet.abstract_conv: Theano 1.0's convolution API.
+
+``conv2d`` builds one Conv2d node; its gradients are the ops Conv2dGradInputs (the transposed
+convolution, ``conv2d_grad_wrt_inputs``) and Conv2dGradWeights (``conv2d_grad_wrt_weights``),
+each differentiable again. On the CPU they run as im2col / col2im around the matrix-product
+library (OpenBLAS or oneDNN, whichever measured faster), images split over the thread pool.
+
+Not built: ``unshared=True``, asymmetric padding ``((top, bottom), (left, right))``, ``conv3d``.
+"""
+import numbers
+
+from hypatia import _core
+from hypatia.tensor.basic import as_tensor_variable
+
+__all__ = [
+    "conv2d",
+    "conv2d_grad_wrt_inputs",
+    "conv2d_grad_wrt_weights",
+    "separable_conv2d",
+    "causal_conv1d",
+    "get_conv_output_shape",
+    "get_conv_shape_1axis",
+]
+
+
+def _pair(value, name):
+    if isinstance(value, numbers.Integral):
+        return (int(value), int(value))
+    value = tuple(value)
+    if len(value) != 2 or not all(isinstance(v, numbers.Integral) for v in value):
+        raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
+    return (int(value[0]), int(value[1]))
+
+
+def _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared=False):
+    if unshared:
+        raise NotImplementedError("conv2d: unshared=True (a filter per output position) is not built in Hypatia")
+    if isinstance(border_mode, str):
+        if border_mode not in ("valid", "full", "half"):
+            raise ValueError(f"conv2d: border_mode must be 'valid', 'full', 'half', an int or a pair of ints, "
+                             f"got {border_mode!r}")
+        border, pad = border_mode, (0, 0)
+    elif isinstance(border_mode, numbers.Integral):
+        border, pad = "pad", (int(border_mode), int(border_mode))
+    else:
+        bm = tuple(border_mode)
+        if len(bm) == 2 and any(isinstance(b, (tuple, list)) for b in bm):
+            raise NotImplementedError("conv2d: asymmetric padding ((top, bottom), (left, right)) is not built in Hypatia")
+        border, pad = "pad", _pair(bm, "border_mode")
+    if pad[0] < 0 or pad[1] < 0:
+        raise ValueError(f"conv2d: border_mode padding must be non-negative, got {pad}")
+    sh, sw = _pair(subsample, "subsample")
+    dh, dw = _pair(filter_dilation, "filter_dilation")
+    if not isinstance(num_groups, numbers.Integral):
+        raise ValueError(f"conv2d: num_groups must be an int, got {num_groups!r}")
+    return (border, pad[0], pad[1], sh, sw, dh, dw, int(num_groups), bool(filter_flip))
+
+
+def _check_shape(shape, name):
+    if shape is not None and len(tuple(shape)) != 4:
+        raise ValueError(f"conv2d: {name} must have 4 entries (batch, channels, rows, cols), got {shape!r}")
+
+
+def _size(v, what):
+    if v is None:
+        raise ValueError(f"conv2d: the {what} must be given (an int or an integer scalar variable)")
+    return as_tensor_variable(v) if not isinstance(v, numbers.Integral) else as_tensor_variable(int(v))
+
+
+def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="valid", subsample=(1, 1),
+           filter_flip=True, image_shape=None, filter_dilation=(1, 1), num_groups=1, unshared=False, **kwargs):
+    """2-d convolution of a 4-d ``input`` (batch, channels, rows, cols) with 4-d ``filters``
+    (output channels, input channels / num_groups, rows, cols). ``border_mode``: 'valid', 'full',
+    'half', an int or (rows, cols) of zero padding; ``subsample``: strides; ``filter_flip``: True
+    for a convolution, False for a correlation; ``filter_dilation``: gaps between filter taps.
+    ``input_shape`` / ``filter_shape`` (``image_shape`` is the old name) are accepted as in Theano:
+    shapes are checked when the function runs."""
+    if image_shape is not None and input_shape is None:
+        input_shape = image_shape
+    _check_shape(input_shape, "input_shape")
+    _check_shape(filter_shape, "filter_shape")
+    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared)
+    return _core.conv2d(as_tensor_variable(input), as_tensor_variable(filters), p)
+
+
+def conv2d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None, border_mode="valid",
+                           subsample=(1, 1), filter_flip=True, filter_dilation=(1, 1), num_groups=1, unshared=False):
+    """The gradient of conv2d with respect to its input (the transposed convolution) for an input
+    of ``input_shape`` (its rows and cols are needed: with strides the output does not fix them)."""
+    _check_shape(input_shape, "input_shape")
+    _check_shape(filter_shape, "filter_shape")
+    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared)
+    shape = tuple(input_shape)
+    return _core.conv2d_grad_wrt_inputs(as_tensor_variable(filters), as_tensor_variable(output_grad),
+                                        _size(shape[2], "input rows"), _size(shape[3], "input cols"), p)
+
+
+def conv2d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None, border_mode="valid",
+                            subsample=(1, 1), filter_flip=True, filter_dilation=(1, 1), num_groups=1,
+                            unshared=False):
+    """The gradient of conv2d with respect to its filters, of ``filter_shape``."""
+    _check_shape(input_shape, "input_shape")
+    _check_shape(filter_shape, "filter_shape")
+    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared)
+    shape = tuple(filter_shape)
+    return _core.conv2d_grad_wrt_weights(as_tensor_variable(input), as_tensor_variable(output_grad),
+                                         _size(shape[2], "filter rows"), _size(shape[3], "filter cols"), p)
+
+
+def separable_conv2d(input, depthwise_filters, pointwise_filters, num_channels, input_shape=None,
+                     depthwise_filter_shape=None, pointwise_filter_shape=None, border_mode="valid",
+                     subsample=(1, 1), filter_flip=True, filter_dilation=(1, 1)):
+    """A depthwise convolution (``num_channels`` groups; depthwise_filters of shape
+    (num_channels * depth_multiplier, 1, rows, cols)) followed by a pointwise 1x1 convolution
+    (pointwise_filters of shape (out channels, num_channels * depth_multiplier, 1, 1))."""
+    depth = conv2d(input, depthwise_filters, input_shape, depthwise_filter_shape, border_mode, subsample,
+                   filter_flip, filter_dilation=filter_dilation, num_groups=num_channels)
+    return conv2d(depth, pointwise_filters, None, pointwise_filter_shape, "valid", (1, 1), filter_flip)
+
+
+def causal_conv1d(input, filters, filter_shape, input_shape=None, subsample=1, filter_flip=True,
+                  filter_dilation=1, num_groups=1, unshared=False):
+    """1-d convolution of a 3-d ``input`` (batch, channels, length) whose output at position t
+    reads only inputs at or before t (the input padded on the left by dilation * (width - 1))."""
+    if filter_shape is None or len(tuple(filter_shape)) != 3 or not isinstance(filter_shape[2], numbers.Integral):
+        raise ValueError(f"causal_conv1d: filter_shape must be (out channels, in channels, width) with an int "
+                         f"width, got {filter_shape!r}")
+    if not isinstance(subsample, numbers.Integral) or not isinstance(filter_dilation, numbers.Integral):
+        raise ValueError("causal_conv1d: subsample and filter_dilation must be ints")
+    x = as_tensor_variable(input)
+    w = as_tensor_variable(filters)
+    if x.ndim != 3 or w.ndim != 3:
+        raise TypeError(f"causal_conv1d: expected a 3-d input and 3-d filters, got {x.type} and {w.type}")
+    pad = int(filter_dilation) * (int(filter_shape[2]) - 1)
+    y = conv2d(x.dimshuffle(0, 1, "x", 2), w.dimshuffle(0, 1, "x", 2), border_mode=(0, pad),
+               subsample=(1, int(subsample)), filter_flip=filter_flip, filter_dilation=(1, int(filter_dilation)),
+               num_groups=num_groups, unshared=unshared)
+    # Symmetric padding gives `pad` extra outputs on the right: the first ones are the causal ones.
+    n_out = (x.shape[2] - 1) // int(subsample) + 1
+    return y[:, :, 0, :n_out]
+
+
+def get_conv_shape_1axis(image_shape, kernel_shape, border_mode, subsample, dilation=1):
+    """The output size along one axis (None when an input size is None)."""
+    if image_shape is None or kernel_shape is None:
+        return None
+    span = dilation * (kernel_shape - 1) + 1
+    if border_mode == "valid":
+        pad = 0
+    elif border_mode == "full":
+        pad = span - 1
+    elif border_mode == "half":
+        pad = dilation * (kernel_shape // 2)
+    else:
+        pad = int(border_mode)
+    return (image_shape + 2 * pad - span) // subsample + 1
+
+
+def get_conv_output_shape(image_shape, kernel_shape, border_mode, subsample, filter_dilation=None):
+    """(batch, out channels, rows, cols) of conv2d for the given shapes (Theano's helper)."""
+    n, _, *spatial = image_shape
+    o, _, *kspatial = kernel_shape
+    dims = len(spatial)
+    if filter_dilation is None:
+        filter_dilation = (1,) * dims
+    if isinstance(border_mode, (str, numbers.Integral)):
+        border_mode = (border_mode,) * dims
+    return (n, o) + tuple(get_conv_shape_1axis(spatial[i], kspatial[i], border_mode[i], subsample[i],
+                                               filter_dilation[i]) for i in range(dims))
+
+
+# The op classes under Theano's names (isinstance checks on node.op, pickling).
+AbstractConv2d = _core.Conv2d
+AbstractConv2d_gradInputs = _core.Conv2dGradInputs
+AbstractConv2d_gradWeights = _core.Conv2dGradWeights

@@ -1,0 +1,24 @@
+// Conv2dParams as the plain tuple the bindings pass around (and pickle stores):
+// (border, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, flip).
+#pragma once
+#include <string>
+#include <tuple>
+
+#include "hypatia/ops/conv.h"
+
+namespace hypatia::python {
+
+using ConvTuple = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+
+inline Conv2dParams conv_params(const ConvTuple& t, const char* who) {
+  Conv2dParams p;
+  std::tie(p.border, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.groups, p.flip) = t;
+  p.check(who);
+  return p;
+}
+
+inline ConvTuple conv_tuple(const Conv2dParams& p) {
+  return {p.border, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.groups, p.flip};
+}
+
+}  // namespace hypatia::python

@@ -1,0 +1,171 @@
+"""conv2d and its gradients (Theano 1.0's abstract_conv API) against a numpy reference."""
+import pickle
+
+import numpy as np
+import pytest
+
+import hypatia
+import hypatia.tensor as T
+from hypatia.tensor.nnet import abstract_conv, conv
+
+
+def np_conv2d(img, kern, border="valid", subsample=(1, 1), flip=True, dilation=(1, 1), groups=1):
+    """out[n, o, y, x] = sum over c, i, j of padded[n, c, y*sh + i*dh, x*sw + j*dw] * k[o, c, i, j]
+    (k flipped in both spatial axes when flip)."""
+    n, c, h, w = img.shape
+    o, cg, kh, kw = kern.shape
+    dh, dw = dilation
+    sh, sw = subsample
+    if border == "valid":
+        ph = pw = 0
+    elif border == "full":
+        ph, pw = dh * (kh - 1), dw * (kw - 1)
+    elif border == "half":
+        ph, pw = dh * (kh // 2), dw * (kw // 2)
+    else:
+        ph, pw = border
+    k = kern[:, :, ::-1, ::-1] if flip else kern
+    x = np.zeros((n, c, h + 2 * ph, w + 2 * pw), np.float64)
+    x[:, :, ph:ph + h, pw:pw + w] = img
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, ho, wo))
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                patch = x[:, g * cg:(g + 1) * cg, i * dh:i * dh + sh * (ho - 1) + 1:sh,
+                          j * dw:j * dw + sw * (wo - 1) + 1:sw]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, k[g * og:(g + 1) * og, :, i, j])
+    return out
+
+
+GRID = [(b, s, d, g, f) for b in ["valid", "full", "half", (1, 2), 1] for s in [(1, 1), (2, 3)]
+        for d in [(1, 1), (2, 1)] for g in [1, 2] for f in [True, False]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv2d_matches_numpy_on_every_parameter(dtype):
+    rng = np.random.RandomState(0)
+    x, w = T.tensor4("x", dtype=dtype), T.tensor4("w", dtype=dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for border, sub, dil, groups, flip in GRID:
+        img = rng.uniform(-1, 1, (2, 4, 7, 8)).astype(dtype)
+        kern = rng.uniform(-1, 1, (4, 4 // groups, 3, 2)).astype(dtype)
+        f = hypatia.function([x, w], T.nnet.conv2d(x, w, border_mode=border, subsample=sub, filter_flip=flip,
+                                                   filter_dilation=dil, num_groups=groups))
+        want = np_conv2d(img, kern, border if not isinstance(border, int) else (border, border), sub, flip, dil,
+                         groups)
+        got = f(img, kern)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=str((border, sub, dil, groups, flip)))
+        # Non-contiguous operands.
+        np.testing.assert_allclose(f(np.asfortranarray(img), kern[:, :, ::-1, :][:, :, ::-1, :]), want, rtol=tol,
+                                   atol=tol)
+
+
+def test_gradients_match_the_gradient_functions_and_finite_differences():
+    rng = np.random.RandomState(1)
+    x, w = T.dtensor4("x"), T.dtensor4("w")
+    for border, sub, groups in [("valid", (1, 1), 1), ("half", (2, 1), 2), ((1, 0), (1, 2), 1)]:
+        kw = dict(border_mode=border, subsample=sub, num_groups=groups)
+        img = rng.uniform(-1, 1, (2, 4, 6, 5))
+        kern = rng.uniform(-1, 1, (2, 4 // groups, 3, 2))
+        y = T.nnet.conv2d(x, w, **kw)
+        cost = T.sum(y ** 2)
+        gx, gw = T.grad(cost, [x, w])
+        top = 2 * y
+        gx2 = T.nnet.conv2d_grad_wrt_inputs(top, w, input_shape=(2, 4, 6, 5), **kw)
+        gw2 = T.nnet.conv2d_grad_wrt_weights(x, top, filter_shape=(2, 4 // groups, 3, 2), **kw)
+        f = hypatia.function([x, w], [gx, gw, gx2, gw2])
+        a, b, c, d = f(img, kern)
+        np.testing.assert_allclose(a, c, rtol=1e-12)
+        np.testing.assert_allclose(b, d, rtol=1e-12)
+        hypatia.gradient.verify_grad(lambda xx, ww: T.nnet.conv2d(xx, ww, **kw), [img, kern], rng=rng)
+
+
+def test_second_derivatives():
+    rng = np.random.RandomState(2)
+    img = rng.uniform(-1, 1, (1, 2, 5, 5))
+    kern = rng.uniform(-1, 1, (3, 2, 2, 2))
+
+    def f(xx, ww):
+        y = T.nnet.conv2d(xx, ww, border_mode="full")
+        gx, gw = T.grad(T.sum(T.tanh(y)), [xx, ww])
+        return T.sum(gx ** 2) + T.sum(gw ** 2)
+
+    hypatia.gradient.verify_grad(f, [img, kern], rng=rng)
+
+
+def test_old_conv_module_separable_and_causal():
+    rng = np.random.RandomState(3)
+    x, w = T.dtensor4("x"), T.dtensor4("w")
+    img = rng.uniform(-1, 1, (2, 3, 6, 6))
+    kern = rng.uniform(-1, 1, (4, 3, 3, 3))
+    f = hypatia.function([x, w], conv.conv2d(x, w, image_shape=(2, 3, 6, 6), filter_shape=(4, 3, 3, 3),
+                                             border_mode="full"))
+    np.testing.assert_allclose(f(img, kern), np_conv2d(img, kern, "full"), rtol=1e-10)
+    with pytest.raises(ValueError, match="'valid' or 'full'"):
+        conv.conv2d(x, w, border_mode="half")
+    # separable: 3 channels, depth multiplier 2, then 5 pointwise filters
+    dwk = rng.uniform(-1, 1, (6, 1, 3, 3))
+    pwk = rng.uniform(-1, 1, (5, 6, 1, 1))
+    d, p = T.dtensor4("d"), T.dtensor4("p")
+    fs = hypatia.function([x, d, p], abstract_conv.separable_conv2d(x, d, p, num_channels=3))
+    want = np_conv2d(np_conv2d(img, dwk, groups=3), pwk)
+    np.testing.assert_allclose(fs(img, dwk, pwk), want, rtol=1e-10)
+    # causal: output t reads inputs <= t
+    s, k = T.dtensor3("s"), T.dtensor3("k")
+    seq = rng.uniform(-1, 1, (2, 3, 10))
+    k1 = rng.uniform(-1, 1, (4, 3, 3))
+    for stride, dil in [(1, 1), (2, 2)]:
+        fc = hypatia.function([s, k], abstract_conv.causal_conv1d(s, k, filter_shape=(4, 3, 3), subsample=stride,
+                                                                  filter_dilation=dil))
+        pad = dil * 2
+        padded = np.concatenate([np.zeros((2, 3, pad)), seq], axis=2)[:, :, None, :]
+        want = np_conv2d(padded, k1[:, :, None, :], subsample=(1, stride), dilation=(1, dil))[:, :, 0, :]
+        got = fc(seq, k1)
+        assert got.shape == (2, 4, (10 - 1) // stride + 1)
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_errors_name_both_shapes_and_unbuilt_options_say_so():
+    x, w = T.ftensor4("x"), T.ftensor4("w")
+    f = hypatia.function([x, w], T.nnet.conv2d(x, w))
+    with pytest.raises(ValueError, match=r"\(1, 3, 5, 5\).*\(2, 4, 3, 3\)"):
+        f(np.zeros((1, 3, 5, 5), "float32"), np.zeros((2, 4, 3, 3), "float32"))
+    with pytest.raises(ValueError, match="do not fit"):
+        f(np.zeros((1, 3, 2, 5), "float32"), np.zeros((2, 3, 3, 3), "float32"))
+    with pytest.raises(ValueError, match="border_mode"):
+        T.nnet.conv2d(x, w, border_mode="same")
+    with pytest.raises(ValueError, match="subsample must be positive"):
+        T.nnet.conv2d(x, w, subsample=(0, 1))
+    with pytest.raises(NotImplementedError, match="unshared"):
+        T.nnet.conv2d(x, w, unshared=True)
+    with pytest.raises(NotImplementedError, match="asymmetric"):
+        T.nnet.conv2d(x, w, border_mode=((1, 2), (0, 0)))
+    with pytest.raises(TypeError, match="float dtype"):
+        T.nnet.conv2d(T.itensor4("i"), T.itensor4("j"))
+
+
+def test_ops_pickle_and_carry_theanos_attributes():
+    x, w = T.dtensor4("x"), T.dtensor4("w")
+    y = T.nnet.conv2d(x, w, border_mode=(1, 2), subsample=(2, 1), filter_dilation=(1, 2), num_groups=1,
+                      filter_flip=False)
+    op = y.owner.op
+    assert isinstance(op, abstract_conv.AbstractConv2d)
+    assert op.border_mode == (1, 2) and op.subsample == (2, 1) and op.filter_dilation == (1, 2)
+    assert op.filter_flip is False and op.num_groups == 1
+    f = hypatia.function([x, w], [y, T.grad(T.sum(y), w)])
+    g = pickle.loads(pickle.dumps(f))
+    rng = np.random.RandomState(4)
+    img, kern = rng.uniform(-1, 1, (1, 2, 6, 6)), rng.uniform(-1, 1, (3, 2, 2, 2))
+    for a, b in zip(f(img, kern), g(img, kern)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(f(img, kern)[0], np_conv2d(img, kern, (1, 2), (2, 1), False, (1, 2)), rtol=1e-10)
+
+
+def test_get_conv_output_shape():
+    assert abstract_conv.get_conv_output_shape((2, 3, 20, 11), (7, 3, 4, 3), (2, 1), (3, 2), (2, 1)) == (2, 7, 6, 6)
+    assert abstract_conv.get_conv_output_shape((2, 3, 5, 5), (7, 3, 3, 3), "full", (1, 1)) == (2, 7, 7, 7)
+    assert abstract_conv.get_conv_output_shape((2, 3, 5, 5), (7, 3, 3, 3), "half", (1, 1)) == (2, 7, 5, 5)
