@@ -19,6 +19,7 @@
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/nnet.h"
+#include "hypatia/ops/pool.h"
 #include "hypatia/ops/print.h"
 #include "hypatia/ops/random.h"
 #include "hypatia/ops/random_streams.h"

@@ -41,6 +41,7 @@ void register_subtensor_kernels();
 void register_reduce_kernels();
 void register_nnet_kernels();
 void register_conv_kernels();
+void register_pool_kernels();
 void register_blas_kernels();
 void register_grad_kernels();
 void register_composite_kernels();
@@ -59,6 +60,7 @@ void register_all_kernels() {
   register_reduce_kernels();
   register_nnet_kernels();
   register_conv_kernels();
+  register_pool_kernels();
   register_blas_kernels();
   register_grad_kernels();
   register_composite_kernels();

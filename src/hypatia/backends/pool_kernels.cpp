@@ -1,0 +1,233 @@
+// Kernels of the pooling family: direct loops over the windows of each pooled slice (the
+// leading axes flattened), slices split over the thread pool on the CPU backend. The reference
+// backend runs the same loops on one thread; the independent oracle is the numpy reference of
+// tests/python/test_pool.py and the hand-computed values of tests/cpp/test_pool.cpp.
+#include <algorithm>
+#include <limits>
+
+#include "hypatia/backends/cpu/thread_pool.h"
+#include "hypatia/backends/registry.h"
+#include "hypatia/core/error.h"
+#include "hypatia/ops/pool.h"
+
+namespace hypatia {
+namespace {
+
+/// A pooled tensor as (slices, D, H, W): the pooled axes last (D = 1 for pool_2d).
+struct Geometry {
+  int64_t slices = 1;
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1};
+  std::array<int64_t, 3> ws{1, 1, 1}, st{1, 1, 1}, pad{0, 0, 0};
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
+Geometry geometry(const PoolParams& p, const Shape& x) {
+  Geometry g;
+  const int lead = static_cast<int>(x.size()) - p.nd;
+  for (int d = 0; d < lead; ++d) g.slices *= x[d];
+  for (int d = 0; d < p.nd; ++d) {
+    const int a = 3 - p.nd + d;  // pool_2d uses axes 1, 2 of the (D, H, W) triple
+    g.in[a] = x[lead + d];
+    g.out[a] = g.in[a] == 0 ? 0 : p.out_size(d, g.in[a]);
+    g.ws[a] = p.ws[d];
+    g.st[a] = p.stride[d];
+    g.pad[a] = p.pad[d];
+  }
+  return g;
+}
+
+Shape pooled_shape(const PoolParams& p, const Shape& x, const Geometry& g) {
+  Shape s = x;
+  for (int d = 0; d < p.nd; ++d) s[s.size() - p.nd + d] = g.out[3 - p.nd + d];
+  return s;
+}
+
+/// One window: [lo, hi) per axis within the image, and its size for the averages.
+struct Window {
+  std::array<int64_t, 3> lo, hi;
+  int64_t count;
+};
+
+Window window(const Geometry& g, const PoolParams& p, int64_t kd, int64_t kh, int64_t kw) {
+  Window w{};
+  const int64_t k[3] = {kd, kh, kw};
+  int64_t inc = 1, exc = 1;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t start = k[a] * g.st[a] - g.pad[a];
+    const int64_t end = std::min(start + g.ws[a], g.in[a] + g.pad[a]);
+    w.lo[a] = std::max<int64_t>(start, 0);
+    w.hi[a] = std::min(end, g.in[a]);
+    inc *= end - start;
+    exc *= std::max<int64_t>(w.hi[a] - w.lo[a], 0);
+  }
+  w.count = p.mode == "average_inc_pad" ? inc : exc;
+  return w;
+}
+
+/// Calls f(slice, out_index, window) for every window of slices [s0, s1).
+template <class F>
+void for_windows(const Geometry& g, const PoolParams& p, int64_t s0, int64_t s1, F&& f) {
+  for (int64_t s = s0; s < s1; ++s) {
+    int64_t o = 0;
+    for (int64_t kd = 0; kd < g.out[0]; ++kd)
+      for (int64_t kh = 0; kh < g.out[1]; ++kh)
+        for (int64_t kw = 0; kw < g.out[2]; ++kw, ++o) f(s, o, window(g, p, kd, kh, kw));
+  }
+}
+
+/// Calls e(flat index within the slice) for every element of window w.
+template <class E>
+void for_elements(const Geometry& g, const Window& w, E&& e) {
+  for (int64_t d = w.lo[0]; d < w.hi[0]; ++d)
+    for (int64_t h = w.lo[1]; h < w.hi[1]; ++h) {
+      const int64_t row = (d * g.in[1] + h) * g.in[2];
+      for (int64_t x = w.lo[2]; x < w.hi[2]; ++x) e(row + x);
+    }
+}
+
+/// Runs body(s0, s1) over the slices: on the pool (threaded) or on the caller alone.
+template <class Body>
+void over_slices(const Geometry& g, bool threaded, const Body& body) {
+  const int64_t work = g.slices * std::max(g.in_size(), g.out_size());
+  const int threads = threaded && parallel_worth(work) ? parallel_threads() : 1;
+  if (threads <= 1) return body(int64_t{0}, g.slices);
+  parallel_ranges(g.slices, parallel_task_count(work, threads), threads, body);
+}
+
+template <bool Threaded>
+void pool_kernel(const Pool& op, const KernelArgs& a) {
+  const NDArray x = a.in[0]->ascontiguous();
+  const Geometry g = geometry(op.p, x.shape());
+  NDArray& out = prepare_output(*a.out[0], pooled_shape(op.p, x.shape(), g), x.dtype());
+  const std::string& mode = op.p.mode;
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, bool>) {
+      fail<TypeError>(op.name(), ": expected a numeric array, got ", x.describe());
+    } else {
+      const T* xp = x.data<T>();
+      T* op_ = out.data<T>();
+      over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
+        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+          const T* xs = xp + s * g.in_size();
+          if (mode == "max") {
+            T m = std::numeric_limits<T>::lowest();
+            bool nan = false;
+            for_elements(g, w, [&](int64_t i) {
+              if (xs[i] != xs[i]) nan = true;
+              if (xs[i] > m) m = xs[i];
+            });
+            if constexpr (std::is_floating_point_v<T>)
+              if (nan) m = std::numeric_limits<T>::quiet_NaN();
+            op_[s * g.out_size() + o] = m;
+          } else {
+            double sum = 0;
+            for_elements(g, w, [&](int64_t i) { sum += static_cast<double>(xs[i]); });
+            op_[s * g.out_size() + o] = static_cast<T>(mode == "sum" ? sum : sum / static_cast<double>(w.count));
+          }
+        });
+      });
+    }
+  });
+}
+
+template <bool Threaded>
+void max_pool_grad_kernel(const MaxPoolGrad& op, const KernelArgs& a) {
+  const NDArray x = a.in[0]->ascontiguous(), mx = a.in[1]->ascontiguous(), gz = a.in[2]->ascontiguous();
+  const Geometry g = geometry(op.p, x.shape());
+  const Shape os = pooled_shape(op.p, x.shape(), g);
+  if (!(mx.shape() == os) || !(gz.shape() == os))
+    fail<ValueError>(op.name(), ": maxout ", mx.shape().str(), " and gz ", gz.shape().str(),
+                     " must have the pooled shape ", os.str(), " of x ", x.shape().str());
+  NDArray& out = prepare_output(*a.out[0], x.shape(), x.dtype());
+  out.fill(0.0);
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T *xp = x.data<T>(), *mp = mx.data<T>(), *gp = gz.data<T>();
+      T* r = out.data<T>();
+      over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
+        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+          const T m = mp[s * g.out_size() + o], gv = gp[s * g.out_size() + o];
+          const T* xs = xp + s * g.in_size();
+          T* rs = r + s * g.in_size();
+          for_elements(g, w, [&](int64_t i) {
+            if (xs[i] == m) rs[i] += gv;
+          });
+        });
+      });
+    }
+  });
+}
+
+template <bool Threaded>
+void average_pool_grad_kernel(const AveragePoolGrad& op, const KernelArgs& a) {
+  const NDArray& x = *a.in[0];
+  const NDArray gz = a.in[1]->ascontiguous();
+  const Geometry g = geometry(op.p, x.shape());
+  const Shape os = pooled_shape(op.p, x.shape(), g);
+  if (!(gz.shape() == os))
+    fail<ValueError>(op.name(), ": gz ", gz.shape().str(), " must have the pooled shape ", os.str(), " of x ",
+                     x.shape().str());
+  NDArray& out = prepare_output(*a.out[0], x.shape(), x.dtype());
+  out.fill(0.0);
+  const bool sum = op.p.mode == "sum";
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* gp = gz.data<T>();
+      T* r = out.data<T>();
+      over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
+        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+          const T v = sum ? gp[s * g.out_size() + o] : static_cast<T>(gp[s * g.out_size() + o] / static_cast<T>(w.count));
+          T* rs = r + s * g.in_size();
+          for_elements(g, w, [&](int64_t i) { rs[i] += v; });
+        });
+      });
+    }
+  });
+}
+
+template <bool Threaded>
+void max_pool_grad_grad_kernel(const DownsampleFactorMaxGradGrad& op, const KernelArgs& a) {
+  const NDArray x = a.in[0]->ascontiguous(), mx = a.in[1]->ascontiguous(), gg = a.in[2]->ascontiguous();
+  const Geometry g = geometry(op.p, x.shape());
+  const Shape os = pooled_shape(op.p, x.shape(), g);
+  if (!(mx.shape() == os) || !(gg.shape() == x.shape()))
+    fail<ValueError>(op.name(), ": maxout ", mx.shape().str(), " must have the pooled shape ", os.str(),
+                     " and ggx ", gg.shape().str(), " the shape of x ", x.shape().str());
+  NDArray& out = prepare_output(*a.out[0], os, x.dtype());
+  out.fill(0.0);
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T *xp = x.data<T>(), *mp = mx.data<T>(), *gp = gg.data<T>();
+      T* r = out.data<T>();
+      over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
+        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+          const T m = mp[s * g.out_size() + o];
+          const T *xs = xp + s * g.in_size(), *gs = gp + s * g.in_size();
+          for_elements(g, w, [&](int64_t i) {
+            if (xs[i] == m) r[s * g.out_size() + o] = gs[i];
+          });
+        });
+      });
+    }
+  });
+}
+
+}  // namespace
+
+void register_pool_kernels() {
+  register_simple_kernel<Pool>(kReferenceBackend, &pool_kernel<false>);
+  register_simple_kernel<MaxPoolGrad>(kReferenceBackend, &max_pool_grad_kernel<false>);
+  register_simple_kernel<AveragePoolGrad>(kReferenceBackend, &average_pool_grad_kernel<false>);
+  register_simple_kernel<DownsampleFactorMaxGradGrad>(kReferenceBackend, &max_pool_grad_grad_kernel<false>);
+  register_simple_kernel<Pool>(kCpuBackend, &pool_kernel<true>);
+  register_simple_kernel<MaxPoolGrad>(kCpuBackend, &max_pool_grad_kernel<true>);
+  register_simple_kernel<AveragePoolGrad>(kCpuBackend, &average_pool_grad_kernel<true>);
+  register_simple_kernel<DownsampleFactorMaxGradGrad>(kCpuBackend, &max_pool_grad_grad_kernel<true>);
+}
+
+}  // namespace hypatia

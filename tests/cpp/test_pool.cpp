@@ -1,0 +1,125 @@
+// Pooling (Theano's signal.pool): hand-computed values for every mode, border rule and padding,
+// 3-d pools, gradients and second derivatives by verify_grad, shapes, errors.
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+using testing::make_array;
+using testing::random_array;
+
+PoolParams pp(int64_t ws, int64_t st, bool ignore_border, std::string mode, int64_t pad = 0) {
+  PoolParams p;
+  p.ws = {ws, ws, 1};
+  p.stride = {st, st, 1};
+  p.pad = {pad, pad, 0};
+  p.ignore_border = ignore_border;
+  p.mode = std::move(mode);
+  return p;
+}
+
+NDArray run(const Var& y, const Var& x, const NDArray& v) {
+  NDArray cpu = eval(y, {{x, v}}, kCpuBackend);
+  EXPECT_ALLCLOSE(cpu, eval(y, {{x, v}}, kReferenceBackend));
+  return cpu;
+}
+
+TEST(Pool, HandComputedValues) {
+  // 1x1x3x3 = 1..9 (a 3x3 image)
+  NDArray img = make_array({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, DType::Float64);
+  Var x = variable(tensor4_type(DType::Float64), "x");
+  // 2x2, stride 2: ignore_border drops the last row/col; keeping the border pools the partial windows.
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "max")), x, img), make_array({5}, {1, 1, 1, 1}, DType::Float64));
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, false, "max")), x, img), make_array({5, 6, 8, 9}, {1, 1, 2, 2}, DType::Float64));
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, false, "sum")), x, img),
+                  make_array({12, 9, 15, 9}, {1, 1, 2, 2}, DType::Float64));
+  // Partial windows: exc_pad divides by the elements present, inc_pad by the window within the
+  // (unpadded) image extent — the same without padding.
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, false, "average_exc_pad")), x, img),
+                  make_array({3, 4.5, 7.5, 9}, {1, 1, 2, 2}, DType::Float64));
+  // Overlapping windows, stride 1.
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 1, true, "max")), x, img), make_array({5, 6, 8, 9}, {1, 1, 2, 2}, DType::Float64));
+  // Padding 1, window 2, stride 2 (ignore_border): windows {-1,0} and {1,2} per axis.
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "max", 1)), x, img), make_array({1, 3, 7, 9}, {1, 1, 2, 2}, DType::Float64));
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "average_inc_pad", 1)), x, img),
+                  make_array({1.0 / 4, 5.0 / 4, 11.0 / 4, 28.0 / 4}, {1, 1, 2, 2}, DType::Float64));
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "average_exc_pad", 1)), x, img),
+                  make_array({1, 2.5, 5.5, 7}, {1, 1, 2, 2}, DType::Float64));
+  // Integers (max, sum) keep their dtype; NaN propagates through max.
+  Var xi = variable(tensor4_type(DType::Int32), "xi");
+  EXPECT_ALLCLOSE(run(pool(xi, pp(2, 2, false, "max")), xi, img.astype(DType::Int32)),
+                  make_array({5, 6, 8, 9}, {1, 1, 2, 2}, DType::Int32));
+  NDArray withnan = make_array({1, NAN, 3, 4}, {1, 1, 2, 2}, DType::Float64);
+  EXPECT_TRUE(std::isnan(run(pool(x, pp(2, 2, true, "max")), x, withnan).get_flat(0)));
+}
+
+TEST(Pool, ThreeDimensionalAndLeadingAxes) {
+  PoolParams p;
+  p.nd = 3;
+  p.ws = {2, 1, 2};
+  p.stride = {1, 1, 2};
+  p.ignore_border = true;
+  Var x = variable(tensor_type(DType::Float32, 5), "x");
+  NDArray v = random_array({2, 3, 3, 4, 5}, DType::Float32, -1, 1, 1);
+  NDArray r = run(pool(x, p), x, v);
+  EXPECT_EQ(r.shape(), (Shape{2, 3, 2, 4, 2}));
+  // out[..., d, h, w] = max over v[..., d:d+2, h, 2w:2w+2]
+  for (int64_t d = 0; d < 2; ++d) {
+    float m = -1e9f;
+    for (int64_t dd = 0; dd < 2; ++dd)
+      for (int64_t ww = 0; ww < 2; ++ww) m = std::max(m, static_cast<float>(v.get_flat(((d + dd) * 4 + 1) * 5 + ww)));
+    EXPECT_EQ(r.get_flat((d * 4 + 1) * 2), m);
+  }
+  // pool_2d of a 3-d tensor pools its last two axes.
+  Var y = variable(tensor3_type(DType::Float32), "y");
+  EXPECT_EQ(run(pool(y, pp(2, 2, false, "max")), y, random_array({3, 5, 5}, DType::Float32)).shape(), (Shape{3, 3, 3}));
+}
+
+TEST(Pool, GradientsAndSecondDerivatives) {
+  // Distinct values (no ties) so that max pooling is differentiable at the point.
+  NDArray v = random_array({2, 2, 5, 6}, DType::Float64, -1, 1, 3);
+  for (const PoolParams& p : {pp(2, 2, true, "max"), pp(3, 2, false, "max"), pp(2, 1, true, "sum"),
+                              pp(3, 2, false, "average_exc_pad"), pp(2, 2, true, "average_inc_pad", 1),
+                              pp(3, 2, true, "max", 1)}) {
+    verify_grad([&](const std::vector<Var>& x) { return pool(x[0], p); }, {v});
+    // Second order: the gradient op's own gradient, through the incoming gradient.
+    verify_grad(
+        [&](const std::vector<Var>& x) {
+          Var y = pool(x[0], p);
+          Var g = grad(sum(y * y * y), x[0]);
+          return sum(g * g);
+        },
+        {v});
+  }
+}
+
+TEST(Pool, ShapesAndErrors) {
+  Var x = variable(tensor4_type(DType::Float32), "x");
+  for (const PoolParams& p : {pp(3, 2, false, "max"), pp(3, 2, true, "max"), pp(2, 3, false, "sum"),
+                              pp(3, 1, true, "average_inc_pad", 2)}) {
+    Var y = pool(x, p);
+    Function f = function({x}, {shape_i(y, 2), shape_i(y, 3)});
+    EXPECT_EQ(f.debugprint().find("Pool"), std::string::npos) << f.debugprint();
+    for (int64_t n : {0, 1, 2, 3, 7, 8}) {
+      NDArray v = random_array({1, 1, n, n + 1}, DType::Float32);
+      auto s = f({v});
+      NDArray r = eval(y, {{x, v}});
+      EXPECT_EQ(s[0].get_flat(0), r.shape(2)) << p.str() << " n " << n;
+      EXPECT_EQ(s[1].get_flat(0), r.shape(3)) << p.str() << " n " << n;
+    }
+  }
+  EXPECT_NE(testing::error_of<NotImplementedError>([&] { pool(x, pp(2, 2, false, "max", 1)); }).find("ignore_border"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of<ValueError>([&] { pool(x, pp(2, 2, true, "max", 2)); }).find("smaller than the window"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of<ValueError>([&] { pool(x, pp(2, 2, true, "median")); }).find("mode must be"),
+            std::string::npos);
+  Var v = variable(vector_type(DType::Float32), "v");
+  EXPECT_NE(testing::error_of<TypeError>([&] { pool(v, pp(2, 2, true, "max")); }).find("at least 2"),
+            std::string::npos);
+  Var xi = variable(tensor4_type(DType::Int32), "xi");
+  EXPECT_NE(testing::error_of<TypeError>([&] { pool(xi, pp(2, 2, true, "average_exc_pad")); }).find("float"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hypatia
