@@ -5,6 +5,7 @@
 
 #include "bindings.h"
 #include "conv_params.h"
+#include "pool_params.h"
 #include "hypatia/grad/grad_ops.h"
 
 namespace hypatia::python {
@@ -115,6 +116,19 @@ void conv_op(nb::module_& m, const char* name, const char* doc) {
       .def_prop_ro("num_groups", [](const T& o) { return o.p.groups; })
       .def_prop_ro("filter_flip", [](const T& o) { return o.p.flip; });
   reducible(c, [](const T& o) { return nb::make_tuple(conv_tuple(o.p)); });
+}
+
+/// One of the pooling ops, built from its parameter tuple (pool_params.h).
+template <class T>
+void pool_op(nb::module_& m, const char* name, const char* doc) {
+  OpClass<T> c(m, name, doc);
+  c.def(
+       "__init__", [name](T* self, const PoolTuple& t) { new (self) T(pool_params(t, name)); }, "params"_a)
+      .def_prop_ro("params", [](const T& o) { return pool_tuple(o.p); })
+      .def_prop_ro("ndim", [](const T& o) { return o.p.nd; })
+      .def_prop_ro("ignore_border", [](const T& o) { return o.p.ignore_border; })
+      .def_prop_ro("mode", [](const T& o) { return o.p.mode; });
+  reducible(c, [](const T& o) { return nb::make_tuple(pool_tuple(o.p)); });
 }
 
 }  // namespace
@@ -344,6 +358,10 @@ void init_op_classes(nb::module_& m) {
   conv_op<Conv2dGradInputs>(m, "Conv2dGradInputs",
                             "The image gradient of Conv2d (AbstractConv2d_gradInputs, the transposed convolution).");
   conv_op<Conv2dGradWeights>(m, "Conv2dGradWeights", "The filter gradient of Conv2d (AbstractConv2d_gradWeights).");
+  pool_op<Pool>(m, "Pool", "Pooling over the last 2 or 3 axes (Theano's signal.pool.Pool).");
+  pool_op<MaxPoolGrad>(m, "MaxPoolGrad", "The gradient of max pooling.");
+  pool_op<AveragePoolGrad>(m, "AveragePoolGrad", "The gradient of sum and average pooling.");
+  pool_op<DownsampleFactorMaxGradGrad>(m, "DownsampleFactorMaxGradGrad", "The gradient of MaxPoolGrad.");
   plain_op<Dot>(m, "Dot", "numpy.dot for vectors and matrices.");
   plain_op<BatchedDot>(m, "BatchedDot");
   OpClass<Gemm> gemm(m, "Gemm", "beta * z + alpha * dot(x, y).");

@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "conv_params.h"
+#include "pool_params.h"
 
 namespace hypatia::python {
 namespace {
@@ -117,6 +118,22 @@ void init_ops(nb::module_& m) {
   m.def(
       "conv2d", [](Var img, Var kern, const ConvTuple& p) { return conv2d(img, kern, conv_params(p, "conv2d")); },
       "img"_a, "kern"_a, "params"_a);
+  m.def(
+      "pool", [](Var x, const PoolTuple& p) { return pool(x, pool_params(p, "pool")); }, "x"_a, "params"_a);
+  m.def(
+      "max_pool_grad",
+      [](Var x, Var out, Var gz, const PoolTuple& p) { return max_pool_grad(x, out, gz, pool_params(p, "MaxPoolGrad")); },
+      "x"_a, "maxout"_a, "gz"_a, "params"_a);
+  m.def(
+      "average_pool_grad",
+      [](Var x, Var gz, const PoolTuple& p) { return average_pool_grad(x, gz, pool_params(p, "AveragePoolGrad")); },
+      "x"_a, "gz"_a, "params"_a);
+  m.def(
+      "max_pool_grad_grad",
+      [](Var x, Var out, Var ggx, const PoolTuple& p) {
+        return max_pool_grad_grad(x, out, ggx, pool_params(p, "DownsampleFactorMaxGradGrad"));
+      },
+      "x"_a, "maxout"_a, "ggx"_a, "params"_a);
   m.def(
       "conv2d_grad_wrt_inputs",
       [](Var kern, Var top, Var h, Var w, const ConvTuple& p) {

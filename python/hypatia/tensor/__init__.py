@@ -5,7 +5,7 @@ function, Python operators and methods on variables, gradients (T.grad, T.Rop, T
 argsort, T.nnet and T.extra_ops. Modules as in Theano: basic (with shape_ops), type, var,
 sharedvar, sort, extra_ops, nnet (a package).
 """
-from hypatia.tensor import basic, blas, extra_ops, nnet, sharedvar, shape_ops, type  # noqa: F401,A004
+from hypatia.tensor import basic, blas, extra_ops, nnet, sharedvar, shape_ops, signal, type  # noqa: F401,A004
 from hypatia.tensor import var as _var  # noqa: F401  (attaches operators and methods to Variable)
 from hypatia.tensor.basic import *  # noqa: F401,F403
 from hypatia.tensor.basic import (  # noqa: F401  (names the star import skips or shadows)
