@@ -27,3 +27,6 @@ $py examples/python/denoising_autoencoder.py 5
 echo
 echo "== Python: an Elman RNN trained with scan (BPTT), beside the same network in numpy =="
 $py examples/python/rnn_scan.py 8
+echo
+echo "== Python: LeNet-5 (conv2d, max pooling, dense layers) trained on generated seven-segment digits =="
+$py examples/python/lenet.py 300

@@ -4,6 +4,7 @@
 // tests/python/test_pool.py and the hand-computed values of tests/cpp/test_pool.cpp.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/registry.h"
@@ -49,30 +50,37 @@ struct Window {
   int64_t count;
 };
 
-Window window(const Geometry& g, const PoolParams& p, int64_t kd, int64_t kh, int64_t kw) {
-  Window w{};
-  const int64_t k[3] = {kd, kh, kw};
-  int64_t inc = 1, exc = 1;
-  for (int a = 0; a < 3; ++a) {
-    const int64_t start = k[a] * g.st[a] - g.pad[a];
-    const int64_t end = std::min(start + g.ws[a], g.in[a] + g.pad[a]);
-    w.lo[a] = std::max<int64_t>(start, 0);
-    w.hi[a] = std::min(end, g.in[a]);
-    inc *= end - start;
-    exc *= std::max<int64_t>(w.hi[a] - w.lo[a], 0);
+/// The windows along each axis, computed once per call: [lo, hi) within the image and the
+/// window's extent within the padded image (average_inc_pad's divisor).
+struct AxisWindows {
+  std::array<std::vector<int64_t>, 3> lo, hi, inc;
+  bool inc_pad;
+  AxisWindows(const Geometry& g, const PoolParams& p) : inc_pad(p.mode == "average_inc_pad") {
+    for (int a = 0; a < 3; ++a)
+      for (int64_t k = 0; k < g.out[a]; ++k) {
+        const int64_t start = k * g.st[a] - g.pad[a];
+        const int64_t end = std::min(start + g.ws[a], g.in[a] + g.pad[a]);
+        lo[a].push_back(std::max<int64_t>(start, 0));
+        hi[a].push_back(std::min(end, g.in[a]));
+        inc[a].push_back(end - start);
+      }
   }
-  w.count = p.mode == "average_inc_pad" ? inc : exc;
-  return w;
-}
+  Window at(int64_t kd, int64_t kh, int64_t kw) const {
+    Window w{{lo[0][kd], lo[1][kh], lo[2][kw]}, {hi[0][kd], hi[1][kh], hi[2][kw]}, 1};
+    w.count = inc_pad ? inc[0][kd] * inc[1][kh] * inc[2][kw]
+                      : (w.hi[0] - w.lo[0]) * (w.hi[1] - w.lo[1]) * (w.hi[2] - w.lo[2]);
+    return w;
+  }
+};
 
 /// Calls f(slice, out_index, window) for every window of slices [s0, s1).
 template <class F>
-void for_windows(const Geometry& g, const PoolParams& p, int64_t s0, int64_t s1, F&& f) {
+void for_windows(const Geometry& g, const AxisWindows& aw, int64_t s0, int64_t s1, F&& f) {
   for (int64_t s = s0; s < s1; ++s) {
     int64_t o = 0;
     for (int64_t kd = 0; kd < g.out[0]; ++kd)
       for (int64_t kh = 0; kh < g.out[1]; ++kh)
-        for (int64_t kw = 0; kw < g.out[2]; ++kw, ++o) f(s, o, window(g, p, kd, kh, kw));
+        for (int64_t kw = 0; kw < g.out[2]; ++kw, ++o) f(s, o, aw.at(kd, kh, kw));
   }
 }
 
@@ -99,8 +107,9 @@ template <bool Threaded>
 void pool_kernel(const Pool& op, const KernelArgs& a) {
   const NDArray x = a.in[0]->ascontiguous();
   const Geometry g = geometry(op.p, x.shape());
+  const AxisWindows aw(g, op.p);
   NDArray& out = prepare_output(*a.out[0], pooled_shape(op.p, x.shape(), g), x.dtype());
-  const std::string& mode = op.p.mode;
+  const bool is_max = op.p.mode == "max", is_sum = op.p.mode == "sum";
   dispatch_dtype(x.dtype(), [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, bool>) {
@@ -109,9 +118,9 @@ void pool_kernel(const Pool& op, const KernelArgs& a) {
       const T* xp = x.data<T>();
       T* op_ = out.data<T>();
       over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
-        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+        for_windows(g, aw, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
           const T* xs = xp + s * g.in_size();
-          if (mode == "max") {
+          if (is_max) {
             T m = std::numeric_limits<T>::lowest();
             bool nan = false;
             for_elements(g, w, [&](int64_t i) {
@@ -124,7 +133,7 @@ void pool_kernel(const Pool& op, const KernelArgs& a) {
           } else {
             double sum = 0;
             for_elements(g, w, [&](int64_t i) { sum += static_cast<double>(xs[i]); });
-            op_[s * g.out_size() + o] = static_cast<T>(mode == "sum" ? sum : sum / static_cast<double>(w.count));
+            op_[s * g.out_size() + o] = static_cast<T>(is_sum ? sum : sum / static_cast<double>(w.count));
           }
         });
       });
@@ -136,6 +145,7 @@ template <bool Threaded>
 void max_pool_grad_kernel(const MaxPoolGrad& op, const KernelArgs& a) {
   const NDArray x = a.in[0]->ascontiguous(), mx = a.in[1]->ascontiguous(), gz = a.in[2]->ascontiguous();
   const Geometry g = geometry(op.p, x.shape());
+  const AxisWindows aw(g, op.p);
   const Shape os = pooled_shape(op.p, x.shape(), g);
   if (!(mx.shape() == os) || !(gz.shape() == os))
     fail<ValueError>(op.name(), ": maxout ", mx.shape().str(), " and gz ", gz.shape().str(),
@@ -148,7 +158,7 @@ void max_pool_grad_kernel(const MaxPoolGrad& op, const KernelArgs& a) {
       const T *xp = x.data<T>(), *mp = mx.data<T>(), *gp = gz.data<T>();
       T* r = out.data<T>();
       over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
-        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+        for_windows(g, aw, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
           const T m = mp[s * g.out_size() + o], gv = gp[s * g.out_size() + o];
           const T* xs = xp + s * g.in_size();
           T* rs = r + s * g.in_size();
@@ -166,6 +176,7 @@ void average_pool_grad_kernel(const AveragePoolGrad& op, const KernelArgs& a) {
   const NDArray& x = *a.in[0];
   const NDArray gz = a.in[1]->ascontiguous();
   const Geometry g = geometry(op.p, x.shape());
+  const AxisWindows aw(g, op.p);
   const Shape os = pooled_shape(op.p, x.shape(), g);
   if (!(gz.shape() == os))
     fail<ValueError>(op.name(), ": gz ", gz.shape().str(), " must have the pooled shape ", os.str(), " of x ",
@@ -179,7 +190,7 @@ void average_pool_grad_kernel(const AveragePoolGrad& op, const KernelArgs& a) {
       const T* gp = gz.data<T>();
       T* r = out.data<T>();
       over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
-        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+        for_windows(g, aw, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
           const T v = sum ? gp[s * g.out_size() + o] : static_cast<T>(gp[s * g.out_size() + o] / static_cast<T>(w.count));
           T* rs = r + s * g.in_size();
           for_elements(g, w, [&](int64_t i) { rs[i] += v; });
@@ -193,6 +204,7 @@ template <bool Threaded>
 void max_pool_grad_grad_kernel(const DownsampleFactorMaxGradGrad& op, const KernelArgs& a) {
   const NDArray x = a.in[0]->ascontiguous(), mx = a.in[1]->ascontiguous(), gg = a.in[2]->ascontiguous();
   const Geometry g = geometry(op.p, x.shape());
+  const AxisWindows aw(g, op.p);
   const Shape os = pooled_shape(op.p, x.shape(), g);
   if (!(mx.shape() == os) || !(gg.shape() == x.shape()))
     fail<ValueError>(op.name(), ": maxout ", mx.shape().str(), " must have the pooled shape ", os.str(),
@@ -205,7 +217,7 @@ void max_pool_grad_grad_kernel(const DownsampleFactorMaxGradGrad& op, const Kern
       const T *xp = x.data<T>(), *mp = mx.data<T>(), *gp = gg.data<T>();
       T* r = out.data<T>();
       over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
-        for_windows(g, op.p, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
+        for_windows(g, aw, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
           const T m = mp[s * g.out_size() + o];
           const T *xs = xp + s * g.in_size(), *gs = gp + s * g.in_size();
           for_elements(g, w, [&](int64_t i) {
