@@ -39,7 +39,7 @@ void set_flops(benchmark::State& state) {
 void BM_conv_forward(benchmark::State& state) {
   Var x = variable(tensor4_type(DType::Float32), "x"), w = variable(tensor4_type(DType::Float32), "w");
   Function f = function({x, w}, {conv2d(x, w, half())});
-  std::vector<NDArray> args{data().img, data().kern}, outs;
+  std::vector<NDArray> args{data().img, data().kern}, outs(1);
   for (auto _ : state) f.call(args, outs);
   set_flops(state);
 }
@@ -48,7 +48,7 @@ BENCHMARK(BM_conv_forward)->Unit(benchmark::kMillisecond)->UseRealTime();
 void BM_conv_grad_inputs(benchmark::State& state) {
   Var w = variable(tensor4_type(DType::Float32), "w"), t = variable(tensor4_type(DType::Float32), "t");
   Function f = function({w, t}, {conv2d_grad_wrt_inputs(w, t, int_constant(kHW), int_constant(kHW), half())});
-  std::vector<NDArray> args{data().kern, data().top}, outs;
+  std::vector<NDArray> args{data().kern, data().top}, outs(1);
   for (auto _ : state) f.call(args, outs);
   set_flops(state);
 }
@@ -57,7 +57,7 @@ BENCHMARK(BM_conv_grad_inputs)->Unit(benchmark::kMillisecond)->UseRealTime();
 void BM_conv_grad_weights(benchmark::State& state) {
   Var x = variable(tensor4_type(DType::Float32), "x"), t = variable(tensor4_type(DType::Float32), "t");
   Function f = function({x, t}, {conv2d_grad_wrt_weights(x, t, int_constant(kK), int_constant(kK), half())});
-  std::vector<NDArray> args{data().img, data().top}, outs;
+  std::vector<NDArray> args{data().img, data().top}, outs(1);
   for (auto _ : state) f.call(args, outs);
   set_flops(state);
 }
@@ -95,7 +95,7 @@ PoolParams max2x2() {
 void BM_maxpool_forward(benchmark::State& state) {
   Var x = variable(tensor4_type(DType::Float32), "x");
   Function f = function({x}, {pool(x, max2x2())});
-  std::vector<NDArray> args{data().img}, outs;
+  std::vector<NDArray> args{data().img}, outs(1);
   for (auto _ : state) f.call(args, outs);
 }
 BENCHMARK(BM_maxpool_forward)->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -104,7 +104,7 @@ void BM_maxpool_grad(benchmark::State& state) {
   Var x = variable(tensor4_type(DType::Float32), "x"), g = variable(tensor4_type(DType::Float32), "g");
   Var y = pool(x, max2x2());
   Function f = function({x, g}, {max_pool_grad(x, y, g, max2x2())});
-  std::vector<NDArray> args{data().img, random_f32({kN, kC, kHW / 2, kHW / 2}, -1, 1, 6)}, outs;
+  std::vector<NDArray> args{data().img, random_f32({kN, kC, kHW / 2, kHW / 2}, -1, 1, 6)}, outs(1);
   for (auto _ : state) f.call(args, outs);
 }
 BENCHMARK(BM_maxpool_grad)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -104,7 +104,7 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bla
 
 /// A GEMM worth a task: about 2M multiply-adds (~40 us on one core), so a task's start
 /// (claiming it, waking a worker) and its own packing of the operands stay small beside it.
-constexpr int64_t kGemmTaskWork = int64_t{1} << 21;
+constexpr int64_t kGemmTaskWork = int64_t{1} << 20;
 /// The same for the memory-bound products (gemv, ger, dot): 64K matrix elements, as for the
 /// elementwise kernels (parallel_task_count).
 constexpr int64_t kStreamTaskWork = int64_t{1} << 16;

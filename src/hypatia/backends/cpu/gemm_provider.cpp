@@ -16,6 +16,7 @@
 #include <limits>
 #include <mutex>
 
+#include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 
@@ -69,11 +70,12 @@ struct SizeClass {
   const char* name;
   int64_t max_macs;
   int64_t m, n, k;
-  int reps;  ///< calls per timed round
+  int reps;     ///< calls per timed round
+  bool pooled;  ///< timed as the panels of a large product are run: one call per pool thread at once
 };
 constexpr std::array<SizeClass, 2> kClasses{{
-    {"small", int64_t{1} << 21, 32, 256, 128, 16},
-    {"large", std::numeric_limits<int64_t>::max(), 256, 512, 256, 1},
+    {"small", int64_t{1} << 21, 32, 256, 128, 16, false},
+    {"large", std::numeric_limits<int64_t>::max(), 256, 256, 512, 1, true},
 }};
 constexpr int kRounds = 5;
 
@@ -82,26 +84,31 @@ double now_seconds() {
 }
 
 /// Times NN and TN products of the class's shape on both providers, rounds interleaved so that a
-/// burst of load hits both; each provider's best round counts.
+/// burst of load hits both; each provider's best round counts. A pooled class runs one product
+/// per pool thread at once (the panels of one large product, sharing A; memory bandwidth and
+/// caches shared as in a real call).
 GemmChoice measure(const SizeClass& sc) {
   const int64_t m = sc.m, n = sc.n, k = sc.k;
-  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+  const int threads = sc.pooled ? std::max(1, parallel_threads()) : 1;
+  const int64_t ldb = n * threads;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * ldb)), c(static_cast<size_t>(m * ldb));
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.125f - 0.25f;
   const GemmProvider* providers[2] = {&kOpenBlas, &kOneDnn};
   auto round = [&](const GemmProvider& p) {
     const double t0 = now_seconds();
-    for (int r = 0; r < sc.reps; ++r) {
-      p.sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
-      p.sgemm(true, false, m, n, k, 1.0f, a.data(), m, b.data(), n, 0.0f, c.data(), n);
-    }
+    for (int r = 0; r < sc.reps; ++r)
+      parallel_for(threads, threads, [&](int64_t t) {
+        p.sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data() + t * n, ldb, 0.0f, c.data() + t * n, ldb);
+        p.sgemm(true, false, m, n, k, 1.0f, a.data(), m, b.data() + t * n, ldb, 0.0f, c.data() + t * n, ldb);
+      });
     return now_seconds() - t0;
   };
   for (const GemmProvider* p : providers) round(*p);  // warm-up: oneDNN generates its kernels here
   double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   for (int r = 0; r < kRounds; ++r)
     for (int i = 0; i < 2; ++i) best[i] = std::min(best[i], round(*providers[i]));
-  const double flop = 2.0 * 2.0 * static_cast<double>(m * n * k) * sc.reps;
+  const double flop = 2.0 * 2.0 * static_cast<double>(m * n * k) * sc.reps * threads;
   GemmChoice ch{sc.name, sc.max_macs, m, n, k, flop / best[0] * 1e-9, flop / best[1] * 1e-9, ""};
   ch.chosen = best[1] < best[0] ? kOneDnn.name : kOpenBlas.name;
   return ch;

@@ -21,15 +21,16 @@ const GemmProvider& onednn_gemm();
 
 /// The provider for one float32 GEMM call of `macs` multiply-adds, as config().blas says:
 /// "openblas", "onednn", or "auto": the faster of the two for the call's size class, timed once
-/// per process (single-threaded, on a representative shape of the class, min over interleaved
-/// rounds) the first time a call of that class is made.
+/// per process the first time a call of that class is made (a representative shape of the class,
+/// min over interleaved rounds; the large class as panels, one per pool thread at once, as large
+/// products run).
 const GemmProvider& sgemm_provider(int64_t macs);
 
 /// What "auto" measured for one size class.
 struct GemmChoice {
   std::string size_class;  ///< "small" or "large"
   int64_t max_macs;        ///< calls up to this many multiply-adds belong to the class
-  int64_t m, n, k;         ///< the shape that was timed (NN and TN)
+  int64_t m, n, k;         ///< the shape that was timed (NN and TN; per thread for the large class)
   double openblas_gflops, onednn_gflops;
   std::string chosen;
 };
