@@ -34,12 +34,12 @@ def _ints(value, nd, name, fill):
     return tuple(int(v) for v in value) + (fill,) * (3 - nd)
 
 
-def _params(nd, ws, ignore_border, stride, pad, mode):
+def _params(nd, ws, ignore_border, stride, pad, mode, stacklevel=4):
     if ws is None:
         raise ValueError("pool: ws (the window) must be given")
     if ignore_border is None:
         warnings.warn("pool: ignore_border was not given; it defaults to False (Theano 1.0's default). Pass it "
-                      "explicitly (True is faster and usually what is meant)", UserWarning, stacklevel=3)
+                      "explicitly (True is faster and usually what is meant)", UserWarning, stacklevel=stacklevel)
         ignore_border = False
     if mode == "average":
         mode = "average_inc_pad"
@@ -49,30 +49,24 @@ def _params(nd, ws, ignore_border, stride, pad, mode):
             _ints(pad if pad is not None else (0,) * nd, nd, "pad", 0), bool(ignore_border), mode)
 
 
+def _pool(nd, input, ws, ignore_border, stride, pad, mode, ds, st, padding):
+    # ds, st, padding: Theano's old names of ws, stride, pad.
+    ws = ds if ws is None else ws
+    stride = st if stride is None else stride
+    pad = padding if padding is not None else pad
+    return _core.pool(as_tensor_variable(input), _params(nd, ws, ignore_border, stride, pad, mode))
+
+
 def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="max", ds=None, st=None, padding=None):
     """Pools the last two axes of ``input`` (ndim >= 2). ``ds``, ``st``, ``padding`` are Theano's
     old names of ``ws``, ``stride``, ``pad``."""
-    if ds is not None:
-        ws = ds if ws is None else ws
-    if st is not None:
-        stride = st if stride is None else stride
-    if padding is not None:
-        pad = padding
-    p = _params(2, ws, ignore_border, stride, pad, mode)
-    return _core.pool(as_tensor_variable(input), p)
+    return _pool(2, input, ws, ignore_border, stride, pad, mode, ds, st, padding)
 
 
 def pool_3d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0, 0), mode="max", ds=None, st=None,
             padding=None):
     """Pools the last three axes of ``input`` (ndim >= 3)."""
-    if ds is not None:
-        ws = ds if ws is None else ws
-    if st is not None:
-        stride = st if stride is None else stride
-    if padding is not None:
-        pad = padding
-    p = _params(3, ws, ignore_border, stride, pad, mode)
-    return _core.pool(as_tensor_variable(input), p)
+    return _pool(3, input, ws, ignore_border, stride, pad, mode, ds, st, padding)
 
 
 def max_pool_2d_same_size(input, patch_size):
