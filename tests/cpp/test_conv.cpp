@@ -30,6 +30,58 @@ std::vector<Conv2dParams> param_grid() {
   return g;
 }
 
+// ------------------------------------------------------------------------------------------------
+// OpInfo entries: each op on both backends, its inferred shape and its gradient (verify_grad) on
+// contiguous, transposed, strided and zero-size samples.
+
+std::vector<testing::OpSample> conv_samples(DType dt) {
+  return {
+      {"(2,2,5,6) * (3,2,2,3)", {random_array({2, 2, 5, 6}, dt, -1, 1, 1), random_array({3, 2, 2, 3}, dt, -1, 1, 2)}},
+      {"transposed image", {random_array({6, 5, 2, 2}, dt, -1, 1, 3).transpose(), random_array({3, 2, 2, 3}, dt, -1, 1, 4)}},
+      {"strided filters",
+       {random_array({1, 2, 4, 4}, dt, -1, 1, 5), testing::random_strided({3, 2, 2, 2}, dt, -1, 1, 6)}},
+      {"empty batch (0,2,4,4)", {NDArray::zeros({0, 2, 4, 4}, dt), random_array({3, 2, 2, 2}, dt, -1, 1, 7)}},
+  };
+}
+// A gradient op's samples: (filters or image, output gradient) pairs of matching shapes for the
+// image (N, 2, 5, 6) and filters (3, 2, 2, 3) of the 'half'-padded, stride (2, 1) convolution
+// below (output (N, 3, 3, 6)).
+Conv2dParams opinfo_params() { return params("half", 0, 0, 2, 1, 1, 1, 1, true); }
+std::vector<testing::OpSample> grad_inputs_samples(DType dt) {
+  return {
+      {"kern (3,2,2,3), top (2,3,3,6)", {random_array({3, 2, 2, 3}, dt, -1, 1, 1), random_array({2, 3, 3, 6}, dt, -1, 1, 2)}},
+      {"transposed top", {random_array({3, 2, 2, 3}, dt, -1, 1, 3), random_array({6, 3, 3, 1}, dt, -1, 1, 4).transpose()}},
+  };
+}
+std::vector<testing::OpSample> grad_weights_samples(DType dt) {
+  return {
+      {"img (2,2,5,6), top (2,3,3,6)", {random_array({2, 2, 5, 6}, dt, -1, 1, 5), random_array({2, 3, 3, 6}, dt, -1, 1, 6)}},
+      {"strided image", {testing::random_strided({1, 2, 5, 6}, dt, -1, 1, 7), random_array({1, 3, 3, 6}, dt, -1, 1, 8)}},
+  };
+}
+HYP_OPINFO({
+    .name = "conv2d",
+    .build = [](const std::vector<Var>& v) { return conv2d(v[0], v[1], params("pad", 1, 0, 1, 2, 1, 1, 1, true)); },
+    .samples = conv_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "conv2d_grad_wrt_inputs",
+    .build = [](const std::vector<Var>& v) {
+      return conv2d_grad_wrt_inputs(v[0], v[1], int_constant(5), int_constant(6), opinfo_params());
+    },
+    .samples = grad_inputs_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "conv2d_grad_wrt_weights",
+    .build = [](const std::vector<Var>& v) {
+      return conv2d_grad_wrt_weights(v[0], v[1], int_constant(2), int_constant(3), opinfo_params());
+    },
+    .samples = grad_weights_samples,
+    .dtypes = testing::kFloatTypes,
+});
+
 TEST(Conv, HandComputedValues) {
   // image 1x1x3x3 = 1..9, filter 1x1x2x2 = [[1, 2], [3, 4]]
   NDArray img = make_array({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, DType::Float64);

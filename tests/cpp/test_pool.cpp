@@ -1,5 +1,8 @@
 // Pooling (Theano's signal.pool): hand-computed values for every mode, border rule and padding,
 // 3-d pools, gradients and second derivatives by verify_grad, shapes, errors.
+#include <algorithm>
+#include <random>
+
 #include "test_util.h"
 
 namespace hypatia {
@@ -16,6 +19,79 @@ PoolParams pp(int64_t ws, int64_t st, bool ignore_border, std::string mode, int6
   p.mode = std::move(mode);
   return p;
 }
+
+// ------------------------------------------------------------------------------------------------
+// OpInfo entries (both backends, inferred shapes, gradients). Distinct random values: max pooling
+// is differentiable there.
+
+std::vector<testing::OpSample> pool_samples(DType dt) {
+  return {
+      {"(2,2,5,6)", {random_array({2, 2, 5, 6}, dt, -1, 1, 1)}},
+      {"transposed (6,5,2)", {random_array({6, 5, 2}, dt, -1, 1, 2).transpose()}},
+      {"strided (2,5,6)", {testing::random_strided({2, 5, 6}, dt, -1, 1, 3)}},
+      {"zero-size (0,3,4)", {NDArray::zeros({0, 3, 4}, dt)}},
+  };
+}
+// Values 0.05 apart in a shuffled order: a finite difference of max pooling's gradient ops does
+// not move any window's max.
+NDArray distinct(const Shape& shape, DType dt, uint64_t seed) {
+  std::vector<double> v(static_cast<size_t>(shape.size() ? shape[0] * shape[1] * shape[2] : 0));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05 * static_cast<double>(i) - 1.0;
+  std::mt19937_64 rng(seed);
+  std::shuffle(v.begin(), v.end(), rng);
+  return make_array(v, shape, dt);
+}
+// (x, the pooled gradient) for 3x2 windows, stride 2, keeping the border: (2,5,6) pools to (2,2,3).
+std::vector<testing::OpSample> pool_grad_samples(DType dt) {
+  return {
+      {"x (2,5,6), gz (2,2,3)", {distinct({2, 5, 6}, dt, 4), random_array({2, 2, 3}, dt, -1, 1, 5)}},
+      {"transposed gz", {distinct({2, 5, 6}, dt, 6), random_array({3, 2, 2}, dt, -1, 1, 7).transpose()}},
+  };
+}
+std::vector<testing::OpSample> pool_gradgrad_samples(DType dt) {
+  return {{"x (2,5,6), ggx (2,5,6)", {distinct({2, 5, 6}, dt, 8), random_array({2, 5, 6}, dt, -1, 1, 9)}}};
+}
+PoolParams opinfo_pool(const char* mode) {
+  PoolParams p;
+  p.ws = {3, 2, 1};
+  p.stride = {2, 2, 1};
+  p.mode = mode;
+  return p;
+}
+HYP_OPINFO({
+    .name = "pool_max",
+    .build = [](const std::vector<Var>& v) { return pool(v[0], opinfo_pool("max")); },
+    .samples = pool_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "pool_average_exc_pad",
+    .build = [](const std::vector<Var>& v) { return pool(v[0], opinfo_pool("average_exc_pad")); },
+    .samples = pool_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "max_pool_grad",
+    .build = [](const std::vector<Var>& v) {
+      return max_pool_grad(v[0], pool(v[0], opinfo_pool("max")), v[1], opinfo_pool("max"));
+    },
+    .samples = pool_grad_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "average_pool_grad",
+    .build = [](const std::vector<Var>& v) { return average_pool_grad(v[0], v[1], opinfo_pool("average_inc_pad")); },
+    .samples = pool_grad_samples,
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "max_pool_grad_grad",
+    .build = [](const std::vector<Var>& v) {
+      return max_pool_grad_grad(v[0], pool(v[0], opinfo_pool("max")), v[1], opinfo_pool("max"));
+    },
+    .samples = pool_gradgrad_samples,
+    .dtypes = testing::kFloatTypes,
+});
 
 NDArray run(const Var& y, const Var& x, const NDArray& v) {
   NDArray cpu = eval(y, {{x, v}}, kCpuBackend);
