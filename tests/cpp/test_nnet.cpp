@@ -558,6 +558,7 @@ TEST(Nnet, GradientsOfNaiveFormsAreFiniteAtLargeArguments) {
         {"log(sum(exp(x)))", log(sum(exp(x))), [&](int64_t i) { return std::exp(xs[i] - mx) / z; }},
         {"log(softmax(x))", log(softmax(dimshuffle(x, {-1, 0}))),
          [&](int64_t i) { return 1 - static_cast<double>(n) * std::exp(xs[i] - mx) / z; }},
+
     };
     for (const Case& c : cases) {
       Var g = grad(sum(c.expr), x);
@@ -568,6 +569,14 @@ TEST(Nnet, GradientsOfNaiveFormsAreFiniteAtLargeArguments) {
         ASSERT_TRUE(std::isfinite(r[1].get_flat(i))) << c.name << " " << dtype_name(dt) << " at " << xs[i];
         EXPECT_NEAR(r[1].get_flat(i), c.grad(i), dt == DType::Float32 ? 1e-5 : 1e-12) << c.name << " at " << xs[i];
       }
+    }
+    // expm1's gradient is exp(x), not expm1(x) + 1 (which is 0 below -37 and loses 3 digits at
+    // -30): relative accuracy at every point.
+    Var g = grad(sum(expm1(x / 20.0)), x);
+    NDArray gv = function({x}, {g})({xv})[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = std::exp(xs[i] / 20) / 20;
+      EXPECT_NEAR(gv.get_flat(i), want, (dt == DType::Float32 ? 1e-6 : 1e-14) * want) << "expm1 at " << xs[i] / 20;
     }
   }
 }

@@ -2,9 +2,9 @@
 
 basic: softmax and its variants, the cross-entropies, relu, elu, softsign; sigm: the sigmoid
 family; abstract_conv: conv2d and its gradients (T.nnet.conv2d is abstract_conv.conv2d, as in
-Theano 1.0); conv: the older conv.conv2d.
+Theano 1.0); conv: the older conv.conv2d; bn: batch normalization.
 """
-from hypatia.tensor.nnet import abstract_conv, basic, conv, sigm  # noqa: F401
+from hypatia.tensor.nnet import abstract_conv, basic, bn, conv, sigm  # noqa: F401
 from hypatia.tensor.nnet.abstract_conv import (  # noqa: F401
     causal_conv1d,
     conv2d,

@@ -35,6 +35,15 @@ def elu(x, alpha=1):
     return _core.switch(_core.gt(x, _core.scalar_like(0, x)), x, _core.mul(a, _core.sub(_core.exp(x), one)))
 
 
+def selu(x):
+    """Scaled exponential linear unit (Klambauer et al. 2017): scale * elu(x, alpha) with
+    alpha = 1.6732632423543772, scale = 1.0507009873554805; exp(x) - 1 computed as expm1."""
+    x = as_tensor_variable(x)
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    a, s = _operands(x, alpha, scale)[1:]
+    return _core.mul(s, _core.switch(_core.gt(x, _core.scalar_like(0, x)), x, _core.mul(a, _core.expm1(x))))
+
+
 def softsign(x):
     """x / (1 + |x|)."""
     x = as_tensor_variable(x)
@@ -81,3 +90,29 @@ def sigmoid_binary_crossentropy(output, target):
     one = _core.scalar_like(1, target)
     return _core.add(_core.mul(target, _core.softplus(_core.neg(output))),
                      _core.mul(_core.sub(one, target), _core.softplus(output)))
+
+
+def h_softmax(x, batch_size, n_outputs, n_classes, n_outputs_per_class, W1, b1, W2, b2, target=None):
+    """Two-level hierarchical softmax (Theano's h_softmax): p(output) = p(class) * p(output | class)
+    with the outputs split into n_classes classes of n_outputs_per_class each. W1 (dim, n_classes),
+    b1 (n_classes,), W2 (n_classes, dim, n_outputs_per_class), b2 (n_classes, n_outputs_per_class).
+    Without ``target``: every output's probability, (batch_size, n_outputs). With integer targets
+    (batch_size,): only their probabilities, (batch_size,), computing the second level for each
+    row's own class only."""
+    from hypatia.tensor import basic as T
+
+    x, W1, b1, W2, b2 = (as_tensor_variable(v) for v in (x, W1, b1, W2, b2))
+    class_probs = softmax(T.dot(x, W1) + b1)
+    if target is None:
+        activations = T.tensordot(x, W2, [[1], [1]]) + b2
+        output_probs = softmax(activations.reshape((-1, n_outputs_per_class)))
+        output_probs = output_probs.reshape((batch_size, n_classes, -1))
+        output_probs = class_probs.dimshuffle(0, 1, "x") * output_probs
+        return output_probs.reshape((batch_size, -1))[:, :n_outputs]
+    target = as_tensor_variable(target).flatten()
+    target_classes = target // n_outputs_per_class
+    in_class = target % n_outputs_per_class
+    activations = T.batched_dot(x, W2[target_classes]) + b2[target_classes]
+    output_probs = softmax(activations)
+    rows = T.arange(batch_size)
+    return class_probs[rows, target_classes] * output_probs[rows, in_class]
