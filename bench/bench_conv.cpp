@@ -31,9 +31,9 @@ Conv2dParams half() {
 }
 
 void set_flops(benchmark::State& state) {
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kN * kC * kC * kK * kK * kHW * kHW *
-                                                     static_cast<double>(state.iterations()),
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kN * kC * kC * kK * kK * kHW * kHW * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
 void BM_conv_forward(benchmark::State& state) {
@@ -68,10 +68,12 @@ BENCHMARK(BM_conv_grad_weights)->Unit(benchmark::kMillisecond)->UseRealTime();
 // on the pool), one image after the other.
 void gemm_bound(benchmark::State& state, int which) {
   const int64_t k = kC * kK * kK, hw = kHW * kHW;
-  NDArray a = which == 0 ? random_f32({kC, k}, -1, 1, 4) : which == 1 ? random_f32({k, kC}, -1, 1, 4)
-                                                                       : random_f32({kC, hw}, -1, 1, 4);
-  NDArray b = which == 0 ? random_f32({k, hw}, -1, 1, 5) : which == 1 ? random_f32({kC, hw}, -1, 1, 5)
-                                                                       : random_f32({hw, k}, -1, 1, 5);
+  NDArray a = which == 0   ? random_f32({kC, k}, -1, 1, 4)
+              : which == 1 ? random_f32({k, kC}, -1, 1, 4)
+                           : random_f32({kC, hw}, -1, 1, 4);
+  NDArray b = which == 0   ? random_f32({k, hw}, -1, 1, 5)
+              : which == 1 ? random_f32({kC, hw}, -1, 1, 5)
+                           : random_f32({hw, k}, -1, 1, 5);
   NDArray c = NDArray::empty({a.shape(0), b.shape(1)}, DType::Float32);
   for (auto _ : state)
     for (int64_t n = 0; n < kN; ++n) cpu_matmul(a, b, c, 1.0, which == 2 && n > 0 ? 1.0 : 0.0);
@@ -122,11 +124,10 @@ BENCHMARK(BM_copy_activations)->Unit(benchmark::kMicrosecond)->UseRealTime();
 }  // namespace hypatia::bench
 
 int main(int argc, char** argv) {
-  return hypatia::bench::run_with_ratios(
-      argc, argv,
-      {{"BM_conv_forward/real_time", "BM_gemm_bound_forward/real_time"},
-       {"BM_conv_grad_inputs/real_time", "BM_gemm_bound_grad_inputs/real_time"},
-       {"BM_conv_grad_weights/real_time", "BM_gemm_bound_grad_weights/real_time"},
-       {"BM_maxpool_forward/real_time", "BM_copy_activations/real_time"},
-       {"BM_maxpool_grad/real_time", "BM_copy_activations/real_time"}});
+  return hypatia::bench::run_with_ratios(argc, argv,
+                                         {{"BM_conv_forward/real_time", "BM_gemm_bound_forward/real_time"},
+                                          {"BM_conv_grad_inputs/real_time", "BM_gemm_bound_grad_inputs/real_time"},
+                                          {"BM_conv_grad_weights/real_time", "BM_gemm_bound_grad_weights/real_time"},
+                                          {"BM_maxpool_forward/real_time", "BM_copy_activations/real_time"},
+                                          {"BM_maxpool_grad/real_time", "BM_copy_activations/real_time"}});
 }

@@ -51,8 +51,8 @@ std::vector<Product>& products(int set) {
     uint64_t seed = 1;
     for (auto [m, k, n, ta, tb] : shape_sets()[set].second)
       p.push_back({ta, tb, random_f32(ta ? Shape{k, m} : Shape{m, k}, -1, 1, seed++),
-                   random_f32(tb ? Shape{n, k} : Shape{k, n}, -1, 1, seed++), NDArray::empty({m, n}, DType::Float32),
-                   m, n, k});
+                   random_f32(tb ? Shape{n, k} : Shape{k, n}, -1, 1, seed++), NDArray::empty({m, n}, DType::Float32), m,
+                   n, k});
   }
   return p;
 }
@@ -129,15 +129,18 @@ BENCHMARK(BM_hypatia_onednn)->Apply(shapes);
 int main(int argc, char** argv) {
   std::vector<hypatia::bench::Ratio> ratios;
   for (int i = 0; i < 3; ++i) {
-    const std::string a = "/" + std::to_string(i) + "/real_time";
+    std::string a = "/";  // (not "/" + std::string: GCC 12 warns -Wrestrict falsely)
+    a += std::to_string(i);
+    a += "/real_time";
     for (const char* who : {"BM_hypatia_auto", "BM_hypatia_openblas", "BM_hypatia_onednn"}) {
-      ratios.push_back({who + a, "BM_raw_openblas" + a});
-      ratios.push_back({who + a, "BM_raw_onednn" + a});
+      ratios.push_back({std::string(who) + a, "BM_raw_openblas" + a});
+      ratios.push_back({std::string(who) + a, "BM_raw_onednn" + a});
     }
   }
   const int rc = hypatia::bench::run_with_ratios(argc, argv, ratios);
-  std::printf("\nshape sets: 0 = 1000^3, 1 = MLP 784-500-500-10 step (8 GEMMs, batch 256), 2 = RNN step products "
-              "(32x256x256, three layouts)\nblas=auto measured:\n");
+  std::printf(
+      "\nshape sets: 0 = 1000^3, 1 = MLP 784-500-500-10 step (8 GEMMs, batch 256), 2 = RNN step products "
+      "(32x256x256, three layouts)\nblas=auto measured:\n");
   for (const hypatia::GemmChoice& c : hypatia::gemm_choices())
     std::printf("  %-6s (calls up to %lld MACs, timed %lldx%lldx%lld): openblas %.1f GFLOP/s, onednn %.1f -> %s\n",
                 c.size_class.c_str(), static_cast<long long>(c.max_macs), static_cast<long long>(c.m),

@@ -5,8 +5,8 @@
 
 #include "bindings.h"
 #include "conv_params.h"
-#include "pool_params.h"
 #include "hypatia/grad/grad_ops.h"
+#include "pool_params.h"
 
 namespace hypatia::python {
 namespace {

@@ -122,7 +122,9 @@ void init_ops(nb::module_& m) {
       "pool", [](Var x, const PoolTuple& p) { return pool(x, pool_params(p, "pool")); }, "x"_a, "params"_a);
   m.def(
       "max_pool_grad",
-      [](Var x, Var out, Var gz, const PoolTuple& p) { return max_pool_grad(x, out, gz, pool_params(p, "MaxPoolGrad")); },
+      [](Var x, Var out, Var gz, const PoolTuple& p) {
+        return max_pool_grad(x, out, gz, pool_params(p, "MaxPoolGrad"));
+      },
       "x"_a, "maxout"_a, "gz"_a, "params"_a);
   m.def(
       "average_pool_grad",

@@ -37,7 +37,8 @@ std::vector<Conv2dParams> param_grid() {
 std::vector<testing::OpSample> conv_samples(DType dt) {
   return {
       {"(2,2,5,6) * (3,2,2,3)", {random_array({2, 2, 5, 6}, dt, -1, 1, 1), random_array({3, 2, 2, 3}, dt, -1, 1, 2)}},
-      {"transposed image", {random_array({6, 5, 2, 2}, dt, -1, 1, 3).transpose(), random_array({3, 2, 2, 3}, dt, -1, 1, 4)}},
+      {"transposed image",
+       {random_array({6, 5, 2, 2}, dt, -1, 1, 3).transpose(), random_array({3, 2, 2, 3}, dt, -1, 1, 4)}},
       {"strided filters",
        {random_array({1, 2, 4, 4}, dt, -1, 1, 5), testing::random_strided({3, 2, 2, 2}, dt, -1, 1, 6)}},
       {"empty batch (0,2,4,4)", {NDArray::zeros({0, 2, 4, 4}, dt), random_array({3, 2, 2, 2}, dt, -1, 1, 7)}},
@@ -49,14 +50,18 @@ std::vector<testing::OpSample> conv_samples(DType dt) {
 Conv2dParams opinfo_params() { return params("half", 0, 0, 2, 1, 1, 1, 1, true); }
 std::vector<testing::OpSample> grad_inputs_samples(DType dt) {
   return {
-      {"kern (3,2,2,3), top (2,3,3,6)", {random_array({3, 2, 2, 3}, dt, -1, 1, 1), random_array({2, 3, 3, 6}, dt, -1, 1, 2)}},
-      {"transposed top", {random_array({3, 2, 2, 3}, dt, -1, 1, 3), random_array({6, 3, 3, 1}, dt, -1, 1, 4).transpose()}},
+      {"kern (3,2,2,3), top (2,3,3,6)",
+       {random_array({3, 2, 2, 3}, dt, -1, 1, 1), random_array({2, 3, 3, 6}, dt, -1, 1, 2)}},
+      {"transposed top",
+       {random_array({3, 2, 2, 3}, dt, -1, 1, 3), random_array({6, 3, 3, 1}, dt, -1, 1, 4).transpose()}},
   };
 }
 std::vector<testing::OpSample> grad_weights_samples(DType dt) {
   return {
-      {"img (2,2,5,6), top (2,3,3,6)", {random_array({2, 2, 5, 6}, dt, -1, 1, 5), random_array({2, 3, 3, 6}, dt, -1, 1, 6)}},
-      {"strided image", {testing::random_strided({1, 2, 5, 6}, dt, -1, 1, 7), random_array({1, 3, 3, 6}, dt, -1, 1, 8)}},
+      {"img (2,2,5,6), top (2,3,3,6)",
+       {random_array({2, 2, 5, 6}, dt, -1, 1, 5), random_array({2, 3, 3, 6}, dt, -1, 1, 6)}},
+      {"strided image",
+       {testing::random_strided({1, 2, 5, 6}, dt, -1, 1, 7), random_array({1, 3, 3, 6}, dt, -1, 1, 8)}},
   };
 }
 HYP_OPINFO({
@@ -67,17 +72,19 @@ HYP_OPINFO({
 });
 HYP_OPINFO({
     .name = "conv2d_grad_wrt_inputs",
-    .build = [](const std::vector<Var>& v) {
-      return conv2d_grad_wrt_inputs(v[0], v[1], int_constant(5), int_constant(6), opinfo_params());
-    },
+    .build =
+        [](const std::vector<Var>& v) {
+          return conv2d_grad_wrt_inputs(v[0], v[1], int_constant(5), int_constant(6), opinfo_params());
+        },
     .samples = grad_inputs_samples,
     .dtypes = testing::kFloatTypes,
 });
 HYP_OPINFO({
     .name = "conv2d_grad_wrt_weights",
-    .build = [](const std::vector<Var>& v) {
-      return conv2d_grad_wrt_weights(v[0], v[1], int_constant(2), int_constant(3), opinfo_params());
-    },
+    .build =
+        [](const std::vector<Var>& v) {
+          return conv2d_grad_wrt_weights(v[0], v[1], int_constant(2), int_constant(3), opinfo_params());
+        },
     .samples = grad_weights_samples,
     .dtypes = testing::kFloatTypes,
 });
@@ -90,7 +97,8 @@ TEST(Conv, HandComputedValues) {
   // correlation: out[0,0] = 1*1 + 2*2 + 4*3 + 5*4 = 37
   Conv2dParams corr;
   corr.flip = false;
-  EXPECT_ALLCLOSE(eval(conv2d(x, w, corr), {{x, img}, {w, k}}), make_array({37, 47, 67, 77}, {1, 1, 2, 2}, DType::Float64));
+  EXPECT_ALLCLOSE(eval(conv2d(x, w, corr), {{x, img}, {w, k}}),
+                  make_array({37, 47, 67, 77}, {1, 1, 2, 2}, DType::Float64));
   // convolution (flipped filter [[4, 3], [2, 1]]): out[0,0] = 1*4 + 2*3 + 4*2 + 5*1 = 23
   EXPECT_ALLCLOSE(eval(conv2d(x, w), {{x, img}, {w, k}}), make_array({23, 33, 53, 63}, {1, 1, 2, 2}, DType::Float64));
   // full convolution: the 4x4 output's corner is img[0,0] * k[0,0] = 1
@@ -143,8 +151,8 @@ TEST(Conv, PointwiseFiltersAndLargeBatchesTakeTheFastPaths) {
       Var y = conv2d(x, w, p);
       auto g = grad(sum(y * y), {x, w});
       for (const Var& v : {y, g[0], g[1]})
-        EXPECT_ALLCLOSE(eval(v, {{x, img}, {w, k}}, kCpuBackend), eval(v, {{x, img}, {w, k}}, kReferenceBackend),
-                        1e-4, 1e-4)
+        EXPECT_ALLCLOSE(eval(v, {{x, img}, {w, k}}, kCpuBackend), eval(v, {{x, img}, {w, k}}, kReferenceBackend), 1e-4,
+                        1e-4)
             << k.shape().str() << " groups " << groups;
     }
   }
@@ -152,8 +160,9 @@ TEST(Conv, PointwiseFiltersAndLargeBatchesTakeTheFastPaths) {
 
 TEST(Conv, GradientsAndSecondDerivatives) {
   const DType f = DType::Float64;
-  for (const Conv2dParams& p : {params("valid", 0, 0, 1, 1, 1, 1, 1, true), params("half", 0, 0, 2, 1, 1, 1, 2, true),
-                                params("pad", 1, 0, 1, 2, 2, 1, 1, false), params("full", 0, 0, 1, 1, 1, 2, 2, false)}) {
+  for (const Conv2dParams& p :
+       {params("valid", 0, 0, 1, 1, 1, 1, 1, true), params("half", 0, 0, 2, 1, 1, 1, 2, true),
+        params("pad", 1, 0, 1, 2, 2, 1, 1, false), params("full", 0, 0, 1, 1, 1, 2, 2, false)}) {
     NDArray img = random_array({2, 4, 5, 6}, f, -1, 1, 8), k = random_array({2, 4 / p.groups, 2, 3}, f, -1, 1, 9);
     verify_grad([&](const std::vector<Var>& v) { return conv2d(v[0], v[1], p); }, {img, k});
     // Second order: the gradient ops' own gradients (through a squared output).
@@ -200,19 +209,22 @@ TEST(Conv, ShapesAreInferredWithoutRunningTheConvolution) {
 TEST(Conv, ErrorsNameBothShapes) {
   Var x = variable(tensor4_type(DType::Float32), "x"), w = variable(tensor4_type(DType::Float32), "w");
   Function f = function({x, w}, {conv2d(x, w)});
-  std::string msg = testing::error_of<ValueError>(
-      [&] { f({random_array({1, 3, 5, 5}, DType::Float32), random_array({2, 4, 3, 3}, DType::Float32)}); });
+  std::string msg = testing::error_of<ValueError>([&] {
+    f({random_array({1, 3, 5, 5}, DType::Float32), random_array({2, 4, 3, 3}, DType::Float32)});
+  });
   EXPECT_NE(msg.find("Conv2d"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(1, 3, 5, 5)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(2, 4, 3, 3)"), std::string::npos) << msg;
-  msg = testing::error_of<ValueError>(
-      [&] { f({random_array({1, 3, 2, 5}, DType::Float32), random_array({2, 3, 3, 3}, DType::Float32)}); });
+  msg = testing::error_of<ValueError>([&] {
+    f({random_array({1, 3, 2, 5}, DType::Float32), random_array({2, 3, 3, 3}, DType::Float32)});
+  });
   EXPECT_NE(msg.find("do not fit"), std::string::npos) << msg;
   Conv2dParams g2;
   g2.groups = 2;
   Function fg = function({x, w}, {conv2d(x, w, g2)});
-  msg = testing::error_of<ValueError>(
-      [&] { fg({random_array({1, 4, 5, 5}, DType::Float32), random_array({3, 2, 3, 3}, DType::Float32)}); });
+  msg = testing::error_of<ValueError>([&] {
+    fg({random_array({1, 4, 5, 5}, DType::Float32), random_array({3, 2, 3, 3}, DType::Float32)});
+  });
   EXPECT_NE(msg.find("do not split into 2 groups"), std::string::npos) << msg;
   Conv2dParams bad;
   bad.stride_h = 0;

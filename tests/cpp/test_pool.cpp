@@ -72,9 +72,10 @@ HYP_OPINFO({
 });
 HYP_OPINFO({
     .name = "max_pool_grad",
-    .build = [](const std::vector<Var>& v) {
-      return max_pool_grad(v[0], pool(v[0], opinfo_pool("max")), v[1], opinfo_pool("max"));
-    },
+    .build =
+        [](const std::vector<Var>& v) {
+          return max_pool_grad(v[0], pool(v[0], opinfo_pool("max")), v[1], opinfo_pool("max"));
+        },
     .samples = pool_grad_samples,
     .dtypes = testing::kFloatTypes,
 });
@@ -86,9 +87,10 @@ HYP_OPINFO({
 });
 HYP_OPINFO({
     .name = "max_pool_grad_grad",
-    .build = [](const std::vector<Var>& v) {
-      return max_pool_grad_grad(v[0], pool(v[0], opinfo_pool("max")), v[1], opinfo_pool("max"));
-    },
+    .build =
+        [](const std::vector<Var>& v) {
+          return max_pool_grad_grad(v[0], pool(v[0], opinfo_pool("max")), v[1], opinfo_pool("max"));
+        },
     .samples = pool_gradgrad_samples,
     .dtypes = testing::kFloatTypes,
 });
@@ -115,7 +117,8 @@ TEST(Pool, HandComputedValues) {
   // Overlapping windows, stride 1.
   EXPECT_ALLCLOSE(run(pool(x, pp(2, 1, true, "max")), x, img), make_array({5, 6, 8, 9}, {1, 1, 2, 2}, DType::Float64));
   // Padding 1, window 2, stride 2 (ignore_border): windows {-1,0} and {1,2} per axis.
-  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "max", 1)), x, img), make_array({1, 3, 7, 9}, {1, 1, 2, 2}, DType::Float64));
+  EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "max", 1)), x, img),
+                  make_array({1, 3, 7, 9}, {1, 1, 2, 2}, DType::Float64));
   EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "average_inc_pad", 1)), x, img),
                   make_array({1.0 / 4, 5.0 / 4, 11.0 / 4, 28.0 / 4}, {1, 1, 2, 2}, DType::Float64));
   EXPECT_ALLCLOSE(run(pool(x, pp(2, 2, true, "average_exc_pad", 1)), x, img),
@@ -153,9 +156,9 @@ TEST(Pool, ThreeDimensionalAndLeadingAxes) {
 TEST(Pool, GradientsAndSecondDerivatives) {
   // Distinct values (no ties) so that max pooling is differentiable at the point.
   NDArray v = random_array({2, 2, 5, 6}, DType::Float64, -1, 1, 3);
-  for (const PoolParams& p : {pp(2, 2, true, "max"), pp(3, 2, false, "max"), pp(2, 1, true, "sum"),
-                              pp(3, 2, false, "average_exc_pad"), pp(2, 2, true, "average_inc_pad", 1),
-                              pp(3, 2, true, "max", 1)}) {
+  for (const PoolParams& p :
+       {pp(2, 2, true, "max"), pp(3, 2, false, "max"), pp(2, 1, true, "sum"), pp(3, 2, false, "average_exc_pad"),
+        pp(2, 2, true, "average_inc_pad", 1), pp(3, 2, true, "max", 1)}) {
     verify_grad([&](const std::vector<Var>& x) { return pool(x[0], p); }, {v});
     // Second order: the gradient op's own gradient, through the incoming gradient.
     verify_grad(
@@ -170,8 +173,8 @@ TEST(Pool, GradientsAndSecondDerivatives) {
 
 TEST(Pool, ShapesAndErrors) {
   Var x = variable(tensor4_type(DType::Float32), "x");
-  for (const PoolParams& p : {pp(3, 2, false, "max"), pp(3, 2, true, "max"), pp(2, 3, false, "sum"),
-                              pp(3, 1, true, "average_inc_pad", 2)}) {
+  for (const PoolParams& p :
+       {pp(3, 2, false, "max"), pp(3, 2, true, "max"), pp(2, 3, false, "sum"), pp(3, 1, true, "average_inc_pad", 2)}) {
     Var y = pool(x, p);
     Function f = function({x}, {shape_i(y, 2), shape_i(y, 3)});
     EXPECT_EQ(f.debugprint().find("Pool"), std::string::npos) << f.debugprint();

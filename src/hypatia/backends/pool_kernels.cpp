@@ -191,7 +191,8 @@ void average_pool_grad_kernel(const AveragePoolGrad& op, const KernelArgs& a) {
       T* r = out.data<T>();
       over_slices(g, Threaded, [&](int64_t s0, int64_t s1) {
         for_windows(g, aw, s0, s1, [&](int64_t s, int64_t o, const Window& w) {
-          const T v = sum ? gp[s * g.out_size() + o] : static_cast<T>(gp[s * g.out_size() + o] / static_cast<T>(w.count));
+          const T v =
+              sum ? gp[s * g.out_size() + o] : static_cast<T>(gp[s * g.out_size() + o] / static_cast<T>(w.count));
           T* rs = r + s * g.in_size();
           for_elements(g, w, [&](int64_t i) { rs[i] += v; });
         });
@@ -207,8 +208,8 @@ void max_pool_grad_grad_kernel(const DownsampleFactorMaxGradGrad& op, const Kern
   const AxisWindows aw(g, op.p);
   const Shape os = pooled_shape(op.p, x.shape(), g);
   if (!(mx.shape() == os) || !(gg.shape() == x.shape()))
-    fail<ValueError>(op.name(), ": maxout ", mx.shape().str(), " must have the pooled shape ", os.str(),
-                     " and ggx ", gg.shape().str(), " the shape of x ", x.shape().str());
+    fail<ValueError>(op.name(), ": maxout ", mx.shape().str(), " must have the pooled shape ", os.str(), " and ggx ",
+                     gg.shape().str(), " the shape of x ", x.shape().str());
   NDArray& out = prepare_output(*a.out[0], os, x.dtype());
   out.fill(0.0);
   dispatch_dtype(x.dtype(), [&](auto t) {

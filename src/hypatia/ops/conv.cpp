@@ -39,9 +39,9 @@ std::string Conv2dParams::str() const {
 
 void Conv2dParams::check(const char* who) const {
   if (border != "valid" && border != "full" && border != "half" && border != "pad")
-    fail<ValueError>(who, ": border_mode must be 'valid', 'full', 'half', an int or a pair of ints, got '", border, "'");
-  if (pad_h < 0 || pad_w < 0)
-    fail<ValueError>(who, ": padding must be non-negative, got (", pad_h, ", ", pad_w, ")");
+    fail<ValueError>(who, ": border_mode must be 'valid', 'full', 'half', an int or a pair of ints, got '", border,
+                     "'");
+  if (pad_h < 0 || pad_w < 0) fail<ValueError>(who, ": padding must be non-negative, got (", pad_h, ", ", pad_w, ")");
   if (stride_h < 1 || stride_w < 1)
     fail<ValueError>(who, ": subsample must be positive, got (", stride_h, ", ", stride_w, ")");
   if (dil_h < 1 || dil_w < 1)
@@ -51,8 +51,7 @@ void Conv2dParams::check(const char* who) const {
 
 Conv2dShape conv2d_shape(const char* who, const Conv2dParams& p, const Shape& img, const Shape& kern) {
   if (img.size() != 4 || kern.size() != 4)
-    fail<ValueError>(who, ": expected a 4-d image and 4-d filters, got image ", img.str(), " and filters ",
-                     kern.str());
+    fail<ValueError>(who, ": expected a 4-d image and 4-d filters, got image ", img.str(), " and filters ", kern.str());
   Conv2dShape s{};
   s.n = img[0], s.c = img[1], s.h = img[2], s.w = img[3];
   s.o = kern[0], s.cg = kern[1], s.kh = kern[2], s.kw = kern[3];
@@ -181,7 +180,8 @@ std::vector<Var> Conv2d::rop(const Apply& node, const std::vector<Var>& e) const
 std::string Conv2dGradInputs::name() const { return "Conv2dGradInputs{" + p.str() + "}"; }
 
 std::vector<TensorType> Conv2dGradInputs::make_output_types(const std::vector<Var>& in) const {
-  if (in.size() != 4) fail<TypeError>(name(), ": expected 4 inputs (filters, output gradient, rows, cols), got ", in.size());
+  if (in.size() != 4)
+    fail<TypeError>(name(), ": expected 4 inputs (filters, output gradient, rows, cols), got ", in.size());
   check_float_pair(name(), in[0], "the filters", in[1], "the output gradient");
   check_size_scalar(name(), in[2], "the image rows");
   check_size_scalar(name(), in[3], "the image columns");

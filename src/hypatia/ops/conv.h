@@ -95,11 +95,11 @@ Var conv2d_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p = {
 
 /// The shapes one conv2d call works on, checked: named in every message with both shapes.
 struct Conv2dShape {
-  int64_t n, c, h, w;       ///< image
-  int64_t o, cg, kh, kw;    ///< filters (cg = c / groups)
-  int64_t ho, wo;           ///< output
-  int64_t ph, pw;           ///< padding
-  int64_t g;                ///< groups
+  int64_t n, c, h, w;     ///< image
+  int64_t o, cg, kh, kw;  ///< filters (cg = c / groups)
+  int64_t ho, wo;         ///< output
+  int64_t ph, pw;         ///< padding
+  int64_t g;              ///< groups
 };
 /// Checks img (N, C, H, W) against kern (O, C/g, kh, kw) and the params; ValueError naming `who`
 /// and both shapes (channels that do not match, a group count that does not divide, an output

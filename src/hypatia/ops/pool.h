@@ -14,12 +14,12 @@ namespace hypatia {
 /// and covers ws elements; only real elements take part (padding is not a value), except that
 /// average_inc_pad divides by the window's size within the padded image.
 struct PoolParams {
-  int nd = 2;                               ///< pooled axes: the last nd (2 or 3)
-  std::array<int64_t, 3> ws{1, 1, 1};       ///< window
-  std::array<int64_t, 3> stride{1, 1, 1};   ///< Theano's st (default: ws)
-  std::array<int64_t, 3> pad{0, 0, 0};      ///< zeros on each side (needs ignore_border)
-  bool ignore_border = false;               ///< drop a last partial window (True) or keep it
-  std::string mode = "max";                 ///< max, sum, average_inc_pad, average_exc_pad
+  int nd = 2;                              ///< pooled axes: the last nd (2 or 3)
+  std::array<int64_t, 3> ws{1, 1, 1};      ///< window
+  std::array<int64_t, 3> stride{1, 1, 1};  ///< Theano's st (default: ws)
+  std::array<int64_t, 3> pad{0, 0, 0};     ///< zeros on each side (needs ignore_border)
+  bool ignore_border = false;              ///< drop a last partial window (True) or keep it
+  std::string mode = "max";                ///< max, sum, average_inc_pad, average_exc_pad
 
   auto tie() const { return std::make_tuple(nd, ws, stride, pad, ignore_border, mode); }
   /// The output size along pooled axis d for an input of size v (Theano's Pool.out_shape).

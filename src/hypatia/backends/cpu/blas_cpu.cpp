@@ -1,7 +1,8 @@
 // The CPU matrix product: OpenBLAS (sdot/ddot, sgemv/dgemv, sger/dger, dgemm) for floats, and for
-// float32 GEMMs the provider (OpenBLAS or oneDNN) that gemm_provider.h chooses. They run single-threaded; large products are cut into panels of the output (row or column
-// blocks of C, ranges of y or of A's rows, pieces of a dot) that run as thread pool tasks, so a
-// product tolerates a descheduled thread like Hypatia's own kernels (thread_pool.h).
+// float32 GEMMs the provider (OpenBLAS or oneDNN) that gemm_provider.h chooses. They run single-threaded; large
+// products are cut into panels of the output (row or column blocks of C, ranges of y or of A's rows, pieces of a dot)
+// that run as thread pool tasks, so a product tolerates a descheduled thread like Hypatia's own kernels
+// (thread_pool.h).
 #include <cblas.h>
 
 #include <algorithm>

@@ -259,9 +259,9 @@ void conv2d_grad_weights_cpu(const Conv2dGradWeights& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &top = *a.in[1];
   const std::string who = op.name();
   check_float(img, who);
-  const Conv2dShape s = conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(),
-                                                  size_arg(*a.in[2], who, "the filter rows"),
-                                                  size_arg(*a.in[3], who, "the filter columns"));
+  const Conv2dShape s =
+      conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(), size_arg(*a.in[2], who, "the filter rows"),
+                                size_arg(*a.in[3], who, "the filter columns"));
   NDArray& out = prepare_output(*a.out[0], {s.o, s.cg, s.kh, s.kw}, img.dtype());
   if (img.dtype() == DType::Float32)
     grad_weights<float>(op, img, top, out, s);
@@ -273,9 +273,9 @@ void conv2d_grad_inputs_cpu(const Conv2dGradInputs& op, const KernelArgs& a) {
   const NDArray &kern = *a.in[0], &top = *a.in[1];
   const std::string who = op.name();
   check_float(top, who);
-  const Conv2dShape s = conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(),
-                                                 size_arg(*a.in[2], who, "the image rows"),
-                                                 size_arg(*a.in[3], who, "the image columns"));
+  const Conv2dShape s =
+      conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(), size_arg(*a.in[2], who, "the image rows"),
+                               size_arg(*a.in[3], who, "the image columns"));
   NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
   if (top.dtype() == DType::Float32)
     grad_inputs<float>(op, kern, top, out, s);

@@ -77,9 +77,9 @@ void conv2d_reference(const Conv2d& op, const KernelArgs& a) {
 void conv2d_grad_inputs_reference(const Conv2dGradInputs& op, const KernelArgs& a) {
   const NDArray &kern = *a.in[0], &top = *a.in[1];
   const std::string who = op.name();
-  const Conv2dShape s = conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(),
-                                                 size_arg(*a.in[2], who, "the image rows"),
-                                                 size_arg(*a.in[3], who, "the image columns"));
+  const Conv2dShape s =
+      conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(), size_arg(*a.in[2], who, "the image rows"),
+                               size_arg(*a.in[3], who, "the image columns"));
   NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
   const std::vector<double> k = as_doubles(kern), t = as_doubles(top);
   std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
@@ -90,9 +90,9 @@ void conv2d_grad_inputs_reference(const Conv2dGradInputs& op, const KernelArgs& 
 void conv2d_grad_weights_reference(const Conv2dGradWeights& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &top = *a.in[1];
   const std::string who = op.name();
-  const Conv2dShape s = conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(),
-                                                  size_arg(*a.in[2], who, "the filter rows"),
-                                                  size_arg(*a.in[3], who, "the filter columns"));
+  const Conv2dShape s =
+      conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(), size_arg(*a.in[2], who, "the filter rows"),
+                                size_arg(*a.in[3], who, "the filter columns"));
   NDArray& out = prepare_output(*a.out[0], {s.o, s.cg, s.kh, s.kw}, img.dtype());
   const std::vector<double> x = as_doubles(img), t = as_doubles(top);
   std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
