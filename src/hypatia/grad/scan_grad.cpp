@@ -386,7 +386,8 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
   std::vector<Var> sum_vars;
   for (size_t q = 0; q < grad_of.size(); ++q) {
     if (grad_of[q] < n_seq_in + n_state_in) continue;
-    const Var& x = acc_of[q] >= 0 ? vjp_inputs[static_cast<size_t>(acc_of[q])] : vjp_inputs[static_cast<size_t>(grad_of[q])];
+    const Var& x =
+        acc_of[q] >= 0 ? vjp_inputs[static_cast<size_t>(acc_of[q])] : vjp_inputs[static_cast<size_t>(grad_of[q])];
     Var v = variable(x->type, "sum_" + x->name);
     if (acc_of[q] >= 0) repl[x.get()] = v;
     sum_q.push_back(q);

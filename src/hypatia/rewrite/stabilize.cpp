@@ -26,6 +26,31 @@
 namespace hypatia::rewrite {
 namespace {
 
+/// The reduction `r` applied to exp(y) when v is sum(exp(y)) (through a DimShuffle that only adds
+/// broadcastable axes), with y.
+const Reduce* sum_of_exp(const Var& v, Var& y) {
+  Var s = v;
+  if (s->owner && typeid(*s->owner->op) == typeid(DimShuffle)) s = s->owner->inputs[0];
+  if (!s->owner || typeid(*s->owner->op) != typeid(Reduce)) return nullptr;
+  const auto& r = static_cast<const Reduce&>(*s->owner->op);
+  if (r.kind != ReduceKind::Sum || !elemwise_of(s->owner->inputs[0], ScalarOpKind::Exp)) return nullptr;
+  y = s->owner->inputs[0]->owner->inputs[0];
+  return &r;
+}
+
+/// Whether y is already y0 - switch(isinf(m), 0, m): the max-shifted form the logsumexp and
+/// softmax rules build (they must not shift it again).
+bool max_shifted(const Var& y) {
+  return elemwise_of(y, ScalarOpKind::Sub) && elemwise_of(y->owner->inputs[1], ScalarOpKind::Switch);
+}
+
+/// max(y) over `axes` (kept as length-1 axes), 0 where it is infinite: an infinite max would
+/// give inf - inf; with 0 the result is exact anyway.
+Var finite_max(const Var& y, const std::vector<int>& axes) {
+  Var m = max(y, axes, /*keepdims=*/true);
+  return switch_(isinf(m), zeros_like(m), m);
+}
+
 // log(erfc(y)), log(softmax(y)) and log(sum(exp(y))). (log(1 + x), exp(x) - 1, 1 - sigmoid(x)
 // and log(sigmoid(x)) are in the pattern form, stabilize_rules.)
 std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
@@ -50,25 +75,18 @@ std::optional<std::vector<Var>> stabilize_elemwise(FunctionGraph&, Apply& n) {
           return one(as_type(apply_op1(std::make_shared<Softmax>(sm.axis, true), {x->owner->inputs[0]}), out));
       }
       // log(sum(exp(y))) -> max(y) + log(sum(exp(y - max(y))))
-      if (x->owner && typeid(*x->owner->op) == typeid(Reduce)) {
-        const auto& r = static_cast<const Reduce&>(*x->owner->op);
-        const Var& ex = x->owner->inputs[0];
-        if (r.kind == ReduceKind::Sum && elemwise_of(ex, ScalarOpKind::Exp)) {
-          const Var& y = ex->owner->inputs[0];
-          // y - switch(isinf(m), 0, m) is this rewrite's own result: already stable.
-          if (elemwise_of(y, ScalarOpKind::Sub) && elemwise_of(y->owner->inputs[1], ScalarOpKind::Switch)) break;
-          // The max is added back last, after the log, so the result is rounded once at the end
-          // (float32 [1e5, 1e5] gives 1e5 + log 2 to the float). Accurate to about eps in absolute
-          // terms: a result much smaller than 1 (logsumexp([0, -40]) = 4.2e-18) is not exact
-          // relative to itself, as log1p(rest) would make it; a max - max(log_softmax) form was
-          // exact there but 2.4-3.2x slower than this fused sum (measured), so it is not used.
-          Var m = max(y, r.axes, /*keepdims=*/true);
-          // An infinite max would give inf - inf; use 0 there (the result is then exact anyway).
-          Var safe_m = switch_(isinf(m), zeros_like(m), m);
-          Var s = sum(exp(y - safe_m), r.axes, false, r.dtype);
-          Var m_out = sum(safe_m, r.axes, false, r.dtype);  // drops the kept axes (each has length 1)
-          return one(as_type(log(s) + m_out, out));
-        }
+      Var y;
+      const Reduce* r = x->owner && typeid(*x->owner->op) == typeid(Reduce) ? sum_of_exp(x, y) : nullptr;
+      if (r && !max_shifted(y)) {  // (a shifted y is this rewrite's own result: already stable)
+        // The max is added back last, after the log, so the result is rounded once at the end
+        // (float32 [1e5, 1e5] gives 1e5 + log 2 to the float). Accurate to about eps in absolute
+        // terms: a result much smaller than 1 (logsumexp([0, -40]) = 4.2e-18) is not exact
+        // relative to itself, as log1p(rest) would make it; a max - max(log_softmax) form was
+        // exact there but 2.4-3.2x slower than this fused sum (measured), so it is not used.
+        Var safe_m = finite_max(y, r->axes);
+        Var s = sum(exp(y - safe_m), r->axes, false, r->dtype);
+        Var m_out = sum(safe_m, r->axes, false, r->dtype);  // drops the kept axes (each has length 1)
+        return one(as_type(log(s) + m_out, out));
       }
       break;
     }
@@ -171,18 +189,6 @@ std::optional<std::vector<Var>> cancel_reciprocal(FunctionGraph&, Apply& n) {
   return std::nullopt;
 }
 
-/// The reduction `r` applied to exp(y) when v is sum(exp(y)) (through a DimShuffle that only adds
-/// broadcastable axes), with y.
-const Reduce* sum_of_exp(const Var& v, Var& y) {
-  Var s = v;
-  if (s->owner && typeid(*s->owner->op) == typeid(DimShuffle)) s = s->owner->inputs[0];
-  if (!s->owner || typeid(*s->owner->op) != typeid(Reduce)) return nullptr;
-  const auto& r = static_cast<const Reduce&>(*s->owner->op);
-  if (r.kind != ReduceKind::Sum || !elemwise_of(s->owner->inputs[0], ScalarOpKind::Exp)) return nullptr;
-  y = s->owner->inputs[0]->owner->inputs[0];
-  return &r;
-}
-
 /// exp(y) * (1 / sum(exp(y))) and exp(y) / sum(exp(y)) (the gradient of log(sum(exp(y)))) ->
 /// exp(y - m) / sum(exp(y - m)) with m = max(y) over the summed axes (0 where it is infinite).
 std::optional<std::vector<Var>> softmax_of_sum_exp(FunctionGraph&, Apply& n) {
@@ -215,11 +221,8 @@ std::optional<std::vector<Var>> softmax_of_sum_exp(FunctionGraph&, Apply& n) {
   Var y;
   const Reduce* r = sum_of_exp(denom, y);
   if (!r || !same_value(y, e->owner->inputs[0])) return std::nullopt;
-  // y - switch(isinf(m), 0, m) is this rule's own result (or logsumexp's): already shifted.
-  if (elemwise_of(y, ScalarOpKind::Sub) && elemwise_of(y->owner->inputs[1], ScalarOpKind::Switch)) return std::nullopt;
-  Var m = max(y, r->axes, /*keepdims=*/true);
-  Var safe_m = switch_(isinf(m), zeros_like(m), m);
-  Var ex = exp(y - safe_m);
+  if (max_shifted(y)) return std::nullopt;  // this rule's own result (or logsumexp's)
+  Var ex = exp(y - finite_max(y, r->axes));
   Var sm = ex / sum(ex, r->axes, /*keepdims=*/true, r->dtype);
   return one(as_type(factor ? sm * factor : sm, n.output_ptr(0)->type));
 }

@@ -53,6 +53,14 @@ def _params_to_full(v, axes, ndim, who, name):
     return v, False
 
 
+def _setup(who, inputs, axes, epsilon):
+    """The input as a variable, its normalized axes; checks epsilon (Theano's cuDNN bound)."""
+    x = as_tensor_variable(inputs)
+    if epsilon < 1e-5:
+        raise ValueError(f"{who}: epsilon must be at least 1e-5 (as cuDNN requires in Theano), got {epsilon}")
+    return x, x.ndim, _axes(axes, x.ndim, who)
+
+
 def _reduce_back(v, axes, ndim):
     return v.dimshuffle(*[a for a in range(ndim) if a not in axes])
 
@@ -66,11 +74,7 @@ def batch_normalization_train(inputs, gamma, beta, axes="per-activation", epsilo
     running_mean * (1 - f) + mean * f and running_var * (1 - f) + var * m / (m - 1) * f (the
     unbiased variance over the m reduced elements), f = running_average_factor."""
     who = "batch_normalization_train"
-    x = as_tensor_variable(inputs)
-    ndim = x.ndim
-    axes = _axes(axes, ndim, who)
-    if epsilon < 1e-5:
-        raise ValueError(f"{who}: epsilon must be at least 1e-5 (as cuDNN requires in Theano), got {epsilon}")
+    x, ndim, axes = _setup(who, inputs, axes, epsilon)
     gamma, reduced = _params_to_full(gamma, axes, ndim, who, "gamma")
     beta, _ = _params_to_full(beta, axes, ndim, who, "beta")
     if (running_mean is None) != (running_var is None):
@@ -98,11 +102,7 @@ def batch_normalization_train(inputs, gamma, beta, axes="per-activation", epsilo
 def batch_normalization_test(inputs, gamma, beta, mean, var, axes="per-activation", epsilon=1e-4):
     """Normalizes with given statistics: (x - mean) * gamma / sqrt(var + epsilon) + beta."""
     who = "batch_normalization_test"
-    x = as_tensor_variable(inputs)
-    ndim = x.ndim
-    axes = _axes(axes, ndim, who)
-    if epsilon < 1e-5:
-        raise ValueError(f"{who}: epsilon must be at least 1e-5 (as cuDNN requires in Theano), got {epsilon}")
+    x, ndim, axes = _setup(who, inputs, axes, epsilon)
     gamma, _ = _params_to_full(gamma, axes, ndim, who, "gamma")
     beta, _ = _params_to_full(beta, axes, ndim, who, "beta")
     mean, _ = _params_to_full(mean, axes, ndim, who, "mean")

@@ -16,6 +16,7 @@
 #include "hypatia/backends/cpu/blas_matmul.h"
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/reference/conv_common.h"
+#include "hypatia/backends/reference/nnet_common.h"
 #include "hypatia/core/error.h"
 
 namespace hypatia::conv_detail {
@@ -121,19 +122,30 @@ bool pointwise(const Conv2dParams& p, const Conv2dShape& s) {
   return s.kh == 1 && s.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && s.ph == 0 && s.pw == 0;
 }
 
+/// Tasks over the batch: 1 (the caller alone) below kTaskWork multiply-adds, else one per
+/// thread up to one per image.
+int64_t batch_tasks(const Conv2dShape& s, int threads) {
+  const int64_t work = s.n * s.o * s.cg * s.kh * s.kw * s.ho * s.wo;
+  return work < kTaskWork || threads <= 1 ? 1 : std::min<int64_t>(s.n, threads);
+}
+
 /// Runs body(n0, n1) over ranges of the batch: on the pool when the call is large enough.
 template <class Body>
 void over_batch(const Conv2dShape& s, const Body& body) {
-  const int64_t work = s.n * s.o * s.cg * s.kh * s.kw * s.ho * s.wo;
   const int threads = parallel_threads();
-  const int64_t tasks = work < kTaskWork || threads <= 1 ? 1 : std::min<int64_t>(s.n, threads);
+  const int64_t tasks = batch_tasks(s, threads);
   if (tasks <= 1) return body(int64_t{0}, s.n);
   parallel_ranges(s.n, tasks, threads, body);
 }
 
-void check_float(const NDArray& a, const std::string& who) {
-  if (a.dtype() != DType::Float32 && a.dtype() != DType::Float64)
-    fail<TypeError>(who, ": expected float32 or float64 arrays, got ", a.describe());
+/// The column matrix (K, Ho*Wo) of image n, group g: a view of the image itself when `direct`
+/// (pointwise filters on a C-contiguous image), else im2col into `col`.
+template <class T>
+NDArray columns(const NDArray& img, const Strides4& st, const Conv2dParams& p, const Conv2dShape& s, bool direct,
+                int64_t n, int64_t g, const NDArray& col) {
+  if (direct) return img.select(0, n).reshape({s.c, s.ho * s.wo}).slice(0, g * s.cg, (g + 1) * s.cg, 1);
+  im2col(img.data<T>(), st, p, s, n, g, col.data<T>());
+  return col;
 }
 
 template <class T>
@@ -147,16 +159,9 @@ void forward(const Conv2d& op, const NDArray& img, const NDArray& kern, NDArray&
     NDArray col = direct ? NDArray() : NDArray::empty({k, hw}, img.dtype());
     for (int64_t n = n0; n < n1; ++n) {
       const NDArray on = out.select(0, n).reshape({s.o, hw});
-      for (int64_t g = 0; g < s.g; ++g) {
-        NDArray c;
-        if (direct) {
-          c = img.select(0, n).reshape({s.c, hw}).slice(0, g * s.cg, (g + 1) * s.cg, 1);
-        } else {
-          im2col(img.data<T>(), st, p, s, n, g, col.data<T>());
-          c = col;
-        }
-        cpu_matmul(kf.slice(0, g * og, (g + 1) * og, 1), c, on.slice(0, g * og, (g + 1) * og, 1), 1.0, 0.0);
-      }
+      for (int64_t g = 0; g < s.g; ++g)
+        cpu_matmul(kf.slice(0, g * og, (g + 1) * og, 1), columns<T>(img, st, p, s, direct, n, g, col),
+                   on.slice(0, g * og, (g + 1) * og, 1), 1.0, 0.0);
     }
   });
 }
@@ -171,8 +176,7 @@ void grad_weights(const Conv2dGradWeights& op, const NDArray& img, const NDArray
   const Strides4 st = element_strides(img);
   // One (O, K) partial sum per task, added in task order (the same result for the same split).
   const int threads = parallel_threads();
-  const int64_t work = s.n * s.o * k * hw;
-  const int64_t tasks = work < kTaskWork || threads <= 1 ? 1 : std::min<int64_t>(s.n, threads);
+  const int64_t tasks = batch_tasks(s, threads);
   std::vector<NDArray> part(static_cast<size_t>(tasks));
   auto body = [&](int64_t t) {
     const auto [n0, n1] = task_range(s.n, tasks, t);
@@ -180,17 +184,9 @@ void grad_weights(const Conv2dGradWeights& op, const NDArray& img, const NDArray
     NDArray col = direct ? NDArray() : NDArray::empty({k, hw}, img.dtype());
     for (int64_t n = n0; n < n1; ++n) {
       const NDArray tn = top.select(0, n).reshape({s.o, hw});
-      for (int64_t g = 0; g < s.g; ++g) {
-        NDArray c;
-        if (direct) {
-          c = img.select(0, n).reshape({s.c, hw}).slice(0, g * s.cg, (g + 1) * s.cg, 1);
-        } else {
-          im2col(img.data<T>(), st, p, s, n, g, col.data<T>());
-          c = col;
-        }
-        cpu_matmul(tn.slice(0, g * og, (g + 1) * og, 1), c.transpose(), acc.slice(0, g * og, (g + 1) * og, 1), 1.0,
-                   1.0);
-      }
+      for (int64_t g = 0; g < s.g; ++g)
+        cpu_matmul(tn.slice(0, g * og, (g + 1) * og, 1), columns<T>(img, st, p, s, direct, n, g, col).transpose(),
+                   acc.slice(0, g * og, (g + 1) * og, 1), 1.0, 1.0);
     }
     part[static_cast<size_t>(t)] = acc;
   };
@@ -246,41 +242,29 @@ void grad_inputs(const Conv2dGradInputs& op, const NDArray& kern, const NDArray&
 void conv2d_cpu(const Conv2d& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &kern = *a.in[1];
   const std::string who = op.name();
-  check_float(img, who);
   const Conv2dShape s = conv2d_shape(who.c_str(), op.p, img.shape(), kern.shape());
   NDArray& out = prepare_output(*a.out[0], {s.n, s.o, s.ho, s.wo}, img.dtype());
-  if (img.dtype() == DType::Float32)
-    forward<float>(op, img, kern, out, s);
-  else
-    forward<double>(op, img, kern, out, s);
+  nnet_detail::dispatch_float(img.dtype(), who, [&](auto t) { forward<decltype(t)>(op, img, kern, out, s); });
 }
 
 void conv2d_grad_weights_cpu(const Conv2dGradWeights& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &top = *a.in[1];
   const std::string who = op.name();
-  check_float(img, who);
   const Conv2dShape s =
       conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(), size_arg(*a.in[2], who, "the filter rows"),
                                 size_arg(*a.in[3], who, "the filter columns"));
   NDArray& out = prepare_output(*a.out[0], {s.o, s.cg, s.kh, s.kw}, img.dtype());
-  if (img.dtype() == DType::Float32)
-    grad_weights<float>(op, img, top, out, s);
-  else
-    grad_weights<double>(op, img, top, out, s);
+  nnet_detail::dispatch_float(img.dtype(), who, [&](auto t) { grad_weights<decltype(t)>(op, img, top, out, s); });
 }
 
 void conv2d_grad_inputs_cpu(const Conv2dGradInputs& op, const KernelArgs& a) {
   const NDArray &kern = *a.in[0], &top = *a.in[1];
   const std::string who = op.name();
-  check_float(top, who);
   const Conv2dShape s =
       conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(), size_arg(*a.in[2], who, "the image rows"),
                                size_arg(*a.in[3], who, "the image columns"));
   NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
-  if (top.dtype() == DType::Float32)
-    grad_inputs<float>(op, kern, top, out, s);
-  else
-    grad_inputs<double>(op, kern, top, out, s);
+  nnet_detail::dispatch_float(top.dtype(), who, [&](auto t) { grad_inputs<decltype(t)>(op, kern, top, out, s); });
 }
 
 }  // namespace hypatia::conv_detail

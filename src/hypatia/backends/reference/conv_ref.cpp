@@ -1,7 +1,6 @@
 // Reference kernels of the convolution family: one loop over every (image, output channel,
 // output pixel, input channel of the group, filter tap) that lands inside the image, in double.
 // Slow and plain on purpose: the oracle the CPU kernels are tested against.
-#include <vector>
 
 #include "hypatia/backends/reference/conv_common.h"
 #include "hypatia/core/error.h"
@@ -44,22 +43,20 @@ void for_each_term(const Conv2dParams& p, const Conv2dShape& s, F&& f) {
     }
 }
 
-std::vector<double> as_doubles(const NDArray& a) {
-  const NDArray c = a.ascontiguous();
-  std::vector<double> v(static_cast<size_t>(c.size()));
-  for (int64_t i = 0; i < c.size(); ++i) v[static_cast<size_t>(i)] = c.get_flat(i);
-  return v;
-}
+/// A contiguous float64 copy of a (read as the sum's operand).
+NDArray doubles(const NDArray& a) { return a.astype(DType::Float64).ascontiguous(); }
 
-/// Writes v into the (C-contiguous, float) output, rounding to its dtype.
-void store(NDArray& out, const std::vector<double>& v) {
-  if (out.dtype() == DType::Float32) {
-    float* p = out.data<float>();
-    for (int64_t i = 0; i < out.size(); ++i) p[i] = static_cast<float>(v[static_cast<size_t>(i)]);
-  } else {
-    double* p = out.data<double>();
-    for (int64_t i = 0; i < out.size(); ++i) p[i] = v[static_cast<size_t>(i)];
-  }
+/// out = the sum for_each_term accumulates in float64: add(a, b, r, ii, ki, ti) adds one term of
+/// a and b (contiguous doubles) into r (shaped like out), rounded to out's dtype at the end.
+template <class Add>
+void accumulate(NDArray& out, const NDArray& a, const NDArray& b, const Conv2dParams& p, const Conv2dShape& s,
+                Add&& add) {
+  const NDArray x = doubles(a), y = doubles(b);
+  NDArray r = NDArray::zeros(out.shape(), DType::Float64);
+  const double *xp = x.data<double>(), *yp = y.data<double>();
+  double* rp = r.data<double>();
+  for_each_term(p, s, [&](int64_t ii, int64_t ki, int64_t ti) { add(xp, yp, rp, ii, ki, ti); });
+  out.assign(r);
 }
 
 }  // namespace
@@ -68,10 +65,9 @@ void conv2d_reference(const Conv2d& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &kern = *a.in[1];
   const Conv2dShape s = conv2d_shape(op.name().c_str(), op.p, img.shape(), kern.shape());
   NDArray& out = prepare_output(*a.out[0], {s.n, s.o, s.ho, s.wo}, img.dtype());
-  const std::vector<double> x = as_doubles(img), k = as_doubles(kern);
-  std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
-  for_each_term(op.p, s, [&](int64_t ii, int64_t ki, int64_t ti) { r[ti] += x[ii] * k[ki]; });
-  store(out, r);
+  accumulate(
+      out, img, kern, op.p, s,
+      [](const double* x, const double* k, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ti] += x[ii] * k[ki]; });
 }
 
 void conv2d_grad_inputs_reference(const Conv2dGradInputs& op, const KernelArgs& a) {
@@ -81,10 +77,9 @@ void conv2d_grad_inputs_reference(const Conv2dGradInputs& op, const KernelArgs& 
       conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(), size_arg(*a.in[2], who, "the image rows"),
                                size_arg(*a.in[3], who, "the image columns"));
   NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
-  const std::vector<double> k = as_doubles(kern), t = as_doubles(top);
-  std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
-  for_each_term(op.p, s, [&](int64_t ii, int64_t ki, int64_t ti) { r[ii] += t[ti] * k[ki]; });
-  store(out, r);
+  accumulate(
+      out, kern, top, op.p, s,
+      [](const double* k, const double* t, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ii] += t[ti] * k[ki]; });
 }
 
 void conv2d_grad_weights_reference(const Conv2dGradWeights& op, const KernelArgs& a) {
@@ -94,10 +89,9 @@ void conv2d_grad_weights_reference(const Conv2dGradWeights& op, const KernelArgs
       conv2d_grad_weights_shape(who.c_str(), op.p, img.shape(), top.shape(), size_arg(*a.in[2], who, "the filter rows"),
                                 size_arg(*a.in[3], who, "the filter columns"));
   NDArray& out = prepare_output(*a.out[0], {s.o, s.cg, s.kh, s.kw}, img.dtype());
-  const std::vector<double> x = as_doubles(img), t = as_doubles(top);
-  std::vector<double> r(static_cast<size_t>(out.size()), 0.0);
-  for_each_term(op.p, s, [&](int64_t ii, int64_t ki, int64_t ti) { r[ki] += t[ti] * x[ii]; });
-  store(out, r);
+  accumulate(
+      out, img, top, op.p, s,
+      [](const double* x, const double* t, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ki] += t[ti] * x[ii]; });
 }
 
 }  // namespace hypatia::conv_detail
