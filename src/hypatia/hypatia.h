@@ -18,6 +18,7 @@
 #include "hypatia/ops/conv.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/ifelse.h"
+#include "hypatia/ops/linalg.h"
 #include "hypatia/ops/nnet.h"
 #include "hypatia/ops/pool.h"
 #include "hypatia/ops/print.h"

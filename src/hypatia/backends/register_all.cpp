@@ -48,6 +48,7 @@ void register_composite_kernels();
 void register_print_kernels();
 void register_transfer_kernels();
 void register_sort_kernels();
+void register_linalg_kernels();
 void register_ifelse_kernels();
 void register_random_kernels();
 void register_scan_kernels();
@@ -67,6 +68,7 @@ void register_all_kernels() {
   register_print_kernels();
   register_transfer_kernels();
   register_sort_kernels();
+  register_linalg_kernels();
   register_ifelse_kernels();
   register_random_kernels();
   register_scan_kernels();
