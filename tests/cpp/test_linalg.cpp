@@ -277,5 +277,46 @@ TEST(Linalg, ErrorsNameTheOpAndTheShapes) {
   EXPECT_ERROR(NotDifferentiableError, grad(sum(svd(a, false, false)[0]), {a}), "svd");
 }
 
+std::string op_names(const Function& f) {
+  std::string r;
+  for (const auto& n : f.toposort()) r += n->op->name() + " ";
+  return r;
+}
+
+TEST(Linalg, RewritesSolveInsteadOfInverting) {
+  Var a = variable(TensorType(DType::Float64, {false, false}), "a");
+  Var b = variable(TensorType(DType::Float64, {false, false}), "b");
+  Var v = variable(TensorType(DType::Float64, {false}), "v");
+  const NDArray av = shifted(4, DType::Float64, 4, 40), bv = random_array({4, 3}, DType::Float64, -1, 1, 41);
+  const NDArray vv = random_array({4}, DType::Float64, -1, 1, 42), sv = symmetric(4, DType::Float64, 4, 43);
+  struct Case {
+    Var out;
+    std::vector<In> ins;
+    std::vector<NDArray> args;
+    std::string want, not_want;
+  };
+  Var l = cholesky(a);
+  std::vector<Case> cases = {
+      {dot(matrix_inverse(a), b), {a, b}, {av, bv}, "Solve{general}", "MatrixInverse"},
+      {dot(matrix_inverse(a), v), {a, v}, {av, vv}, "Solve{general}", "MatrixInverse"},
+      {dot(transpose(b), matrix_inverse(a)), {a, b}, {av, bv}, "Solve{general}", "MatrixInverse"},
+      {dot(v, matrix_inverse(a)), {a, v}, {av, vv}, "Solve{general}", "MatrixInverse"},
+      {matrix_inverse(matrix_inverse(a)), {a}, {av}, "", "MatrixInverse"},
+      {solve(l, b), {a, b}, {sv, bv}, "SolveTriangular{lower}", "Solve{general}"},
+      {solve(transpose(l), b), {a, b}, {sv, bv}, "SolveTriangular{upper}", "Solve{general}"},
+      {add(det(a), sum(l)), {a}, {sv}, "Cholesky", "Det"},
+  };
+  for (const Case& c : cases) {
+    Function fast = function(c.ins, {c.out});
+    Function plain = function(c.ins, {c.out}, {.mode = "FAST_COMPILE"});
+    const std::string names = op_names(fast);
+    if (!c.want.empty()) {
+      EXPECT_NE(names.find(c.want), std::string::npos) << names;
+    }
+    EXPECT_EQ(names.find(c.not_want), std::string::npos) << names;
+    EXPECT_ALLCLOSE(fast(c.args)[0], plain(c.args)[0], 1e-10, 1e-10);
+  }
+}
+
 }  // namespace
 }  // namespace hypatia

@@ -68,6 +68,11 @@ bool control_flow_pass(FunctionGraph& fg);
 /// Reductions over no axes, of added broadcastable dims, of reductions, of c * x, of neg(x).
 std::vector<LocalRewrite> canonicalize_reduce_rules();
 
+// linalg.cpp
+/// dot(inv(A), b) -> solve(A, b) (either side), a general solve with a Cholesky factor -> a
+/// triangular solve, det(X) next to cholesky(X) -> prod(diag(L))^2, inv(inv(A)) -> A.
+std::vector<LocalRewrite> linalg_rules();
+
 // stabilize.cpp
 /// Numerically stable forms (log1p, expm1, softplus, log_softmax, logsumexp, ...).
 std::vector<LocalRewrite> stabilize_rules();

@@ -54,7 +54,7 @@ std::vector<RewritePhase> builtin_pipeline() {
        .tags = {"stabilize", "fast_run"},
        .modes = run,
        .opt_in = false,
-       .locals = rules({stabilize_rules(), stabilize_sqrt_sqr_rules(), {constant_folding_rewrite()}})},
+       .locals = rules({stabilize_rules(), stabilize_sqrt_sqr_rules(), linalg_rules(), {constant_folding_rewrite()}})},
       // Cheaper forms: x / c -> x * (1 / c) first, then the canonical identities again, sqrt(sqr x)
       // again (pow(pow(x, 2), 0.5) becomes sqrt(sqr x) here), the specializations, and the
       // scalar-fill and DimShuffle rules again.
