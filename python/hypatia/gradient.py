@@ -105,7 +105,8 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
     if not isinstance(pt, (list, tuple)):
         raise TypeError("verify_grad: pt must be a list or tuple of numpy arrays")
     point = [np.asarray(p) for p in pt]
-    seed = int(rng.randint(2**31)) if rng is not None else 42
+    # A numpy RandomState (Theano's convention) or a Generator.
+    seed = 42 if rng is None else int(rng.integers(2**31) if hasattr(rng, "integers") else rng.randint(2**31))
 
     def fn(variables):
         return as_tensor_variable(fun(*variables))

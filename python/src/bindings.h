@@ -24,6 +24,7 @@ void init_function(nb::module_& m);    // Function (the per-call path), Profile
 void init_config(nb::module_& m);      // config get/set
 void init_pyop(nb::module_& m);        // Ops defined in Python (hypatia.Op subclasses): PyOp and its kernel
 void init_sort(nb::module_& m);        // SortOp, ArgSortOp, sort, argsort
+void init_linalg(nb::module_& m);      // Linalg, nlinalg and slinalg builders
 void init_random(nb::module_& m);      // MRG31k3p ops and MRGRandomStreams
 void init_scan(nb::module_& m);        // Scan, ScanGrad, scan_node
 

@@ -11,6 +11,7 @@ NB_MODULE(_core, m) {
   init_graph(m);
   init_op_classes(m);
   init_sort(m);
+  init_linalg(m);
   init_random(m);
   init_scan(m);
   init_pyop(m);

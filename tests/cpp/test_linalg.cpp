@@ -25,7 +25,8 @@ NDArray symmetric(int64_t n, DType dt, double shift, uint64_t seed) {
   NDArray r = random_array({n, n}, dt, -1, 1, seed);
   std::vector<double> v(n * n);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) v[i * n + j] = (r.get_flat(i * n + j) + r.get_flat(j * n + i)) / 2 + (i == j ? shift : 0);
+    for (int64_t j = 0; j < n; ++j)
+      v[i * n + j] = (r.get_flat(i * n + j) + r.get_flat(j * n + i)) / 2 + (i == j ? shift : 0);
   return make_array(v, {n, n}, dt);
 }
 /// A transposed (F-ordered) view of `a`'s transpose: same values, non-contiguous.
@@ -207,8 +208,7 @@ TEST(Linalg, IdentitiesPinTheValues) {
                   make_array({1, 30, 0, 1}, {2, 2}, DType::Float64), 1e-14, 0);
   // A large norm: expm(t [[0, 1], [-1, 0]]) is the rotation by t.
   EXPECT_ALLCLOSE(run1({a}, expm(a), {make_array({0, 40, -40, 0}, {2, 2}, DType::Float64)}),
-                  make_array({std::cos(40.0), std::sin(40.0), -std::sin(40.0), std::cos(40.0)}, {2, 2},
-                             DType::Float64),
+                  make_array({std::cos(40.0), std::sin(40.0), -std::sin(40.0), std::cos(40.0)}, {2, 2}, DType::Float64),
                   1e-9, 1e-9);
 }
 
@@ -227,9 +227,10 @@ TEST(Linalg, ComposedHelpers) {
   EXPECT_ALLCLOSE(run1({a}, tril(a, -1), {m}), make_array({0, 0, 0, 4, 0, 0}, {2, 3}, DType::Float64));
   EXPECT_NEAR(run1({a}, trace(a), {make_array({1, 2, 3, 4}, {2, 2}, DType::Float64)}).get_flat(0), 5, 0);
   Var b = variable(TensorType(DType::Float64, {false, false}), "b");
-  EXPECT_ALLCLOSE(run1({a, b}, kron(a, b),
-                       {make_array({1, 2}, {1, 2}, DType::Float64), make_array({1, 10, 100, 1000}, {2, 2}, DType::Float64)}),
-                  make_array({1, 10, 2, 20, 100, 1000, 200, 2000}, {2, 4}, DType::Float64));
+  EXPECT_ALLCLOSE(
+      run1({a, b}, kron(a, b),
+           {make_array({1, 2}, {1, 2}, DType::Float64), make_array({1, 10, 100, 1000}, {2, 2}, DType::Float64)}),
+      make_array({1, 10, 2, 20, 100, 1000, 200, 2000}, {2, 4}, DType::Float64));
   const NDArray sq = make_array({1, 1, 0, 1}, {2, 2}, DType::Float64);
   EXPECT_ALLCLOSE(run1({a}, matrix_power(a, 5), {sq}), make_array({1, 5, 0, 1}, {2, 2}, DType::Float64));
   EXPECT_ALLCLOSE(run1({a}, matrix_power(a, -3), {sq}), make_array({1, -3, 0, 1}, {2, 2}, DType::Float64));
@@ -240,15 +241,15 @@ TEST(Linalg, ComposedHelpers) {
   EXPECT_NEAR(run1({a}, norm(a, "inf"), {n}).get_flat(0), 7, 1e-12);
   EXPECT_NEAR(run1({a}, norm(a, "2"), {n}).get_flat(0), 5, 1e-12);
   EXPECT_NEAR(run1({a}, norm(a, "nuc"), {n}).get_flat(0), 5, 1e-12);
-  EXPECT_NEAR(run1({v}, norm(v, "3"), {make_array({3, -4}, {2}, DType::Float64)}).get_flat(0),
-              std::cbrt(27.0 + 64.0), 1e-12);
+  EXPECT_NEAR(run1({v}, norm(v, "3"), {make_array({3, -4}, {2}, DType::Float64)}).get_flat(0), std::cbrt(27.0 + 64.0),
+              1e-12);
   EXPECT_NEAR(run1({v}, norm(v, "0"), {make_array({3, 0, 1}, {3}, DType::Float64)}).get_flat(0), 2, 0);
   // tensorinv: an (4, 6) -> (2, 2, 3, 2) round trip.
   Var t4 = variable(TensorType(DType::Float64, {false, false, false, false}), "t4");
   const NDArray big = shifted(6, DType::Float64, 6, 33).reshape({2, 3, 3, 2});
   Var ti = tensorinv(t4, 2);
-  EXPECT_ALLCLOSE(run1({t4}, tensordot(ti, t4, 2), {big}), run1({}, eye(3 * 2, DType::Float64), {}).reshape({3, 2, 3, 2}),
-                  1e-10, 1e-10);
+  EXPECT_ALLCLOSE(run1({t4}, tensordot(ti, t4, 2), {big}),
+                  run1({}, eye(3 * 2, DType::Float64), {}).reshape({3, 2, 3, 2}), 1e-10, 1e-10);
   Var bb = variable(TensorType(DType::Float64, {false, false}), "bb");
   const NDArray rhs = random_array({2, 3}, DType::Float64, -1, 1, 34);
   EXPECT_ALLCLOSE(run1({t4, bb}, tensordot(t4, tensorsolve(t4, bb), 2), {big, rhs}), rhs, 1e-10, 1e-10);
@@ -258,13 +259,13 @@ TEST(Linalg, ErrorsNameTheOpAndTheShapes) {
   Var a = variable(TensorType(DType::Float64, {false, false}), "a");
   Var b = variable(TensorType(DType::Float64, {false}), "b");
   Function inv = function({a}, {matrix_inverse(a)});
-  EXPECT_ERROR(ValueError, inv({make_array({1, 2, 2, 4}, {2, 2}, DType::Float64)}), "MatrixInverse: the matrix is singular");
+  EXPECT_ERROR(ValueError, inv({make_array({1, 2, 2, 4}, {2, 2}, DType::Float64)}),
+               "MatrixInverse: the matrix is singular");
   EXPECT_ERROR(ValueError, inv({NDArray::zeros({2, 3}, DType::Float64)}), "expected a square matrix, got shape (2, 3)");
   Function ch = function({a}, {cholesky(a)});
   EXPECT_ERROR(ValueError, ch({make_array({1, 2, 2, 1}, {2, 2}, DType::Float64)}), "not positive definite");
   Function sv = function({a, b}, {solve(a, b)});
-  EXPECT_ERROR(ValueError, sv({shifted(3, DType::Float64, 3, 1), NDArray::zeros({4}, DType::Float64)}),
-               "b has 4 rows");
+  EXPECT_ERROR(ValueError, sv({shifted(3, DType::Float64, 3, 1), NDArray::zeros({4}, DType::Float64)}), "b has 4 rows");
   Function ev = function({a}, {eig(a)[0]});
   EXPECT_ERROR(ValueError, ev({make_array({0, 1, -1, 0}, {2, 2}, DType::Float64)}), "is complex");
   Var t3 = variable(TensorType(DType::Float64, {false, false, false}), "t3");

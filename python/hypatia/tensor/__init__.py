@@ -2,7 +2,8 @@
 
 Type constructors (scalar .. tensor4, with b/w/i/l/f/d prefixes), every op of the core as a
 function, Python operators and methods on variables, gradients (T.grad, T.Rop, T.Lop), sort and
-argsort, T.nnet and T.extra_ops. Modules as in Theano: basic (with shape_ops), type, var,
+argsort, T.nnet, T.extra_ops, T.nlinalg and T.slinalg (diag, diagonal, tri, tril, triu and
+trace also at the top). Modules as in Theano: basic (with shape_ops), type, var,
 sharedvar, sort, extra_ops, nnet (a package).
 """
 from hypatia.tensor import basic, blas, extra_ops, nnet, sharedvar, shape_ops, signal, type  # noqa: F401,A004
@@ -13,8 +14,12 @@ from hypatia.tensor.basic import (  # noqa: F401  (names the star import skips o
     abs, all, any, max, min, pow, round, sum, _dtype_name,
 )
 from hypatia.tensor.sort import argsort, sort  # noqa: E402,F401  (after `var`: T.sort is the function)
+from hypatia.tensor import nlinalg, slinalg  # noqa: E402,F401
+from hypatia.tensor.linalg_basic import diag, diagonal, tri, tril, triu, trace  # noqa: E402,F401
 from hypatia.gradient import Lop, Rop, grad, hessian, jacobian, verify_grad, consider_constant  # noqa: E402,F401
 from hypatia.configparser import config  # noqa: E402,F401
 
 __all__ = [n for n in dir(basic) if not n.startswith("_")] + ["nnet", "extra_ops", "grad", "Lop", "Rop", "jacobian",
-                                                              "hessian", "verify_grad", "sort", "argsort"]
+                                                              "hessian", "verify_grad", "sort", "argsort", "nlinalg",
+                                                              "slinalg", "diag", "diagonal", "tri", "tril", "triu",
+                                                              "trace"]

@@ -19,41 +19,41 @@
 extern "C" {
 // Fortran LAPACK (column-major; every argument by pointer; a hidden length per CHARACTER argument).
 using lapack_int = int;
-#define HYP_LAPACK_DECL(T, p)                                                                                     \
-  void p##getrf_(const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda, lapack_int* ipiv,          \
-                 lapack_int* info);                                                                                \
-  void p##getri_(const lapack_int* n, T* a, const lapack_int* lda, const lapack_int* ipiv, T* work,                \
-                 const lapack_int* lwork, lapack_int* info);                                                       \
-  void p##getrs_(const char* trans, const lapack_int* n, const lapack_int* nrhs, const T* a, const lapack_int* lda, \
-                 const lapack_int* ipiv, T* b, const lapack_int* ldb, lapack_int* info, size_t);                  \
-  void p##potrf_(const char* uplo, const lapack_int* n, T* a, const lapack_int* lda, lapack_int* info, size_t);   \
-  void p##potrs_(const char* uplo, const lapack_int* n, const lapack_int* nrhs, const T* a, const lapack_int* lda, \
-                 T* b, const lapack_int* ldb, lapack_int* info, size_t);                                           \
-  void p##sysv_(const char* uplo, const lapack_int* n, const lapack_int* nrhs, T* a, const lapack_int* lda,        \
-                lapack_int* ipiv, T* b, const lapack_int* ldb, T* work, const lapack_int* lwork, lapack_int* info, \
-                size_t);                                                                                           \
-  void p##trtrs_(const char* uplo, const char* trans, const char* diag, const lapack_int* n,                       \
-                 const lapack_int* nrhs, const T* a, const lapack_int* lda, T* b, const lapack_int* ldb,           \
-                 lapack_int* info, size_t, size_t, size_t);                                                        \
-  void p##syevd_(const char* jobz, const char* uplo, const lapack_int* n, T* a, const lapack_int* lda, T* w,       \
-                 T* work, const lapack_int* lwork, lapack_int* iwork, const lapack_int* liwork, lapack_int* info,  \
-                 size_t, size_t);                                                                                  \
-  void p##sygvd_(const lapack_int* itype, const char* jobz, const char* uplo, const lapack_int* n, T* a,           \
-                 const lapack_int* lda, T* b, const lapack_int* ldb, T* w, T* work, const lapack_int* lwork,       \
-                 lapack_int* iwork, const lapack_int* liwork, lapack_int* info, size_t, size_t);                   \
-  void p##geev_(const char* jobvl, const char* jobvr, const lapack_int* n, T* a, const lapack_int* lda, T* wr,     \
-                T* wi, T* vl, const lapack_int* ldvl, T* vr, const lapack_int* ldvr, T* work,                      \
-                const lapack_int* lwork, lapack_int* info, size_t, size_t);                                        \
-  void p##gesdd_(const char* jobz, const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda, T* s,    \
-                 T* u, const lapack_int* ldu, T* vt, const lapack_int* ldvt, T* work, const lapack_int* lwork,     \
-                 lapack_int* iwork, lapack_int* info, size_t);                                                     \
-  void p##geqrf_(const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda, T* tau, T* work,           \
-                 const lapack_int* lwork, lapack_int* info);                                                       \
-  void p##orgqr_(const lapack_int* m, const lapack_int* n, const lapack_int* k, T* a, const lapack_int* lda,       \
-                 const T* tau, T* work, const lapack_int* lwork, lapack_int* info);                                \
-  void p##gelsd_(const lapack_int* m, const lapack_int* n, const lapack_int* nrhs, T* a, const lapack_int* lda,    \
-                 T* b, const lapack_int* ldb, T* s, const T* rcond, lapack_int* rank, T* work,                     \
-                 const lapack_int* lwork, lapack_int* iwork, lapack_int* info);
+#define HYP_LAPACK_DECL(T, p)                                                                                         \
+  void p##getrf_(const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda, lapack_int* ipiv,             \
+                 lapack_int* info);                                                                                   \
+  void p##getri_(const lapack_int* n, T* a, const lapack_int* lda, const lapack_int* ipiv, T* work,                   \
+                 const lapack_int* lwork, lapack_int* info);                                                          \
+  void p##getrs_(const char* trans, const lapack_int* n, const lapack_int* nrhs, const T* a, const lapack_int* lda,   \
+                 const lapack_int* ipiv, T* b, const lapack_int* ldb, lapack_int* info, size_t);                      \
+  void p##potrf_(const char* uplo, const lapack_int* n, T* a, const lapack_int* lda, lapack_int* info, size_t);       \
+  void p##potrs_(const char* uplo, const lapack_int* n, const lapack_int* nrhs, const T* a, const lapack_int* lda,    \
+                 T* b, const lapack_int* ldb, lapack_int* info, size_t);                                              \
+  void p##sysv_(const char* uplo, const lapack_int* n, const lapack_int* nrhs, T* a, const lapack_int* lda,           \
+                lapack_int* ipiv, T* b, const lapack_int* ldb, T* work, const lapack_int* lwork, lapack_int* info,    \
+                size_t);                                                                                              \
+  void p##trtrs_(const char* uplo, const char* trans, const char* diag, const lapack_int* n, const lapack_int* nrhs,  \
+                 const T* a, const lapack_int* lda, T* b, const lapack_int* ldb, lapack_int* info, size_t, size_t,    \
+                 size_t);                                                                                             \
+  void p##syevd_(const char* jobz, const char* uplo, const lapack_int* n, T* a, const lapack_int* lda, T* w, T* work, \
+                 const lapack_int* lwork, lapack_int* iwork, const lapack_int* liwork, lapack_int* info, size_t,      \
+                 size_t);                                                                                             \
+  void p##sygvd_(const lapack_int* itype, const char* jobz, const char* uplo, const lapack_int* n, T* a,              \
+                 const lapack_int* lda, T* b, const lapack_int* ldb, T* w, T* work, const lapack_int* lwork,          \
+                 lapack_int* iwork, const lapack_int* liwork, lapack_int* info, size_t, size_t);                      \
+  void p##geev_(const char* jobvl, const char* jobvr, const lapack_int* n, T* a, const lapack_int* lda, T* wr, T* wi, \
+                T* vl, const lapack_int* ldvl, T* vr, const lapack_int* ldvr, T* work, const lapack_int* lwork,       \
+                lapack_int* info, size_t, size_t);                                                                    \
+  void p##gesdd_(const char* jobz, const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda, T* s, T* u, \
+                 const lapack_int* ldu, T* vt, const lapack_int* ldvt, T* work, const lapack_int* lwork,              \
+                 lapack_int* iwork, lapack_int* info, size_t);                                                        \
+  void p##geqrf_(const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda, T* tau, T* work,              \
+                 const lapack_int* lwork, lapack_int* info);                                                          \
+  void p##orgqr_(const lapack_int* m, const lapack_int* n, const lapack_int* k, T* a, const lapack_int* lda,          \
+                 const T* tau, T* work, const lapack_int* lwork, lapack_int* info);                                   \
+  void p##gelsd_(const lapack_int* m, const lapack_int* n, const lapack_int* nrhs, T* a, const lapack_int* lda, T* b, \
+                 const lapack_int* ldb, T* s, const T* rcond, lapack_int* rank, T* work, const lapack_int* lwork,     \
+                 lapack_int* iwork, lapack_int* info);
 HYP_LAPACK_DECL(float, s)
 HYP_LAPACK_DECL(double, d)
 #undef HYP_LAPACK_DECL
@@ -65,16 +65,16 @@ namespace {
 using nnet_detail::dispatch_float;
 
 // One name per routine for both precisions.
-#define HYP_LAPACK_PAIR(name)                               \
-  struct name##_t {                                         \
-    template <class... A>                                   \
-    static void call(float, A... a) {                       \
-      s##name##_(a...);                                     \
-    }                                                       \
-    template <class... A>                                   \
-    static void call(double, A... a) {                      \
-      d##name##_(a...);                                     \
-    }                                                       \
+#define HYP_LAPACK_PAIR(name)          \
+  struct name##_t {                    \
+    template <class... A>              \
+    static void call(float, A... a) {  \
+      s##name##_(a...);                \
+    }                                  \
+    template <class... A>              \
+    static void call(double, A... a) { \
+      d##name##_(a...);                \
+    }                                  \
   };
 HYP_LAPACK_PAIR(getrf)
 HYP_LAPACK_PAIR(getri)
@@ -138,8 +138,7 @@ NDArray& output(const KernelArgs& args, int i, const Shape& shape, DType dt) {
 }
 
 void check_square(const Linalg& op, const NDArray& a) {
-  if (a.shape(0) != a.shape(1))
-    fail<ValueError>(op.name(), ": expected a square matrix, got shape ", a.shape().str());
+  if (a.shape(0) != a.shape(1)) fail<ValueError>(op.name(), ": expected a square matrix, got shape ", a.shape().str());
 }
 
 void check_info(const Linalg& op, lapack_int info, const char* routine) {
@@ -212,8 +211,8 @@ void eigh(const Linalg& op, const KernelArgs& args) {
         fail<ValueError>(op.name(), ": expected B of A's shape ", x.shape().str(), ", got ", y.shape().str());
       FMat<T> b = to_fortran<T>(op, y);
       const lapack_int itype = 1, ldb = b.ld();
-      LAPACK(sygvd, T, &itype, &jobz, &uplo, &n, a.data(), &lda, b.data(), &ldb, w.data(), &wq, &lwork, &iwq,
-             &liwork, &info, 1, 1);
+      LAPACK(sygvd, T, &itype, &jobz, &uplo, &n, a.data(), &lda, b.data(), &ldb, w.data(), &wq, &lwork, &iwq, &liwork,
+             &info, 1, 1);
       lwork = std::max<lapack_int>(1, static_cast<lapack_int>(wq));
       liwork = std::max<lapack_int>(1, iwq);
       std::vector<T> work(lwork);
@@ -230,8 +229,8 @@ void eigh(const Linalg& op, const KernelArgs& args) {
       liwork = std::max<lapack_int>(1, iwq);
       std::vector<T> work(lwork);
       std::vector<lapack_int> iwork(liwork);
-      LAPACK(syevd, T, &jobz, &uplo, &n, a.data(), &lda, w.data(), work.data(), &lwork, iwork.data(), &liwork,
-             &info, 1, 1);
+      LAPACK(syevd, T, &jobz, &uplo, &n, a.data(), &lda, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1,
+             1);
       check_info(op, info, "syevd");
     }
     if (info > 0) fail<ValueError>(op.name(), ": the eigenvalue algorithm did not converge (info ", info, ")");
@@ -291,8 +290,8 @@ void svd_of(const Linalg& op, const NDArray& x, bool uv, bool full, std::vector<
   std::vector<lapack_int> iwork(8 * static_cast<size_t>(k));
   T wq;
   lapack_int lwork = -1, info = 0;
-  LAPACK(gesdd, T, &jobz, &m, &n, a.data(), &lda, s.data(), u.data(), &ldu, vt.data(), &ldvt, &wq, &lwork,
-         iwork.data(), &info, 1);
+  LAPACK(gesdd, T, &jobz, &m, &n, a.data(), &lda, s.data(), u.data(), &ldu, vt.data(), &ldvt, &wq, &lwork, iwork.data(),
+         &info, 1);
   lwork = std::max<lapack_int>(1, static_cast<lapack_int>(wq));
   std::vector<T> work(lwork);
   LAPACK(gesdd, T, &jobz, &m, &n, a.data(), &lda, s.data(), u.data(), &ldu, vt.data(), &ldvt, work.data(), &lwork,
@@ -378,9 +377,8 @@ void qr(const Linalg& op, const KernelArgs& args) {
     for (lapack_int i = 0; i < m; ++i) q(i, j) = a(i, j);
   if (qcols > 0 && m > 0) {
     const lapack_int ldq = q.ld();
-    query_run([&](T* w, lapack_int* lw) {
-      LAPACK(orgqr, T, &m, &qcols, &k, q.data(), &ldq, tau.data(), w, lw, &info);
-    });
+    query_run(
+        [&](T* w, lapack_int* lw) { LAPACK(orgqr, T, &m, &qcols, &k, q.data(), &ldq, tau.data(), w, lw, &info); });
     check_info(op, info, "orgqr");
   }
   from_fortran(q, output<T>(args, 0, Shape{m, qcols}, x.dtype()), m, qcols);
@@ -409,8 +407,7 @@ void lstsq(const Linalg& op, const KernelArgs& args) {
     const lapack_int ldb = b.ld();
     T wq;
     lapack_int iwq = 0, lwork = -1;
-    LAPACK(gelsd, T, &m, &n, &nrhs, a.data(), &lda, b.data(), &ldb, s.data(), &rcond, &rank, &wq, &lwork, &iwq,
-           &info);
+    LAPACK(gelsd, T, &m, &n, &nrhs, a.data(), &lda, b.data(), &ldb, s.data(), &rcond, &rank, &wq, &lwork, &iwq, &info);
     lwork = std::max<lapack_int>(1, static_cast<lapack_int>(wq));
     std::vector<T> work(lwork);
     std::vector<lapack_int> iwork(std::max<lapack_int>(1, iwq));
@@ -478,7 +475,8 @@ void solve(const Linalg& op, const KernelArgs& args) {
         std::vector<lapack_int> ipiv(n);
         LAPACK(getrf, T, &n, &n, a.data(), &lda, ipiv.data(), &info);
         check_info(op, info, "getrf");
-        if (info > 0) fail<ValueError>(op.name(), ": A is singular (U[", info - 1, ", ", info - 1, "] is exactly zero)");
+        if (info > 0)
+          fail<ValueError>(op.name(), ": A is singular (U[", info - 1, ", ", info - 1, "] is exactly zero)");
         const char tr = 'N';
         LAPACK(getrs, T, &tr, &n, &nrhs, a.data(), &lda, ipiv.data(), b.data(), &ldb, &info, 1);
         check_info(op, info, "getrs");
@@ -493,7 +491,8 @@ void solve(const Linalg& op, const KernelArgs& args) {
         std::vector<T> work(lwork);
         LAPACK(sysv, T, &uplo, &n, &nrhs, a.data(), &lda, ipiv.data(), b.data(), &ldb, work.data(), &lwork, &info, 1);
         check_info(op, info, "sysv");
-        if (info > 0) fail<ValueError>(op.name(), ": A is singular (D[", info - 1, ", ", info - 1, "] is exactly zero)");
+        if (info > 0)
+          fail<ValueError>(op.name(), ": A is singular (D[", info - 1, ", ", info - 1, "] is exactly zero)");
         break;
       }
       case SolveStructure::PositiveDefinite:
@@ -525,8 +524,8 @@ void matmul(const FMat<T>& a, const FMat<T>& b, FMat<T>& c) {
     cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.a.data(), n, b.a.data(), n, 0.0f,
                 c.a.data(), n);
   else
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.a.data(), n, b.a.data(), n, 0.0,
-                c.a.data(), n);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.a.data(), n, b.a.data(), n, 0.0, c.a.data(),
+                n);
 }
 
 /// scipy.linalg.expm's algorithm (Higham 2005): the Pade approximant of degree 13 on A / 2^s, with
@@ -549,18 +548,28 @@ void expm(const Linalg& op, const KernelArgs& args) {
     std::fill(out.data<T>(), out.data<T>() + static_cast<int64_t>(n) * n, std::numeric_limits<T>::quiet_NaN());
     return;
   }
-  static const double b13[] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
-                               129060195264000.0,   10559470521600.0,    670442572800.0,     33522128640.0,
-                               1323241920.0,        40840800.0,          960960.0,           16380.0,
-                               182.0,               1.0};
+  static const double b13[] = {64764752532480000.0,
+                               32382376266240000.0,
+                               7771770303897600.0,
+                               1187353796428800.0,
+                               129060195264000.0,
+                               10559470521600.0,
+                               670442572800.0,
+                               33522128640.0,
+                               1323241920.0,
+                               40840800.0,
+                               960960.0,
+                               16380.0,
+                               182.0,
+                               1.0};
   static const double thetas[] = {1.495585217958292e-002, 2.539398330063230e-001, 9.504178996162932e-001,
                                   2.097847961257068e+000};
   static const int degrees[] = {3, 5, 7, 9};
-  static const double bs[4][10] = {{120.0, 60.0, 12.0, 1.0},
-                                   {30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0},
-                                   {17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0},
-                                   {17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0,
-                                    110880.0, 3960.0, 90.0, 1.0}};
+  static const double bs[4][10] = {
+      {120.0, 60.0, 12.0, 1.0},
+      {30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0},
+      {17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0},
+      {17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0, 90.0, 1.0}};
   FMat<double> ident(n, n);
   for (lapack_int i = 0; i < n; ++i) ident(i, i) = 1;
   auto axpy = [&](FMat<double>& dst, double s, const FMat<double>& m) {

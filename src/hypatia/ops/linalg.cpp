@@ -57,8 +57,8 @@ Var as_linalg_float(Var x) {
 
 void check_matrix(const std::string& who, const Var& v, const char* what) {
   if (v->ndim() != 2)
-    fail<TypeError>(who, ": expected ", what, " to be a matrix (2 dimensions), got ", v->type.str(), " (",
-                    v->ndim(), " dimensions)");
+    fail<TypeError>(who, ": expected ", what, " to be a matrix (2 dimensions), got ", v->type.str(), " (", v->ndim(),
+                    " dimensions)");
   if (v->dtype() != DType::Float32 && v->dtype() != DType::Float64)
     fail<TypeError>(who, ": expected ", what, " of dtype float32 or float64, got ", v->type.str(),
                     " (the builder functions convert other dtypes)");
@@ -81,9 +81,7 @@ Var triangle(Var a, int64_t k, bool lower) {
 
 /// The gradient of a function of a symmetric matrix whose kernel reads only one triangle: the
 /// full-matrix gradient g folded onto that triangle (an off-diagonal element stands for both).
-Var fold_to_triangle(Var g, bool lower) {
-  return lower ? add(tril(g), T2(triu(g, 1))) : add(triu(g), T2(tril(g, -1)));
-}
+Var fold_to_triangle(Var g, bool lower) { return lower ? add(tril(g), T2(triu(g, 1))) : add(triu(g), T2(tril(g, -1))); }
 
 /// Whether g is the zeros that grad() passes for an output the cost does not use (zeros_like: an
 /// Alloc of the constant 0), so that its term can be left out.
@@ -175,8 +173,7 @@ std::vector<TensorType> Linalg::make_output_types(const std::vector<Var>& inputs
       continue;
     }
     const Var& b = inputs[i];
-    if (b->dtype() != dt)
-      fail<TypeError>(who, ": expected B of A's dtype ", dtype_name(dt), ", got ", b->type.str());
+    if (b->dtype() != dt) fail<TypeError>(who, ": expected B of A's dtype ", dtype_name(dt), ", got ", b->type.str());
     if (kind == LinalgKind::Eigh) {
       check_matrix(who, b, "B");
     } else if (b->ndim() != 1 && b->ndim() != 2) {
@@ -202,8 +199,8 @@ std::vector<TensorType> Linalg::make_output_types(const std::vector<Var>& inputs
       if (attrs.qr_mode == QrMode::Raw) return {mat_type(dt), vec_type(dt)};
       return {mat_type(dt), mat_type(dt)};
     case LinalgKind::Lstsq:
-      return {TensorType(dt, std::vector<bool>(inputs[1]->ndim(), false)), vec_type(dt),
-              TensorType(DType::Int64, {}), vec_type(dt)};
+      return {TensorType(dt, std::vector<bool>(inputs[1]->ndim(), false)), vec_type(dt), TensorType(DType::Int64, {}),
+              vec_type(dt)};
     case LinalgKind::Solve:
       return {TensorType(dt, std::vector<bool>(inputs[1]->ndim(), false))};
   }
@@ -282,7 +279,7 @@ std::vector<Var> Linalg::grad(const Apply& node, const std::vector<Var>& output_
       const Var gv = is_unused_grad(output_grads[1]) ? nullptr : output_grads[1];
       if (node.inputs.size() == 2) {
         // Generalized A v = w B v with v^T B v = I: dw_i = v_i^T (dA - w_i dB) v_i.
-        if (gv) return undefined("the eigenvectors of the generalized symmetric problem");
+        if (gv) return undefined("the gradient of the generalized problem's eigenvectors is not implemented");
         if (!gw) return {nullptr, nullptr};
         Var ga = fold_to_triangle(v_diag_vt(v, gw), lower);
         Var gb = fold_to_triangle(neg(v_diag_vt(v, mul(gw, w))), lower);
@@ -357,17 +354,17 @@ std::vector<Var> Linalg::grad(const Apply& node, const std::vector<Var>& output_
       return {subtensor(big, {sl(std::nullopt, n), sl(n, std::nullopt)})};
     }
     case LinalgKind::Eig:
-      return undefined("eig (Theano had none; for a symmetric matrix use eigh)");
+      return undefined("the gradient of eig is not implemented (for a symmetric matrix, eigh has one)");
     case LinalgKind::Svd:
-      return undefined("svd");
+      return undefined("the gradient of svd is not implemented");
     case LinalgKind::Qr:
-      return undefined("qr");
+      return undefined("the gradient of qr is not implemented");
     case LinalgKind::Lstsq:
-      return undefined("lstsq");
+      return undefined("the gradient of lstsq is not implemented");
     case LinalgKind::Pinv:
-      return undefined("pinv");
+      return undefined("the gradient of pinv is not implemented");
   }
-  return undefined("this linalg op");
+  return undefined("the gradient of this linalg op is not implemented");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -396,9 +393,7 @@ std::pair<Var, Var> common_float(Var a, Var b) {
 Var matrix_inverse(Var a) { return apply1(LinalgKind::Inverse, {as_linalg_float(a)}); }
 Var det(Var a) { return apply1(LinalgKind::Det, {as_linalg_float(a)}); }
 std::vector<Var> eig(Var a) { return applyn(LinalgKind::Eig, {as_linalg_float(a)}); }
-std::vector<Var> eigh(Var a, bool lower) {
-  return applyn(LinalgKind::Eigh, {as_linalg_float(a)}, {.lower = lower});
-}
+std::vector<Var> eigh(Var a, bool lower) { return applyn(LinalgKind::Eigh, {as_linalg_float(a)}, {.lower = lower}); }
 std::vector<Var> svd(Var a, bool full_matrices, bool compute_uv) {
   return applyn(LinalgKind::Svd, {as_linalg_float(a)}, {.full_matrices = full_matrices, .compute_uv = compute_uv});
 }
@@ -428,8 +423,9 @@ Var solve(Var a, Var b, SolveStructure structure, bool lower) {
 }
 Var solve_triangular(Var a, Var b, bool lower, bool trans, bool unit_diagonal) {
   auto [fa, fb] = common_float(a, b);
-  return apply1(LinalgKind::Solve, {fa, fb},
-                {.lower = lower, .structure = SolveStructure::Triangular, .trans = trans, .unit_diagonal = unit_diagonal});
+  return apply1(
+      LinalgKind::Solve, {fa, fb},
+      {.lower = lower, .structure = SolveStructure::Triangular, .trans = trans, .unit_diagonal = unit_diagonal});
 }
 Var eigvalsh(Var a, Var b, bool lower) {
   if (!b) return eigh(a, lower)[0];
@@ -534,8 +530,7 @@ Var norm(Var x, const std::string& ord) {
 }
 
 Var tensorinv(Var a, int ind) {
-  if (ind <= 0 || ind >= a->ndim())
-    fail<ValueError>("tensorinv: expected 0 < ind < ndim (", a->ndim(), "), got ", ind);
+  if (ind <= 0 || ind >= a->ndim()) fail<ValueError>("tensorinv: expected 0 < ind < ndim (", a->ndim(), "), got ", ind);
   // inv of a reshaped to (prod(shape[:ind]), prod(shape[ind:])), reshaped to shape[ind:] + shape[:ind].
   std::vector<Var> first, rest;
   for (int d = 0; d < a->ndim(); ++d) (d < ind ? first : rest).push_back(shape_i(a, d));
@@ -553,8 +548,9 @@ Var tensorinv(Var a, int ind) {
 Var tensorsolve(Var a, Var b) {
   // a has shape b.shape + Q; solve the (prod(b.shape), prod(Q)) system; x has shape Q.
   const int bn = b->ndim(), an = a->ndim();
-  if (an <= bn) fail<ValueError>("tensorsolve: expected a with more dimensions than b, got ", a->type.str(), " and ",
-                                 b->type.str());
+  if (an <= bn)
+    fail<ValueError>("tensorsolve: expected a with more dimensions than b, got ", a->type.str(), " and ",
+                     b->type.str());
   std::vector<Var> q;
   Var prod_q = int_constant(1);
   for (int d = bn; d < an; ++d) {

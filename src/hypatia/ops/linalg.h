@@ -30,23 +30,23 @@ enum class LinalgKind : uint8_t {
 
 /// How Solve reads A (scipy's assume_a, Theano's A_structure).
 enum class SolveStructure : uint8_t {
-  General,          ///< LU with partial pivoting (gesv)
-  Symmetric,        ///< only the `lower` (or upper) triangle is read (sysv)
-  PositiveDefinite, ///< only the `lower` (or upper) triangle is read, Cholesky (posv)
-  Triangular,       ///< A is `lower` or upper triangular (trtrs): the other triangle is not read
+  General,           ///< LU with partial pivoting (gesv)
+  Symmetric,         ///< only the `lower` (or upper) triangle is read (sysv)
+  PositiveDefinite,  ///< only the `lower` (or upper) triangle is read, Cholesky (posv)
+  Triangular,        ///< A is `lower` or upper triangular (trtrs): the other triangle is not read
 };
 
 enum class QrMode : uint8_t { Reduced, Complete, R, Raw };
 
 struct LinalgAttrs {
-  bool lower = true;                      ///< Cholesky, Eigh (UPLO), Solve (which triangle)
+  bool lower = true;  ///< Cholesky, Eigh (UPLO), Solve (which triangle)
   SolveStructure structure = SolveStructure::General;
-  bool trans = false;                     ///< Solve: solve A^T x = b (Triangular only)
-  bool unit_diagonal = false;             ///< Solve, Triangular: A's diagonal is taken as ones
-  bool full_matrices = true;              ///< Svd
-  bool compute_uv = true;                 ///< Svd
-  QrMode qr_mode = QrMode::Reduced;       ///< Qr
-  double rcond = -1;                      ///< Pinv: < 0 means numpy's default (1e-15)
+  bool trans = false;                ///< Solve: solve A^T x = b (Triangular only)
+  bool unit_diagonal = false;        ///< Solve, Triangular: A's diagonal is taken as ones
+  bool full_matrices = true;         ///< Svd
+  bool compute_uv = true;            ///< Svd
+  QrMode qr_mode = QrMode::Reduced;  ///< Qr
+  double rcond = -1;                 ///< Pinv: < 0 means numpy's default (1e-15)
   auto key() const {
     return std::make_tuple(lower, structure, trans, unit_diagonal, full_matrices, compute_uv, qr_mode, rcond);
   }
@@ -114,8 +114,8 @@ Var tensorsolve(Var a, Var b);
 Var cholesky(Var a, bool lower = true);
 /// scipy.linalg.solve(a, b) with a structure (Theano's A_structure / scipy's assume_a).
 Var solve(Var a, Var b, SolveStructure structure = SolveStructure::General, bool lower = true);
-/// scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal).
-Var solve_triangular(Var a, Var b, bool lower = true, bool trans = false, bool unit_diagonal = false);
+/// scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal); lower defaults to false as in scipy.
+Var solve_triangular(Var a, Var b, bool lower = false, bool trans = false, bool unit_diagonal = false);
 /// Eigenvalues of the symmetric a (b null), or of the generalized problem a v = w b v.
 Var eigvalsh(Var a, Var b = nullptr, bool lower = true);
 Var expm(Var a);

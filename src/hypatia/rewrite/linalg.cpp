@@ -6,12 +6,13 @@
 // determinant of a matrix whose Cholesky factor the graph already computes is read from the
 // factor's diagonal, and inv(inv(A)) is A (where the replaced graph runs without a singular-matrix
 // error).
+#include "hypatia/ops/linalg.h"
+
 #include <optional>
 #include <vector>
 
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/elemwise.h"
-#include "hypatia/ops/linalg.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/rewrite/passes.h"
@@ -39,8 +40,7 @@ bool is_transpose(const Var& v, Var& inner) {
 std::optional<std::vector<Var>> inv_as_solve(FunctionGraph&, Apply& n) {
   const Var x = n.inputs[0], y = n.inputs[1];
   const TensorType& out = n.output_ptr(0)->type;
-  if (x->ndim() == 2 && linalg_of(x, LinalgKind::Inverse) && (y->ndim() == 1 || y->ndim() == 2) &&
-      is_float(y->dtype()))
+  if (x->ndim() == 2 && linalg_of(x, LinalgKind::Inverse) && (y->ndim() == 1 || y->ndim() == 2) && is_float(y->dtype()))
     return one(retype(cast(solve(x->owner->inputs[0], y), out.dtype), out));
   if (y->ndim() == 2 && linalg_of(y, LinalgKind::Inverse) && (x->ndim() == 1 || x->ndim() == 2) &&
       is_float(x->dtype())) {
