@@ -105,3 +105,4 @@ def test_h_softmax_against_numpy():
     np.testing.assert_allclose(a, want, rtol=1e-12)
     np.testing.assert_allclose(p, want[np.arange(batch), tv], rtol=1e-12)
     assert g.shape == w2.shape and np.all(np.isfinite(g))
+

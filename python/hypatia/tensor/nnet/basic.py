@@ -1,8 +1,9 @@
 """hypatia.tensor.nnet.basic: Theano's neural-network ops (softmax and its variants, the
-cross-entropies, relu, elu, softsign), re-exported by hypatia.tensor.nnet (T.nnet)."""
+cross-entropies, relu, elu, softsign, softmax_grad, dropout), re-exported by hypatia.tensor.nnet (T.nnet)."""
 import numpy as np
 
 from hypatia import _core
+from hypatia.tensor import basic as _basic
 from hypatia.tensor.basic import _operands, as_tensor_variable, sigmoid, softplus  # noqa: F401
 from hypatia.tensor.nnet.sigm import hard_sigmoid, ultra_fast_sigmoid  # noqa: F401
 
@@ -116,3 +117,36 @@ def h_softmax(x, batch_size, n_outputs, n_classes, n_outputs_per_class, W1, b1, 
     output_probs = softmax(activations)
     rows = T.arange(batch_size)
     return class_probs[rows, target_classes] * output_probs[rows, in_class]
+
+
+def softmax_grad(dy, sm, axis=-1):
+    """The gradient of softmax given its output sm and the output gradient dy (Theano's
+    SoftmaxGrad): sm * (dy - sum(dy * sm, axis, keepdims=True)). The graph T.grad builds for a
+    softmax is this one; the fusion pass runs it as one reduction and one fused loop."""
+    dy, sm = as_tensor_variable(dy), as_tensor_variable(sm)
+    return sm * (dy - _basic.sum(dy * sm, axis=axis, keepdims=True))
+
+
+class SoftmaxGrad:
+    """Theano's SoftmaxGrad op as a callable: SoftmaxGrad()(dy, sm)."""
+
+    def __call__(self, dy, sm):
+        return softmax_grad(dy, sm)
+
+
+def dropout(x, p, srng=None, rescale=True, seed=None):
+    """Inverted dropout: each element of x kept with probability 1 - p (a Bernoulli mask drawn from
+    srng, an MRG_RandomStreams or RandomStreams; a new MRG_RandomStreams(seed) when None) and
+    divided by 1 - p when rescale, so that the expectation is x. p = 0 returns x. The mask is a
+    fresh draw at every call of the compiled function."""
+    x = as_tensor_variable(x)
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout: p must be in [0, 1), got {p}")
+    if p == 0:
+        return x
+    if srng is None:
+        from hypatia.sandbox.rng_mrg import MRG_RandomStreams
+
+        srng = MRG_RandomStreams(1234 if seed is None else seed)
+    mask = srng.binomial(size=x.shape, p=1 - p, dtype=x.dtype)
+    return x * mask / (1 - p) if rescale else x * mask
