@@ -108,6 +108,9 @@ void conv_op(nb::module_& m, const char* name, const char* doc) {
       .def_prop_ro("params", [](const T& o) { return conv_tuple(o.p); })
       .def_prop_ro("border_mode",
                    [](const T& o) -> nb::object {
+                     if (o.p.border == "pad" && (o.p.end_h() != o.p.pad_h || o.p.end_w() != o.p.pad_w))
+                       return nb::make_tuple(nb::make_tuple(o.p.pad_h, o.p.end_h()),
+                                             nb::make_tuple(o.p.pad_w, o.p.end_w()));
                      if (o.p.border == "pad") return nb::make_tuple(o.p.pad_h, o.p.pad_w);
                      return nb::str(o.p.border.c_str());
                    })

@@ -1,5 +1,5 @@
 // Conv2dParams as the plain tuple the bindings pass around (and pickle stores):
-// (border, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, flip).
+// (border, pad_h, pad_w, pad_h_end, pad_w_end, stride_h, stride_w, dil_h, dil_w, groups, flip).
 #pragma once
 #include <string>
 #include <tuple>
@@ -8,17 +8,19 @@
 
 namespace hypatia::python {
 
-using ConvTuple = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+using ConvTuple = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                             int64_t, bool>;
 
 inline Conv2dParams conv_params(const ConvTuple& t, const char* who) {
   Conv2dParams p;
-  std::tie(p.border, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.groups, p.flip) = t;
+  std::tie(p.border, p.pad_h, p.pad_w, p.pad_h_end, p.pad_w_end, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.groups,
+           p.flip) = t;
   p.check(who);
   return p;
 }
 
 inline ConvTuple conv_tuple(const Conv2dParams& p) {
-  return {p.border, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.groups, p.flip};
+  return {p.border, p.pad_h, p.pad_w, p.end_h(), p.end_w(), p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.groups, p.flip};
 }
 
 }  // namespace hypatia::python

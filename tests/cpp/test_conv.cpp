@@ -27,6 +27,13 @@ std::vector<Conv2dParams> param_grid() {
       for (auto [dh, dw] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}})
         for (int64_t groups : {1, 2})
           for (bool flip : {true, false}) g.push_back(params(border, 1, 2, sh, sw, dh, dw, groups, flip));
+  // Asymmetric padding (Theano's ((top, bottom), (left, right))): only the output size and the
+  // kernels' first offsets depend on it.
+  for (auto [sh, sw] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}}) {
+    Conv2dParams p = params("pad", 0, 3, sh, sw, 1, 2, 1, true);
+    p.pad_h_end = 2, p.pad_w_end = 1;
+    g.push_back(p);
+  }
   return g;
 }
 
@@ -109,6 +116,15 @@ TEST(Conv, HandComputedValues) {
   // stride 2 on the padded image (pad 1): 2x2 output
   NDArray st = eval(conv2d(x, w, params("pad", 1, 1, 2, 2, 1, 1, 1, false)), {{x, img}, {w, k}});
   EXPECT_ALLCLOSE(st, make_array({4, 6 + 12, 8 + 28, 5 + 12 + 24 + 36}, {1, 1, 2, 2}, DType::Float64));
+  // asymmetric padding, one row on top and one column on the right: a 3x3 correlation output
+  Conv2dParams asym = params("pad", 1, 0, 1, 1, 1, 1, 1, false);
+  asym.pad_h_end = 0, asym.pad_w_end = 1;
+  EXPECT_EQ(asym.str(), "pad ((1, 0), (0, 1)), no flip");
+  NDArray as = eval(conv2d(x, w, asym), {{x, img}, {w, k}});
+  EXPECT_EQ(as.shape(), (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(as.get_flat(0), 0 + 0 + 1 * 3 + 2 * 4);
+  EXPECT_EQ(as.get_flat(2), 3 * 3);
+  EXPECT_EQ(as.get_flat(8), 6 * 1 + 9 * 3);
 }
 
 TEST(Conv, CpuMatchesReferenceOnEveryParameterAndLayout) {
@@ -162,7 +178,11 @@ TEST(Conv, GradientsAndSecondDerivatives) {
   const DType f = DType::Float64;
   for (const Conv2dParams& p :
        {params("valid", 0, 0, 1, 1, 1, 1, 1, true), params("half", 0, 0, 2, 1, 1, 1, 2, true),
-        params("pad", 1, 0, 1, 2, 2, 1, 1, false), params("full", 0, 0, 1, 1, 1, 2, 2, false)}) {
+        params("pad", 1, 0, 1, 2, 2, 1, 1, false), params("full", 0, 0, 1, 1, 1, 2, 2, false), [] {
+          Conv2dParams a = params("pad", 2, 0, 1, 2, 1, 1, 1, true);
+          a.pad_h_end = 0, a.pad_w_end = 3;
+          return a;
+        }()}) {
     NDArray img = random_array({2, 4, 5, 6}, f, -1, 1, 8), k = random_array({2, 4 / p.groups, 2, 3}, f, -1, 1, 9);
     verify_grad([&](const std::vector<Var>& v) { return conv2d(v[0], v[1], p); }, {img, k});
     // Second order: the gradient ops' own gradients (through a squared output).

@@ -24,11 +24,13 @@ def np_conv2d(img, kern, border="valid", subsample=(1, 1), flip=True, dilation=(
         ph, pw = dh * (kh // 2), dw * (kw // 2)
     else:
         ph, pw = border
+    # ((top, bottom), (left, right)) or one pad per axis for both sides
+    (pt, pb), (pl, pr) = [(v, v) if np.isscalar(v) else tuple(v) for v in (ph, pw)]
     k = kern[:, :, ::-1, ::-1] if flip else kern
-    x = np.zeros((n, c, h + 2 * ph, w + 2 * pw), np.float64)
-    x[:, :, ph:ph + h, pw:pw + w] = img
-    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    x = np.zeros((n, c, h + pt + pb, w + pl + pr), np.float64)
+    x[:, :, pt:pt + h, pl:pl + w] = img
+    ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
     out = np.zeros((n, o, ho, wo))
     og = o // groups
     for g in range(groups):
@@ -40,7 +42,8 @@ def np_conv2d(img, kern, border="valid", subsample=(1, 1), flip=True, dilation=(
     return out
 
 
-GRID = [(b, s, d, g, f) for b in ["valid", "full", "half", (1, 2), 1] for s in [(1, 1), (2, 3)]
+GRID = [(b, s, d, g, f) for b in ["valid", "full", "half", (1, 2), 1, ((0, 2), (3, 1)), ((2, 0), 1)]
+        for s in [(1, 1), (2, 3)]
         for d in [(1, 1), (2, 1)] for g in [1, 2] for f in [True, False]]
 
 
@@ -142,8 +145,8 @@ def test_errors_name_both_shapes_and_unbuilt_options_say_so():
         T.nnet.conv2d(x, w, subsample=(0, 1))
     with pytest.raises(NotImplementedError, match="unshared"):
         T.nnet.conv2d(x, w, unshared=True)
-    with pytest.raises(NotImplementedError, match="asymmetric"):
-        T.nnet.conv2d(x, w, border_mode=((1, 2), (0, 0)))
+    with pytest.raises(ValueError, match="non-negative"):
+        T.nnet.conv2d(x, w, border_mode=((1, -2), (0, 0)))
     with pytest.raises(TypeError, match="float dtype"):
         T.nnet.conv2d(T.itensor4("i"), T.itensor4("j"))
 

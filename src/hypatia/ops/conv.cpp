@@ -18,15 +18,22 @@ std::pair<int64_t, int64_t> Conv2dParams::pads(int64_t kh, int64_t kw) const {
   return {0, 0};
 }
 
-int64_t Conv2dParams::out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil) {
+std::pair<int64_t, int64_t> Conv2dParams::end_pads(int64_t kh, int64_t kw) const {
+  if (border == "pad") return {end_h(), end_w()};
+  return pads(kh, kw);
+}
+
+int64_t Conv2dParams::out_size(int64_t in, int64_t k, int64_t pad, int64_t pad_end, int64_t stride, int64_t dil) {
   const int64_t span = dil * (k - 1) + 1;
-  const int64_t room = in + 2 * pad - span;
+  const int64_t room = in + pad + pad_end - span;
   return room < 0 ? 0 : room / stride + 1;
 }
 
 std::string Conv2dParams::str() const {
   std::ostringstream os;
-  if (border == "pad")
+  if (border == "pad" && (end_h() != pad_h || end_w() != pad_w))
+    os << "pad ((" << pad_h << ", " << end_h() << "), (" << pad_w << ", " << end_w() << "))";
+  else if (border == "pad")
     os << "pad (" << pad_h << ", " << pad_w << ")";
   else
     os << border;
@@ -41,7 +48,9 @@ void Conv2dParams::check(const char* who) const {
   if (border != "valid" && border != "full" && border != "half" && border != "pad")
     fail<ValueError>(who, ": border_mode must be 'valid', 'full', 'half', an int or a pair of ints, got '", border,
                      "'");
-  if (pad_h < 0 || pad_w < 0) fail<ValueError>(who, ": padding must be non-negative, got (", pad_h, ", ", pad_w, ")");
+  if (pad_h < 0 || pad_w < 0 || pad_h_end < -1 || pad_w_end < -1)
+    fail<ValueError>(who, ": padding must be non-negative, got ((", pad_h, ", ", pad_h_end, "), (", pad_w, ", ",
+                     pad_w_end, "))");
   if (stride_h < 1 || stride_w < 1)
     fail<ValueError>(who, ": subsample must be positive, got (", stride_h, ", ", stride_w, ")");
   if (dil_h < 1 || dil_w < 1)
@@ -65,8 +74,9 @@ Conv2dShape conv2d_shape(const char* who, const Conv2dParams& p, const Shape& im
   if (s.kh < 1 || s.kw < 1)
     fail<ValueError>(who, ": filters of no rows or columns (image ", img.str(), ", filters ", kern.str(), ")");
   std::tie(s.ph, s.pw) = p.pads(s.kh, s.kw);
-  s.ho = Conv2dParams::out_size(s.h, s.kh, s.ph, p.stride_h, p.dil_h);
-  s.wo = Conv2dParams::out_size(s.w, s.kw, s.pw, p.stride_w, p.dil_w);
+  std::tie(s.ph_end, s.pw_end) = p.end_pads(s.kh, s.kw);
+  s.ho = Conv2dParams::out_size(s.h, s.kh, s.ph, s.ph_end, p.stride_h, p.dil_h);
+  s.wo = Conv2dParams::out_size(s.w, s.kw, s.pw, s.pw_end, p.stride_w, p.dil_w);
   if (s.ho < 1 || s.wo < 1)
     fail<ValueError>(who, ": the filters (", s.kh, " x ", s.kw, ", dilation (", p.dil_h, ", ", p.dil_w,
                      ")) do not fit in the padded image (image ", img.str(), ", filters ", kern.str(), ", ", p.str(),
@@ -120,19 +130,21 @@ void check_size_scalar(const std::string& who, const Var& v, const char* what) {
     fail<TypeError>(who, ": expected ", what, " as an integer scalar, got ", v->type.str());
 }
 
-/// The output size along one axis, symbolically (int64): (in + 2 pad - dil (k - 1) - 1) // s + 1
-/// with pad from the border mode.
+/// The output size along one axis, symbolically (int64): (in + pads - dil (k - 1) - 1) // s + 1
+/// with the padding (both sides together) from the border mode.
 Var out_size_sym(const Conv2dParams& p, const Var& in, const Var& k, bool rows) {
   const int64_t dil = rows ? p.dil_h : p.dil_w, stride = rows ? p.stride_h : p.stride_w;
-  Var pad;
+  Var pads;
   if (p.border == "full")
-    pad = mul(int_constant(dil), sub(k, int_constant(1)));
+    pads = mul(int_constant(2 * dil), sub(k, int_constant(1)));
   else if (p.border == "half")
-    pad = mul(int_constant(dil), int_div(k, int_constant(2)));
+    pads = mul(int_constant(2 * dil), int_div(k, int_constant(2)));
+  else if (p.border == "pad")
+    pads = int_constant(rows ? p.pad_h + p.end_h() : p.pad_w + p.end_w());
   else
-    pad = int_constant(p.border == "pad" ? (rows ? p.pad_h : p.pad_w) : 0);
+    pads = int_constant(0);
   Var span = add(mul(int_constant(dil), sub(k, int_constant(1))), int_constant(1));
-  Var room = sub(add(in, mul(int_constant(2), pad)), span);
+  Var room = sub(add(in, pads), span);
   return add(int_div(room, int_constant(stride)), int_constant(1));
 }
 

@@ -18,20 +18,29 @@ namespace hypatia {
 /// convolution (the filters are flipped in both spatial axes), without it a correlation.
 struct Conv2dParams {
   /// "valid" (no padding), "full" (pad (k - 1) * dilation), "half" (pad (k / 2) * dilation), or
-  /// "pad" (pad_h, pad_w zeros on each side).
+  /// "pad" (pad_h, pad_w zeros before the first row and column; pad_h_end, pad_w_end after the
+  /// last, -1 meaning the same as before: Theano's border_mode ((top, bottom), (left, right))).
   std::string border = "valid";
   int64_t pad_h = 0, pad_w = 0;
+  int64_t pad_h_end = -1, pad_w_end = -1;
   int64_t stride_h = 1, stride_w = 1;  ///< Theano's subsample
   int64_t dil_h = 1, dil_w = 1;        ///< Theano's filter_dilation
   int64_t groups = 1;                  ///< Theano's num_groups
   bool flip = true;                    ///< Theano's filter_flip
 
-  auto tie() const { return std::make_tuple(border, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, flip); }
+  auto tie() const {
+    return std::make_tuple(border, pad_h, pad_w, end_h(), end_w(), stride_h, stride_w, dil_h, dil_w, groups, flip);
+  }
+  /// The "pad" border's padding after the last row / column.
+  int64_t end_h() const { return pad_h_end < 0 ? pad_h : pad_h_end; }
+  int64_t end_w() const { return pad_w_end < 0 ? pad_w : pad_w_end; }
   bool operator==(const Conv2dParams& o) const { return tie() == o.tie(); }
-  /// The padding on each side for filters of kh x kw.
+  /// The padding before the first row and column for filters of kh x kw.
   std::pair<int64_t, int64_t> pads(int64_t kh, int64_t kw) const;
-  /// The output size along one axis: (in + 2 pad - dil (k - 1) - 1) / stride + 1.
-  static int64_t out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil);
+  /// The padding after the last row and column (the same as before except for an asymmetric "pad").
+  std::pair<int64_t, int64_t> end_pads(int64_t kh, int64_t kw) const;
+  /// The output size along one axis: (in + pad + pad_end - dil (k - 1) - 1) / stride + 1.
+  static int64_t out_size(int64_t in, int64_t k, int64_t pad, int64_t pad_end, int64_t stride, int64_t dil);
   /// "valid, stride (1, 1)" ... for op names and messages.
   std::string str() const;
   /// Checks the values (positive strides, dilations and groups, non-negative pads, a known
@@ -98,7 +107,8 @@ struct Conv2dShape {
   int64_t n, c, h, w;     ///< image
   int64_t o, cg, kh, kw;  ///< filters (cg = c / groups)
   int64_t ho, wo;         ///< output
-  int64_t ph, pw;         ///< padding
+  int64_t ph, pw;         ///< padding before the first row / column (the kernels' offsets)
+  int64_t ph_end, pw_end; ///< padding after the last (only the output size depends on it)
   int64_t g;              ///< groups
 };
 /// Checks img (N, C, H, W) against kern (O, C/g, kh, kw) and the params; ValueError naming `who`

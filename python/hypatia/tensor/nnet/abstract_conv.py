@@ -5,7 +5,8 @@ convolution, ``conv2d_grad_wrt_inputs``) and Conv2dGradWeights (``conv2d_grad_wr
 each differentiable again. On the CPU they run as im2col / col2im around the matrix-product
 library (OpenBLAS or oneDNN, whichever measured faster), images split over the thread pool.
 
-Not built: ``unshared=True``, asymmetric padding ``((top, bottom), (left, right))``, ``conv3d``.
+``border_mode`` may also give the padding of each side, ``((top, bottom), (left, right))``
+(Theano 1.0's asymmetric padding; causal_conv1d uses it). Not built: ``unshared=True``, ``conv3d``.
 """
 import numbers
 
@@ -37,23 +38,26 @@ def _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, un
         raise NotImplementedError("conv2d: unshared=True (a filter per output position) is not built in Hypatia")
     if isinstance(border_mode, str):
         if border_mode not in ("valid", "full", "half"):
-            raise ValueError(f"conv2d: border_mode must be 'valid', 'full', 'half', an int or a pair of ints, "
-                             f"got {border_mode!r}")
-        border, pad = border_mode, (0, 0)
+            raise ValueError(f"conv2d: border_mode must be 'valid', 'full', 'half', an int, a pair of ints or "
+                             f"((top, bottom), (left, right)), got {border_mode!r}")
+        border, pad, end = border_mode, (0, 0), (0, 0)
     elif isinstance(border_mode, numbers.Integral):
         border, pad = "pad", (int(border_mode), int(border_mode))
+        end = pad
     else:
         bm = tuple(border_mode)
-        if len(bm) == 2 and any(isinstance(b, (tuple, list)) for b in bm):
-            raise NotImplementedError("conv2d: asymmetric padding ((top, bottom), (left, right)) is not built in Hypatia")
-        border, pad = "pad", _pair(bm, "border_mode")
-    if pad[0] < 0 or pad[1] < 0:
-        raise ValueError(f"conv2d: border_mode padding must be non-negative, got {pad}")
+        if len(bm) != 2:
+            raise ValueError(f"conv2d: border_mode must be an int, a pair or a pair of pairs, got {border_mode!r}")
+        # Each entry an int (both sides) or a (before, after) pair.
+        sides = [_pair(b, "border_mode") if not isinstance(b, numbers.Integral) else (int(b), int(b)) for b in bm]
+        border, pad, end = "pad", (sides[0][0], sides[1][0]), (sides[0][1], sides[1][1])
+    if min(pad + end) < 0:
+        raise ValueError(f"conv2d: border_mode padding must be non-negative, got {border_mode!r}")
     sh, sw = _pair(subsample, "subsample")
     dh, dw = _pair(filter_dilation, "filter_dilation")
     if not isinstance(num_groups, numbers.Integral):
         raise ValueError(f"conv2d: num_groups must be an int, got {num_groups!r}")
-    return (border, pad[0], pad[1], sh, sw, dh, dw, int(num_groups), bool(filter_flip))
+    return (border, pad[0], pad[1], end[0], end[1], sh, sw, dh, dw, int(num_groups), bool(filter_flip))
 
 
 def _check_shape(shape, name):
@@ -132,12 +136,11 @@ def causal_conv1d(input, filters, filter_shape, input_shape=None, subsample=1, f
     if x.ndim != 3 or w.ndim != 3:
         raise TypeError(f"causal_conv1d: expected a 3-d input and 3-d filters, got {x.type} and {w.type}")
     pad = int(filter_dilation) * (int(filter_shape[2]) - 1)
-    y = conv2d(x.dimshuffle(0, 1, "x", 2), w.dimshuffle(0, 1, "x", 2), border_mode=(0, pad),
+    # Padding on the left only: output t sees inputs up to t (Theano's implementation).
+    y = conv2d(x.dimshuffle(0, 1, "x", 2), w.dimshuffle(0, 1, "x", 2), border_mode=((0, 0), (pad, 0)),
                subsample=(1, int(subsample)), filter_flip=filter_flip, filter_dilation=(1, int(filter_dilation)),
                num_groups=num_groups, unshared=unshared)
-    # Symmetric padding gives `pad` extra outputs on the right: the first ones are the causal ones.
-    n_out = (x.shape[2] - 1) // int(subsample) + 1
-    return y[:, :, 0, :n_out]
+    return y[:, :, 0, :]
 
 
 def get_conv_shape_1axis(image_shape, kernel_shape, border_mode, subsample, dilation=1):
@@ -146,14 +149,16 @@ def get_conv_shape_1axis(image_shape, kernel_shape, border_mode, subsample, dila
         return None
     span = dilation * (kernel_shape - 1) + 1
     if border_mode == "valid":
-        pad = 0
+        pads = 0
     elif border_mode == "full":
-        pad = span - 1
+        pads = 2 * (span - 1)
     elif border_mode == "half":
-        pad = dilation * (kernel_shape // 2)
+        pads = 2 * dilation * (kernel_shape // 2)
+    elif isinstance(border_mode, tuple):
+        pads = int(border_mode[0]) + int(border_mode[1])  # (before, after)
     else:
-        pad = int(border_mode)
-    return (image_shape + 2 * pad - span) // subsample + 1
+        pads = 2 * int(border_mode)
+    return (image_shape + pads - span) // subsample + 1
 
 
 def get_conv_output_shape(image_shape, kernel_shape, border_mode, subsample, filter_dilation=None):

@@ -119,7 +119,8 @@ NDArray filters_matrix(const NDArray& kern, const Conv2dParams& p, const Conv2dS
 
 /// Whether image columns are the image itself: a 1x1 filter, stride 1, no padding.
 bool pointwise(const Conv2dParams& p, const Conv2dShape& s) {
-  return s.kh == 1 && s.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && s.ph == 0 && s.pw == 0;
+  return s.kh == 1 && s.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && s.ph == 0 && s.pw == 0 && s.ph_end == 0 &&
+         s.pw_end == 0;
 }
 
 /// Tasks over the batch: 1 (the caller alone) below kTaskWork multiply-adds, else one per
