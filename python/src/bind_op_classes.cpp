@@ -99,6 +99,26 @@ void plain_op(nb::module_& m, const char* name, const char* doc = "") {
   reducible(c, [](const T&) { return nb::tuple(); });
 }
 
+/// One of the 3-d convolution ops, built from its parameter tuple (conv_params.h).
+template <class T>
+void conv3d_op(nb::module_& m, const char* name, const char* doc) {
+  OpClass<T> c(m, name, doc);
+  c.def(
+       "__init__", [name](T* self, const Conv3dTuple& t) { new (self) T(conv3d_params(t, name)); }, "params"_a)
+      .def_prop_ro("params", [](const T& o) { return conv3d_tuple(o.p); })
+      .def_prop_ro("border_mode",
+                   [](const T& o) -> nb::object {
+                     if (o.p.hw.border == "pad") return nb::make_tuple(o.p.pad_d, o.p.hw.pad_h, o.p.hw.pad_w);
+                     return nb::str(o.p.hw.border.c_str());
+                   })
+      .def_prop_ro("subsample",
+                   [](const T& o) { return nb::make_tuple(o.p.stride_d, o.p.hw.stride_h, o.p.hw.stride_w); })
+      .def_prop_ro("filter_dilation", [](const T& o) { return nb::make_tuple(o.p.dil_d, o.p.hw.dil_h, o.p.hw.dil_w); })
+      .def_prop_ro("num_groups", [](const T& o) { return o.p.hw.groups; })
+      .def_prop_ro("filter_flip", [](const T& o) { return o.p.hw.flip; });
+  reducible(c, [](const T& o) { return nb::make_tuple(conv3d_tuple(o.p)); });
+}
+
 /// One of the convolution ops, built from its parameter tuple (conv_params.h).
 template <class T>
 void conv_op(nb::module_& m, const char* name, const char* doc) {
@@ -358,6 +378,9 @@ void init_op_classes(nb::module_& m) {
   plain_op<CrossentropyCategorical1HotGrad>(m, "CrossentropyCategorical1HotGrad");
   plain_op<CheckLabels>(m, "CheckLabels", "Integer labels, checked to be classes of a matrix (a view).");
   conv_op<Conv2d>(m, "Conv2d", "2-d convolution (Theano's AbstractConv2d).");
+  conv3d_op<Conv3d>(m, "Conv3d", "3-d convolution (Theano's AbstractConv3d).");
+  conv3d_op<Conv3dGradInputs>(m, "Conv3dGradInputs", "The image gradient of Conv3d (AbstractConv3d_gradInputs).");
+  conv3d_op<Conv3dGradWeights>(m, "Conv3dGradWeights", "The filter gradient of Conv3d (AbstractConv3d_gradWeights).");
   conv_op<Conv2dGradInputs>(m, "Conv2dGradInputs",
                             "The image gradient of Conv2d (AbstractConv2d_gradInputs, the transposed convolution).");
   conv_op<Conv2dGradWeights>(m, "Conv2dGradWeights", "The filter gradient of Conv2d (AbstractConv2d_gradWeights).");

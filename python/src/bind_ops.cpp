@@ -148,6 +148,21 @@ void init_ops(nb::module_& m) {
         return conv2d_grad_wrt_weights(img, top, kh, kw, conv_params(p, "conv2d_grad_wrt_weights"));
       },
       "img"_a, "top"_a, "kh"_a, "kw"_a, "params"_a);
+  m.def(
+      "conv3d", [](Var img, Var kern, const Conv3dTuple& p) { return conv3d(img, kern, conv3d_params(p, "conv3d")); },
+      "img"_a, "kern"_a, "params"_a);
+  m.def(
+      "conv3d_grad_wrt_inputs",
+      [](Var kern, Var top, Var d, Var h, Var w, const Conv3dTuple& p) {
+        return conv3d_grad_wrt_inputs(kern, top, d, h, w, conv3d_params(p, "conv3d_grad_wrt_inputs"));
+      },
+      "kern"_a, "top"_a, "d"_a, "h"_a, "w"_a, "params"_a);
+  m.def(
+      "conv3d_grad_wrt_weights",
+      [](Var img, Var top, Var kd, Var kh, Var kw, const Conv3dTuple& p) {
+        return conv3d_grad_wrt_weights(img, top, kd, kh, kw, conv3d_params(p, "conv3d_grad_wrt_weights"));
+      },
+      "img"_a, "top"_a, "kd"_a, "kh"_a, "kw"_a, "params"_a);
 
   // Reductions.
   m.def("sum", &sum, "x"_a, "axes"_a = nb::none(), "keepdims"_a = false, "dtype"_a = nb::none());

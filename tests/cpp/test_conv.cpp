@@ -255,5 +255,146 @@ TEST(Conv, ErrorsNameBothShapes) {
   EXPECT_NE(msg.find("float dtype"), std::string::npos) << msg;
 }
 
+// ------------------------------------------------------------------------------------------------
+// conv3d
+
+TensorType tensor5_type(DType dt) { return TensorType(dt, {false, false, false, false, false}); }
+
+Conv3dParams params3(std::string border, int64_t pd, int64_t ph, int64_t pw, int64_t sd, int64_t sh, int64_t sw,
+                     int64_t dd, int64_t groups, bool flip) {
+  Conv3dParams p;
+  p.hw = params(std::move(border), ph, pw, sd == 1 ? 1 : 2, sw, 1, 1, groups, flip);
+  p.hw.stride_h = sh;
+  p.pad_d = pd, p.stride_d = sd, p.dil_d = dd;
+  return p;
+}
+
+HYP_OPINFO({
+    .name = "conv3d",
+    .build = [](const std::vector<Var>& v) { return conv3d(v[0], v[1], params3("pad", 1, 0, 1, 2, 1, 2, 1, 1, true)); },
+    .samples = [](DType dt) -> std::vector<testing::OpSample> {
+      return {{"(2,2,4,4,5) * (3,2,2,2,3)",
+               {random_array({2, 2, 4, 4, 5}, dt, -1, 1, 1), random_array({3, 2, 2, 2, 3}, dt, -1, 1, 2)}},
+              {"transposed image",
+               {random_array({5, 4, 4, 2, 1}, dt, -1, 1, 3).transpose(), random_array({3, 2, 2, 2, 3}, dt, -1, 1, 4)}}};
+    },
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "conv3d_grad_wrt_inputs",
+    .build =
+        [](const std::vector<Var>& v) {
+          return conv3d_grad_wrt_inputs(v[0], v[1], int_constant(4), int_constant(5), int_constant(5),
+                                        params3("half", 0, 0, 0, 2, 1, 2, 1, 1, false));
+        },
+    .samples = [](DType dt) -> std::vector<testing::OpSample> {
+      // image (N, 2, 4, 5, 5), filters (3, 2, 3, 2, 3), 'half', strides (2, 1, 2): top (N, 3, 2, 6, 3)
+      return {{"kern (3,2,3,2,3), top (2,3,2,6,3)",
+               {random_array({3, 2, 3, 2, 3}, dt, -1, 1, 5), random_array({2, 3, 2, 6, 3}, dt, -1, 1, 6)}}};
+    },
+    .dtypes = testing::kFloatTypes,
+});
+HYP_OPINFO({
+    .name = "conv3d_grad_wrt_weights",
+    .build =
+        [](const std::vector<Var>& v) {
+          return conv3d_grad_wrt_weights(v[0], v[1], int_constant(3), int_constant(2), int_constant(3),
+                                         params3("half", 0, 0, 0, 2, 1, 2, 1, 1, false));
+        },
+    .samples = [](DType dt) -> std::vector<testing::OpSample> {
+      return {{"img (2,2,4,5,5), top (2,3,2,6,3)",
+               {random_array({2, 2, 4, 5, 5}, dt, -1, 1, 7), random_array({2, 3, 2, 6, 3}, dt, -1, 1, 8)}}};
+    },
+    .dtypes = testing::kFloatTypes,
+});
+
+TEST(Conv3d, HandComputedValueAndShapes) {
+  // A 1x1x2x2x2 image of 1..8 and a 1x1x2x2x2 filter of ones: the valid output is the sum, 36;
+  // the 'full' output's corner is image[0,0,0] times the (flipped) filter's last tap.
+  std::vector<double> v(8);
+  for (int i = 0; i < 8; ++i) v[i] = i + 1;
+  NDArray img = make_array(v, {1, 1, 2, 2, 2}, DType::Float64);
+  std::vector<double> kv(8);
+  for (int i = 0; i < 8; ++i) kv[i] = i + 1;
+  NDArray k = make_array(kv, {1, 1, 2, 2, 2}, DType::Float64);
+  Var x = variable(tensor5_type(DType::Float64), "x"), w = variable(tensor5_type(DType::Float64), "w");
+  // convolution flips: out = sum_i img[i] * k[7 - i]
+  double conv = 0, corr = 0;
+  for (int i = 0; i < 8; ++i) conv += v[i] * kv[7 - i], corr += v[i] * kv[i];
+  EXPECT_EQ(eval(conv3d(x, w), {{x, img}, {w, k}}).get_flat(0), conv);
+  Conv3dParams nf;
+  nf.hw.flip = false;
+  EXPECT_EQ(eval(conv3d(x, w, nf), {{x, img}, {w, k}}).get_flat(0), corr);
+  Conv3dParams full;
+  full.hw.border = "full";
+  NDArray f = eval(conv3d(x, w, full), {{x, img}, {w, k}});
+  EXPECT_EQ(f.shape(), (Shape{1, 1, 3, 3, 3}));
+  EXPECT_EQ(f.get_flat(0), 1 * 1);   // img[0,0,0] * k[0,0,0] (the flipped filter's last tap)
+  EXPECT_EQ(f.get_flat(26), 8 * 8);  // img[1,1,1] * k[1,1,1]
+  EXPECT_EQ(full.str(), "full");
+  EXPECT_EQ(params3("pad", 1, 2, 3, 2, 1, 1, 2, 1, false).str(),
+            "pad (1, 2, 3), stride (2, 1, 1), dilation (2, 1, 1), no flip");
+}
+
+TEST(Conv3d, CpuMatchesReferenceWithGradients) {
+  for (DType dt : testing::kFloatTypes)
+    for (const Conv3dParams& p :
+         {params3("valid", 0, 0, 0, 1, 1, 1, 1, 1, true), params3("full", 0, 0, 0, 2, 1, 2, 1, 2, false),
+          params3("half", 0, 0, 0, 1, 2, 1, 2, 1, true), params3("pad", 2, 1, 0, 3, 1, 1, 1, 2, true)}) {
+      NDArray img = random_array({3, 4, 5, 6, 5}, dt, -1, 1, 11);
+      NDArray img_t = random_array({5, 6, 5, 4, 3}, dt, -1, 1, 12).transpose();
+      NDArray k = random_array({4, 4 / p.hw.groups, 3, 2, 2}, dt, -1, 1, 13);
+      Var x = variable(tensor5_type(dt), "x"), w = variable(tensor5_type(dt), "w");
+      Var y = conv3d(x, w, p);
+      for (const NDArray& iv : {img, img_t}) {
+        NDArray ref = eval(y, {{x, iv}, {w, k}}, kReferenceBackend);
+        NDArray cpu = eval(y, {{x, iv}, {w, k}}, kCpuBackend);
+        EXPECT_ALLCLOSE(cpu, ref, testing::default_rtol(dt), testing::default_atol(dt)) << p.str();
+        Var rv = constant(random_array(ref.shape(), dt, -1, 1, 14));
+        auto g = grad(sum(y * rv), {x, w});
+        for (int i = 0; i < 2; ++i)
+          EXPECT_ALLCLOSE(eval(g[i], {{x, iv}, {w, k}}, kCpuBackend), eval(g[i], {{x, iv}, {w, k}}, kReferenceBackend),
+                          testing::default_rtol(dt), testing::default_atol(dt))
+              << p.str() << " grad " << i;
+      }
+    }
+}
+
+TEST(Conv3d, GradientsSecondDerivativesAndErrors) {
+  const DType f = DType::Float64;
+  const Conv3dParams p = params3("pad", 1, 0, 1, 2, 1, 1, 1, 1, true);
+  NDArray img = random_array({1, 2, 4, 3, 4}, f, -1, 1, 15), k = random_array({2, 2, 2, 2, 2}, f, -1, 1, 16);
+  verify_grad([&](const std::vector<Var>& v) { return conv3d(v[0], v[1], p); }, {img, k});
+  verify_grad(
+      [&](const std::vector<Var>& v) {
+        Var y = conv3d(v[0], v[1], p);
+        auto g = grad(sum(y * y), {v[0], v[1]});
+        return sum(g[0] * g[0]) + sum(g[1] * g[1]);
+      },
+      {img, k});
+  Var x = variable(tensor5_type(DType::Float32), "x"), w = variable(tensor5_type(DType::Float32), "w");
+  Function fn = function({x, w}, {conv3d(x, w)});
+  std::string msg = testing::error_of<ValueError>([&] {
+    fn({random_array({1, 3, 4, 4, 4}, DType::Float32), random_array({2, 2, 2, 2, 2}, DType::Float32)});
+  });
+  EXPECT_NE(msg.find("(1, 3, 4, 4, 4)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(2, 2, 2, 2, 2)"), std::string::npos) << msg;
+  msg = testing::error_of<ValueError>([&] {
+    fn({random_array({1, 2, 1, 4, 4}, DType::Float32), random_array({2, 2, 2, 2, 2}, DType::Float32)});
+  });
+  EXPECT_NE(msg.find("do not fit"), std::string::npos) << msg;
+  msg = testing::error_of<TypeError>([&] { conv3d(variable(tensor4_type(DType::Float32), "x4"), w); });
+  EXPECT_NE(msg.find("5-d"), std::string::npos) << msg;
+  // Shapes are inferred without running the convolution.
+  Var y = conv3d(x, w, params3("pad", 1, 1, 0, 2, 1, 1, 1, 1, true));
+  Function fs = function({x, w}, {shape_i(y, 2), shape_i(y, 3), shape_i(y, 4)});
+  EXPECT_EQ(fs.debugprint().find("Conv3d"), std::string::npos) << fs.debugprint();
+  auto s = fs({random_array({1, 2, 7, 5, 6}, DType::Float32), random_array({3, 2, 3, 3, 2}, DType::Float32)});
+  // depth (7 + 2 - 3) / 2 + 1 = 4, rows 5 + 2 - 3 + 1 = 5, cols 6 - 2 + 1 = 5
+  EXPECT_EQ(s[0].get_flat(0), 4);
+  EXPECT_EQ(s[1].get_flat(0), 5);
+  EXPECT_EQ(s[2].get_flat(0), 5);
+}
+
 }  // namespace
 }  // namespace hypatia

@@ -172,3 +172,80 @@ def test_get_conv_output_shape():
     assert abstract_conv.get_conv_output_shape((2, 3, 20, 11), (7, 3, 4, 3), (2, 1), (3, 2), (2, 1)) == (2, 7, 6, 6)
     assert abstract_conv.get_conv_output_shape((2, 3, 5, 5), (7, 3, 3, 3), "full", (1, 1)) == (2, 7, 7, 7)
     assert abstract_conv.get_conv_output_shape((2, 3, 5, 5), (7, 3, 3, 3), "half", (1, 1)) == (2, 7, 5, 5)
+
+
+def np_conv3d(img, kern, pad=(0, 0, 0), subsample=(1, 1, 1), flip=True, dilation=(1, 1, 1), groups=1):
+    """out[n, o, z, y, x] = sum of padded[n, c, z*sd + t*dd, y*sh + i*dh, x*sw + j*dw] * k[o, c, t, i, j]."""
+    n, c, d, h, w = img.shape
+    o, cg, kd, kh, kw = kern.shape
+    k = kern[:, :, ::-1, ::-1, ::-1] if flip else kern
+    pd, ph, pw = pad
+    x = np.zeros((n, c, d + 2 * pd, h + 2 * ph, w + 2 * pw))
+    x[:, :, pd:pd + d, ph:ph + h, pw:pw + w] = img
+    sd, sh, sw = subsample
+    dd, dh, dw = dilation
+    do = (d + 2 * pd - dd * (kd - 1) - 1) // sd + 1
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, do, ho, wo))
+    og = o // groups
+    for g in range(groups):
+        for t in range(kd):
+            for i in range(kh):
+                for j in range(kw):
+                    patch = x[:, g * cg:(g + 1) * cg, t * dd:t * dd + sd * (do - 1) + 1:sd,
+                              i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw]
+                    out[:, g * og:(g + 1) * og] += np.einsum("ncdhw,oc->nodhw", patch,
+                                                             k[g * og:(g + 1) * og, :, t, i, j])
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv3d_matches_numpy(dtype):
+    rng = np.random.RandomState(5)
+    x, w = T.tensor5("x", dtype=dtype), T.tensor5("w", dtype=dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for border, sub, dil, groups, flip in [("valid", 1, 1, 1, True), ("full", (2, 1, 1), 1, 2, False),
+                                           ("half", 1, (2, 1, 1), 1, True), ((1, 0, 2), (1, 2, 1), 1, 2, True),
+                                           (1, 2, (1, 1, 2), 1, False)]:
+        img = rng.uniform(-1, 1, (2, 4, 6, 5, 7)).astype(dtype)
+        kern = rng.uniform(-1, 1, (4, 4 // groups, 3, 2, 2)).astype(dtype)
+        f = hypatia.function([x, w], T.nnet.conv3d(x, w, border_mode=border, subsample=sub, filter_flip=flip,
+                                                   filter_dilation=dil, num_groups=groups))
+        dil3 = (dil,) * 3 if isinstance(dil, int) else dil
+        kd, kh, kw = kern.shape[2:]
+        if border == "valid":
+            pad = (0, 0, 0)
+        elif border == "full":
+            pad = tuple(dl * (k - 1) for dl, k in zip(dil3, (kd, kh, kw)))
+        elif border == "half":
+            pad = tuple(dl * (k // 2) for dl, k in zip(dil3, (kd, kh, kw)))
+        else:
+            pad = (border,) * 3 if isinstance(border, int) else border
+        want = np_conv3d(img, kern, pad, (sub,) * 3 if isinstance(sub, int) else sub, flip, dil3, groups)
+        got = f(img, kern)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=str(border))
+        np.testing.assert_allclose(f(np.asfortranarray(img), kern), want, rtol=tol, atol=tol)
+
+
+def test_conv3d_gradients_and_gradient_functions():
+    rng = np.random.RandomState(6)
+    img = rng.uniform(-1, 1, (2, 2, 4, 4, 3))
+    kern = rng.uniform(-1, 1, (3, 2, 2, 3, 2))
+    T.verify_grad(lambda a, b: T.nnet.conv3d(a, b, border_mode=(1, 0, 1), subsample=(2, 1, 1)), [img, kern], rng=rng)
+    x, w, g = T.dtensor5("x"), T.dtensor5("w"), T.dtensor5("g")
+    kern = rng.uniform(-1, 1, (3, 2, 3, 3, 1))  # odd sizes: 'half' keeps the image's size
+    y = T.nnet.conv3d(x, w, border_mode="half")
+    top = rng.uniform(-1, 1, (2, 3, 4, 4, 3))
+    auto = hypatia.function([x, w, g], T.grad(T.sum(y * g), [x, w]))(img, kern, top)
+    gi = hypatia.function([w, g], T.nnet.conv3d_grad_wrt_inputs(g, w, img.shape, border_mode="half"))(kern, top)
+    gw = hypatia.function([x, g], T.nnet.conv3d_grad_wrt_weights(x, g, kern.shape, border_mode="half"))(img, top)
+    np.testing.assert_allclose(gi, auto[0], rtol=1e-10)
+    np.testing.assert_allclose(gw, auto[1], rtol=1e-10)
+    op = y.owner.op
+    assert isinstance(op, abstract_conv.AbstractConv3d)
+    assert op.border_mode == "half" and op.subsample == (1, 1, 1)
+    assert pickle.loads(pickle.dumps(op)) == op
+    with pytest.raises(ValueError, match="three ints"):
+        T.nnet.conv3d(x, w, subsample=(1, 1))

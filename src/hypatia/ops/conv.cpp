@@ -266,4 +266,232 @@ Var conv2d_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p) {
                    {std::move(img), std::move(top), std::move(kh), std::move(kw)});
 }
 
+// ---------------------------------------------------------------------------------------------
+// 3-d: parameters and shapes
+
+int64_t Conv3dParams::depth_pad(int64_t kd) const {
+  if (hw.border == "full") return dil_d * (kd - 1);
+  if (hw.border == "half") return dil_d * (kd / 2);
+  if (hw.border == "pad") return pad_d;
+  return 0;
+}
+
+std::string Conv3dParams::str() const {
+  const Conv2dParams& q = hw;
+  std::ostringstream os;
+  if (q.border == "pad")
+    os << "pad (" << pad_d << ", " << q.pad_h << ", " << q.pad_w << ")";
+  else
+    os << q.border;
+  if (stride_d != 1 || q.stride_h != 1 || q.stride_w != 1)
+    os << ", stride (" << stride_d << ", " << q.stride_h << ", " << q.stride_w << ")";
+  if (dil_d != 1 || q.dil_h != 1 || q.dil_w != 1)
+    os << ", dilation (" << dil_d << ", " << q.dil_h << ", " << q.dil_w << ")";
+  if (q.groups != 1) os << ", groups " << q.groups;
+  if (!q.flip) os << ", no flip";
+  return os.str();
+}
+
+void Conv3dParams::check(const char* who) const {
+  hw.check(who);
+  if (hw.pad_h_end >= 0 && hw.pad_h_end != hw.pad_h) fail<ValueError>(who, ": asymmetric padding is 2-d only");
+  if (hw.pad_w_end >= 0 && hw.pad_w_end != hw.pad_w) fail<ValueError>(who, ": asymmetric padding is 2-d only");
+  if (pad_d < 0) fail<ValueError>(who, ": padding must be non-negative, got ", pad_d, " for the depth");
+  if (stride_d < 1) fail<ValueError>(who, ": subsample must be positive, got ", stride_d, " for the depth");
+  if (dil_d < 1) fail<ValueError>(who, ": filter_dilation must be positive, got ", dil_d, " for the depth");
+}
+
+Conv3dShape conv3d_shape(const char* who, const Conv3dParams& p, const Shape& img, const Shape& kern) {
+  if (img.size() != 5 || kern.size() != 5)
+    fail<ValueError>(who, ": expected a 5-d image and 5-d filters, got image ", img.str(), " and filters ", kern.str());
+  if (img[1] != kern[1] * p.hw.groups || kern[0] % p.hw.groups != 0)
+    fail<ValueError>(who, ": the image has ", img[1], " channels and ", kern[0], " filters of ", kern[1],
+                     " channels in ", p.hw.groups, " group(s) (image ", img.str(), ", filters ", kern.str(), ")");
+  Conv3dShape s{};
+  s.d = img[2];
+  s.kd = kern[2];
+  if (s.kd < 1) fail<ValueError>(who, ": filters of no depth (image ", img.str(), ", filters ", kern.str(), ")");
+  s.pd = p.depth_pad(s.kd);
+  s.od = Conv2dParams::out_size(s.d, s.kd, s.pd, s.pd, p.stride_d, p.dil_d);
+  try {
+    s.hw = conv2d_shape(who, p.hw, Shape{img[0], img[1], img[3], img[4]}, Shape{kern[0], kern[1], kern[3], kern[4]});
+  } catch (const ValueError&) {
+    fail<ValueError>(who, ": the filters ", kern.str(), " do not fit in the padded image ", img.str(), " (", p.str(),
+                     ")");
+  }
+  if (s.od < 1)
+    fail<ValueError>(who, ": the filters ", kern.str(), " do not fit in the padded image ", img.str(), " (", p.str(),
+                     "): the output would have depth ", s.od);
+  return s;
+}
+
+namespace {
+void check_top3(const char* who, const Conv3dShape& s, const Shape& top, const std::string& other) {
+  const Conv2dShape& q = s.hw;
+  if (top.size() != 5 || top[0] != q.n || top[1] != q.o || top[2] != s.od || top[3] != q.ho || top[4] != q.wo)
+    fail<ValueError>(who, ": the output gradient has shape ", top.str(), " but the forward convolution of ", other,
+                     " gives (", q.n, ", ", q.o, ", ", s.od, ", ", q.ho, ", ", q.wo, ")");
+}
+}  // namespace
+
+Conv3dShape conv3d_grad_inputs_shape(const char* who, const Conv3dParams& p, const Shape& kern, const Shape& top,
+                                     int64_t d, int64_t h, int64_t w) {
+  if (kern.size() != 5 || top.size() != 5)
+    fail<ValueError>(who, ": expected 5-d filters and a 5-d output gradient, got ", kern.str(), " and ", top.str());
+  if (d < 1 || h < 1 || w < 1) fail<ValueError>(who, ": the image size must be positive, got ", d, " x ", h, " x ", w);
+  const Shape img{top[0], kern[1] * p.hw.groups, d, h, w};
+  const Conv3dShape s = conv3d_shape(who, p, img, kern);
+  check_top3(who, s, top, "an image " + img.str() + " by filters " + kern.str());
+  return s;
+}
+
+Conv3dShape conv3d_grad_weights_shape(const char* who, const Conv3dParams& p, const Shape& img, const Shape& top,
+                                      int64_t kd, int64_t kh, int64_t kw) {
+  if (img.size() != 5 || top.size() != 5)
+    fail<ValueError>(who, ": expected a 5-d image and a 5-d output gradient, got ", img.str(), " and ", top.str());
+  if (kd < 1 || kh < 1 || kw < 1)
+    fail<ValueError>(who, ": the filter size must be positive, got ", kd, " x ", kh, " x ", kw);
+  if (img[1] % p.hw.groups != 0)
+    fail<ValueError>(who, ": ", img[1], " image channels do not split into ", p.hw.groups, " groups (image ", img.str(),
+                     ")");
+  const Shape kern{top[1], img[1] / p.hw.groups, kd, kh, kw};
+  const Conv3dShape s = conv3d_shape(who, p, img, kern);
+  check_top3(who, s, top, "the image " + img.str() + " by filters " + kern.str());
+  return s;
+}
+
+namespace {
+
+void check_float5(const std::string& who, const Var& a, const char* an, const Var& b, const char* bn) {
+  if (a->ndim() != 5 || b->ndim() != 5 || !is_float(a->dtype()) || a->dtype() != b->dtype())
+    fail<TypeError>(who, ": expected ", an, " and ", bn, " as 5-d tensors of one float dtype, got ", a->type.str(),
+                    " and ", b->type.str());
+}
+
+Var depth_out_sym(const Conv3dParams& p, const Var& in, const Var& k) {
+  const int64_t dil = p.dil_d;
+  Var pads;
+  if (p.hw.border == "full")
+    pads = mul(int_constant(2 * dil), sub(k, int_constant(1)));
+  else if (p.hw.border == "half")
+    pads = mul(int_constant(2 * dil), int_div(k, int_constant(2)));
+  else
+    pads = int_constant(p.hw.border == "pad" ? 2 * p.pad_d : 0);
+  Var span = add(mul(int_constant(dil), sub(k, int_constant(1))), int_constant(1));
+  return add(int_div(sub(add(in, pads), span), int_constant(p.stride_d)), int_constant(1));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Conv3d and its gradients
+
+std::string Conv3d::name() const { return "Conv3d{" + p.str() + "}"; }
+
+std::vector<TensorType> Conv3d::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 2) fail<TypeError>(name(), ": expected 2 inputs (image, filters), got ", in.size());
+  check_float5(name(), in[0], "the image", in[1], "the filters");
+  return {
+      TensorType(in[0]->dtype(), {in[0]->type.broadcastable[0], in[1]->type.broadcastable[0], false, false, false})};
+}
+
+std::vector<ShapeVars> Conv3d::infer_shape(const Apply&, const std::vector<ShapeVars>& in) const {
+  const ShapeVars &i = in[0], &k = in[1];
+  return {{i[0], k[0], depth_out_sym(p, i[2], k[2]), out_size_sym(p.hw, i[3], k[3], true),
+           out_size_sym(p.hw, i[4], k[4], false)}};
+}
+
+std::vector<Var> Conv3d::grad(const Apply& node, const std::vector<Var>& g) const {
+  if (!g[0]) return {nullptr, nullptr};
+  const Var &img = node.inputs[0], &kern = node.inputs[1];
+  return {conv3d_grad_wrt_inputs(kern, g[0], shape_i(img, 2), shape_i(img, 3), shape_i(img, 4), p),
+          conv3d_grad_wrt_weights(img, g[0], shape_i(kern, 2), shape_i(kern, 3), shape_i(kern, 4), p)};
+}
+
+std::vector<Var> Conv3d::rop(const Apply& node, const std::vector<Var>& e) const {
+  const Var &img = node.inputs[0], &kern = node.inputs[1];
+  Var r;
+  if (e[0]) r = conv3d(e[0], kern, p);
+  if (e[1]) {
+    Var t = conv3d(img, e[1], p);
+    r = r ? add(r, t) : t;
+  }
+  return {r};
+}
+
+std::string Conv3dGradInputs::name() const { return "Conv3dGradInputs{" + p.str() + "}"; }
+
+std::vector<TensorType> Conv3dGradInputs::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 5)
+    fail<TypeError>(name(), ": expected 5 inputs (filters, output gradient, depth, rows, cols), got ", in.size());
+  check_float5(name(), in[0], "the filters", in[1], "the output gradient");
+  check_size_scalar(name(), in[2], "the image depth");
+  check_size_scalar(name(), in[3], "the image rows");
+  check_size_scalar(name(), in[4], "the image columns");
+  return {TensorType(in[1]->dtype(), {in[1]->type.broadcastable[0], false, false, false, false})};
+}
+
+std::vector<ShapeVars> Conv3dGradInputs::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  const ShapeVars &k = in[0], &t = in[1];
+  return {{t[0], mul(k[1], int_constant(p.hw.groups)), as_int64(node.inputs[2]), as_int64(node.inputs[3]),
+           as_int64(node.inputs[4])}};
+}
+
+std::vector<std::vector<bool>> Conv3dGradInputs::connection_pattern(const Apply&) const {
+  return {{true}, {true}, {false}, {false}, {false}};
+}
+
+std::vector<Var> Conv3dGradInputs::grad(const Apply& node, const std::vector<Var>& g) const {
+  if (!g[0]) return {nullptr, nullptr, nullptr, nullptr, nullptr};
+  const Var &kern = node.inputs[0], &top = node.inputs[1];
+  return {conv3d_grad_wrt_weights(g[0], top, shape_i(kern, 2), shape_i(kern, 3), shape_i(kern, 4), p),
+          conv3d(g[0], kern, p), nullptr, nullptr, nullptr};
+}
+
+std::string Conv3dGradWeights::name() const { return "Conv3dGradWeights{" + p.str() + "}"; }
+
+std::vector<TensorType> Conv3dGradWeights::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 5)
+    fail<TypeError>(name(), ": expected 5 inputs (image, output gradient, filter depth, rows, cols), got ", in.size());
+  check_float5(name(), in[0], "the image", in[1], "the output gradient");
+  check_size_scalar(name(), in[2], "the filter depth");
+  check_size_scalar(name(), in[3], "the filter rows");
+  check_size_scalar(name(), in[4], "the filter columns");
+  return {TensorType(in[0]->dtype(), {in[1]->type.broadcastable[1], false, false, false, false})};
+}
+
+std::vector<ShapeVars> Conv3dGradWeights::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
+  const ShapeVars &i = in[0], &t = in[1];
+  return {{t[1], int_div(i[1], int_constant(p.hw.groups)), as_int64(node.inputs[2]), as_int64(node.inputs[3]),
+           as_int64(node.inputs[4])}};
+}
+
+std::vector<std::vector<bool>> Conv3dGradWeights::connection_pattern(const Apply&) const {
+  return {{true}, {true}, {false}, {false}, {false}};
+}
+
+std::vector<Var> Conv3dGradWeights::grad(const Apply& node, const std::vector<Var>& g) const {
+  if (!g[0]) return {nullptr, nullptr, nullptr, nullptr, nullptr};
+  const Var &img = node.inputs[0], &top = node.inputs[1];
+  return {conv3d_grad_wrt_inputs(g[0], top, shape_i(img, 2), shape_i(img, 3), shape_i(img, 4), p), conv3d(img, g[0], p),
+          nullptr, nullptr, nullptr};
+}
+
+Var conv3d(Var img, Var kern, Conv3dParams p) {
+  p.check("conv3d");
+  return apply_op1(std::make_shared<Conv3d>(std::move(p)), {std::move(img), std::move(kern)});
+}
+
+Var conv3d_grad_wrt_inputs(Var kern, Var top, Var d, Var h, Var w, Conv3dParams p) {
+  p.check("conv3d_grad_wrt_inputs");
+  return apply_op1(std::make_shared<Conv3dGradInputs>(std::move(p)),
+                   {std::move(kern), std::move(top), std::move(d), std::move(h), std::move(w)});
+}
+
+Var conv3d_grad_wrt_weights(Var img, Var top, Var kd, Var kh, Var kw, Conv3dParams p) {
+  p.check("conv3d_grad_wrt_weights");
+  return apply_op1(std::make_shared<Conv3dGradWeights>(std::move(p)),
+                   {std::move(img), std::move(top), std::move(kd), std::move(kh), std::move(kw)});
+}
+
 }  // namespace hypatia

@@ -104,12 +104,12 @@ Var conv2d_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p = {
 
 /// The shapes one conv2d call works on, checked: named in every message with both shapes.
 struct Conv2dShape {
-  int64_t n, c, h, w;     ///< image
-  int64_t o, cg, kh, kw;  ///< filters (cg = c / groups)
-  int64_t ho, wo;         ///< output
-  int64_t ph, pw;         ///< padding before the first row / column (the kernels' offsets)
-  int64_t ph_end, pw_end; ///< padding after the last (only the output size depends on it)
-  int64_t g;              ///< groups
+  int64_t n, c, h, w;      ///< image
+  int64_t o, cg, kh, kw;   ///< filters (cg = c / groups)
+  int64_t ho, wo;          ///< output
+  int64_t ph, pw;          ///< padding before the first row / column (the kernels' offsets)
+  int64_t ph_end, pw_end;  ///< padding after the last (only the output size depends on it)
+  int64_t g;               ///< groups
 };
 /// Checks img (N, C, H, W) against kern (O, C/g, kh, kw) and the params; ValueError naming `who`
 /// and both shapes (channels that do not match, a group count that does not divide, an output
@@ -122,5 +122,77 @@ Conv2dShape conv2d_grad_inputs_shape(const char* who, const Conv2dParams& p, con
 /// The same for Conv2dGradWeights: image, output gradient and the filter size kh x kw.
 Conv2dShape conv2d_grad_weights_shape(const char* who, const Conv2dParams& p, const Shape& img, const Shape& top,
                                       int64_t kh, int64_t kw);
+
+// ---------------------------------------------------------------------------------------------
+// 3-d convolutions (Theano's conv3d): images (N, C, D, H, W), filters (O, C / groups, kd, kh, kw).
+
+/// The rows and columns follow `hw` (its border applies to the depth too; asymmetric padding is
+/// 2-d only); the depth has its own padding (border "pad"), stride and dilation.
+struct Conv3dParams {
+  Conv2dParams hw;
+  int64_t pad_d = 0, stride_d = 1, dil_d = 1;
+  auto tie() const { return std::make_tuple(hw.tie(), pad_d, stride_d, dil_d); }
+  bool operator==(const Conv3dParams& o) const { return tie() == o.tie(); }
+  /// The depth padding (each side) for filters of depth kd.
+  int64_t depth_pad(int64_t kd) const;
+  /// "valid, stride (1, 2, 2)" ... for op names and messages.
+  std::string str() const;
+  void check(const char* who) const;
+};
+
+/// One conv3d call's shapes: the rows and columns as a Conv2dShape (n, c, o, cg, g included) and
+/// the depth.
+struct Conv3dShape {
+  Conv2dShape hw;
+  int64_t d, kd, od, pd;
+};
+Conv3dShape conv3d_shape(const char* who, const Conv3dParams& p, const Shape& img, const Shape& kern);
+Conv3dShape conv3d_grad_inputs_shape(const char* who, const Conv3dParams& p, const Shape& kern, const Shape& top,
+                                     int64_t d, int64_t h, int64_t w);
+Conv3dShape conv3d_grad_weights_shape(const char* who, const Conv3dParams& p, const Shape& img, const Shape& top,
+                                      int64_t kd, int64_t kh, int64_t kw);
+
+/// out = conv3d(img, kern): (N, C, D, H, W) by (O, C / groups, kd, kh, kw) -> (N, O, Do, Ho, Wo).
+class Conv3d : public OpWithProps<Conv3d> {
+ public:
+  Conv3dParams p;
+  explicit Conv3d(Conv3dParams params) : p(std::move(params)) {}
+  auto props() const { return p.tie(); }
+  std::string name() const override;
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<Var> rop(const Apply& node, const std::vector<Var>& eval_points) const override;
+};
+
+/// The image gradient of Conv3d: inputs (kern, top, D, H, W); output (N, C, D, H, W).
+class Conv3dGradInputs : public OpWithProps<Conv3dGradInputs> {
+ public:
+  Conv3dParams p;
+  explicit Conv3dGradInputs(Conv3dParams params) : p(std::move(params)) {}
+  auto props() const { return p.tie(); }
+  std::string name() const override;
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
+};
+
+/// The filter gradient of Conv3d: inputs (img, top, kd, kh, kw); output (O, C / groups, kd, kh, kw).
+class Conv3dGradWeights : public OpWithProps<Conv3dGradWeights> {
+ public:
+  Conv3dParams p;
+  explicit Conv3dGradWeights(Conv3dParams params) : p(std::move(params)) {}
+  auto props() const { return p.tie(); }
+  std::string name() const override;
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
+};
+
+Var conv3d(Var img, Var kern, Conv3dParams p = {});
+Var conv3d_grad_wrt_inputs(Var kern, Var top, Var d, Var h, Var w, Conv3dParams p = {});
+Var conv3d_grad_wrt_weights(Var img, Var top, Var kd, Var kh, Var kw, Conv3dParams p = {});
 
 }  // namespace hypatia

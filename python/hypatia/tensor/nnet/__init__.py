@@ -2,7 +2,7 @@
 
 basic: softmax and its variants, the cross-entropies, relu, elu, softsign; sigm: the sigmoid
 family; abstract_conv: conv2d and its gradients (T.nnet.conv2d is abstract_conv.conv2d, as in
-Theano 1.0); conv: the older conv.conv2d; bn: batch normalization.
+Theano 1.0), conv3d; conv: the older conv.conv2d; bn: batch normalization.
 """
 from hypatia.tensor.nnet import abstract_conv, basic, bn, conv, sigm  # noqa: F401
 from hypatia.tensor.nnet.abstract_conv import (  # noqa: F401
@@ -10,6 +10,9 @@ from hypatia.tensor.nnet.abstract_conv import (  # noqa: F401
     conv2d,
     conv2d_grad_wrt_inputs,
     conv2d_grad_wrt_weights,
+    conv3d,
+    conv3d_grad_wrt_inputs,
+    conv3d_grad_wrt_weights,
     separable_conv2d,
 )
 from hypatia.tensor.nnet.basic import *  # noqa: F401,F403

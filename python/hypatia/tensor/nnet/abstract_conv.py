@@ -6,7 +6,9 @@ each differentiable again. On the CPU they run as im2col / col2im around the mat
 library (OpenBLAS or oneDNN, whichever measured faster), images split over the thread pool.
 
 ``border_mode`` may also give the padding of each side, ``((top, bottom), (left, right))``
-(Theano 1.0's asymmetric padding; causal_conv1d uses it). Not built: ``unshared=True``, ``conv3d``.
+(Theano 1.0's asymmetric padding; causal_conv1d uses it). ``conv3d`` and its two gradient
+functions are the same for 5-d inputs (batch, channels, depth, rows, cols); on the CPU a 2-d
+im2col per output depth and filter depth tap feeds the GEMMs. Not built: ``unshared=True``.
 """
 import numbers
 
@@ -17,6 +19,9 @@ __all__ = [
     "conv2d",
     "conv2d_grad_wrt_inputs",
     "conv2d_grad_wrt_weights",
+    "conv3d",
+    "conv3d_grad_wrt_inputs",
+    "conv3d_grad_wrt_weights",
     "separable_conv2d",
     "causal_conv1d",
     "get_conv_output_shape",
@@ -111,6 +116,72 @@ def conv2d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None, 
                                          _size(shape[2], "filter rows"), _size(shape[3], "filter cols"), p)
 
 
+def _triple(value, name):
+    if isinstance(value, numbers.Integral):
+        return (int(value),) * 3
+    value = tuple(value)
+    if len(value) != 3 or not all(isinstance(v, numbers.Integral) for v in value):
+        raise ValueError(f"conv3d: {name} must be an int or three ints, got {value!r}")
+    return tuple(int(v) for v in value)
+
+
+def _params3(border_mode, subsample, filter_flip, filter_dilation, num_groups):
+    if isinstance(border_mode, str):
+        if border_mode not in ("valid", "full", "half"):
+            raise ValueError(f"conv3d: border_mode must be 'valid', 'full', 'half', an int or three ints, "
+                             f"got {border_mode!r}")
+        border, pad = border_mode, (0, 0, 0)
+    else:
+        border, pad = "pad", _triple(border_mode, "border_mode")
+    if min(pad) < 0:
+        raise ValueError(f"conv3d: border_mode padding must be non-negative, got {border_mode!r}")
+    sd, sh, sw = _triple(subsample, "subsample")
+    dd, dh, dw = _triple(filter_dilation, "filter_dilation")
+    if not isinstance(num_groups, numbers.Integral):
+        raise ValueError(f"conv3d: num_groups must be an int, got {num_groups!r}")
+    return (border, pad[0], pad[1], pad[2], sd, sh, sw, dd, dh, dw, int(num_groups), bool(filter_flip))
+
+
+def _check_shape5(shape, name):
+    if shape is not None and len(tuple(shape)) != 5:
+        raise ValueError(f"conv3d: {name} must have 5 entries (batch, channels, depth, rows, cols), got {shape!r}")
+
+
+def conv3d(input, filters, input_shape=None, filter_shape=None, border_mode="valid", subsample=(1, 1, 1),
+           filter_flip=True, filter_dilation=(1, 1, 1), num_groups=1):
+    """3-d convolution of a 5-d ``input`` (batch, channels, depth, rows, cols) with 5-d ``filters``
+    (output channels, input channels / num_groups, depth, rows, cols); the parameters as conv2d's
+    with three entries (border_mode 'valid', 'full', 'half', an int or three ints)."""
+    _check_shape5(input_shape, "input_shape")
+    _check_shape5(filter_shape, "filter_shape")
+    p = _params3(border_mode, subsample, filter_flip, filter_dilation, num_groups)
+    return _core.conv3d(as_tensor_variable(input), as_tensor_variable(filters), p)
+
+
+def conv3d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None, border_mode="valid",
+                           subsample=(1, 1, 1), filter_flip=True, filter_dilation=(1, 1, 1), num_groups=1):
+    """The gradient of conv3d with respect to its input, of ``input_shape``."""
+    _check_shape5(input_shape, "input_shape")
+    _check_shape5(filter_shape, "filter_shape")
+    p = _params3(border_mode, subsample, filter_flip, filter_dilation, num_groups)
+    shape = tuple(input_shape)
+    return _core.conv3d_grad_wrt_inputs(as_tensor_variable(filters), as_tensor_variable(output_grad),
+                                        _size(shape[2], "input depth"), _size(shape[3], "input rows"),
+                                        _size(shape[4], "input cols"), p)
+
+
+def conv3d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None, border_mode="valid",
+                            subsample=(1, 1, 1), filter_flip=True, filter_dilation=(1, 1, 1), num_groups=1):
+    """The gradient of conv3d with respect to its filters, of ``filter_shape``."""
+    _check_shape5(input_shape, "input_shape")
+    _check_shape5(filter_shape, "filter_shape")
+    p = _params3(border_mode, subsample, filter_flip, filter_dilation, num_groups)
+    shape = tuple(filter_shape)
+    return _core.conv3d_grad_wrt_weights(as_tensor_variable(input), as_tensor_variable(output_grad),
+                                         _size(shape[2], "filter depth"), _size(shape[3], "filter rows"),
+                                         _size(shape[4], "filter cols"), p)
+
+
 def separable_conv2d(input, depthwise_filters, pointwise_filters, num_channels, input_shape=None,
                      depthwise_filter_shape=None, pointwise_filter_shape=None, border_mode="valid",
                      subsample=(1, 1), filter_flip=True, filter_dilation=(1, 1)):
@@ -178,3 +249,6 @@ def get_conv_output_shape(image_shape, kernel_shape, border_mode, subsample, fil
 AbstractConv2d = _core.Conv2d
 AbstractConv2d_gradInputs = _core.Conv2dGradInputs
 AbstractConv2d_gradWeights = _core.Conv2dGradWeights
+AbstractConv3d = _core.Conv3d
+AbstractConv3d_gradInputs = _core.Conv3dGradInputs
+AbstractConv3d_gradWeights = _core.Conv3dGradWeights

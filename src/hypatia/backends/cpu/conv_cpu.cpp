@@ -77,12 +77,14 @@ void im2col(const T* img, const Strides4& st, const Conv2dParams& p, const Conv2
   }
 }
 
-/// The adjoint of im2col: adds every column entry into the (C-contiguous) image pixel it came from.
+/// The adjoint of im2col: adds every column entry into the image pixel it came from (the image's
+/// element strides `st`, its rows contiguous).
 template <class T>
-void col2im_add(const T* col, const Conv2dParams& p, const Conv2dShape& s, int64_t n, int64_t g, T* img) {
+void col2im_add(const T* col, const Conv2dParams& p, const Conv2dShape& s, int64_t n, int64_t g, T* img,
+                const Strides4& st) {
   const int64_t hw = s.ho * s.wo;
   for (int64_t cc = 0; cc < s.cg; ++cc) {
-    T* base = img + (n * s.c + g * s.cg + cc) * s.h * s.w;
+    T* base = img + n * st.n + (g * s.cg + cc) * st.c;
     for (int64_t i = 0; i < s.kh; ++i)
       for (int64_t j = 0; j < s.kw; ++j) {
         const T* row = col + ((cc * s.kh + i) * s.kw + j) * hw;
@@ -92,7 +94,7 @@ void col2im_add(const T* col, const Conv2dParams& p, const Conv2dShape& s, int64
           const int64_t iy = y * p.stride_h - s.ph + i * p.dil_h;
           if (iy < 0 || iy >= s.h) continue;
           const T* r = row + y * s.wo;
-          T* dst = base + iy * s.w + (x0 * p.stride_w - s.pw + j * p.dil_w);
+          T* dst = base + iy * st.h + (x0 * p.stride_w - s.pw + j * p.dil_w);
           for (int64_t x = x0; x < x1; ++x, dst += p.stride_w) *dst += r[x];
         }
       }
@@ -231,14 +233,197 @@ void grad_inputs(const Conv2dGradInputs& op, const NDArray& kern, const NDArray&
           cpu_matmul(kg, tg, out.select(0, n).reshape({s.c, hw}).slice(0, g * s.cg, (g + 1) * s.cg, 1), 1.0, 0.0);
         } else {
           cpu_matmul(kg, tg, col, 1.0, 0.0);
-          col2im_add(col.data<T>(), p, s, n, g, out.data<T>());
+          col2im_add(col.data<T>(), p, s, n, g, out.data<T>(), element_strides(out));
         }
       }
     }
   });
 }
 
+// ---- 3-d: a 2-d im2col per (output depth, filter depth tap), accumulated by GEMMs. With
+// K2 = C/g * kh * kw and Kf[t] the (O, K2) filters of depth tap t (flipped when convolving):
+//   forward        out[n, g, z] (O/g, Ho*Wo) += Kf[t][g] . col(img[n, :, iz])     iz = z sd - pd + t dd
+//   grad weights   dKf[t][g] += top[n, g, z] . col(img[n, :, iz])^T
+//   grad inputs    col = Kf[t][g]^T . top[n, g, z]; col2im adds col into dimg[n, :, iz]
+
+struct Strides5 {
+  int64_t n, c, d, h, w;
+};
+Strides5 element_strides5(const NDArray& a) {
+  const int64_t isz = static_cast<int64_t>(itemsize(a.dtype()));
+  const auto& st = a.strides();
+  return {st[0] / isz, st[1] / isz, st[2] / isz, st[3] / isz, st[4] / isz};
+}
+
+/// The depth tap t's filters (flipped along the depth when convolving) as (O, K2) matrices.
+template <class T>
+std::vector<NDArray> filters_by_depth(const NDArray& kern, const Conv3dParams& p, const Conv3dShape& s) {
+  std::vector<NDArray> kf;
+  for (int64_t t = 0; t < s.kd; ++t)
+    kf.push_back(filters_matrix<T>(kern.select(2, p.hw.flip ? s.kd - 1 - t : t), p.hw, s.hw));
+  return kf;
+}
+
+/// The (O, Ho*Wo) output plane z of image n of a C-contiguous (N, O, D, H, W) array, as a view.
+NDArray plane(const NDArray& a, const Conv3dShape& s, int64_t n, int64_t z) {
+  const int64_t isz = static_cast<int64_t>(itemsize(a.dtype()));
+  const Strides5 st = element_strides5(a);
+  const NDArray v = a.select(0, n).select(1, z);
+  return v.as_strided({a.shape(1), s.hw.ho * s.hw.wo}, {st.c * isz, st.w * isz});
+}
+
+/// Runs body(n0, n1) over ranges of the batch, on the pool when the call is large enough.
+template <class Body>
+void over_batch3(const Conv3dShape& s, const Body& body) {
+  const Conv2dShape& q = s.hw;
+  const int threads = parallel_threads();
+  const int64_t work = q.n * q.o * q.cg * s.kd * q.kh * q.kw * s.od * q.ho * q.wo;
+  const int64_t tasks = work < kTaskWork || threads <= 1 ? 1 : std::min<int64_t>(q.n, threads);
+  if (tasks <= 1) return body(int64_t{0}, q.n);
+  parallel_ranges(q.n, tasks, threads, body);
+}
+
+/// The input depth that output depth z meets through tap t (-1 when in the padding).
+int64_t input_depth(const Conv3dParams& p, const Conv3dShape& s, int64_t z, int64_t t) {
+  const int64_t iz = z * p.stride_d - s.pd + t * p.dil_d;
+  return iz < 0 || iz >= s.d ? -1 : iz;
+}
+
+template <class T>
+void forward3(const Conv3dParams& p, const NDArray& img, const NDArray& kern, NDArray& out, const Conv3dShape& s) {
+  const Conv2dShape& q = s.hw;
+  const int64_t og = q.o / q.g, k2 = q.cg * q.kh * q.kw, hw = q.ho * q.wo;
+  const std::vector<NDArray> kf = filters_by_depth<T>(kern, p, s);
+  const Strides5 st = element_strides5(img);
+  const Strides4 st4{st.n, st.c, st.h, st.w};
+  out.fill(0.0);
+  over_batch3(s, [&](int64_t n0, int64_t n1) {
+    NDArray col = NDArray::empty({k2, hw}, img.dtype());
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t z = 0; z < s.od; ++z) {
+        const NDArray on = plane(out, s, n, z);
+        for (int64_t t = 0; t < s.kd; ++t) {
+          const int64_t iz = input_depth(p, s, z, t);
+          if (iz < 0) continue;
+          for (int64_t g = 0; g < q.g; ++g) {
+            im2col(img.data<T>() + iz * st.d, st4, p.hw, q, n, g, col.data<T>());
+            cpu_matmul(kf[t].slice(0, g * og, (g + 1) * og, 1), col, on.slice(0, g * og, (g + 1) * og, 1), 1.0, 1.0);
+          }
+        }
+      }
+  });
+}
+
+template <class T>
+void grad_weights3(const Conv3dParams& p, const NDArray& img, const NDArray& top0, NDArray& out, const Conv3dShape& s) {
+  const Conv2dShape& q = s.hw;
+  const int64_t og = q.o / q.g, k2 = q.cg * q.kh * q.kw, hw = q.ho * q.wo;
+  const NDArray top = top0.ascontiguous();
+  const Strides5 st = element_strides5(img);
+  const Strides4 st4{st.n, st.c, st.h, st.w};
+  const int threads = parallel_threads();
+  const int64_t work = q.n * q.o * q.cg * s.kd * q.kh * q.kw * s.od * q.ho * q.wo;
+  const int64_t tasks = work < kTaskWork || threads <= 1 ? 1 : std::min<int64_t>(q.n, threads);
+  // Per task: one (kd, O, K2) partial sum, added in task order.
+  std::vector<NDArray> part(static_cast<size_t>(tasks));
+  auto body = [&](int64_t task) {
+    const auto [n0, n1] = task_range(q.n, tasks, task);
+    NDArray acc = NDArray::zeros({s.kd, q.o, k2}, img.dtype());
+    NDArray col = NDArray::empty({k2, hw}, img.dtype());
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t z = 0; z < s.od; ++z) {
+        const NDArray tz = plane(top, s, n, z);
+        for (int64_t t = 0; t < s.kd; ++t) {
+          const int64_t iz = input_depth(p, s, z, t);
+          if (iz < 0) continue;
+          const NDArray at = acc.select(0, t);
+          for (int64_t g = 0; g < q.g; ++g) {
+            im2col(img.data<T>() + iz * st.d, st4, p.hw, q, n, g, col.data<T>());
+            cpu_matmul(tz.slice(0, g * og, (g + 1) * og, 1), col.transpose(), at.slice(0, g * og, (g + 1) * og, 1), 1.0,
+                       1.0);
+          }
+        }
+      }
+    part[static_cast<size_t>(task)] = acc;
+  };
+  if (tasks <= 1)
+    body(0);
+  else
+    parallel_for(tasks, threads, body);
+  T* sum = part[0].data<T>();
+  for (size_t i = 1; i < part.size(); ++i) {
+    const T* r = part[i].data<T>();
+    for (int64_t e = 0; e < s.kd * q.o * k2; ++e) sum[e] += r[e];
+  }
+  // Back to the filters' layout (O, C/g, kd, kh, kw), undoing the flips.
+  T* d = out.data<T>();
+  const bool flip = p.hw.flip;
+  for (int64_t t = 0; t < s.kd; ++t)
+    for (int64_t o = 0; o < q.o; ++o)
+      for (int64_t cc = 0; cc < q.cg; ++cc)
+        for (int64_t i = 0; i < q.kh; ++i)
+          for (int64_t j = 0; j < q.kw; ++j) {
+            const int64_t kt = flip ? s.kd - 1 - t : t, ki = flip ? q.kh - 1 - i : i, kj = flip ? q.kw - 1 - j : j;
+            d[(((o * q.cg + cc) * s.kd + kt) * q.kh + ki) * q.kw + kj] = *sum++;
+          }
+}
+
+template <class T>
+void grad_inputs3(const Conv3dParams& p, const NDArray& kern, const NDArray& top0, NDArray& out, const Conv3dShape& s) {
+  const Conv2dShape& q = s.hw;
+  const int64_t og = q.o / q.g, k2 = q.cg * q.kh * q.kw, hw = q.ho * q.wo;
+  const std::vector<NDArray> kf = filters_by_depth<T>(kern, p, s);
+  const NDArray top = top0.ascontiguous();
+  const Strides5 st = element_strides5(out);
+  const Strides4 st4{st.n, st.c, st.h, st.w};
+  out.fill(0.0);
+  over_batch3(s, [&](int64_t n0, int64_t n1) {
+    NDArray col = NDArray::empty({k2, hw}, top.dtype());
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t z = 0; z < s.od; ++z) {
+        const NDArray tz = plane(top, s, n, z);
+        for (int64_t t = 0; t < s.kd; ++t) {
+          const int64_t iz = input_depth(p, s, z, t);
+          if (iz < 0) continue;
+          for (int64_t g = 0; g < q.g; ++g) {
+            cpu_matmul(kf[t].slice(0, g * og, (g + 1) * og, 1).transpose(), tz.slice(0, g * og, (g + 1) * og, 1), col,
+                       1.0, 0.0);
+            col2im_add(col.data<T>(), p.hw, q, n, g, out.data<T>() + iz * st.d, st4);
+          }
+        }
+      }
+  });
+}
+
 }  // namespace
+
+void conv3d_cpu(const Conv3d& op, const KernelArgs& a) {
+  const NDArray &img = *a.in[0], &kern = *a.in[1];
+  const std::string who = op.name();
+  const Conv3dShape s = conv3d_shape(who.c_str(), op.p, img.shape(), kern.shape());
+  NDArray& out = prepare_output(*a.out[0], {s.hw.n, s.hw.o, s.od, s.hw.ho, s.hw.wo}, img.dtype());
+  nnet_detail::dispatch_float(img.dtype(), who, [&](auto t) { forward3<decltype(t)>(op.p, img, kern, out, s); });
+}
+
+void conv3d_grad_weights_cpu(const Conv3dGradWeights& op, const KernelArgs& a) {
+  const NDArray &img = *a.in[0], &top = *a.in[1];
+  const std::string who = op.name();
+  const Conv3dShape s = conv3d_grad_weights_shape(
+      who.c_str(), op.p, img.shape(), top.shape(), size_arg(*a.in[2], who, "the filter depth"),
+      size_arg(*a.in[3], who, "the filter rows"), size_arg(*a.in[4], who, "the filter columns"));
+  NDArray& out = prepare_output(*a.out[0], {s.hw.o, s.hw.cg, s.kd, s.hw.kh, s.hw.kw}, img.dtype());
+  nnet_detail::dispatch_float(img.dtype(), who, [&](auto t) { grad_weights3<decltype(t)>(op.p, img, top, out, s); });
+}
+
+void conv3d_grad_inputs_cpu(const Conv3dGradInputs& op, const KernelArgs& a) {
+  const NDArray &kern = *a.in[0], &top = *a.in[1];
+  const std::string who = op.name();
+  const Conv3dShape s =
+      conv3d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(), size_arg(*a.in[2], who, "the image depth"),
+                               size_arg(*a.in[3], who, "the image rows"), size_arg(*a.in[4], who, "the image columns"));
+  NDArray& out = prepare_output(*a.out[0], {s.hw.n, s.hw.c, s.d, s.hw.h, s.hw.w}, top.dtype());
+  nnet_detail::dispatch_float(top.dtype(), who, [&](auto t) { grad_inputs3<decltype(t)>(op.p, kern, top, out, s); });
+}
 
 void conv2d_cpu(const Conv2d& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &kern = *a.in[1];
