@@ -32,6 +32,7 @@ _KEYS = (
     "optimizer_including",
     "optimizer_excluding",
     "blas",
+    "conv",
 )
 
 

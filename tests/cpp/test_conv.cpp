@@ -154,6 +154,43 @@ TEST(Conv, CpuMatchesReferenceOnEveryParameterAndLayout) {
     }
 }
 
+/// Sets config().conv for a scope.
+class ConvFlag {
+ public:
+  explicit ConvFlag(const std::string& v) : saved_(config().conv) { config().set("conv", v); }
+  ~ConvFlag() { config().conv = saved_; }
+  ConvFlag(const ConvFlag&) = delete;
+  ConvFlag& operator=(const ConvFlag&) = delete;
+
+ private:
+  std::string saved_;
+};
+
+// oneDNN's primitives (forced) and im2col (forced) against the reference on the parameter grid,
+// float32 (the only dtype oneDNN runs), batches that split over the pool included.
+TEST(Conv, OnednnAndIm2colBothMatchTheReference) {
+  for (const char* mode : {"onednn", "im2col", "auto"}) {
+    ConvFlag flag(mode);
+    for (const Conv2dParams& p : param_grid()) {
+      NDArray img = random_array({5, 4, 7, 8}, DType::Float32, -1, 1, 21);
+      NDArray k = random_array({4, 4 / p.groups, 3, 2}, DType::Float32, -1, 1, 22);
+      NDArray k_t = random_array({2, 3, 4 / p.groups, 4}, DType::Float32, -1, 1, 23).transpose();
+      Var x = variable(tensor4_type(DType::Float32), "x"), w = variable(tensor4_type(DType::Float32), "w");
+      Var y = conv2d(x, w, p);
+      for (const NDArray& kv : {k, k_t}) {
+        NDArray ref = eval(y, {{x, img}, {w, kv}}, kReferenceBackend);
+        EXPECT_ALLCLOSE(eval(y, {{x, img}, {w, kv}}, kCpuBackend), ref, 1e-4, 1e-4) << mode << " " << p.str();
+        Var rv = constant(random_array(ref.shape(), DType::Float32, -1, 1, 24));
+        Var gx = grad(sum(y * rv), std::vector<Var>{x})[0];
+        EXPECT_ALLCLOSE(eval(gx, {{x, img}, {w, kv}}, kCpuBackend), eval(gx, {{x, img}, {w, kv}}, kReferenceBackend),
+                        1e-4, 1e-4)
+            << mode << " grad inputs " << p.str();
+      }
+    }
+  }
+  EXPECT_ERROR(ValueError, config().set("conv", "cudnn"), "conv");
+}
+
 TEST(Conv, PointwiseFiltersAndLargeBatchesTakeTheFastPaths) {
   // 1x1 filters (no im2col), and a batch large enough to be split over the thread pool.
   for (int64_t groups : {1, 3}) {

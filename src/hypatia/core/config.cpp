@@ -82,10 +82,13 @@ void Config::set(std::string_view key, std::string_view value) {
   } else if (key == "blas") {
     expect_one_of(key, v, {"auto", "onednn", "openblas"});
     blas = v;
+  } else if (key == "conv") {
+    expect_one_of(key, v, {"auto", "im2col", "onednn"});
+    conv = v;
   } else {
     fail<ValueError>("config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
                      "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
-                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas)");
+                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv)");
   }
 }
 
@@ -105,6 +108,7 @@ std::string Config::get(std::string_view key) const {
   if (key == "optimizer_including") return optimizer_including;
   if (key == "optimizer_excluding") return optimizer_excluding;
   if (key == "blas") return blas;
+  if (key == "conv") return conv;
   fail<ValueError>("config: unknown option '", key, "'");
 }
 

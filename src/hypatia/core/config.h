@@ -42,6 +42,10 @@ struct Config {
   /// the product's size class, measured once per process), "onednn" or "openblas". float64
   /// products and LAPACK always use OpenBLAS.
   std::string blas = "auto";
+  /// Which implementation runs float32 2-d convolutions and their input gradients on the CPU:
+  /// "auto" (im2col + GEMM or oneDNN's convolution primitives, the faster for each shape, timed
+  /// at its first call), "im2col" or "onednn". Other dtypes and the weight gradient use im2col.
+  std::string conv = "auto";
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Applies "key=value,key=value" (the HYPATIA_FLAGS format). `source` names the text in

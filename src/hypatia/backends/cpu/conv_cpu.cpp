@@ -10,13 +10,19 @@
 //   grad inputs    col = Kf[g]^T (K, O/g) . top[n, g];  col2im adds col into dimg[n, g]
 // A 1x1 filter of stride 1 without padding needs no im2col: the image is the column matrix.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "hypatia/backends/cpu/blas_matmul.h"
+#include "hypatia/backends/cpu/conv_onednn.h"
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/reference/conv_common.h"
 #include "hypatia/backends/reference/nnet_common.h"
+#include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 
 namespace hypatia::conv_detail {
@@ -425,12 +431,79 @@ void conv3d_grad_inputs_cpu(const Conv3dGradInputs& op, const KernelArgs& a) {
   nnet_detail::dispatch_float(top.dtype(), who, [&](auto t) { grad_inputs3<decltype(t)>(op.p, kern, top, out, s); });
 }
 
+namespace {
+
+/// Runs the convolution with oneDNN or im2col (config().conv; "auto": both timed at the first
+/// call of each shape and kind, the faster kept for the process). `im2col` writes `out`;
+/// onednn_conv2d returns false where it has no implementation.
+template <class Im2col>
+void choose_and_run(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s, const NDArray& in,
+                    const NDArray& kern, NDArray& out, const Im2col& im2col) {
+  const std::string& mode = config().conv;
+  if (mode == "im2col" || in.dtype() != DType::Float32) return im2col();
+  if (mode == "onednn") {
+    if (!onednn_conv2d(kind, p, s, in, kern, out)) im2col();
+    return;
+  }
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  const Key key{static_cast<int>(kind),
+                s.n,
+                s.c,
+                s.h,
+                s.w,
+                s.o,
+                s.kh,
+                s.kw,
+                s.ph,
+                s.pw,
+                s.ph_end,
+                s.pw_end,
+                p.stride_h,
+                p.stride_w,
+                p.dil_h,
+                p.dil_w,
+                s.g,
+                parallel_threads()};
+  static std::mutex mu;
+  static std::map<Key, bool> use_onednn;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = use_onednn.find(key);
+    if (it != use_onednn.end()) {
+      if (!it->second || !onednn_conv2d(kind, p, s, in, kern, out)) im2col();
+      return;
+    }
+  }
+  // First call of this shape: run both (oneDNN's first run includes its JIT; its second is timed).
+  using clock = std::chrono::steady_clock;
+  NDArray trial = NDArray::empty(out.shape(), out.dtype());
+  bool ok = onednn_conv2d(kind, p, s, in, kern, trial);
+  double t_dnnl = 1e300;
+  if (ok) {
+    const auto t0 = clock::now();
+    ok = onednn_conv2d(kind, p, s, in, kern, trial);
+    t_dnnl = std::chrono::duration<double>(clock::now() - t0).count();
+  }
+  const auto t1 = clock::now();
+  im2col();
+  const double t_im2col = std::chrono::duration<double>(clock::now() - t1).count();
+  const bool pick = ok && t_dnnl < t_im2col;
+  if (pick) out.assign(trial);
+  std::lock_guard<std::mutex> lock(mu);
+  use_onednn.emplace(key, pick);
+}
+
+}  // namespace
+
 void conv2d_cpu(const Conv2d& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &kern = *a.in[1];
   const std::string who = op.name();
   const Conv2dShape s = conv2d_shape(who.c_str(), op.p, img.shape(), kern.shape());
   NDArray& out = prepare_output(*a.out[0], {s.n, s.o, s.ho, s.wo}, img.dtype());
-  nnet_detail::dispatch_float(img.dtype(), who, [&](auto t) { forward<decltype(t)>(op, img, kern, out, s); });
+  choose_and_run(OnednnConv::Forward, op.p, s, img, kern, out, [&] {
+    nnet_detail::dispatch_float(img.dtype(), who, [&](auto t) { forward<decltype(t)>(op, img, kern, out, s); });
+  });
 }
 
 void conv2d_grad_weights_cpu(const Conv2dGradWeights& op, const KernelArgs& a) {
@@ -450,7 +523,9 @@ void conv2d_grad_inputs_cpu(const Conv2dGradInputs& op, const KernelArgs& a) {
       conv2d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(), size_arg(*a.in[2], who, "the image rows"),
                                size_arg(*a.in[3], who, "the image columns"));
   NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
-  nnet_detail::dispatch_float(top.dtype(), who, [&](auto t) { grad_inputs<decltype(t)>(op, kern, top, out, s); });
+  choose_and_run(OnednnConv::BackwardData, op.p, s, top, kern, out, [&] {
+    nnet_detail::dispatch_float(top.dtype(), who, [&](auto t) { grad_inputs<decltype(t)>(op, kern, top, out, s); });
+  });
 }
 
 }  // namespace hypatia::conv_detail
