@@ -14,7 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "hypatia/backends/cpu/blas_matmul.h"
@@ -445,28 +445,9 @@ void choose_and_run(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s
     if (!onednn_conv2d(kind, p, s, in, kern, out)) im2col();
     return;
   }
-  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
-  const Key key{static_cast<int>(kind),
-                s.n,
-                s.c,
-                s.h,
-                s.w,
-                s.o,
-                s.kh,
-                s.kw,
-                s.ph,
-                s.pw,
-                s.ph_end,
-                s.pw_end,
-                p.stride_h,
-                p.stride_w,
-                p.dil_h,
-                p.dil_w,
-                s.g,
-                parallel_threads()};
+  const std::pair<ConvKey, int> key{conv_key(kind, p, s, s.n), parallel_threads()};
   static std::mutex mu;
-  static std::map<Key, bool> use_onednn;
+  static std::map<std::pair<ConvKey, int>, bool> use_onednn;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = use_onednn.find(key);

@@ -14,11 +14,9 @@
 #include <tuple>
 #include <vector>
 
+#include "hypatia/backends/cpu/onednn_threads.h"
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/core/error.h"
-
-extern "C" int omp_get_max_threads(void);
-extern "C" void omp_set_num_threads(int);
 
 namespace hypatia::conv_detail {
 namespace {
@@ -26,22 +24,6 @@ namespace {
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
-
-/// The calling thread's OpenMP count set to 1 for this scope (as gemm_provider.cpp does).
-class OneOmpThread {
- public:
-  OneOmpThread() : prev_(omp_get_max_threads()) {
-    if (prev_ != 1) omp_set_num_threads(1);
-  }
-  ~OneOmpThread() {
-    if (prev_ != 1) omp_set_num_threads(prev_);
-  }
-  OneOmpThread(const OneOmpThread&) = delete;
-  OneOmpThread& operator=(const OneOmpThread&) = delete;
-
- private:
-  int prev_;
-};
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
@@ -56,29 +38,6 @@ struct Prim {
   memory::desc in_md, wei_md, out_md;                 // the primitive's layouts
   memory::desc user_in_md, user_wei_md, user_out_md;  // NCHW / (G)OIHW
 };
-
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
-
-Key key_of(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s, int64_t nb) {
-  return {static_cast<int>(kind),
-          nb,
-          s.c,
-          s.h,
-          s.w,
-          s.o,
-          s.kh,
-          s.kw,
-          s.ph,
-          s.pw,
-          s.ph_end,
-          s.pw_end,
-          p.stride_h,
-          p.stride_w,
-          p.dil_h,
-          p.dil_w,
-          s.g};
-}
 
 std::shared_ptr<Prim> make_prim(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s, int64_t nb) {
   auto& eng = cpu_engine();
@@ -115,8 +74,8 @@ std::shared_ptr<Prim> make_prim(OnednnConv kind, const Conv2dParams& p, const Co
 
 std::shared_ptr<Prim> cached_prim(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s, int64_t nb) {
   static std::mutex mu;
-  static std::map<Key, std::shared_ptr<Prim>> cache;
-  const Key k = key_of(kind, p, s, nb);
+  static std::map<ConvKey, std::shared_ptr<Prim>> cache;
+  const ConvKey k = conv_key(kind, p, s, nb);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(k);
@@ -147,6 +106,26 @@ NDArray correlation_filters(const NDArray& kern, const Conv2dParams& p) {
 }
 
 }  // namespace
+
+ConvKey conv_key(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s, int64_t n) {
+  return {static_cast<int64_t>(kind),
+          n,
+          s.c,
+          s.h,
+          s.w,
+          s.o,
+          s.kh,
+          s.kw,
+          s.ph,
+          s.pw,
+          s.ph_end,
+          s.pw_end,
+          p.stride_h,
+          p.stride_w,
+          p.dil_h,
+          p.dil_w,
+          s.g};
+}
 
 bool onednn_conv2d(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s, const NDArray& in0,
                    const NDArray& kern0, NDArray& out) {

@@ -16,13 +16,10 @@
 #include <limits>
 #include <mutex>
 
+#include "hypatia/backends/cpu/onednn_threads.h"
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
-
-// libgomp's, declared here so that no OpenMP flag reaches this file (oneDNN links libgomp).
-extern "C" int omp_get_max_threads(void);
-extern "C" void omp_set_num_threads(int);
 
 namespace hypatia {
 namespace {
@@ -33,22 +30,6 @@ void openblas_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
               static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
               static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
-
-/// Sets the calling thread's OpenMP thread count to 1 for its lifetime (oneDNN reads it per call).
-class OneOmpThread {
- public:
-  OneOmpThread() : prev_(omp_get_max_threads()) {
-    if (prev_ != 1) omp_set_num_threads(1);
-  }
-  ~OneOmpThread() {
-    if (prev_ != 1) omp_set_num_threads(prev_);
-  }
-  OneOmpThread(const OneOmpThread&) = delete;
-  OneOmpThread& operator=(const OneOmpThread&) = delete;
-
- private:
-  int prev_;
-};
 
 void onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {

@@ -46,16 +46,16 @@ void for_each_term(const Conv2dParams& p, const Conv2dShape& s, F&& f) {
 /// A contiguous float64 copy of a (read as the sum's operand).
 NDArray doubles(const NDArray& a) { return a.astype(DType::Float64).ascontiguous(); }
 
-/// out = the sum for_each_term accumulates in float64: add(a, b, r, ii, ki, ti) adds one term of
-/// a and b (contiguous doubles) into r (shaped like out), rounded to out's dtype at the end.
-template <class Add>
-void accumulate(NDArray& out, const NDArray& a, const NDArray& b, const Conv2dParams& p, const Conv2dShape& s,
-                Add&& add) {
+/// out = the sum `terms` enumerates (a for_each_term, 2-d or 3-d, with the op's parameters and
+/// shape), in float64: add(a, b, r, ii, ki, ti) adds one term of a and b (contiguous doubles)
+/// into r (shaped like out), rounded to out's dtype at the end.
+template <class Terms, class Add>
+void accumulate(NDArray& out, const NDArray& a, const NDArray& b, const Terms& terms, Add&& add) {
   const NDArray x = doubles(a), y = doubles(b);
   NDArray r = NDArray::zeros(out.shape(), DType::Float64);
   const double *xp = x.data<double>(), *yp = y.data<double>();
   double* rp = r.data<double>();
-  for_each_term(p, s, [&](int64_t ii, int64_t ki, int64_t ti) { add(xp, yp, rp, ii, ki, ti); });
+  terms([&](int64_t ii, int64_t ki, int64_t ti) { add(xp, yp, rp, ii, ki, ti); });
   out.assign(r);
 }
 
@@ -66,7 +66,7 @@ void conv2d_reference(const Conv2d& op, const KernelArgs& a) {
   const Conv2dShape s = conv2d_shape(op.name().c_str(), op.p, img.shape(), kern.shape());
   NDArray& out = prepare_output(*a.out[0], {s.n, s.o, s.ho, s.wo}, img.dtype());
   accumulate(
-      out, img, kern, op.p, s,
+      out, img, kern, [&](auto&& f) { for_each_term(op.p, s, f); },
       [](const double* x, const double* k, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ti] += x[ii] * k[ki]; });
 }
 
@@ -78,7 +78,7 @@ void conv2d_grad_inputs_reference(const Conv2dGradInputs& op, const KernelArgs& 
                                size_arg(*a.in[3], who, "the image columns"));
   NDArray& out = prepare_output(*a.out[0], {s.n, s.c, s.h, s.w}, top.dtype());
   accumulate(
-      out, kern, top, op.p, s,
+      out, kern, top, [&](auto&& f) { for_each_term(op.p, s, f); },
       [](const double* k, const double* t, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ii] += t[ti] * k[ki]; });
 }
 
@@ -90,7 +90,7 @@ void conv2d_grad_weights_reference(const Conv2dGradWeights& op, const KernelArgs
                                 size_arg(*a.in[3], who, "the filter columns"));
   NDArray& out = prepare_output(*a.out[0], {s.o, s.cg, s.kh, s.kw}, img.dtype());
   accumulate(
-      out, img, top, op.p, s,
+      out, img, top, [&](auto&& f) { for_each_term(op.p, s, f); },
       [](const double* x, const double* t, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ki] += t[ti] * x[ii]; });
 }
 
@@ -99,7 +99,7 @@ void conv2d_grad_weights_reference(const Conv2dGradWeights& op, const KernelArgs
 namespace {
 
 template <class F>
-void for_each_term3(const Conv3dParams& p3, const Conv3dShape& s3, F&& f) {
+void for_each_term(const Conv3dParams& p3, const Conv3dShape& s3, F&& f) {
   const Conv2dParams& p = p3.hw;
   const Conv2dShape& s = s3.hw;
   const int64_t og = s.o / s.g;
@@ -133,25 +133,14 @@ void for_each_term3(const Conv3dParams& p3, const Conv3dShape& s3, F&& f) {
     }
 }
 
-template <class Add>
-void accumulate3(NDArray& out, const NDArray& a, const NDArray& b, const Conv3dParams& p, const Conv3dShape& s,
-                 Add&& add) {
-  const NDArray x = doubles(a), y = doubles(b);
-  NDArray r = NDArray::zeros(out.shape(), DType::Float64);
-  const double *xp = x.data<double>(), *yp = y.data<double>();
-  double* rp = r.data<double>();
-  for_each_term3(p, s, [&](int64_t ii, int64_t ki, int64_t ti) { add(xp, yp, rp, ii, ki, ti); });
-  out.assign(r);
-}
-
 }  // namespace
 
 void conv3d_reference(const Conv3d& op, const KernelArgs& a) {
   const NDArray &img = *a.in[0], &kern = *a.in[1];
   const Conv3dShape s = conv3d_shape(op.name().c_str(), op.p, img.shape(), kern.shape());
   NDArray& out = prepare_output(*a.out[0], {s.hw.n, s.hw.o, s.od, s.hw.ho, s.hw.wo}, img.dtype());
-  accumulate3(
-      out, img, kern, op.p, s,
+  accumulate(
+      out, img, kern, [&](auto&& f) { for_each_term(op.p, s, f); },
       [](const double* x, const double* k, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ti] += x[ii] * k[ki]; });
 }
 
@@ -162,8 +151,8 @@ void conv3d_grad_inputs_reference(const Conv3dGradInputs& op, const KernelArgs& 
       conv3d_grad_inputs_shape(who.c_str(), op.p, kern.shape(), top.shape(), size_arg(*a.in[2], who, "the image depth"),
                                size_arg(*a.in[3], who, "the image rows"), size_arg(*a.in[4], who, "the image columns"));
   NDArray& out = prepare_output(*a.out[0], {s.hw.n, s.hw.c, s.d, s.hw.h, s.hw.w}, top.dtype());
-  accumulate3(
-      out, kern, top, op.p, s,
+  accumulate(
+      out, kern, top, [&](auto&& f) { for_each_term(op.p, s, f); },
       [](const double* k, const double* t, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ii] += t[ti] * k[ki]; });
 }
 
@@ -174,8 +163,8 @@ void conv3d_grad_weights_reference(const Conv3dGradWeights& op, const KernelArgs
       who.c_str(), op.p, img.shape(), top.shape(), size_arg(*a.in[2], who, "the filter depth"),
       size_arg(*a.in[3], who, "the filter rows"), size_arg(*a.in[4], who, "the filter columns"));
   NDArray& out = prepare_output(*a.out[0], {s.hw.o, s.hw.cg, s.kd, s.hw.kh, s.hw.kw}, img.dtype());
-  accumulate3(
-      out, img, top, op.p, s,
+  accumulate(
+      out, img, top, [&](auto&& f) { for_each_term(op.p, s, f); },
       [](const double* x, const double* t, double* r, int64_t ii, int64_t ki, int64_t ti) { r[ki] += t[ti] * x[ii]; });
 }
 
