@@ -563,5 +563,65 @@ int main(int argc, char** argv) {
     cudaFree(b);
     cudaFree(y);
   }
+  {  // design probes: CUDA graph replay of a compiled function's launches; stream-ordered allocation
+    float* o;
+    CHECK_CUDA(cudaMalloc(&o, 1024));
+    cudaStream_t st;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    const int kLaunches = 25;  // about an MLP training step's kernels
+    auto step = [&] {
+      for (int i = 0; i < kLaunches; ++i) launch(k_empty, 1, 32, {(void*)&o}, st);
+    };
+    auto wall_ms = [&](auto&& body, int reps) {
+      std::vector<double> v;
+      for (int r = 0; r < 5; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < reps; ++i) body();
+        CHECK_CUDA(cudaStreamSynchronize(st));
+        v.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(v.begin(), v.end());
+      return v[2] / reps;
+    };
+    const double direct = wall_ms(step, 1000);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    step();
+    CHECK_CUDA(cudaStreamEndCapture(st, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    const double replay = wall_ms([&] { CHECK_CUDA(cudaGraphLaunch(exec, st)); }, 1000);
+    const double replay_sync = wall_ms(
+        [&] {
+          CHECK_CUDA(cudaGraphLaunch(exec, st));
+          CHECK_CUDA(cudaStreamSynchronize(st));
+        },
+        500);
+    std::printf("\n%d tiny kernels per step: direct launches %.1f us/step, CUDA graph replay %.1f us/step "
+                "(%.1f us with a synchronize per step)\n",
+                kLaunches, direct * 1e3, replay * 1e3, replay_sync * 1e3);
+    for (size_t bytes : {size_t(1) << 12, size_t(1) << 20, size_t(64) << 20}) {
+      const double plain = wall_ms(
+          [&] {
+            void* p;
+            CHECK_CUDA(cudaMalloc(&p, bytes));
+            CHECK_CUDA(cudaFree(p));
+          },
+          200);
+      const double async = wall_ms(
+          [&] {
+            void* p;
+            CHECK_CUDA(cudaMallocAsync(&p, bytes, st));
+            CHECK_CUDA(cudaFreeAsync(p, st));
+          },
+          200);
+      std::printf("allocation of %zu KB: cudaMalloc+cudaFree %.2f us, cudaMallocAsync+cudaFreeAsync %.2f us\n",
+                  bytes >> 10, plain * 1e3, async * 1e3);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(st);
+    cudaFree(o);
+  }
   return 0;
 }
