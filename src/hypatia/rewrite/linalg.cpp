@@ -1,11 +1,12 @@
-// Linear algebra rewrites (phase stabilize; PyTensor's inv_as_solve, tag_solve_triangular,
-// local_det_chol and the inverse of an inverse). Local rules on Dot, Linalg and DimShuffle nodes.
-// Guarantees: each replacement has the replaced value's exact type and computes the same value,
-// more accurately and with less work: a product with an explicit inverse becomes a solve (one
-// LU, no inverse formed), a general solve with a Cholesky factor becomes a triangular one, the
-// determinant of a matrix whose Cholesky factor the graph already computes is read from the
-// factor's diagonal, and inv(inv(A)) is A (where the replaced graph runs without a singular-matrix
-// error).
+// Linear algebra rewrites (phase stabilize; PyTensor's inv_as_solve, tag_solve_triangular and
+// the inverse of an inverse). Local rules on Dot and Linalg nodes. Guarantees: each replacement
+// has the replaced value's exact type and computes the same value, more accurately and with less
+// work: a product with an explicit inverse becomes a solve (one LU, no inverse formed), a general
+// solve with a Cholesky factor (exactly triangular: the kernel zeroes the other triangle) becomes
+// a triangular one, and inv(inv(A)) is A (where the replaced graph runs without a singular-matrix
+// error). PyTensor's local_det_chol (det(X) -> prod(diag(cholesky(X)))^2 when the graph has the
+// factor) is left out: the factor reads one triangle of X, so for a non-symmetric X it is not
+// det(X).
 #include "hypatia/ops/linalg.h"
 
 #include <optional>
@@ -67,21 +68,6 @@ std::optional<std::vector<Var>> solve_with_cholesky(FunctionGraph&, Apply& n) {
   return one(retype(solve_triangular(a, n.inputs[1], lower), n.output_ptr(0)->type));
 }
 
-// det(X) where the graph also computes cholesky(X) -> prod(diag(L))^2.
-std::optional<std::vector<Var>> det_from_cholesky(FunctionGraph& fg, Apply& n) {
-  const auto& op = static_cast<const Linalg&>(*n.op);
-  if (op.kind != LinalgKind::Det) return std::nullopt;
-  const Var& x = n.inputs[0];
-  for (const Client& c : fg.clients(x.get())) {
-    if (c.node == &n || c.node == nullptr) continue;
-    const auto* ch = dynamic_cast<const Linalg*>(c.node->op.get());
-    if (!ch || ch->kind != LinalgKind::Cholesky) continue;
-    Var l = c.node->output(0);
-    return one(retype(sqr(prod(extract_diag(l))), n.output_ptr(0)->type));
-  }
-  return std::nullopt;
-}
-
 // inv(inv(A)) -> A.
 std::optional<std::vector<Var>> inv_of_inv(FunctionGraph&, Apply& n) {
   const auto& op = static_cast<const Linalg&>(*n.op);
@@ -95,7 +81,6 @@ std::vector<LocalRewrite> linalg_rules() {
   return {
       {"local_inv_as_solve", {typeid(Dot)}, inv_as_solve},
       {"local_solve_with_cholesky", {typeid(Linalg)}, solve_with_cholesky},
-      {"local_det_from_cholesky", {typeid(Linalg)}, det_from_cholesky},
       {"local_inv_of_inv", {typeid(Linalg)}, inv_of_inv},
   };
 }

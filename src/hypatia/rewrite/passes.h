@@ -70,7 +70,7 @@ std::vector<LocalRewrite> canonicalize_reduce_rules();
 
 // linalg.cpp
 /// dot(inv(A), b) -> solve(A, b) (either side), a general solve with a Cholesky factor -> a
-/// triangular solve, det(X) next to cholesky(X) -> prod(diag(L))^2, inv(inv(A)) -> A.
+/// triangular solve, inv(inv(A)) -> A.
 std::vector<LocalRewrite> linalg_rules();
 
 // stabilize.cpp
