@@ -41,29 +41,29 @@ namespace {
 using hypatia::ScalarFn;
 using hypatia::ScalarOpKind;
 
-#define CHECK_CUDA(call)                                                                    \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
+#define CHECK_CUDA(call)                                                                         \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
-#define CHECK_NVRTC(call)                                                                     \
-  do {                                                                                        \
-    nvrtcResult r_ = (call);                                                                  \
-    if (r_ != NVRTC_SUCCESS) {                                                                \
+#define CHECK_NVRTC(call)                                                                         \
+  do {                                                                                            \
+    nvrtcResult r_ = (call);                                                                      \
+    if (r_ != NVRTC_SUCCESS) {                                                                    \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, nvrtcGetErrorString(r_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
-#define CHECK_CUBLAS(call)                                                      \
-  do {                                                                          \
-    cublasStatus_t s_ = (call);                                                 \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
+#define CHECK_CUBLAS(call)                                                               \
+  do {                                                                                   \
+    cublasStatus_t s_ = (call);                                                          \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                   \
       std::fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #call, int(s_)); \
-      std::exit(1);                                                             \
-    }                                                                           \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
 
 // ---- the table, as text and as CPU functions
@@ -126,8 +126,8 @@ std::string table_prefix() {
   half = between(half, "namespace hypatia {", "}  // namespace hypatia");
   half = half.substr(std::strlen("namespace hypatia {"));
   half = half.substr(0, half.rfind("}"));
-  std::string math = between(read_file("src/hypatia/ops/scalar_functors.h"), "namespace scalar_math {",
-                             "}  // namespace scalar_math");
+  std::string math =
+      between(read_file("src/hypatia/ops/scalar_functors.h"), "namespace scalar_math {", "}  // namespace scalar_math");
   std::string s = read_file("bench/cuda/device_std.h");
   s += "namespace hypatia {\n" + replace_all(half, "std::", "hstd::") + "\n" + replace_all(math, "std::", "hstd::");
   s += "\nnamespace fn {\n";
@@ -247,10 +247,10 @@ template <class T>
 double cpu_row(ScalarOpKind k, T a, T b) {
   switch (k) {
 #define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, Fn, Grad) \
-  case ScalarOpKind::Kind:                                                                     \
-    if constexpr (Arity <= 2 && std::string_view(#Rule) != "Cast")                             \
-      return cpu_apply<ScalarOpKind::Kind, T>(a, b);                                           \
-    else                                                                                       \
+  case ScalarOpKind::Kind:                                                                      \
+    if constexpr (Arity <= 2 && std::string_view(#Rule) != "Cast")                              \
+      return cpu_apply<ScalarOpKind::Kind, T>(a, b);                                            \
+    else                                                                                        \
       return 0;
 #include "hypatia/ops/scalar_ops.def"
     default:
@@ -315,10 +315,10 @@ int main(int argc, char** argv) {
   const Compiled rows = nvrtc_compile(row_kernels(prefix), arch);
   const Compiled chain = nvrtc_compile(chain_kernel(prefix), arch);
   const Compiled chain2 = nvrtc_compile(chain_kernel(prefix), arch);  // warm NVRTC: the steady-state cost
-  std::printf("NVRTC %d.%d: %d rows x {float32, float64} = %d kernels in %.0f ms (cubin %zu KB); "
-              "fused chain module (table prefix + 4 kernels) %.0f ms, again %.0f ms; prefix %zu bytes\n",
-              nv_major, nv_minor, nrows, 2 * nrows, rows.ms, rows.cubin.size() / 1024, chain.ms, chain2.ms,
-              prefix.size());
+  std::printf(
+      "NVRTC %d.%d: %d rows x {float32, float64} = %d kernels in %.0f ms (cubin %zu KB); "
+      "fused chain module (table prefix + 4 kernels) %.0f ms, again %.0f ms; prefix %zu bytes\n",
+      nv_major, nv_minor, nrows, 2 * nrows, rows.ms, rows.cubin.size() / 1024, chain.ms, chain2.ms, prefix.size());
   if (!have_gpu) return 0;
 
   // ---- part 2: every row on the GPU against the CPU
@@ -328,8 +328,8 @@ int main(int argc, char** argv) {
 
   const int n = 1 << 16;
   std::vector<double> base;
-  const double specials[] = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 30.0, -30.0, 88.0, -88.0, 700.0, -700.0,
-                             1e-30, 1e-300, INFINITY, -INFINITY, NAN, 3.0, 10.0};
+  const double specials[] = {0.0,   -0.0,  1.0,    -1.0,  0.5,    -0.5,     2.0,       30.0, -30.0, 88.0,
+                             -88.0, 700.0, -700.0, 1e-30, 1e-300, INFINITY, -INFINITY, NAN,  3.0,   10.0};
   for (double s : specials) base.push_back(s);
   unsigned long long seed = 12345;
   auto rnd = [&] {
@@ -444,10 +444,10 @@ int main(int argc, char** argv) {
       });
       // bytes: copy moves 2 arrays, the chain 4 (three read, one written)
       const double copy_gbs = 2.0 * N * 4 / copy_ms / 1e6, chain_gbs = 4.0 * N * 4 / chain_ms / 1e6;
-      std::printf("64M float32, grid %d x 256: cudaMemcpy D2D %.3f ms (%.0f GB/s), copy kernel %.3f ms (%.0f GB/s), "
-                  "fused 6-op chain %.3f ms (%.0f GB/s; %.2fx the copy kernel's time per byte)\n",
-                  grid, memcpy_ms, 2.0 * N * 4 / memcpy_ms / 1e6, copy_ms, copy_gbs, chain_ms, chain_gbs,
-                  copy_gbs / chain_gbs);
+      std::printf(
+          "64M float32, grid %d x 256: cudaMemcpy D2D %.3f ms (%.0f GB/s), copy kernel %.3f ms (%.0f GB/s), "
+          "fused 6-op chain %.3f ms (%.0f GB/s; %.2fx the copy kernel's time per byte)\n",
+          grid, memcpy_ms, 2.0 * N * 4 / memcpy_ms / 1e6, copy_ms, copy_gbs, chain_ms, chain_gbs, copy_gbs / chain_gbs);
     }
     // check the chain's values on a sample
     CHECK_CUDA(cudaMemcpy(h.data(), o, 4096 * 4, cudaMemcpyDeviceToHost));
@@ -502,9 +502,10 @@ int main(int argc, char** argv) {
     const double copy_wall = wall([&] {
       for (int i = 0; i < 1000; ++i) CHECK_CUDA(cudaMemcpy(h.data(), o, N * 4, cudaMemcpyDeviceToHost));
     });
-    std::printf("seed 001, exp of 230400 float32 x 1000 calls: device result %.2f ms (events), %.2f ms wall; "
-                "host result (pageable) %.2f ms wall vs bare D2H copies %.2f ms (%.2fx)\n",
-                dev_ms, dev_wall, host_wall, copy_wall, host_wall / copy_wall);
+    std::printf(
+        "seed 001, exp of 230400 float32 x 1000 calls: device result %.2f ms (events), %.2f ms wall; "
+        "host result (pageable) %.2f ms wall vs bare D2H copies %.2f ms (%.2fx)\n",
+        dev_ms, dev_wall, host_wall, copy_wall, host_wall / copy_wall);
     const double launch_wall = wall([&] {
       for (int i = 0; i < 10000; ++i) launch(k_empty, 1, 32, {(void*)&o});
       CHECK_CUDA(cudaDeviceSynchronize());
@@ -537,7 +538,8 @@ int main(int argc, char** argv) {
     const float one = 1, zero = 0;
     for (int tf32 = 0; tf32 < 2; ++tf32) {
       CHECK_CUBLAS(cublasSetMathMode(hdl, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
-      for (int i = 0; i < 5; ++i) CHECK_CUBLAS(cublasSgemm(hdl, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, x, N, m, N, &zero, y, N));
+      for (int i = 0; i < 5; ++i)
+        CHECK_CUBLAS(cublasSgemm(hdl, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, x, N, m, N, &zero, y, N));
       const float gemm_ms = median_ms(5, [&] {
         t.start();
         for (int i = 0; i < 500; ++i)
@@ -552,10 +554,10 @@ int main(int argc, char** argv) {
         }
         return t.stop();
       });
-      std::printf("seed 000 raw cuBLAS (%s): 500 x sgemm 1000^3 %.2f ms (%.1f TFLOP/s); 500 x (copy b; sgemm "
-                  "beta=1) %.2f ms = %.1f us per step\n",
-                  tf32 ? "TF32 tensor ops" : "pedantic float32", gemm_ms, 500 * 2e9 / gemm_ms / 1e9, loop_ms,
-                  loop_ms * 2);
+      std::printf(
+          "seed 000 raw cuBLAS (%s): 500 x sgemm 1000^3 %.2f ms (%.1f TFLOP/s); 500 x (copy b; sgemm "
+          "beta=1) %.2f ms = %.1f us per step\n",
+          tf32 ? "TF32 tensor ops" : "pedantic float32", gemm_ms, 500 * 2e9 / gemm_ms / 1e9, loop_ms, loop_ms * 2);
     }
     cublasDestroy(hdl);
     cudaFree(m);
@@ -597,9 +599,10 @@ int main(int argc, char** argv) {
           CHECK_CUDA(cudaStreamSynchronize(st));
         },
         500);
-    std::printf("\n%d tiny kernels per step: direct launches %.1f us/step, CUDA graph replay %.1f us/step "
-                "(%.1f us with a synchronize per step)\n",
-                kLaunches, direct * 1e3, replay * 1e3, replay_sync * 1e3);
+    std::printf(
+        "\n%d tiny kernels per step: direct launches %.1f us/step, CUDA graph replay %.1f us/step "
+        "(%.1f us with a synchronize per step)\n",
+        kLaunches, direct * 1e3, replay * 1e3, replay_sync * 1e3);
     for (size_t bytes : {size_t(1) << 12, size_t(1) << 20, size_t(64) << 20}) {
       const double plain = wall_ms(
           [&] {

@@ -278,3 +278,28 @@ def test_solve_and_inverse_on_random_well_conditioned_systems(n, k, seed):
     x = run(slinalg.solve, a, b)
     np.testing.assert_allclose(a @ x, b, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(run(nlinalg.matrix_inverse, a) @ a, np.eye(n), atol=1e-9)
+
+
+def test_norm_over_axes_with_keepdims_and_tensorsolve_axes_match_numpy():
+    x = RNG.uniform(-1, 1, (3, 4, 5))
+    cases = [(None, None), (None, 1), (3, 0), (np.inf, 2), (-np.inf, 1), (0, 0), (0.5, -1), (1, (0, 1)),
+             (-1, (2, 0)), (np.inf, (1, 2)), (-np.inf, (2, 1)), ("fro", (0, 2))]
+    for ord_, axis in cases:
+        for keepdims in (False, True):
+            got = run(lambda v: nlinalg.norm(v, ord_, axis, keepdims), x)
+            want = np.linalg.norm(x, ord_, axis, keepdims)
+            assert got.shape == want.shape, (ord_, axis, keepdims)
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=str((ord_, axis, keepdims)))
+    m = x[0]
+    for ord_ in (None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf):
+        for axis, keepdims in ((None, True), ((1, 0), False), ((0, 1), True)):
+            np.testing.assert_allclose(run(lambda v: nlinalg.norm(v, ord_, axis, keepdims), m),
+                                       np.linalg.norm(m, ord_, axis, keepdims), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="batched SVD"):
+        nlinalg.norm(T.dtensor3(), "nuc", axis=(0, 1))
+    with pytest.raises(ValueError, match="invalid axis"):
+        nlinalg.norm(T.dtensor3(), None, axis=(0, 0))
+    a = (RNG.uniform(-1, 1, (6, 6)) + 6 * np.eye(6)).reshape(2, 3, 3, 2).transpose(0, 2, 1, 3).copy()
+    b = RNG.uniform(-1, 1, (2, 3))
+    np.testing.assert_allclose(run(lambda p, q: nlinalg.tensorsolve(p, q, axes=(1,)), a, b),
+                               np.linalg.tensorsolve(a, b, axes=(1,)), rtol=1e-10)

@@ -106,21 +106,98 @@ def matrix_dot(*args):
     return rval
 
 
-def norm(x, ord=None, axis=None, keepdims=False):
-    """numpy.linalg.norm of a vector or a matrix (ord None, 'fro', 'nuc', inf, -inf, or a number)."""
-    if axis is not None or keepdims:
-        raise NotImplementedError("norm: axis and keepdims are not supported (vectors and matrices only)")
+def _ord_text(ord):
     if ord is None:
-        o = ""
-    elif isinstance(ord, str):
-        o = ord
-    elif ord == float("inf"):
-        o = "inf"
-    elif ord == float("-inf"):
-        o = "-inf"
+        return ""
+    if isinstance(ord, str):
+        return ord
+    if ord == float("inf"):
+        return "inf"
+    if ord == float("-inf"):
+        return "-inf"
+    return repr(float(ord)) if float(ord) != int(ord) else str(int(ord))
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """numpy.linalg.norm: a vector norm (ord None, inf, -inf, 0 or any number) over one axis, a
+    matrix norm (None, 'fro', 'nuc', inf, -inf, 1, -1, 2, -2) over two; axis None means the whole
+    vector or matrix (None with ord None: the 2-norm of the flattened array, any ndim); keepdims
+    keeps the reduced axes with length 1. The singular-value orders (2, -2, 'nuc') need a matrix:
+    over two axes of a larger array they raise NotImplementedError (there is no batched SVD)."""
+    from hypatia.tensor import basic as T
+
+    x = _t(x)
+    if x.dtype not in ("float32", "float64"):
+        x = T.cast(x, "float32" if x.dtype == "float16" else "float64")
+    nd = x.ndim
+    if axis is None:
+        if ord is None:
+            r = _core.norm(x if nd in (1, 2) else x.flatten(), "")
+            return r.dimshuffle(*["x"] * nd) if keepdims else r
+        if nd not in (1, 2):
+            raise ValueError(f"norm: improper number of dimensions to norm ({nd}) for ord {ord!r} without axis")
+        axis = tuple(range(nd))
+    axes = (axis,) if isinstance(axis, int) else tuple(int(a) for a in axis)
+    if len(axes) not in (1, 2) or any(not -nd <= a < nd for a in axes) or len({a % nd for a in axes}) != len(axes):
+        raise ValueError(f"norm: invalid axis {axis!r} for an array of {nd} dimensions")
+    axes = tuple(a % nd for a in axes)
+    if len(axes) == 2 and nd == 2 and not keepdims:
+        # The whole matrix (either axis order gives the transpose's norm, computed as such).
+        return _core.norm(x if axes == (0, 1) else x.T, _ord_text(ord))
+    if len(axes) == 1:
+        r = _vector_norm(T, x, ord, axes[0])
     else:
-        o = repr(float(ord)) if float(ord) != int(ord) else str(int(ord))
-    return _core.norm(_t(x), o)
+        r = _matrix_norm(T, x, ord, axes)
+    if keepdims:
+        pattern, kept = [], 0
+        for d in range(nd):
+            if d in axes:
+                pattern.append("x")
+            else:
+                pattern.append(kept)
+                kept += 1
+        r = r.dimshuffle(*pattern)
+    return r
+
+
+def _vector_norm(T, x, ord, ax):
+    a = abs(x)
+    if ord is None or ord == 2:
+        return T.sqrt(T.sum(x * x, axis=ax))
+    if ord == float("inf"):
+        return T.max(a, axis=ax)
+    if ord == float("-inf"):
+        return T.min(a, axis=ax)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid order {ord!r} for a vector")
+    if ord == 0:
+        return T.sum(T.cast(T.neq(x, 0), x.dtype), axis=ax)
+    if ord == 1:
+        return T.sum(a, axis=ax)
+    return T.sum(a ** float(ord), axis=ax) ** (1.0 / float(ord))
+
+
+def _matrix_norm(T, x, ord, axes):
+    row, col = axes
+    a = abs(x)
+    if ord is None or ord == "fro":
+        return T.sqrt(T.sum(x * x, axis=axes))
+    if ord in (2, -2, "nuc"):
+        if x.ndim != 2:
+            raise NotImplementedError(f"norm: ord {ord!r} over two axes of a {x.ndim}-d array needs a batched SVD, "
+                                      f"which Hypatia does not have")
+        return _core.norm(x if axes == (0, 1) else x.T, _ord_text(ord))
+    # 1 / -1: the largest / smallest column sum; inf / -inf: row sums. Reducing `row` first moves
+    # `col` down by one when it lies after it.
+    if ord in (1, -1):
+        sums = T.sum(a, axis=row)
+        other = col - 1 if col > row else col
+    elif ord in (float("inf"), float("-inf")):
+        sums = T.sum(a, axis=col)
+        other = row - 1 if row > col else row
+    else:
+        raise ValueError(f"norm: invalid order {ord!r} for a matrix")
+    return T.max(sums, axis=other) if ord in (1, float("inf")) else T.min(sums, axis=other)
 
 
 def tensorinv(a, ind=2):
@@ -129,10 +206,16 @@ def tensorinv(a, ind=2):
 
 
 def tensorsolve(a, b, axes=None):
-    """numpy.linalg.tensorsolve (axes None)."""
+    """numpy.linalg.tensorsolve: x with tensordot(a, x, x.ndim) = b; `axes` of a are moved to the
+    end first, as numpy does."""
+    a = _t(a)
     if axes is not None:
-        raise NotImplementedError("tensorsolve: axes is not supported; transpose a first")
-    return _core.tensorsolve(_t(a), _t(b))
+        order = list(range(a.ndim))
+        for k in axes:
+            order.remove(k % a.ndim)
+            order.append(k % a.ndim)
+        a = a.transpose(order)
+    return _core.tensorsolve(a, _t(b))
 
 
 def _uplo(UPLO, who):

@@ -132,7 +132,6 @@ void from_fortran(const FMat<T>& f, NDArray& out, lapack_int rows, lapack_int co
     for (lapack_int j = 0; j < cols; ++j) o[static_cast<int64_t>(i) * cols + j] = f(i, j);
 }
 
-template <class T>
 NDArray& output(const KernelArgs& args, int i, const Shape& shape, DType dt) {
   return prepare_output(*args.out[i], shape, dt);
 }
@@ -169,7 +168,7 @@ void inverse(const Linalg& op, const KernelArgs& args) {
     LAPACK(getri, T, &n, a.data(), &lda, ipiv.data(), work.data(), &lwork, &info);
     check_info(op, info, "getri");
   }
-  from_fortran(a, output<T>(args, 0, x.shape(), x.dtype()), n, n);
+  from_fortran(a, output(args, 0, x.shape(), x.dtype()), n, n);
 }
 
 template <class T>
@@ -189,7 +188,7 @@ void determinant(const Linalg& op, const KernelArgs& args) {
       if (ipiv[i] != i + 1) d = -d;
     }
   }
-  output<T>(args, 0, Shape{}, x.dtype()).template data<T>()[0] = static_cast<T>(d);
+  output(args, 0, Shape{}, x.dtype()).data<T>()[0] = static_cast<T>(d);
 }
 
 template <class T>
@@ -235,9 +234,9 @@ void eigh(const Linalg& op, const KernelArgs& args) {
     }
     if (info > 0) fail<ValueError>(op.name(), ": the eigenvalue algorithm did not converge (info ", info, ")");
   }
-  NDArray& wo = output<T>(args, 0, Shape{x.shape(0)}, x.dtype());
+  NDArray& wo = output(args, 0, Shape{x.shape(0)}, x.dtype());
   std::copy(w.begin(), w.begin() + n, wo.data<T>());
-  from_fortran(a, output<T>(args, 1, x.shape(), x.dtype()), n, n);
+  from_fortran(a, output(args, 1, x.shape(), x.dtype()), n, n);
 }
 
 template <class T>
@@ -267,9 +266,9 @@ void eig(const Linalg& op, const KernelArgs& args) {
         fail<ValueError>(op.name(), ": eigenvalue ", i, " is complex (", wr[i], (wi[i] < 0 ? " - " : " + "),
                          std::abs(wi[i]), "j); Hypatia has no complex dtype (eigh handles symmetric matrices)");
   }
-  NDArray& wo = output<T>(args, 0, Shape{x.shape(0)}, x.dtype());
+  NDArray& wo = output(args, 0, Shape{x.shape(0)}, x.dtype());
   std::copy(wr.begin(), wr.begin() + n, wo.data<T>());
-  from_fortran(vr, output<T>(args, 1, x.shape(), x.dtype()), n, n);
+  from_fortran(vr, output(args, 1, x.shape(), x.dtype()), n, n);
 }
 
 /// gesdd on a copy of x: singular values s (descending), and U, Vt when `uv` (full or thin).
@@ -308,11 +307,11 @@ void svd(const Linalg& op, const KernelArgs& args) {
   const bool uv = op.attrs.compute_uv, full = op.attrs.full_matrices;
   svd_of<T>(op, x, uv, full, s, u, vt);
   const int64_t k = std::min(x.shape(0), x.shape(1));
-  NDArray& so = output<T>(args, uv ? 1 : 0, Shape{k}, x.dtype());
+  NDArray& so = output(args, uv ? 1 : 0, Shape{k}, x.dtype());
   std::copy(s.begin(), s.begin() + k, so.data<T>());
   if (!uv) return;
-  from_fortran(u, output<T>(args, 0, Shape{u.rows, u.cols}, x.dtype()), u.rows, u.cols);
-  from_fortran(vt, output<T>(args, 2, Shape{vt.rows, vt.cols}, x.dtype()), vt.rows, vt.cols);
+  from_fortran(u, output(args, 0, Shape{u.rows, u.cols}, x.dtype()), u.rows, u.cols);
+  from_fortran(vt, output(args, 2, Shape{vt.rows, vt.cols}, x.dtype()), vt.rows, vt.cols);
 }
 
 template <class T>
@@ -325,7 +324,7 @@ void pinv(const Linalg& op, const KernelArgs& args) {
   const double rcond = op.attrs.rcond < 0 ? 1e-15 : op.attrs.rcond;
   const double cutoff = k > 0 ? rcond * static_cast<double>(*std::max_element(s.begin(), s.begin() + k)) : 0;
   // pinv = V diag(1/s) U^T: out[j, i] = sum_l vt[l, j] u[i, l] / s[l] over kept l.
-  NDArray& out = output<T>(args, 0, Shape{n, m}, x.dtype());
+  NDArray& out = output(args, 0, Shape{n, m}, x.dtype());
   T* o = out.data<T>();
   std::fill(o, o + static_cast<int64_t>(n) * m, T(0));
   for (lapack_int l = 0; l < k; ++l) {
@@ -359,14 +358,14 @@ void qr(const Linalg& op, const KernelArgs& args) {
   }
   const QrMode mode = op.attrs.qr_mode;
   if (mode == QrMode::Raw) {  // numpy: h is the factored matrix transposed (its Fortran buffer in C order)
-    NDArray& h = output<T>(args, 0, Shape{n, m}, x.dtype());
+    NDArray& h = output(args, 0, Shape{n, m}, x.dtype());
     std::copy(a.a.begin(), a.a.end(), h.data<T>());
-    NDArray& t = output<T>(args, 1, Shape{k}, x.dtype());
+    NDArray& t = output(args, 1, Shape{k}, x.dtype());
     std::copy(tau.begin(), tau.begin() + k, t.data<T>());
     return;
   }
   const lapack_int rrows = mode == QrMode::Complete ? m : k;
-  NDArray& r = output<T>(args, mode == QrMode::R ? 0 : 1, Shape{rrows, n}, x.dtype());
+  NDArray& r = output(args, mode == QrMode::R ? 0 : 1, Shape{rrows, n}, x.dtype());
   T* ro = r.data<T>();
   for (lapack_int i = 0; i < rrows; ++i)
     for (lapack_int j = 0; j < n; ++j) ro[static_cast<int64_t>(i) * n + j] = j >= i && i < m ? a(i, j) : T(0);
@@ -381,7 +380,7 @@ void qr(const Linalg& op, const KernelArgs& args) {
         [&](T* w, lapack_int* lw) { LAPACK(orgqr, T, &m, &qcols, &k, q.data(), &ldq, tau.data(), w, lw, &info); });
     check_info(op, info, "orgqr");
   }
-  from_fortran(q, output<T>(args, 0, Shape{m, qcols}, x.dtype()), m, qcols);
+  from_fortran(q, output(args, 0, Shape{m, qcols}, x.dtype()), m, qcols);
 }
 
 template <class T>
@@ -422,19 +421,19 @@ void lstsq(const Linalg& op, const KernelArgs& args) {
     std::copy(sv.begin(), sv.end(), s.begin());
     for (lapack_int i = 0; i < k; ++i) rank += s[i] > rcond * s[0];
   }
-  NDArray& xo = output<T>(args, 0, vec ? Shape{n} : Shape{n, nrhs}, x.dtype());
+  NDArray& xo = output(args, 0, vec ? Shape{n} : Shape{n, nrhs}, x.dtype());
   from_fortran(b, xo, n, nrhs);
   // numpy: the squared residual norms when rank == n and m > n, else an empty array.
   const bool res = rank == n && m > n;
-  NDArray& ro = output<T>(args, 1, Shape{res ? (vec ? 1 : static_cast<int64_t>(nrhs)) : 0}, x.dtype());
+  NDArray& ro = output(args, 1, Shape{res ? (vec ? 1 : static_cast<int64_t>(nrhs)) : 0}, x.dtype());
   if (res)
     for (lapack_int j = 0; j < nrhs; ++j) {
       double acc = 0;
       for (lapack_int i = n; i < m; ++i) acc += static_cast<double>(b(i, j)) * b(i, j);
       ro.data<T>()[j] = static_cast<T>(acc);
     }
-  output<T>(args, 2, Shape{}, DType::Int64).template data<int64_t>()[0] = rank;
-  NDArray& so = output<T>(args, 3, Shape{k}, x.dtype());
+  output(args, 2, Shape{}, DType::Int64).data<int64_t>()[0] = rank;
+  NDArray& so = output(args, 3, Shape{k}, x.dtype());
   std::copy(s.begin(), s.begin() + k, so.data<T>());
 }
 
@@ -454,7 +453,7 @@ void cholesky(const Linalg& op, const KernelArgs& args) {
   for (lapack_int j = 0; j < n; ++j)  // zero the triangle potrf left untouched
     for (lapack_int i = 0; i < n; ++i)
       if (op.attrs.lower ? j > i : i > j) a(i, j) = 0;
-  from_fortran(a, output<T>(args, 0, x.shape(), x.dtype()), n, n);
+  from_fortran(a, output(args, 0, x.shape(), x.dtype()), n, n);
 }
 
 template <class T>
@@ -513,7 +512,7 @@ void solve(const Linalg& op, const KernelArgs& args) {
       }
     }
   }
-  from_fortran(b, output<T>(args, 0, y.shape(), x.dtype()), n, nrhs);
+  from_fortran(b, output(args, 0, y.shape(), x.dtype()), n, nrhs);
 }
 
 /// C = A B for column-major n x n matrices (BLAS).
@@ -536,7 +535,7 @@ void expm(const Linalg& op, const KernelArgs& args) {
   check_square(op, x);
   FMat<double> a = to_fortran<double>(op, x.dtype() == DType::Float64 ? x : x.astype(DType::Float64));
   const lapack_int n = a.rows;
-  NDArray& out = output<T>(args, 0, x.shape(), x.dtype());
+  NDArray& out = output(args, 0, x.shape(), x.dtype());
   if (n == 0) return;
   double norm1 = 0;
   for (lapack_int j = 0; j < n; ++j) {
@@ -608,26 +607,24 @@ void expm(const Linalg& op, const KernelArgs& args) {
     matmul(a, a, a2);
     matmul(a2, a2, a4);
     matmul(a2, a4, a6);
+    // dst += b13[k] A6 + b13[k - 2] A4 + b13[k - 4] A2
+    auto add_powers = [&](FMat<double>& dst, int k) {
+      axpy(dst, b13[k], a6);
+      axpy(dst, b13[k - 2], a4);
+      axpy(dst, b13[k - 4], a2);
+    };
     // U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I]
     FMat<double> t1(n, n);
-    axpy(t1, b13[13], a6);
-    axpy(t1, b13[11], a4);
-    axpy(t1, b13[9], a2);
+    add_powers(t1, 13);
     matmul(a6, t1, tmp);
-    axpy(tmp, b13[7], a6);
-    axpy(tmp, b13[5], a4);
-    axpy(tmp, b13[3], a2);
+    add_powers(tmp, 7);
     axpy(tmp, b13[1], ident);
     matmul(a, tmp, u);
     // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
     FMat<double> t2(n, n);
-    axpy(t2, b13[12], a6);
-    axpy(t2, b13[10], a4);
-    axpy(t2, b13[8], a2);
+    add_powers(t2, 12);
     matmul(a6, t2, v);
-    axpy(v, b13[6], a6);
-    axpy(v, b13[4], a4);
-    axpy(v, b13[2], a2);
+    add_powers(v, 6);
     axpy(v, b13[0], ident);
   }
   // (V - U) R = (V + U)

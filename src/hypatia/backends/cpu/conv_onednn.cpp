@@ -3,8 +3,8 @@
 // im2col + GEMM: BENCHMARKS.md). The batch is split over Hypatia's thread pool and each task runs
 // the primitive on its images with one OpenMP thread (oneDNN is built on OpenMP in Debian; its
 // teams collapse beside a busy core, issue 9). Primitives are cached per shape, parameters and
-// images per task; the inputs are reordered from NCHW to the primitive's layout and the output
-// back, per task, into scratch memory of that task.
+// images per task together with their reorders; the inputs are reordered from NCHW to the
+// primitive's layout and the output back, per task, into scratch memory of that task.
 #include "hypatia/backends/cpu/conv_onednn.h"
 
 #include <map>
@@ -30,13 +30,35 @@ dnnl::engine& cpu_engine() {
   return e;
 }
 
-/// A primitive for `nb` images, with the layouts it chose.
+/// A primitive with the scratchpad it needs: user-provided, one per execution (the library's own
+/// scratchpad is shared between threads, and the tasks run at once).
+struct WithScratch {
+  dnnl::primitive prim;
+  memory::desc scratch_md;
+  bool valid() const { return static_cast<bool>(prim); }
+};
+
+/// A reorder from one layout to another (none when they are equal), made once with its primitive.
+WithScratch make_reorder(const memory::desc& from, const memory::desc& to) {
+  if (from == to) return {};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to, attr);
+  return {dnnl::reorder(pd), pd.scratchpad_desc()};
+}
+
+void run_reorder(dnnl::stream& st, const WithScratch& r, const memory& from, const memory& to) {
+  memory scratch(r.scratch_md, cpu_engine());
+  r.prim.execute(st, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}});
+}
+
+/// A convolution primitive for `nb` images, with the layouts it chose and the reorders from and
+/// to NCHW / (G)OIHW.
 struct Prim {
-  dnnl::primitive conv;
-  memory::desc scratch_md;                            // its scratchpad: user-provided, one per task (the library's own
-                                                      // scratchpad is shared, and the tasks run at once)
+  WithScratch conv;
   memory::desc in_md, wei_md, out_md;                 // the primitive's layouts
   memory::desc user_in_md, user_wei_md, user_out_md;  // NCHW / (G)OIHW
+  WithScratch in_reorder, wei_reorder, out_reorder;
 };
 
 std::shared_ptr<Prim> make_prim(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s, int64_t nb) {
@@ -58,17 +80,18 @@ std::shared_ptr<Prim> make_prim(OnednnConv kind, const Conv2dParams& p, const Co
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::convolution_forward::primitive_desc fpd(fd, attr, eng);
   if (kind == OnednnConv::Forward) {
-    prim->conv = dnnl::convolution_forward(fpd);
+    prim->conv = {dnnl::convolution_forward(fpd), fpd.scratchpad_desc()};
     prim->in_md = fpd.src_desc(), prim->wei_md = fpd.weights_desc(), prim->out_md = fpd.dst_desc();
-    prim->scratch_md = fpd.scratchpad_desc();
   } else {
     const dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, any_img, any_wei, any_out,
                                                    strides, dil, pl, pr);
     const dnnl::convolution_backward_data::primitive_desc bpd(bd, attr, eng, fpd);
-    prim->conv = dnnl::convolution_backward_data(bpd);
+    prim->conv = {dnnl::convolution_backward_data(bpd), bpd.scratchpad_desc()};
     prim->in_md = bpd.diff_dst_desc(), prim->wei_md = bpd.weights_desc(), prim->out_md = bpd.diff_src_desc();
-    prim->scratch_md = bpd.scratchpad_desc();
   }
+  prim->in_reorder = make_reorder(prim->user_in_md, prim->in_md);
+  prim->wei_reorder = make_reorder(prim->user_wei_md, prim->wei_md);
+  prim->out_reorder = make_reorder(prim->out_md, prim->user_out_md);
   return prim;
 }
 
@@ -84,15 +107,6 @@ std::shared_ptr<Prim> cached_prim(OnednnConv kind, const Conv2dParams& p, const 
   std::shared_ptr<Prim> prim = make_prim(kind, p, s, nb);  // outside the lock: JIT compilation
   std::lock_guard<std::mutex> lock(mu);
   return cache.emplace(k, prim).first->second;
-}
-
-/// Copies `from` into `to` (another layout) with a reorder primitive whose scratchpad is its own.
-void reorder(dnnl::stream& st, const memory& from, const memory& to) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dnnl::reorder::primitive_desc pd(from, to, attr);
-  memory scratch(pd.scratchpad_desc(), cpu_engine());
-  dnnl::reorder(pd).execute(st, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}});
 }
 
 /// The filters as C-contiguous float32 (G)OIHW in correlation order (flipped when the op convolves).
@@ -148,11 +162,11 @@ bool onednn_conv2d(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s,
     auto& eng = cpu_engine();
     memory user_wei(first->user_wei_md, eng, const_cast<float*>(kern.data<float>()));
     memory wei = user_wei;
-    if (first->wei_md != first->user_wei_md) {
+    if (first->wei_reorder.valid()) {
       OneOmpThread one;
       dnnl::stream st(eng);
       wei = memory(first->wei_md, eng);
-      reorder(st, user_wei, wei);
+      run_reorder(st, first->wei_reorder, user_wei, wei);
       st.wait();
     }
     auto body = [&](int64_t t) {
@@ -162,28 +176,28 @@ bool onednn_conv2d(OnednnConv kind, const Conv2dParams& p, const Conv2dShape& s,
       const std::shared_ptr<Prim>& prim = prims[static_cast<size_t>(t)];
       dnnl::stream st(eng);
       memory w = wei;
-      if (prim->wei_md != first->wei_md) {
+      if (prim->wei_md != first->wei_md) {  // another batch size chose another layout
         w = memory(prim->wei_md, eng);
-        reorder(st, user_wei, w);
+        run_reorder(st, prim->wei_reorder, user_wei, w);
       }
       memory user_in(prim->user_in_md, eng, const_cast<float*>(in.data<float>() + n0 * per_in));
       memory user_out(prim->user_out_md, eng, out.data<float>() + n0 * per_out);
       memory src = user_in, dst = user_out;
-      if (prim->in_md != prim->user_in_md) {
+      if (prim->in_reorder.valid()) {
         src = memory(prim->in_md, eng);
-        reorder(st, user_in, src);
+        run_reorder(st, prim->in_reorder, user_in, src);
       }
-      if (prim->out_md != prim->user_out_md) dst = memory(prim->out_md, eng);
-      memory scratch(prim->scratch_md, eng);
+      if (prim->out_reorder.valid()) dst = memory(prim->out_md, eng);
+      memory scratch(prim->conv.scratch_md, eng);
       if (kind == OnednnConv::Forward)
-        prim->conv.execute(
+        prim->conv.prim.execute(
             st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}});
       else
-        prim->conv.execute(st, {{DNNL_ARG_DIFF_DST, src},
-                                {DNNL_ARG_WEIGHTS, w},
-                                {DNNL_ARG_DIFF_SRC, dst},
-                                {DNNL_ARG_SCRATCHPAD, scratch}});
-      if (prim->out_md != prim->user_out_md) reorder(st, dst, user_out);
+        prim->conv.prim.execute(st, {{DNNL_ARG_DIFF_DST, src},
+                                     {DNNL_ARG_WEIGHTS, w},
+                                     {DNNL_ARG_DIFF_SRC, dst},
+                                     {DNNL_ARG_SCRATCHPAD, scratch}});
+      if (prim->out_reorder.valid()) run_reorder(st, prim->out_reorder, dst, user_out);
       st.wait();
     };
     if (tasks <= 1)
