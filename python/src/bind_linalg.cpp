@@ -83,7 +83,7 @@ void init_linalg(nb::module_& m) {
   m.def("norm", &norm, "x"_a, "ord"_a = "");
   m.def("tensorinv", &tensorinv, "a"_a, "ind"_a = 2);
   m.def("tensorsolve", &tensorsolve, "a"_a, "b"_a);
-  m.def("cholesky", &cholesky, "a"_a, "lower"_a = true);
+  m.def("cholesky", &cholesky, "a"_a, "lower"_a = true, "on_error"_a = "raise");
   m.def(
       "solve",
       [](Var a, Var b, const std::string& structure, bool lower) {

@@ -116,8 +116,12 @@ void init_ops(nb::module_& m) {
   m.def("softmax", &softmax, "x"_a, "axis"_a = -1);
   m.def("log_softmax", &log_softmax, "x"_a, "axis"_a = -1);
   m.def(
-      "conv2d", [](Var img, Var kern, const ConvTuple& p) { return conv2d(img, kern, conv_params(p, "conv2d")); },
-      "img"_a, "kern"_a, "params"_a);
+      "conv2d",
+      [](Var img, Var kern, const ConvTuple& p, bool unshared) {
+        return unshared ? conv2d_unshared(img, kern, conv_params(p, "conv2d"))
+                        : conv2d(img, kern, conv_params(p, "conv2d"));
+      },
+      "img"_a, "kern"_a, "params"_a, "unshared"_a = false);
   m.def(
       "pool", [](Var x, const PoolTuple& p) { return pool(x, pool_params(p, "pool")); }, "x"_a, "params"_a);
   m.def(
@@ -138,16 +142,20 @@ void init_ops(nb::module_& m) {
       "x"_a, "maxout"_a, "ggx"_a, "params"_a);
   m.def(
       "conv2d_grad_wrt_inputs",
-      [](Var kern, Var top, Var h, Var w, const ConvTuple& p) {
-        return conv2d_grad_wrt_inputs(kern, top, h, w, conv_params(p, "conv2d_grad_wrt_inputs"));
+      [](Var kern, Var top, Var h, Var w, const ConvTuple& p, bool unshared) {
+        const Conv2dParams q = conv_params(p, "conv2d_grad_wrt_inputs");
+        return unshared ? conv2d_unshared_grad_wrt_inputs(kern, top, h, w, q)
+                        : conv2d_grad_wrt_inputs(kern, top, h, w, q);
       },
-      "kern"_a, "top"_a, "h"_a, "w"_a, "params"_a);
+      "kern"_a, "top"_a, "h"_a, "w"_a, "params"_a, "unshared"_a = false);
   m.def(
       "conv2d_grad_wrt_weights",
-      [](Var img, Var top, Var kh, Var kw, const ConvTuple& p) {
-        return conv2d_grad_wrt_weights(img, top, kh, kw, conv_params(p, "conv2d_grad_wrt_weights"));
+      [](Var img, Var top, Var kh, Var kw, const ConvTuple& p, bool unshared) {
+        const Conv2dParams q = conv_params(p, "conv2d_grad_wrt_weights");
+        return unshared ? conv2d_unshared_grad_wrt_weights(img, top, kh, kw, q)
+                        : conv2d_grad_wrt_weights(img, top, kh, kw, q);
       },
-      "img"_a, "top"_a, "kh"_a, "kw"_a, "params"_a);
+      "img"_a, "top"_a, "kh"_a, "kw"_a, "params"_a, "unshared"_a = false);
   m.def(
       "conv3d", [](Var img, Var kern, const Conv3dTuple& p) { return conv3d(img, kern, conv3d_params(p, "conv3d")); },
       "img"_a, "kern"_a, "params"_a);

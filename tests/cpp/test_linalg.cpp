@@ -264,6 +264,13 @@ TEST(Linalg, ErrorsNameTheOpAndTheShapes) {
   EXPECT_ERROR(ValueError, inv({NDArray::zeros({2, 3}, DType::Float64)}), "expected a square matrix, got shape (2, 3)");
   Function ch = function({a}, {cholesky(a)});
   EXPECT_ERROR(ValueError, ch({make_array({1, 2, 2, 1}, {2, 2}, DType::Float64)}), "not positive definite");
+  // Theano's on_error='nan': a factor of NaN instead (and its gradient NaN); a good matrix as before.
+  Function chn = function({a}, {cholesky(a, true, "nan"), grad(sum(cholesky(a, true, "nan")), a)});
+  for (const NDArray& r : chn({make_array({1, 2, 2, 1}, {2, 2}, DType::Float64)}))
+    for (int64_t i = 0; i < r.size(); ++i) EXPECT_TRUE(std::isnan(r.get_flat(i)));
+  EXPECT_ALLCLOSE(chn({make_array({4, 2, 2, 5}, {2, 2}, DType::Float64)})[0],
+                  make_array({2, 0, 1, 2}, {2, 2}, DType::Float64));
+  EXPECT_ERROR(ValueError, cholesky(a, true, "ignore"), "on_error must be 'raise' or 'nan'");
   Function sv = function({a, b}, {solve(a, b)});
   EXPECT_ERROR(ValueError, sv({shifted(3, DType::Float64, 3, 1), NDArray::zeros({4}, DType::Float64)}), "b has 4 rows");
   Function ev = function({a}, {eig(a)[0]});

@@ -129,6 +129,9 @@ TEST(Pool, HandComputedValues) {
                   make_array({5, 6, 8, 9}, {1, 1, 2, 2}, DType::Int32));
   NDArray withnan = make_array({1, NAN, 3, 4}, {1, 1, 2, 2}, DType::Float64);
   EXPECT_TRUE(std::isnan(run(pool(x, pp(2, 2, true, "max")), x, withnan).get_flat(0)));
+  // A window of -inf pools to -inf (the window loop once gave the lowest finite value).
+  NDArray ninf = make_array({-INFINITY, -INFINITY, -INFINITY, -INFINITY}, {1, 1, 2, 2}, DType::Float64);
+  EXPECT_EQ(run(pool(x, pp(2, 2, true, "max")), x, ninf).get_flat(0), -INFINITY);
 }
 
 TEST(Pool, ThreeDimensionalAndLeadingAxes) {
@@ -151,6 +154,58 @@ TEST(Pool, ThreeDimensionalAndLeadingAxes) {
   // pool_2d of a 3-d tensor pools its last two axes.
   Var y = variable(tensor3_type(DType::Float32), "y");
   EXPECT_EQ(run(pool(y, pp(2, 2, false, "max")), y, random_array({3, 5, 5}, DType::Float32)).shape(), (Shape{3, 3, 3}));
+}
+
+// The CPU backend's separable max pool and its row form of the gradient (windows that do not
+// overlap) against the reference backend's window loop, value for value (NaN where it has NaN; the
+// sign of a zero picked among tied +0 and -0 may differ, as the two visit a window in different
+// orders), over windows, strides, padding, both border rules, 2-d and 3-d pools, ties, NaN,
+// infinities (a window of -inf pools to -inf, not to the lowest finite value) and -0.
+bool same_bits(const NDArray& a, const NDArray& b) {
+  if (!(a.shape() == b.shape()) || a.dtype() != b.dtype()) return false;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    const double x = a.get_flat(i), y = b.get_flat(i);
+    if (std::isnan(x) != std::isnan(y) || (!std::isnan(x) && x != y)) return false;
+  }
+  return true;
+}
+
+TEST(Pool, CpuMaxPathsMatchTheWindowLoop) {
+  std::mt19937_64 rng(11);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int32}) {
+    const bool fl = dt != DType::Int32;
+    // Few distinct values (ties), and for floats NaN, +-inf and -0 among them.
+    std::vector<double> pick = {-2, -1, 0, 1, 2, 3};
+    if (fl) pick.insert(pick.end(), {NAN, INFINITY, -INFINITY, -0.0});
+    for (int nd : {2, 3}) {
+      const Shape shape = nd == 2 ? Shape{2, 3, 7, 9} : Shape{2, 5, 6, 7};
+      Var x = variable(tensor_type(dt, 4), "x"), gz = variable(tensor_type(dt, 4), "gz");
+      std::vector<double> v(static_cast<size_t>(shape.prod()));
+      for (double& e : v) e = pick[rng() % pick.size()];
+      const NDArray xv = make_array(v, shape, dt);
+      for (int64_t ws = 1; ws <= 3; ++ws)
+        for (int64_t st = 1; st <= 3; ++st)
+          for (int64_t pad = 0; pad < ws; ++pad)
+            for (bool ib : {true, false}) {
+              if (pad > 0 && !ib) continue;  // Theano's rule: padding needs ignore_border
+              PoolParams p;
+              p.nd = nd;
+              // 2-d: (H, W) windows; 3-d: (D, H, W) with a window of 1 on H.
+              p.ws = nd == 2 ? std::array<int64_t, 3>{ws, ws, 1} : std::array<int64_t, 3>{ws, 1, ws};
+              p.stride = nd == 2 ? std::array<int64_t, 3>{st, st, 1} : std::array<int64_t, 3>{st, 1, st};
+              p.pad = nd == 2 ? std::array<int64_t, 3>{pad, pad, 0} : std::array<int64_t, 3>{pad, 0, pad};
+              p.ignore_border = ib;
+              Var y = pool(x, p);
+              const NDArray cpu = eval(y, {{x, xv}}, kCpuBackend), ref = eval(y, {{x, xv}}, kReferenceBackend);
+              ASSERT_TRUE(same_bits(cpu, ref)) << p.str() << " " << dtype_name(dt);
+              const NDArray gv = random_array(cpu.shape(), dt, -3, 3, static_cast<uint64_t>(ws * 10 + st));
+              Var gx = max_pool_grad(x, y, gz, p);
+              const NDArray gcpu = eval(gx, {{x, xv}, {gz, gv}}, kCpuBackend),
+                            gref = eval(gx, {{x, xv}, {gz, gv}}, kReferenceBackend);
+              ASSERT_TRUE(same_bits(gcpu, gref)) << "grad " << p.str() << " " << dtype_name(dt);
+            }
+    }
+  }
 }
 
 TEST(Pool, GradientsAndSecondDerivatives) {

@@ -143,8 +143,10 @@ def test_errors_name_both_shapes_and_unbuilt_options_say_so():
         T.nnet.conv2d(x, w, border_mode="same")
     with pytest.raises(ValueError, match="subsample must be positive"):
         T.nnet.conv2d(x, w, subsample=(0, 1))
-    with pytest.raises(NotImplementedError, match="unshared"):
+    with pytest.raises(TypeError, match="6-d filters"):
         T.nnet.conv2d(x, w, unshared=True)
+    with pytest.raises(ValueError, match="6 entries"):
+        T.nnet.conv2d(x, T.TensorType("float32", (False,) * 6)(), filter_shape=(2, 3, 3, 3), unshared=True)
     with pytest.raises(ValueError, match="non-negative"):
         T.nnet.conv2d(x, w, border_mode=((1, -2), (0, 0)))
     with pytest.raises(TypeError, match="float dtype"):
@@ -249,3 +251,110 @@ def test_conv3d_gradients_and_gradient_functions():
     assert pickle.loads(pickle.dumps(op)) == op
     with pytest.raises(ValueError, match="three ints"):
         T.nnet.conv3d(x, w, subsample=(1, 1))
+
+
+def np_conv2d_unshared(img, kern, border="valid", subsample=(1, 1), flip=True, dilation=(1, 1), groups=1):
+    """Theano's unshared convolution: out[n, o, y, x] = sum over c, i, j of
+    padded[n, c, y*sh + i*dh, x*sw + j*dw] * k[o, y, x, c, i, j] (k flipped in i, j when flip)."""
+    n, c, h, w = img.shape
+    o, ho_k, wo_k, cg, kh, kw = kern.shape
+    dh, dw = dilation
+    sh, sw = subsample
+    if border == "valid":
+        (pt, pb), (pl, pr) = (0, 0), (0, 0)
+    elif border == "full":
+        (pt, pb), (pl, pr) = (dh * (kh - 1),) * 2, (dw * (kw - 1),) * 2
+    elif border == "half":
+        (pt, pb), (pl, pr) = (dh * (kh // 2),) * 2, (dw * (kw // 2),) * 2
+    else:
+        (pt, pb), (pl, pr) = [(v, v) if np.isscalar(v) else tuple(v) for v in border]
+    k = kern[..., ::-1, ::-1] if flip else kern
+    x = np.zeros((n, c, h + pt + pb, w + pl + pr))
+    x[:, :, pt:pt + h, pl:pl + w] = img
+    ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    assert (ho, wo) == (ho_k, wo_k)
+    out = np.zeros((n, o, ho, wo))
+    og = o // groups
+    for oc in range(o):
+        g = oc // og
+        for yy in range(ho):
+            for xx in range(wo):
+                patch = x[:, g * cg:(g + 1) * cg, yy * sh:yy * sh + dh * (kh - 1) + 1:dh,
+                          xx * sw:xx * sw + dw * (kw - 1) + 1:dw]
+                out[:, oc, yy, xx] = np.einsum("ncij,cij->n", patch, k[oc, yy, xx])
+    return out
+
+
+def _out_size(n, k, border, s, d):
+    if border == "valid":
+        p = 0
+    elif border == "full":
+        p = 2 * d * (k - 1)
+    elif border == "half":
+        p = 2 * d * (k // 2)
+    else:
+        p = sum(border) if not np.isscalar(border) else 2 * border
+    return (n + p - d * (k - 1) - 1) // s + 1
+
+
+UNSHARED_GRID = [("valid", (1, 1), (1, 1), 1, True), ("full", (1, 1), (1, 1), 1, False),
+                 ("half", (2, 1), (1, 1), 2, True), (((1, 0), (2, 1)), (1, 2), (2, 1), 1, True),
+                 ((1, 2), (2, 2), (1, 2), 2, False), ("valid", (1, 1), (2, 2), 2, False)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_unshared_conv2d_matches_numpy_and_its_gradients(dtype):
+    rng = np.random.RandomState(3)
+    x, w = T.tensor4("x", dtype=dtype), T.TensorType(dtype, (False,) * 6)("w")
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    for border, sub, dil, groups, flip in UNSHARED_GRID:
+        img = rng.uniform(-1, 1, (2, 4, 7, 6)).astype(dtype)
+        bh, bw = (border, border) if isinstance(border, str) else border
+        ho, wo = _out_size(7, 3, bh, sub[0], dil[0]), _out_size(6, 2, bw, sub[1], dil[1])
+        kern = rng.uniform(-1, 1, (6, ho, wo, 4 // groups, 3, 2)).astype(dtype)
+        kw = dict(border_mode=border, subsample=sub, filter_flip=flip, filter_dilation=dil, num_groups=groups)
+        y = T.nnet.conv2d(x, w, unshared=True, **kw)
+        top = T.tensor4("top", dtype=dtype)
+        cost = (y * top).sum()
+        gi = abstract_conv.conv2d_grad_wrt_inputs(top, w, img.shape, kern.shape, unshared=True, **kw)
+        gw = abstract_conv.conv2d_grad_wrt_weights(x, top, kern.shape, unshared=True, **kw)
+        f = hypatia.function([x, w, top], [y, T.grad(cost, x), T.grad(cost, w), gi, gw])
+        want = np_conv2d_unshared(img, kern, border, sub, flip, dil, groups)
+        tv = rng.uniform(-1, 1, want.shape).astype(dtype)
+        out, gx, gk, gi_v, gw_v = f(img, kern, tv)
+        msg = f"{border} {sub} {dil} {groups} {flip}"
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol, err_msg=msg)
+        # The adjoint identities: <conv(x, k), t> is bilinear, so its gradients are exact adjoints.
+        np.testing.assert_allclose(np.vdot(gx, img), np.vdot(want, tv), rtol=10 * tol, err_msg=msg)
+        np.testing.assert_allclose(np.vdot(gk, kern), np.vdot(want, tv), rtol=10 * tol, err_msg=msg)
+        np.testing.assert_allclose(gi_v, gx, rtol=tol, atol=tol, err_msg=msg)
+        np.testing.assert_allclose(gw_v, gk, rtol=tol, atol=tol, err_msg=msg)
+        assert gi_v.shape == img.shape and gw_v.shape == kern.shape
+
+
+def test_unshared_conv2d_verify_grad_second_order_and_causal():
+    rng = np.random.RandomState(4)
+    img = rng.uniform(-1, 1, (2, 2, 5, 5))
+    kern = rng.uniform(-1, 1, (3, 3, 3, 2, 3, 3))
+    hypatia.gradient.verify_grad(lambda a, b: T.nnet.conv2d(a, b, unshared=True), [img, kern], rng=rng)
+    hypatia.gradient.verify_grad(
+        lambda a, b: T.grad((T.nnet.conv2d(a, b, unshared=True, border_mode="half") ** 2).sum(), a),
+        [img, rng.uniform(-1, 1, (3, 5, 5, 2, 3, 3))], rng=rng)
+    # Non-contiguous operands (transposed views) give the same values.
+    x, w = T.dtensor4("x"), T.TensorType("float64", (False,) * 6)("w")
+    f = hypatia.function([x, w], T.nnet.conv2d(x, w, unshared=True))
+    xt = np.ascontiguousarray(img.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    np.testing.assert_allclose(f(xt, np.asfortranarray(kern)), np_conv2d_unshared(img, kern))
+    # causal_conv1d with a filter per output step: (out channels, length, in channels, width).
+    x3, w4 = T.dtensor3("x3"), T.dtensor4("w4")
+    seq = rng.uniform(-1, 1, (2, 3, 6))
+    k4 = rng.uniform(-1, 1, (4, 6, 3, 2))
+    g = hypatia.function([x3, w4], abstract_conv.causal_conv1d(x3, w4, k4.shape, unshared=True))
+    padded = np.concatenate([np.zeros((2, 3, 1)), seq], axis=2)
+    want = np.einsum("ncti,otci->not", np.stack([padded[:, :, t:t + 2] for t in range(6)], axis=2),
+                     k4[..., ::-1])
+    np.testing.assert_allclose(g(seq, k4), want, rtol=1e-12)
+    # A filter whose output size does not match is an error, not a wrong result.
+    with pytest.raises(Exception, match="shape|size|batch"):
+        f(img, rng.uniform(-1, 1, (3, 2, 3, 2, 3, 3)))

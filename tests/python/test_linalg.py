@@ -241,6 +241,13 @@ def test_errors_name_the_op_and_the_shapes():
         inv(np.ones((2, 3)))
     with pytest.raises(ValueError, match="not positive definite"):
         hypatia.function([a], slinalg.cholesky(a))(-np.eye(2))
+    # Theano's on_error='nan': NaN instead of the error (both spellings), the gradient NaN too.
+    for c in (slinalg.cholesky(a, on_error="nan"), slinalg.Cholesky(on_error="nan")(a)):
+        f = hypatia.function([a], [c, T.grad(c.sum(), a)])
+        assert all(np.isnan(r).all() for r in f(-np.eye(2)))
+        np.testing.assert_allclose(f(np.array([[4.0, 2.0], [2.0, 5.0]]))[0], [[2.0, 0.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="on_error"):
+        slinalg.Cholesky(on_error="warn")
     with pytest.raises(ValueError, match="b has 3 rows"):
         hypatia.function([a, v], slinalg.solve(a, v))(np.eye(2), np.ones(3))
     with pytest.raises(TypeError, match="matrix"):

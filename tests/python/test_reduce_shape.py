@@ -189,3 +189,31 @@ def test_broadcast_patterns():
     f = hypatia.function([m], T.addbroadcast(m, 0))
     with pytest.raises(ValueError):
         f(np.zeros((2, 2)))
+
+
+def test_shape_inference_through_reshape_chains_stays_small(capfd):
+    """A chain of reshapes whose sizes each read every size of the level below, differentiated twice:
+    lifting its Shape_i nodes once made a new tree per lift (exponential in the chain's length; the
+    rewriter hit its step bound after ~18 s). Now each variable's sizes are read through one
+    Shape_i per axis and the sizes of reshapes to array sizes are those sizes."""
+    x = T.dtensor4("x")
+    a = T.lscalar("a")
+    y = x
+    for _ in range(6):
+        n0, n1, n2, n3 = [y.shape[j] for j in range(4)]
+        y = y.reshape((n0 * n1, a - 1, n3, -1)).dimshuffle(0, 2, 1, 3)
+        y = y.reshape((n0, n1 + 0 * a, n2 - a + a, n3))
+        y = y * y
+    g = T.grad((y ** 2).sum(), x)
+    gg = T.grad((g * g).sum(), x)
+    f = hypatia.function([x, a], [gg, y.shape])
+    v = np.random.RandomState(0).uniform(0.5, 1, (2, 3, 4, 5))
+    out, shp = f(v, 5)
+    assert list(shp) == [2, 3, 4, 5] and out.shape == v.shape
+    assert "rewriting stopped" not in capfd.readouterr().err
+    # A reshape to sizes read from arrays infers exactly those sizes (no switch on -1 left).
+    m = T.dmatrix("m")
+    r = m.reshape((m.shape[1], m.shape[0] * 1))
+    h = hypatia.function([m], r.shape)
+    assert list(h(np.zeros((2, 3)))) == [3, 2]
+    assert "switch" not in hypatia.printing.debugprint(h, file="str")

@@ -16,11 +16,14 @@ def _t(x):
     return _convert.as_tensor_variable(x)
 
 
-def cholesky(a, lower=True):
+def cholesky(a, lower=True, on_error="raise"):
     """The Cholesky factor of a symmetric positive definite matrix: L (lower) with a = L L^T, or U
     with a = U^T U. Only that triangle of a is read; a matrix that is not positive definite raises
-    ValueError when run."""
-    return _core.cholesky(_t(a), bool(lower))
+    ValueError when run (on_error='raise'), or gives a factor of NaN (on_error='nan', Theano's
+    option; the gradient is NaN there too)."""
+    if on_error not in ("raise", "nan"):
+        raise ValueError("cholesky: on_error must be 'raise' or 'nan', got %r" % (on_error,))
+    return _core.cholesky(_t(a), bool(lower), on_error)
 
 
 _STRUCTURES = {"gen": "general", "general": "general", "sym": "symmetric", "symmetric": "symmetric",
@@ -85,12 +88,13 @@ def kron(a, b):
 
 class Cholesky:
     def __init__(self, lower=True, on_error="raise"):
-        if on_error != "raise":
-            raise NotImplementedError("Cholesky: on_error='nan' is not supported; a failure raises ValueError")
+        if on_error not in ("raise", "nan"):
+            raise ValueError("Cholesky: on_error must be 'raise' or 'nan', got %r" % (on_error,))
         self.lower = lower
+        self.on_error = on_error
 
     def __call__(self, x):
-        return cholesky(x, self.lower)
+        return cholesky(x, self.lower, self.on_error)
 
 
 class Solve:

@@ -447,6 +447,10 @@ void cholesky(const Linalg& op, const KernelArgs& args) {
   lapack_int info = 0;
   if (n > 0) LAPACK(potrf, T, &uplo, &n, a.data(), &lda, &info, 1);
   check_info(op, info, "potrf");
+  if (info > 0 && op.attrs.nan_on_error) {
+    output(args, 0, x.shape(), x.dtype()).fill(std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
   if (info > 0)
     fail<ValueError>(op.name(), ": the matrix is not positive definite (its leading minor of order ", info,
                      " is not positive)");

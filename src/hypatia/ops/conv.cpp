@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "hypatia/core/error.h"
+#include "hypatia/ops/blas.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/shape.h"
 
@@ -264,6 +265,123 @@ Var conv2d_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p) {
   p.check("conv2d_grad_wrt_weights");
   return apply_op1(std::make_shared<Conv2dGradWeights>(std::move(p)),
                    {std::move(img), std::move(top), std::move(kh), std::move(kw)});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unshared convolution, as a graph
+
+namespace {
+
+/// The (N, C, H, W) image's patches as (P g, N, Kg): P = Ho Wo output positions, g groups, Kg =
+/// C / g * kh * kw values per patch in the filters' (c, u, v) order. Each channel is convolved
+/// (as a correlation) with the kh kw one-hot filters, as a batch of N C one-channel images.
+/// Reshapes here and below take their sizes from the operands' own shapes (or -1), never from
+/// Conv2d's output-size expression, so that shape inference through them stays small.
+struct Patches {
+  Var cols;     ///< (P g, N, Kg)
+  Var n, c, k;  ///< int64 scalars: batch, channels, kh kw
+};
+
+Var scalar_of(const Var& v, const char* who, const char* what) {
+  check_size_scalar(who, v, what);
+  return as_int64(v);
+}
+
+/// The one-hot filters (kh kw, 1, kh, kw): filter t is 1 at (t / kw, t % kw).
+Var one_hot_filters(const Var& kh, const Var& kw, DType dt) {
+  Var k = mul(kh, kw);
+  return reshape(eye(k, k, int_constant(0), dt), make_vector({k, int_constant(1), kh, kw}), 4);
+}
+
+Conv2dParams patch_params(Conv2dParams p) {
+  p.flip = false;
+  p.groups = 1;
+  return p;
+}
+
+Patches patches(const Var& img, const Var& kh, const Var& kw, const Conv2dParams& p) {
+  Patches r;
+  r.n = shape_i(img, 0), r.c = shape_i(img, 1);
+  r.k = mul(kh, kw);
+  Var one = reshape(img, make_vector({mul(r.n, r.c), int_constant(1), shape_i(img, 2), shape_i(img, 3)}), 4);
+  Var pt = conv2d(one, one_hot_filters(kh, kw, img->dtype()), patch_params(p));  // (N C, k, Ho, Wo)
+  Var g = int_constant(p.groups), kg = mul(int_div(r.c, g), r.k), rest = int_constant(-1);
+  Var x = reshape(pt, make_vector({r.n, g, kg, rest}), 4);                         // (N, g, Kg, P)
+  r.cols = reshape(dimshuffle(x, {3, 1, 0, 2}), make_vector({rest, r.n, kg}), 3);  // (P g, N, Kg)
+  return r;
+}
+
+/// The filters (O, Ho, Wo, C/g, kh, kw) as (P g, Kg, Og), flipped in (kh, kw) for a convolution.
+Var filters_as_batches(Var kern, const Conv2dParams& p) {
+  if (p.flip) kern = flip(flip(kern, 4), 5);
+  Var o = shape_i(kern, 0), ho = shape_i(kern, 1), wo = shape_i(kern, 2);
+  Var kg = mul(mul(shape_i(kern, 3), shape_i(kern, 4)), shape_i(kern, 5));
+  Var g = int_constant(p.groups), og = int_div(o, g), np = mul(ho, wo);
+  Var x = reshape(kern, make_vector({g, og, np, kg}), 4);                             // (g, Og, P, Kg)
+  return reshape(dimshuffle(x, {2, 0, 3, 1}), make_vector({mul(np, g), kg, og}), 3);  // (P g, Kg, Og)
+}
+
+/// (P g, A, B) per position and group back to (A, g B, Ho, Wo)-ordered 4-d: out[a, gi B + b, i, j].
+Var batches_to_image(const Var& x, const Var& a, const Var& b, const Var& ho, const Var& wo, int64_t groups) {
+  Var g = int_constant(groups);
+  Var y = reshape(x, make_vector({ho, wo, g, a, b}), 5);  // (Ho, Wo, g, A, B)
+  return reshape(dimshuffle(y, {3, 2, 4, 0, 1}), make_vector({a, mul(g, b), ho, wo}), 4);
+}
+
+/// top (N, O, Ho, Wo) as (P g, N, Og).
+Var top_as_batches(const Var& top, int64_t groups) {
+  Var n = shape_i(top, 0), o = shape_i(top, 1), ho = shape_i(top, 2), wo = shape_i(top, 3);
+  Var g = int_constant(groups), og = int_div(o, g);
+  Var x = reshape(top, make_vector({n, g, og, ho, wo}), 5);  // (N, g, Og, Ho, Wo)
+  return reshape(dimshuffle(x, {3, 4, 1, 0, 2}), make_vector({mul(mul(ho, wo), g), n, og}), 3);
+}
+
+void check_unshared(const char* who, const Var& kern, const Var& other, const char* other_name) {
+  if (kern->ndim() != 6 || other->ndim() != 4 || !is_float(kern->dtype()) || kern->dtype() != other->dtype())
+    fail<TypeError>(who,
+                    ": expected 6-d filters (out channels, out rows, out cols, in channels / groups, rows, "
+                    "cols) and a 4-d ",
+                    other_name, " of one float dtype, got ", kern->type.str(), " and ", other->type.str());
+}
+
+}  // namespace
+
+Var conv2d_unshared(Var img, Var kern, Conv2dParams p) {
+  p.check("conv2d (unshared)");
+  check_unshared("conv2d (unshared)", kern, img, "image");
+  Patches pt = patches(img, shape_i(kern, 4), shape_i(kern, 5), p);
+  Var out = batched_dot(pt.cols, filters_as_batches(kern, p));  // (P g, N, Og)
+  return batches_to_image(out, pt.n, int_div(shape_i(kern, 0), int_constant(p.groups)), shape_i(kern, 1),
+                          shape_i(kern, 2), p.groups);
+}
+
+Var conv2d_unshared_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p) {
+  const char* who = "conv2d_grad_wrt_weights (unshared)";
+  p.check(who);
+  check_float_pair(who, img, "the image", top, "the output gradient");
+  Patches pt = patches(img, scalar_of(kh, who, "the filter rows"), scalar_of(kw, who, "the filter columns"), p);
+  Var gw = batched_dot(dimshuffle(pt.cols, {0, 2, 1}), top_as_batches(top, p.groups));  // (P g, Kg, Og)
+  // (Ho, Wo, g, Kg, Og) -> (g, Og, Ho, Wo, Kg) -> (O, Ho, Wo, C/g, kh, kw)
+  Var g = int_constant(p.groups), kg = shape_i(gw, 1), og = shape_i(gw, 2);
+  Var ho = shape_i(top, 2), wo = shape_i(top, 3);
+  Var y = dimshuffle(reshape(gw, make_vector({ho, wo, g, kg, og}), 5), {2, 4, 0, 1, 3});
+  Var r = reshape(y, make_vector({mul(g, og), ho, wo, int_div(pt.c, g), as_int64(kh), as_int64(kw)}), 6);
+  return p.flip ? flip(flip(r, 4), 5) : r;
+}
+
+Var conv2d_unshared_grad_wrt_inputs(Var kern, Var top, Var h, Var w, Conv2dParams p) {
+  const char* who = "conv2d_grad_wrt_inputs (unshared)";
+  p.check(who);
+  check_unshared(who, kern, top, "output gradient");
+  Var hh = scalar_of(h, who, "the image rows"), ww = scalar_of(w, who, "the image columns");
+  Var kh = shape_i(kern, 4), kw = shape_i(kern, 5), ho = shape_i(top, 2), wo = shape_i(top, 3);
+  Var gcols = batched_dot(top_as_batches(top, p.groups), dimshuffle(filters_as_batches(kern, p), {0, 2, 1}));
+  // (P g, N, Kg) -> (N, g Kg, Ho, Wo) = (N C, k, Ho, Wo) -> the one-hot convolution's adjoint
+  Var n = shape_i(top, 0), k = mul(kh, kw), kg = shape_i(gcols, 2);
+  Var c = mul(int_div(kg, k), int_constant(p.groups));
+  Var cols = reshape(batches_to_image(gcols, n, kg, ho, wo, p.groups), make_vector({mul(n, c), k, ho, wo}), 4);
+  Var gi = conv2d_grad_wrt_inputs(one_hot_filters(kh, kw, kern->dtype()), cols, hh, ww, patch_params(p));
+  return reshape(gi, make_vector({n, c, hh, ww}), 4);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -102,6 +102,17 @@ Var conv2d_grad_wrt_inputs(Var kern, Var top, Var h, Var w, Conv2dParams p = {})
 /// The filter gradient for filters of kh x kw.
 Var conv2d_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p = {});
 
+/// Unshared convolution (Theano's unshared=True): a filter per output position. kern is
+/// (O, Ho, Wo, C / groups, kh, kw); out[b, o, i, j] = sum over c, u, v of the image patch at (i, j)
+/// times kern[o, i, j, c, u, v] (flipped in u, v with p.flip). Built as a graph: each channel's
+/// patches by a convolution with one-hot filters (so every border mode, stride and dilation is
+/// Conv2d's, and the gradients are its gradient ops), then one batched product over the output
+/// positions. The two gradient functions are the same graph's adjoints (h, w: the image's size;
+/// kh, kw: the filters').
+Var conv2d_unshared(Var img, Var kern, Conv2dParams p = {});
+Var conv2d_unshared_grad_wrt_inputs(Var kern, Var top, Var h, Var w, Conv2dParams p = {});
+Var conv2d_unshared_grad_wrt_weights(Var img, Var top, Var kh, Var kw, Conv2dParams p = {});
+
 /// The shapes one conv2d call works on, checked: named in every message with both shapes.
 struct Conv2dShape {
   int64_t n, c, h, w;      ///< image

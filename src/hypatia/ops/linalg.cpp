@@ -100,23 +100,6 @@ Var v_diag_vt(Var v, Var d) { return dot(mul(v, dimshuffle(d, {-1, 0})), T2(v));
 // ---------------------------------------------------------------------------------------------
 // Linalg
 
-int Linalg::n_outputs(int n_inputs) const {
-  switch (kind) {
-    case LinalgKind::Eig:
-      return 2;
-    case LinalgKind::Eigh:
-      return 2;
-    case LinalgKind::Svd:
-      return attrs.compute_uv ? 3 : 1;
-    case LinalgKind::Qr:
-      return attrs.qr_mode == QrMode::R ? 1 : 2;
-    case LinalgKind::Lstsq:
-      return 4;
-    default:
-      return 1;
-  }
-}
-
 std::string Linalg::name() const {
   std::ostringstream os;
   const char* tri = attrs.lower ? "lower" : "upper";
@@ -141,7 +124,7 @@ std::string Linalg::name() const {
       os << "MatrixPinv{rcond=" << attrs.rcond << "}";
       return os.str();
     case LinalgKind::Cholesky:
-      return std::string("Cholesky{") + tri + "}";
+      return std::string("Cholesky{") + tri + (attrs.nan_on_error ? ", on_error=nan" : "") + "}";
     case LinalgKind::Solve:
       if (attrs.structure == SolveStructure::Triangular)
         return std::string("SolveTriangular{") + tri + (attrs.trans ? ", trans" : "") +
@@ -314,6 +297,9 @@ std::vector<Var> Linalg::grad(const Apply& node, const std::vector<Var>& output_
       Var s = solve_triangular(lt, T2(solve_triangular(lt, T2(phi), false)), false);
       Var sym = add(s, T2(s));
       Var g = sub(lower ? tril(sym) : triu(sym), alloc_diag(extract_diag(s)));
+      // on_error='nan': a failed factor (NaN) gives a gradient of NaN everywhere (PyTensor's rule),
+      // not the finite zeros of the untouched triangle.
+      if (attrs.nan_on_error) g = switch_(any(isnan(self.output(0))), like(std::nan(""), g), g);
       return {g};
     }
     case LinalgKind::Solve: {
@@ -416,7 +402,11 @@ std::vector<Var> lstsq(Var a, Var b, Var rcond) {
   return applyn(LinalgKind::Lstsq, {fa, fb, as_linalg_float(rcond)});
 }
 Var pinv(Var a, double rcond) { return apply1(LinalgKind::Pinv, {as_linalg_float(a)}, {.rcond = rcond}); }
-Var cholesky(Var a, bool lower) { return apply1(LinalgKind::Cholesky, {as_linalg_float(a)}, {.lower = lower}); }
+Var cholesky(Var a, bool lower, const std::string& on_error) {
+  if (on_error != "raise" && on_error != "nan")
+    fail<ValueError>("cholesky: on_error must be 'raise' or 'nan', got '", on_error, "'");
+  return apply1(LinalgKind::Cholesky, {as_linalg_float(a)}, {.lower = lower, .nan_on_error = on_error == "nan"});
+}
 Var solve(Var a, Var b, SolveStructure structure, bool lower) {
   auto [fa, fb] = common_float(a, b);
   return apply1(LinalgKind::Solve, {fa, fb}, {.lower = lower, .structure = structure});

@@ -47,8 +47,11 @@ struct LinalgAttrs {
   bool compute_uv = true;            ///< Svd
   QrMode qr_mode = QrMode::Reduced;  ///< Qr
   double rcond = -1;                 ///< Pinv: < 0 means numpy's default (1e-15)
+  bool nan_on_error = false;         ///< Cholesky (Theano's on_error='nan'): a matrix that is not
+                                     ///< positive definite gives a factor of NaN instead of a ValueError
   auto key() const {
-    return std::make_tuple(lower, structure, trans, unit_diagonal, full_matrices, compute_uv, qr_mode, rcond);
+    return std::make_tuple(lower, structure, trans, unit_diagonal, full_matrices, compute_uv, qr_mode, rcond,
+                           nan_on_error);
   }
 };
 
@@ -69,8 +72,6 @@ class Linalg : public OpWithProps<Linalg> {
   /// none either).
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
   std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
-  /// Number of outputs for these attributes.
-  int n_outputs(int n_inputs) const;
 };
 
 // ---- nlinalg
@@ -111,7 +112,9 @@ Var tensorinv(Var a, int ind = 2);
 Var tensorsolve(Var a, Var b);
 
 // ---- slinalg
-Var cholesky(Var a, bool lower = true);
+/// on_error: "raise" (a ValueError naming the failing minor) or "nan" (a factor of NaN, Theano's
+/// on_error='nan'; its gradient is NaN there too).
+Var cholesky(Var a, bool lower = true, const std::string& on_error = "raise");
 /// scipy.linalg.solve(a, b) with a structure (Theano's A_structure / scipy's assume_a).
 Var solve(Var a, Var b, SolveStructure structure = SolveStructure::General, bool lower = true);
 /// scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal); lower defaults to false as in scipy.

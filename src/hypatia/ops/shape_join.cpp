@@ -102,14 +102,43 @@ std::vector<TensorType> Reshape::make_output_types(const std::vector<Var>& input
   return {TensorType(inputs[0]->dtype(), bc)};
 }
 
+namespace {
+/// Whether v can be seen to be >= 0 (so it is not reshape's -1): a non-negative constant, an
+/// array size (Shape_i), or a sum, product, floor quotient, maximum or cast of such (a few levels).
+/// A reshape to such entries has exactly those sizes, and its inferred shape stays small: the
+/// general form, which also covers a -1 entry, mentions the product of every input and output
+/// size, and a chain of reshapes compounds that (the shape rewrites then spent a compile lifting
+/// shapes through an unshared convolution's gradient of a gradient).
+bool never_negative(const Var& v, int depth = 6) {
+  if (auto c = constant_int(v)) return *c >= 0;
+  if (!v->owner || depth == 0) return false;
+  const Op& op = *v->owner->op;
+  if (typeid(op) == typeid(ShapeI)) return true;
+  const auto* e = dynamic_cast<const Elemwise*>(&op);
+  if (!e) return false;
+  switch (e->scalar) {
+    case ScalarOpKind::Maximum:
+      return std::any_of(v->owner->inputs.begin(), v->owner->inputs.end(),
+                         [&](const Var& x) { return never_negative(x, depth - 1); });
+    case ScalarOpKind::Add:
+    case ScalarOpKind::Mul:
+    case ScalarOpKind::IntDiv:
+    case ScalarOpKind::Cast:
+      return std::all_of(v->owner->inputs.begin(), v->owner->inputs.end(),
+                         [&](const Var& x) { return never_negative(x, depth - 1); });
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 std::vector<ShapeVars> Reshape::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
   const Var& shp = node.inputs[1];
   ShapeVars e;
   bool all_known = true;
   for (int i = 0; i < ndim; ++i) {
     e.push_back(vector_entry(shp, i));
-    auto c = constant_int(e.back());
-    if (!c || *c == -1) all_known = false;
+    if (!never_negative(e.back())) all_known = false;
   }
   if (all_known) return {e};
   Var total = shape_product(in[0], name());

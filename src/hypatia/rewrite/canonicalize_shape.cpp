@@ -43,7 +43,18 @@ std::optional<std::vector<Var>> canonical_dimshuffle(FunctionGraph&, Apply& n) {
 // Shape_i{k}(v) -> the k-th entry of v's producer's infer_shape, in terms of the producer's
 // input shapes: the shape of a product is known without computing it, and chains of these fold
 // to constants when the inputs' shapes are constants (Theano's ShapeFeature, lazily).
-std::optional<std::vector<Var>> shape_i_lift(FunctionGraph&, Apply& n) {
+/// Shape_i{d} of `in`: the graph's own node when it has one, so that lifting the sizes of one
+/// variable through many expressions reads one Shape_i per axis. (Fresh nodes per lift made every
+/// lifted size a new tree: a chain of reshapes whose sizes each read every size of the level
+/// below grew exponentially with the chain's length before a merge could share them.)
+Var graph_shape_i(FunctionGraph& fg, const Var& in, int d) {
+  for (const Client& c : fg.clients(in.get()))
+    if (c.node && typeid(*c.node->op) == typeid(ShapeI) && static_cast<const ShapeI&>(*c.node->op).i == d)
+      return c.node->output(0);
+  return shape_i(in, d);
+}
+
+std::optional<std::vector<Var>> shape_i_lift(FunctionGraph& fg, Apply& n) {
   const int k = static_cast<const ShapeI&>(*n.op).i;
   const Var& v = n.inputs[0];
   const TensorType& out = n.output_ptr(0)->type;
@@ -54,7 +65,7 @@ std::optional<std::vector<Var>> shape_i_lift(FunctionGraph&, Apply& n) {
   std::vector<ShapeVars> in_shapes;
   for (const auto& in : p->inputs) {
     ShapeVars sv;
-    for (int d = 0; d < in->ndim(); ++d) sv.push_back(shape_i(in, d));
+    for (int d = 0; d < in->ndim(); ++d) sv.push_back(graph_shape_i(fg, in, d));
     in_shapes.push_back(std::move(sv));
   }
   std::vector<ShapeVars> shapes;

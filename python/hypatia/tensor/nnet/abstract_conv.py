@@ -8,7 +8,12 @@ library (OpenBLAS or oneDNN, whichever measured faster), images split over the t
 ``border_mode`` may also give the padding of each side, ``((top, bottom), (left, right))``
 (Theano 1.0's asymmetric padding; causal_conv1d uses it). ``conv3d`` and its two gradient
 functions are the same for 5-d inputs (batch, channels, depth, rows, cols); on the CPU a 2-d
-im2col per output depth and filter depth tap feeds the GEMMs. Not built: ``unshared=True``.
+im2col per output depth and filter depth tap feeds the GEMMs.
+
+``unshared=True`` (a filter per output position; filters of shape (output channels, output rows,
+output cols, input channels / num_groups, rows, cols)) is built as a graph: each channel's patches
+by a convolution with one-hot filters (so every border mode, stride and dilation is conv2d's), then
+one batched matrix product over the output positions; its gradients are that graph's.
 """
 import numbers
 
@@ -38,9 +43,7 @@ def _pair(value, name):
     return (int(value[0]), int(value[1]))
 
 
-def _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared=False):
-    if unshared:
-        raise NotImplementedError("conv2d: unshared=True (a filter per output position) is not built in Hypatia")
+def _params(border_mode, subsample, filter_flip, filter_dilation, num_groups):
     if isinstance(border_mode, str):
         if border_mode not in ("valid", "full", "half"):
             raise ValueError(f"conv2d: border_mode must be 'valid', 'full', 'half', an int, a pair of ints or "
@@ -65,8 +68,14 @@ def _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, un
     return (border, pad[0], pad[1], end[0], end[1], sh, sw, dh, dw, int(num_groups), bool(filter_flip))
 
 
-def _check_shape(shape, name):
-    if shape is not None and len(tuple(shape)) != 4:
+def _check_shape(shape, name, unshared=False):
+    if shape is None:
+        return
+    if unshared and name == "filter_shape":
+        if len(tuple(shape)) != 6:
+            raise ValueError(f"conv2d: with unshared=True, filter_shape must have 6 entries (output channels, "
+                             f"output rows, output cols, input channels / num_groups, rows, cols), got {shape!r}")
+    elif len(tuple(shape)) != 4:
         raise ValueError(f"conv2d: {name} must have 4 entries (batch, channels, rows, cols), got {shape!r}")
 
 
@@ -87,9 +96,9 @@ def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="val
     if image_shape is not None and input_shape is None:
         input_shape = image_shape
     _check_shape(input_shape, "input_shape")
-    _check_shape(filter_shape, "filter_shape")
-    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared)
-    return _core.conv2d(as_tensor_variable(input), as_tensor_variable(filters), p)
+    _check_shape(filter_shape, "filter_shape", unshared)
+    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups)
+    return _core.conv2d(as_tensor_variable(input), as_tensor_variable(filters), p, bool(unshared))
 
 
 def conv2d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None, border_mode="valid",
@@ -97,23 +106,28 @@ def conv2d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None,
     """The gradient of conv2d with respect to its input (the transposed convolution) for an input
     of ``input_shape`` (its rows and cols are needed: with strides the output does not fix them)."""
     _check_shape(input_shape, "input_shape")
-    _check_shape(filter_shape, "filter_shape")
-    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared)
+    _check_shape(filter_shape, "filter_shape", unshared)
+    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups)
     shape = tuple(input_shape)
     return _core.conv2d_grad_wrt_inputs(as_tensor_variable(filters), as_tensor_variable(output_grad),
-                                        _size(shape[2], "input rows"), _size(shape[3], "input cols"), p)
+                                        _size(shape[2], "input rows"), _size(shape[3], "input cols"), p,
+                                        bool(unshared))
 
 
 def conv2d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None, border_mode="valid",
                             subsample=(1, 1), filter_flip=True, filter_dilation=(1, 1), num_groups=1,
                             unshared=False):
-    """The gradient of conv2d with respect to its filters, of ``filter_shape``."""
+    """The gradient of conv2d with respect to its filters, of ``filter_shape`` (6 entries with
+    ``unshared=True``, whose last two are the filter rows and cols)."""
     _check_shape(input_shape, "input_shape")
-    _check_shape(filter_shape, "filter_shape")
-    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups, unshared)
+    if filter_shape is None:
+        raise ValueError("conv2d_grad_wrt_weights: filter_shape must be given")
+    _check_shape(filter_shape, "filter_shape", unshared)
+    p = _params(border_mode, subsample, filter_flip, filter_dilation, num_groups)
     shape = tuple(filter_shape)
     return _core.conv2d_grad_wrt_weights(as_tensor_variable(input), as_tensor_variable(output_grad),
-                                         _size(shape[2], "filter rows"), _size(shape[3], "filter cols"), p)
+                                         _size(shape[-2], "filter rows"), _size(shape[-1], "filter cols"), p,
+                                         bool(unshared))
 
 
 def _triple(value, name):
@@ -196,19 +210,23 @@ def separable_conv2d(input, depthwise_filters, pointwise_filters, num_channels, 
 def causal_conv1d(input, filters, filter_shape, input_shape=None, subsample=1, filter_flip=True,
                   filter_dilation=1, num_groups=1, unshared=False):
     """1-d convolution of a 3-d ``input`` (batch, channels, length) whose output at position t
-    reads only inputs at or before t (the input padded on the left by dilation * (width - 1))."""
-    if filter_shape is None or len(tuple(filter_shape)) != 3 or not isinstance(filter_shape[2], numbers.Integral):
-        raise ValueError(f"causal_conv1d: filter_shape must be (out channels, in channels, width) with an int "
-                         f"width, got {filter_shape!r}")
+    reads only inputs at or before t (the input padded on the left by dilation * (width - 1)).
+    Filters are (out channels, in channels / num_groups, width), or with ``unshared=True`` (out
+    channels, output length, in channels / num_groups, width)."""
+    nf = 4 if unshared else 3
+    if filter_shape is None or len(tuple(filter_shape)) != nf or not isinstance(filter_shape[-1], numbers.Integral):
+        what = "(out channels, output length, in channels, width)" if unshared else "(out channels, in channels, width)"
+        raise ValueError(f"causal_conv1d: filter_shape must be {what} with an int width, got {filter_shape!r}")
     if not isinstance(subsample, numbers.Integral) or not isinstance(filter_dilation, numbers.Integral):
         raise ValueError("causal_conv1d: subsample and filter_dilation must be ints")
     x = as_tensor_variable(input)
     w = as_tensor_variable(filters)
-    if x.ndim != 3 or w.ndim != 3:
-        raise TypeError(f"causal_conv1d: expected a 3-d input and 3-d filters, got {x.type} and {w.type}")
-    pad = int(filter_dilation) * (int(filter_shape[2]) - 1)
+    if x.ndim != 3 or w.ndim != nf:
+        raise TypeError(f"causal_conv1d: expected a 3-d input and {nf}-d filters, got {x.type} and {w.type}")
+    pad = int(filter_dilation) * (int(filter_shape[-1]) - 1)
     # Padding on the left only: output t sees inputs up to t (Theano's implementation).
-    y = conv2d(x.dimshuffle(0, 1, "x", 2), w.dimshuffle(0, 1, "x", 2), border_mode=((0, 0), (pad, 0)),
+    w2 = w.dimshuffle(0, "x", 1, 2, "x", 3) if unshared else w.dimshuffle(0, 1, "x", 2)
+    y = conv2d(x.dimshuffle(0, 1, "x", 2), w2, border_mode=((0, 0), (pad, 0)),
                subsample=(1, int(subsample)), filter_flip=filter_flip, filter_dilation=(1, int(filter_dilation)),
                num_groups=num_groups, unshared=unshared)
     return y[:, :, 0, :]
