@@ -2,6 +2,7 @@
 // reference product on every transpose and beta, the `blas` flag, the measured choice, the
 // OpenMP setting of the calling thread, and calls from several threads.
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "hypatia/backends/cpu/blas_matmul.h"
@@ -90,6 +91,46 @@ TEST(BlasMatmul, AutoChoosesTheMeasuredFasterProvider) {
   EXPECT_EQ(sgemm_provider(choices[0].max_macs).name, choices[0].chosen);
   EXPECT_EQ(sgemm_provider(1).name, choices[0].chosen);
   EXPECT_EQ(sgemm_provider(choices[0].max_macs + 1).name, choices[1].chosen);
+}
+
+// A product of at least kShapeTrialMacs is refined per shape: after one cold call its calls
+// alternate between the libraries until each has run kShapeTrials times, then the faster runs it;
+// every call's result is the product. Small products and forced flags are never on trial.
+TEST(BlasMatmul, AutoDecidesEachLargeShapeByItsOwnCalls) {
+  BlasFlag f("auto");
+  const int64_t m = 96, n = 80, k = 160;  // 1.2M multiply-adds: above the trial bound
+  ASSERT_GE(m * n * k, kShapeTrialMacs);
+  NDArray a = random_array({m, k}, DType::Float32, -1, 1, 5), b = random_array({n, k}, DType::Float32, -1, 1, 6);
+  NDArray want = NDArray::zeros({m, n}, DType::Float32);
+  reference_matmul(a, b.transpose(), want, 1.0, 0.0);
+  auto decided = [&] {
+    for (const GemmShapeChoice& c : gemm_shape_choices())
+      if (c.m == m && c.n == n && c.k == k && !c.ta && c.tb) return std::optional<GemmShapeChoice>(c);
+    return std::optional<GemmShapeChoice>();
+  };
+  ASSERT_FALSE(decided());
+  for (int call = 0; call < 1 + 2 * kShapeTrials; ++call) {
+    NDArray c = NDArray::empty({m, n}, DType::Float32);
+    cpu_matmul(a, b.transpose(), c, 1.0, 0.0);
+    EXPECT_ALLCLOSE(c, want, 1e-4, 1e-4) << "call " << call;
+    if (call < 2 * kShapeTrials) {
+      EXPECT_FALSE(decided()) << "call " << call;
+    }
+  }
+  const auto d = decided();
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(std::isfinite(d->openblas_seconds) && std::isfinite(d->onednn_seconds));
+  EXPECT_EQ(d->chosen, d->onednn_seconds < d->openblas_seconds ? "onednn" : "openblas");
+  // Small products and forced flags: no trial record.
+  {
+    NDArray c = NDArray::empty({8, 8}, DType::Float32);
+    for (int i = 0; i < 6; ++i) cpu_matmul(a.slice(0, 0, 8, 1), b.slice(0, 0, 8, 1).transpose(), c, 1.0, 0.0);
+    BlasFlag forced("openblas");
+    NDArray big = NDArray::empty({m, n}, DType::Float32);
+    for (int i = 0; i < 6; ++i) cpu_matmul(a, b.transpose(), big, 1.0, 0.0);
+    EXPECT_ALLCLOSE(big, want, 1e-4, 1e-4);
+  }
+  for (const GemmShapeChoice& c : gemm_shape_choices()) EXPECT_GE(c.m * c.n * c.k, kShapeTrialMacs);
 }
 
 // oneDNN (OpenMP in Debian's build) runs on the calling thread only and leaves the thread's own

@@ -6,6 +6,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <type_traits>
@@ -171,9 +172,11 @@ void gemm_tasks(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bl
   const int threads = parallel_threads();
   const bool by_cols = n >= m;
   const int64_t tasks = blas_tasks(int64_t{m} * n * k, kGemmTaskWork, by_cols ? n : m, threads);
-  // float32: the provider (OpenBLAS or oneDNN) chosen for the size of one panel's call.
-  const GemmProvider* sp = nullptr;
-  if constexpr (std::is_same_v<T, float>) sp = &sgemm_provider(int64_t{m} * n * k / tasks);
+  // float32: the provider (OpenBLAS or oneDNN) chosen for this product (gemm_provider.h).
+  SgemmPick pick{nullptr, nullptr};
+  if constexpr (std::is_same_v<T, float>) pick = sgemm_pick(ta == CblasTrans, tb == CblasTrans, m, n, k, tasks);
+  const GemmProvider* sp = pick.provider;
+  const auto t0 = pick.trial ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const auto gemm = [&](blasint mm, blasint nn, const T* pa, const T* pb, T* pc) {
     if constexpr (std::is_same_v<T, float>)
       sp->sgemm(ta == CblasTrans, tb == CblasTrans, mm, nn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
@@ -187,6 +190,7 @@ void gemm_tasks(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bl
     else
       gemm(len, n, ta == CblasNoTrans ? a + lo * lda : a + lo, b, c + lo * ldc);
   });
+  if (pick.trial) sgemm_record(pick, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 /// A += alpha x y^T (row-major m x n), A cut into row blocks.

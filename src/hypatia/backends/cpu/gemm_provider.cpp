@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "hypatia/backends/cpu/onednn_threads.h"
 #include "hypatia/backends/cpu/thread_pool.h"
@@ -121,7 +123,72 @@ size_t class_of(int64_t macs) {
   return i;
 }
 
+/// One shape's trials: runs so far of each library and their best times.
+struct ShapeTrial {
+  int runs[2] = {0, 0};  ///< [openblas, onednn]
+  double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  int calls = 0;  ///< picks made, the first (a cold call: page faults, caches) not timed
+  const GemmProvider* chosen = nullptr;
+};
+using ShapeKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t>;
+
+struct ShapeTrials {
+  std::mutex mu;
+  std::map<ShapeKey, ShapeTrial> by_shape;
+};
+ShapeTrials& shape_trials() {
+  static ShapeTrials t;
+  return t;
+}
+
+int index_of(const GemmProvider* p) { return p == &kOneDnn ? 1 : 0; }
+
 }  // namespace
+
+SgemmPick sgemm_pick(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t tasks) {
+  const int64_t macs = m * n * k;
+  const GemmProvider& base = sgemm_provider(macs / std::max<int64_t>(tasks, 1));
+  if (config().blas != "auto" || macs < kShapeTrialMacs) return {&base, nullptr};
+  ShapeTrials& st = shape_trials();
+  std::lock_guard<std::mutex> lock(st.mu);
+  const ShapeKey key{ta, tb, m, n, k, tasks};
+  auto it = st.by_shape.find(key);
+  if (it == st.by_shape.end()) {
+    if (st.by_shape.size() >= kMaxTrialShapes) return {&base, nullptr};
+    it = st.by_shape.emplace(key, ShapeTrial{}).first;
+  }
+  ShapeTrial& t = it->second;
+  if (t.chosen) return {t.chosen, nullptr};
+  if (t.calls++ == 0) return {&base, nullptr};  // cold: not timed
+  // Alternate, starting with the library the class did not choose; the one with fewer runs goes.
+  const int other = 1 - index_of(&base);
+  const int next = t.runs[other] <= t.runs[1 - other] ? other : 1 - other;
+  return {next == 1 ? &kOneDnn : &kOpenBlas, &t};
+}
+
+void sgemm_record(const SgemmPick& pick, double seconds) {
+  if (!pick.trial) return;
+  ShapeTrials& st = shape_trials();
+  std::lock_guard<std::mutex> lock(st.mu);
+  auto& t = *static_cast<ShapeTrial*>(pick.trial);  // std::map nodes never move
+  if (t.chosen) return;
+  const int i = index_of(pick.provider);
+  ++t.runs[i];
+  t.best[i] = std::min(t.best[i], seconds);
+  if (t.runs[0] >= kShapeTrials && t.runs[1] >= kShapeTrials) t.chosen = t.best[1] < t.best[0] ? &kOneDnn : &kOpenBlas;
+}
+
+std::vector<GemmShapeChoice> gemm_shape_choices() {
+  ShapeTrials& st = shape_trials();
+  std::lock_guard<std::mutex> lock(st.mu);
+  std::vector<GemmShapeChoice> out;
+  for (const auto& [key, t] : st.by_shape) {
+    if (!t.chosen) continue;
+    const auto& [ta, tb, m, n, k, tasks] = key;
+    out.push_back({ta, tb, m, n, k, tasks, t.best[0], t.best[1], t.chosen->name});
+  }
+  return out;
+}
 
 const GemmProvider& openblas_gemm() { return kOpenBlas; }
 const GemmProvider& onednn_gemm() { return kOneDnn; }

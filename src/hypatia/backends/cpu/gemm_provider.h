@@ -26,6 +26,34 @@ const GemmProvider& onednn_gemm();
 /// products run).
 const GemmProvider& sgemm_provider(int64_t macs);
 
+/// One float32 product's provider under "auto", refined per shape: the class's choice first, then
+/// (for products of at least kShapeTrialMacs multiply-adds) the product's own calls alternate
+/// between the two libraries, timed by the caller, until each has run kShapeTrials times; from
+/// then on the faster (its best time) runs that shape. No extra work is done: the trials are the
+/// user's own calls. Forced flags and small products skip the trials (`trial` is null).
+struct SgemmPick {
+  const GemmProvider* provider;
+  void* trial;  ///< the shape's trial record while it is being timed, else null
+};
+constexpr int64_t kShapeTrialMacs = int64_t{1} << 20;
+constexpr int kShapeTrials = 2;
+/// The provider for a whole product m x n x k (ta, tb: A, B transposed) cut into `tasks` panels.
+SgemmPick sgemm_pick(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t tasks);
+/// Records one timed product (wall seconds, all panels) of a pick made while its shape was on trial.
+void sgemm_record(const SgemmPick& pick, double seconds);
+
+/// A shape decided by its trials.
+struct GemmShapeChoice {
+  bool ta, tb;
+  int64_t m, n, k, tasks;
+  double openblas_seconds, onednn_seconds;  ///< each library's best timed product
+  std::string chosen;
+};
+/// The shapes decided so far in this process (at most kMaxTrialShapes are tracked; later shapes
+/// use their class's choice).
+std::vector<GemmShapeChoice> gemm_shape_choices();
+constexpr size_t kMaxTrialShapes = 512;
+
 /// What "auto" measured for one size class.
 struct GemmChoice {
   std::string size_class;  ///< "small" or "large"
