@@ -99,9 +99,13 @@ void col2im_add(const T* col, const Conv2dParams& p, const Conv2dShape& s, int64
         for (int64_t y = 0; y < s.ho; ++y) {
           const int64_t iy = y * p.stride_h - s.ph + i * p.dil_h;
           if (iy < 0 || iy >= s.h) continue;
-          const T* r = row + y * s.wo;
-          T* dst = base + iy * st.h + (x0 * p.stride_w - s.pw + j * p.dil_w);
-          for (int64_t x = x0; x < x1; ++x, dst += p.stride_w) *dst += r[x];
+          const T* __restrict r = row + y * s.wo + x0;  // col and img never overlap
+          T* __restrict dst = base + iy * st.h + (x0 * p.stride_w - s.pw + j * p.dil_w);
+          if (p.stride_w == 1) {  // the common case, vectorized
+            for (int64_t x = 0; x < x1 - x0; ++x) dst[x] += r[x];
+          } else {
+            for (int64_t x = 0; x < x1 - x0; ++x) dst[x * p.stride_w] += r[x];
+          }
         }
       }
   }
