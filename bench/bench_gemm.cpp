@@ -149,9 +149,9 @@ int main(int argc, char** argv) {
   std::printf("blas=auto per shape (products of >= %lld MACs, decided by their own calls):\n",
               static_cast<long long>(hypatia::kShapeTrialMacs));
   for (const hypatia::GemmShapeChoice& c : hypatia::gemm_shape_choices())
-    std::printf("  %lldx%lldx%lld%s%s in %lld panels: openblas %.1f us, onednn %.1f us -> %s\n",
+    std::printf("  %lldx%lldx%lld%s%s in %lld panels: openblas %.1f us, onednn %.1f us (class: %s) -> %s\n",
                 static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k),
                 c.ta ? " A^T" : "", c.tb ? " B^T" : "", static_cast<long long>(c.tasks), c.openblas_seconds * 1e6,
-                c.onednn_seconds * 1e6, c.chosen.c_str());
+                c.onednn_seconds * 1e6, c.base.c_str(), c.chosen.c_str());
   return rc;
 }

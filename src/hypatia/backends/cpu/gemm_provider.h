@@ -29,7 +29,8 @@ const GemmProvider& sgemm_provider(int64_t macs);
 /// One float32 product's provider under "auto", refined per shape: the class's choice first, then
 /// (for products of at least kShapeTrialMacs multiply-adds) the product's own calls alternate
 /// between the two libraries, timed by the caller, until each has run kShapeTrials times; from
-/// then on the faster (its best time) runs that shape. No extra work is done: the trials are the
+/// then on the other library runs that shape if its best time beat the class's choice by 5%, else
+/// the class's choice does. No extra work is done: the trials are the
 /// user's own calls. Forced flags and small products skip the trials (`trial` is null).
 struct SgemmPick {
   const GemmProvider* provider;
@@ -47,6 +48,7 @@ struct GemmShapeChoice {
   bool ta, tb;
   int64_t m, n, k, tasks;
   double openblas_seconds, onednn_seconds;  ///< each library's best timed product
+  std::string base;                         ///< the size class's choice
   std::string chosen;
 };
 /// The shapes decided so far in this process (at most kMaxTrialShapes are tracked; later shapes
