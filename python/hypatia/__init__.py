@@ -6,6 +6,7 @@
     f = hypatia.function([x], T.exp(x) + 1)
     f(numpy.ones(3, dtype='float32'))
 """
+import atexit as _atexit
 import os as _os
 
 from hypatia import _core
@@ -17,6 +18,7 @@ from hypatia._core import (  # noqa: F401
     HypatiaError,
     InternalError,
     MissingInputError,
+    NanGuardError,
     NullTypeGradError,
     UnusedInputError,
     Variable,
@@ -35,8 +37,19 @@ from hypatia.tensor.basic import dot  # noqa: F401  (theano.dot)
 from hypatia.printing import debugprint, pp  # noqa: F401
 from hypatia.scan_module import foldl, foldr, map, reduce, scan, scan_checkpoints  # noqa: F401,A004
 from hypatia import _pickle  # noqa: F401,E402  (pickle support for graphs and functions)
+from hypatia._messages import HypatiaWarning  # noqa: F401
 
 __version__ = "0.1.0"
 
 # Nodes record where in user code they were built ("file:line"), for error messages.
 _core.install_trace_hook(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
+
+
+def _at_exit():
+    # Messages from C++ after this (exit-time destructors) go to the process's own streams: Python
+    # is shutting down. (Profile summaries are printed by hypatia.compile.profiling's own atexit
+    # handler, which runs after this one, through sys.stderr.)
+    _core._reset_message_sinks()
+
+
+_atexit.register(_at_exit)

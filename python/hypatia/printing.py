@@ -6,40 +6,43 @@ from hypatia import _core
 Variable = _core.Variable
 
 
-def _collect(obj, variables, texts, print_type, depth):
+def _collect(obj, variables, texts, opts):
     if isinstance(obj, Variable):
         variables.append(obj)
     elif isinstance(obj, _core.Apply):
         variables.extend(obj.outputs)
     elif isinstance(obj, _core.Function):
-        _flush(variables, texts, print_type, depth)
-        texts.append(obj.debugprint_text())
+        _flush(variables, texts, opts)
+        texts.append(obj.debugprint_text(**opts))
     elif isinstance(obj, _core.FunctionGraph):
-        _flush(variables, texts, print_type, depth)
-        texts.append(_core.debugprint_fgraph(obj, print_type, depth))
+        _flush(variables, texts, opts)
+        texts.append(_core.debugprint_fgraph(obj, **opts))
     elif hasattr(obj, "toposort") and hasattr(obj, "_fn"):  # f.maker.fgraph
-        _flush(variables, texts, print_type, depth)
-        texts.append(obj._fn.debugprint_text())
+        _flush(variables, texts, opts)
+        texts.append(obj._fn.debugprint_text(**opts))
     elif isinstance(obj, (list, tuple)):
         for o in obj:
-            _collect(o, variables, texts, print_type, depth)
+            _collect(o, variables, texts, opts)
     else:
         raise TypeError(f"debugprint cannot print a {type(obj).__name__}")
 
 
-def _flush(variables, texts, print_type, depth):
+def _flush(variables, texts, opts):
     if variables:
-        texts.append(_core.debugprint(list(variables), print_type, depth))
+        texts.append(_core.debugprint(list(variables), **opts))
         variables.clear()
 
 
 def debugprint(obj, depth=-1, print_type=False, file=None, ids="CHAR", stop_on_name=False, done=None,
-               print_storage=False, print_clients=False, used_ids=None):
+               print_storage=False, print_clients=False, used_ids=None, provenance=False):
     """Prints a graph as Theano's indented tree: a variable, an Apply, a compiled function, a
-    FunctionGraph, or a list of them. file=None prints to stdout; file='str' returns the text."""
+    FunctionGraph, or a list of them. file=None prints to stdout; file='str' returns the text.
+    provenance=True adds after each node the rewrite that made it ("as written" for the user's
+    own nodes) and the line of user code its ancestor was built on."""
+    opts = dict(print_type=bool(print_type), depth=int(depth), provenance=bool(provenance))
     variables, texts = [], []
-    _collect(obj, variables, texts, print_type, depth)
-    _flush(variables, texts, print_type, depth)
+    _collect(obj, variables, texts, opts)
+    _flush(variables, texts, opts)
     text = "".join(texts)
     if file == "str":
         return text
@@ -87,9 +90,19 @@ def pp(var):
 
 def Print(message="", attrs=("__str__",)):
     """Theano's ``Print(message, attrs)``: ``Print("x")(x)`` is x, printed as
-    ``x __str__ = [...]`` each time a compiled function computes it. attrs may also name
-    ``"shape"`` and ``"dtype"``. The op (C++ ``PrintOp``) passes gradients through."""
-    return _core.PrintOp(message, list(attrs))
+    ``x __str__ = [1. 2.]`` (numpy's str) each time a compiled function computes it, on
+    ``sys.stdout`` (so redirect_stdout, pytest and notebooks capture it). attrs name any
+    ``numpy.ndarray`` attribute (``"shape"``, ``"min"``, ``"dtype"``...; a method is called).
+    The op (C++ ``PrintOp``) passes gradients through."""
+    import numpy as np
+
+    attrs = list(attrs) if not isinstance(attrs, str) else [attrs]
+    for a in attrs:
+        if not isinstance(a, str) or not hasattr(np.ndarray, a):
+            raise ValueError(f"Print: {a!r} is not an attribute of numpy.ndarray")
+    return _core.PrintOp(message, attrs)
 
 
-__all__ = ["debugprint", "pp", "Print"]
+from hypatia._pydot import graph_to_dot, pydotprint  # noqa: E402
+
+__all__ = ["debugprint", "pp", "Print", "pydotprint", "graph_to_dot"]

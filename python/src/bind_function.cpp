@@ -175,11 +175,42 @@ PyType_Slot function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(function_ca
 using InSpec = std::tuple<Var, std::string, nb::object, bool, bool>;  // variable, name, value, borrow, mutable
 using OutSpec = std::pair<Var, bool>;                                 // variable, borrow
 
+/// MonitorMode's pre_func / post_func as a node hook: called as func(i, node, fn) with fn.inputs and
+/// fn.outputs lists of one-element lists (Theano's thunk storage), the values as read-only arrays.
+FunctionOptions::NodeHook monitor_hook(nb::object func) {
+  if (func.is_none()) return nullptr;
+  auto shared = std::make_shared<nb::object>(std::move(func));
+  return [shared](size_t step, const Apply& node, const KernelArgs& a) {
+    nb::gil_scoped_acquire gil;
+    auto storage = [](std::span<NDArray* const> v) {
+      nb::list l;
+      for (const NDArray* x : v) {
+        nb::list cell;
+        if (x->valid()) {
+          nb::object arr = nb::steal(to_numpy(*x, /*writeable=*/false));
+          if (!arr.is_valid()) throw nb::python_error();
+          cell.append(arr);
+        } else {
+          cell.append(nb::none());
+        }
+        l.append(cell);
+      }
+      return l;
+    };
+    nb::object fn = nb::module_::import_("types").attr("SimpleNamespace")();
+    fn.attr("inputs") = storage(a.in);
+    fn.attr("outputs") = storage(a.out);
+    (*shared)(step, nb::cast(const_cast<Apply*>(&node), nb::rv_policy::reference), fn);
+  };
+}
+
 PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>& outputs,
                     const std::vector<std::pair<Var, Var>>& updates, const std::vector<std::pair<Var, Var>>& givens,
                     std::optional<bool> allow_input_downcast, std::optional<bool> profile, std::optional<bool> allow_gc,
                     const std::string& name, const std::string& on_unused_input, const std::string& backend,
-                    std::optional<std::string> mode, bool unpack_single) {
+                    std::optional<std::string> mode, bool unpack_single,
+                    std::optional<std::tuple<bool, bool, bool, double>> nan_guard, nb::object pre_func,
+                    nb::object post_func) {
   const Downcast downcast =
       !allow_input_downcast ? Downcast::None : (*allow_input_downcast ? Downcast::Yes : Downcast::No);
   std::vector<In> ins;
@@ -213,6 +244,12 @@ PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec
   opts.on_unused_input = on_unused_input;
   opts.mode = std::move(mode);
   opts.backend = backend;  // checked by function(): an unknown name is a ValueError naming the registered ones
+  if (nan_guard) {
+    const auto& [nan, inf, big, threshold] = *nan_guard;
+    opts.nan_guard = NanGuardOptions{nan, inf, big, threshold};
+  }
+  opts.pre_node = monitor_hook(pre_func);
+  opts.post_node = monitor_hook(post_func);
   auto* f = new PyFunction(function(std::move(ins), std::move(outs), std::move(opts)));
   f->input_types = std::move(types);
   f->input_names = std::move(names);
@@ -259,14 +296,21 @@ void init_function(nb::module_& m) {
       .def(
           "graph_outputs", [](const PyFunction& f) { return f.fn.graph_outputs(); },
           "The compiled graph's outputs, then the update values.")
-      .def("debugprint_text", [](const PyFunction& f) { return f.fn.debugprint(); })
+      .def(
+          "debugprint_text",
+          [](const PyFunction& f, bool print_type, int depth, bool provenance) {
+            return f.fn.debugprint(
+                DebugPrintOptions{.print_type = print_type, .depth = depth, .provenance = provenance});
+          },
+          "print_type"_a = false, "depth"_a = -1, "provenance"_a = false)
       .def_prop_ro(
           "profile", [](const PyFunction& f) { return f.fn.profile(); }, nb::rv_policy::reference_internal);
 
   m.def("backend_names", &backend_names, "The registered kernel backends' names (a Mode's linker may name one).");
   m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a, "allow_input_downcast"_a.none(),
         "profile"_a.none(), "allow_gc"_a.none(), "name"_a, "on_unused_input"_a, "backend"_a, "mode"_a.none(),
-        "unpack_single"_a, nb::rv_policy::take_ownership,
+        "unpack_single"_a, "nan_guard"_a = nb::none(), "pre_func"_a = nb::none(), "post_func"_a = nb::none(),
+        nb::rv_policy::take_ownership,
         "Compiles inputs (variable, name, default, borrow, mutable), outputs (variable, borrow), updates and givens;\n"
         "mode: the rewrite pipeline ('FAST_RUN', 'FAST_COMPILE', 'NONE'; None: config.mode and config.optimizer).");
 }

@@ -182,6 +182,9 @@ void init_graph(nb::module_& m) {
       .def_prop_ro("nout", &Apply::nout)
       .def_prop_ro("id", [](const Apply& a) { return a.id; })
       .def_prop_ro("created_at", [](const Apply& a) { return a.trace; })
+      .def_prop_ro(
+          "made_by", [](const Apply& a) { return a.made_by; },
+          "The rewrite that put this node in a compiled graph ('' for the user's own nodes).")
       .def("output", &Apply::output)
       .def("__str__", &apply_str)
       .def("__repr__", &apply_str);
@@ -269,16 +272,17 @@ void init_graph(nb::module_& m) {
       "The NDArray Hypatia sees for a value, as numpy (a view of numpy arrays that fit).");
   m.def(
       "debugprint",
-      [](const std::vector<Var>& outputs, bool print_type, int depth) {
-        return debugprint(outputs, DebugPrintOptions{.print_type = print_type, .depth = depth});
+      [](const std::vector<Var>& outputs, bool print_type, int depth, bool provenance) {
+        return debugprint(outputs,
+                          DebugPrintOptions{.print_type = print_type, .depth = depth, .provenance = provenance});
       },
-      "outputs"_a, "print_type"_a = false, "depth"_a = -1);
+      "outputs"_a, "print_type"_a = false, "depth"_a = -1, "provenance"_a = false);
   m.def(
       "debugprint_fgraph",
-      [](const FunctionGraph& fg, bool print_type, int depth) {
-        return debugprint(fg, DebugPrintOptions{.print_type = print_type, .depth = depth});
+      [](const FunctionGraph& fg, bool print_type, int depth, bool provenance) {
+        return debugprint(fg, DebugPrintOptions{.print_type = print_type, .depth = depth, .provenance = provenance});
       },
-      "fgraph"_a, "print_type"_a = false, "depth"_a = -1);
+      "fgraph"_a, "print_type"_a = false, "depth"_a = -1, "provenance"_a = false);
   m.def(
       "clone_graph",
       [](const std::vector<Var>& outputs, const std::vector<std::pair<Var, Var>>& replace) {

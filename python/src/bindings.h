@@ -27,6 +27,7 @@ void init_sort(nb::module_& m);        // SortOp, ArgSortOp, sort, argsort
 void init_linalg(nb::module_& m);      // Linalg, nlinalg and slinalg builders
 void init_random(nb::module_& m);      // MRG31k3p ops and MRGRandomStreams
 void init_scan(nb::module_& m);        // Scan, ScanGrad, scan_node
+void init_messages(nb::module_& m);    // warnings, Print values and profile summaries through Python
 
 /// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
 std::string python_trace();

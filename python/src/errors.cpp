@@ -16,6 +16,7 @@ struct ErrorClasses {
   PyObject* unused_input = nullptr;
   PyObject* missing_input = nullptr;
   PyObject* gradient_error = nullptr;
+  PyObject* nan_guard = nullptr;
 };
 ErrorClasses g_err;
 
@@ -58,6 +59,8 @@ void set_python_error(const std::exception_ptr& p) noexcept {
     PyErr_SetString(type, e.what());
   } catch (const Cancelled& e) {
     PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+  } catch (const NanGuardError& e) {
+    PyErr_SetString(g_err.nan_guard, e.what());
   } catch (const GradientError& e) {
     PyErr_SetString(g_err.gradient_error, e.what());
   } catch (const DisconnectedInputError& e) {
@@ -105,6 +108,16 @@ void init_errors(nb::module_& m) {
                                   "function() outputs need a variable that is not among the inputs.");
   g_err.gradient_error = new_class(m, "GradientError", PyExc_ValueError,
                                    "verify_grad: the analytic gradient disagrees with finite differences.");
+  {
+    // Theano's NanGuardMode raised AssertionError; a ValueError too, as the C++ class is.
+    nb::object bases = nb::make_tuple(nb::handle(PyExc_AssertionError), nb::handle(PyExc_ValueError));
+    PyObject* cls = PyErr_NewExceptionWithDoc("hypatia.NanGuardError",
+                                              "NanGuardMode: a node produced NaN, an infinity or a big value.",
+                                              bases.ptr(), nullptr);
+    if (!cls) throw nb::python_error();
+    m.attr("NanGuardError") = nb::handle(cls);
+    g_err.nan_guard = cls;
+  }
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

@@ -19,4 +19,5 @@ NB_MODULE(_core, m) {
   init_grad(m);
   init_function(m);
   init_interrupt();
+  init_messages(m);
 }

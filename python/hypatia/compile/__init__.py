@@ -8,16 +8,19 @@ Theano, ``hypatia.compile.function`` is the function (the module is
 """
 from collections import OrderedDict  # noqa: F401  (exported before this was a package)
 
-from hypatia.compile import debugmode, function_module, io, mode, profiling, sharedvalue  # noqa: F401
+from hypatia.compile import debugmode, function_module, io, mode, monitormode, nanguardmode  # noqa: F401
+from hypatia.compile import profiling, sharedvalue  # noqa: F401
 from hypatia.compile.function_module import Function, FunctionMaker  # noqa: F401
 from hypatia.compile.io import In, Out, SymbolicInput, SymbolicOutput  # noqa: F401
 from hypatia.compile.mode import (  # noqa: F401
-    FAST_COMPILE, FAST_RUN, DebugMode, Mode, get_default_mode, get_mode, predefined_modes, register_mode,
+    FAST_COMPILE, FAST_RUN, DebugMode, Mode, MonitorMode, NanGuardMode, get_default_mode, get_mode, predefined_modes,
+    register_mode,
 )
 from hypatia.compile.profiling import ProfileStats, _profiled  # noqa: F401
 from hypatia.compile.sharedvalue import SharedVariable, shared  # noqa: F401
 from hypatia.compile.function import function  # noqa: E402,F401  (after the submodules: the name is the function)
 
 __all__ = ["function", "Function", "FunctionMaker", "In", "Out", "SymbolicInput", "SymbolicOutput", "Mode", "DebugMode",
+           "NanGuardMode", "MonitorMode",
            "FAST_RUN", "FAST_COMPILE", "predefined_modes", "register_mode", "get_mode", "get_default_mode",
            "ProfileStats", "SharedVariable", "shared", "OrderedDict"]

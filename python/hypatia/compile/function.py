@@ -131,6 +131,9 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
             m.backend,
             m.pipeline,
             unpack,
+            m._nan_guard,
+            m._pre_func,
+            m._post_func,
         )
     fn._hyp_inputs = ins
     fn._hyp_states = states

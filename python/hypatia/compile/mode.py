@@ -22,6 +22,13 @@ class Mode:
         self._including = tuple(including)
         self._excluding = tuple(excluding)
         self._name = name  # an engine mode with its own behavior (DebugMode)
+        self._nan_guard = None  # (nan, inf, big, threshold): NanGuardMode
+        self._pre_func = self._post_func = None  # MonitorMode
+
+    def _derived(self, including, excluding):
+        m = Mode(self.linker, self.optimizer, including, excluding, self._name)
+        m._nan_guard, m._pre_func, m._post_func = self._nan_guard, self._pre_func, self._post_func
+        return m
 
     @property
     def backend(self):
@@ -48,10 +55,10 @@ class Mode:
         return "FAST_RUN"
 
     def including(self, *tags):
-        return Mode(self.linker, self.optimizer, self._including + tags, self._excluding, self._name)
+        return self._derived(self._including + tags, self._excluding)
 
     def excluding(self, *tags):
-        return Mode(self.linker, self.optimizer, self._including, self._excluding + tags, self._name)
+        return self._derived(self._including, self._excluding + tags)
 
     def requiring(self, *tags):
         return self.including(*tags)
@@ -66,6 +73,46 @@ class DebugMode(Mode):
 
     def __init__(self, **kwargs):
         super().__init__("cvm", "fast_run", name="DebugMode")
+
+
+class NanGuardMode(Mode):
+    """Theano's NanGuardMode: after each node runs, its floating outputs are checked; the first NaN
+    (nan_is_error), infinity (inf_is_error) or value of magnitude above 1e10 (big_is_error) raises
+    hypatia.NanGuardError (an AssertionError, as Theano's) naming the node, the line of user code
+    that built it and the statistics of its inputs. A function input that already holds such a
+    value is named instead of the node that reads it. Also hypatia.compile.nanguardmode."""
+
+    def __init__(self, nan_is_error=None, inf_is_error=None, big_is_error=None, optimizer="default", linker=None,
+                 big_threshold=1e10):
+        super().__init__(linker, optimizer)
+        self._nan_guard = (bool(True if nan_is_error is None else nan_is_error),
+                           bool(True if inf_is_error is None else inf_is_error),
+                           bool(True if big_is_error is None else big_is_error), float(big_threshold))
+
+    def __repr__(self):
+        nan, inf, big, _ = self._nan_guard
+        return f"NanGuardMode(nan_is_error={nan}, inf_is_error={inf}, big_is_error={big})"
+
+
+class MonitorMode(Mode):
+    """Theano's MonitorMode: pre_func(i, node, fn) and post_func(i, node, fn) run before and after
+    each node (i its position in the schedule, fn.inputs / fn.outputs lists of one-element lists
+    holding the values, read-only). Also hypatia.compile.monitormode."""
+
+    def __init__(self, pre_func=None, post_func=None, optimizer="default", linker=None):
+        super().__init__(linker, optimizer)
+        for f, what in ((pre_func, "pre_func"), (post_func, "post_func")):
+            if f is not None and not callable(f):
+                raise TypeError(f"MonitorMode: {what} must be callable, got {type(f).__name__}")
+        self._pre_func, self._post_func = pre_func, post_func
+
+    @property
+    def pre_func(self):
+        return self._pre_func
+
+    @property
+    def post_func(self):
+        return self._post_func
 
 
 FAST_RUN = Mode("cvm", "fast_run")
@@ -110,5 +157,5 @@ def get_default_mode():
     return get_mode(None)
 
 
-__all__ = ["Mode", "DebugMode", "FAST_RUN", "FAST_COMPILE", "predefined_modes", "register_mode", "get_mode",
+__all__ = ["Mode", "DebugMode", "NanGuardMode", "MonitorMode", "FAST_RUN", "FAST_COMPILE", "predefined_modes", "register_mode", "get_mode",
            "get_default_mode"]

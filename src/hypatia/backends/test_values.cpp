@@ -7,6 +7,7 @@
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
+#include "hypatia/core/messages.h"
 
 namespace hypatia {
 namespace {
@@ -29,7 +30,7 @@ void compute_test_values(Apply& node) {
                                      ") has no test value, so the node's cannot be computed (compute_test_value='",
                                      mode, "'); give the input one (x.tag.test_value = ...)");
     if (mode == "warn") {
-      std::cerr << "hypatia warning: " << msg << "\n";
+      warn(msg);
       return;
     }
     throw ValueError(msg);

@@ -13,6 +13,7 @@
 #include "hypatia/compile/debug_check.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
+#include "hypatia/core/messages.h"
 #include "hypatia/graph/printing.h"
 #include "hypatia/rewrite/destroy.h"
 #include "hypatia/rewrite/rewriter.h"
@@ -25,23 +26,36 @@ namespace {
 struct ProfileRegistry {
   std::mutex mu;
   std::vector<std::weak_ptr<Program>> programs;
-  ~ProfileRegistry() {
-    if (!config().profile) return;
-    for (auto& w : programs)
-      if (auto p = w.lock(); p && p->profile) std::fprintf(stderr, "%s\n", p->profile->summary().c_str());
+  /// Prints the summaries and forgets them (the caller holds mu, or the registry is being destroyed).
+  void print_and_clear() {
+    if (config().profile)
+      for (auto& w : programs)
+        if (auto p = w.lock(); p && p->profile) emit_message(MessageChannel::Diagnostic, p->profile->summary() + "\n");
+    programs.clear();
   }
+  ~ProfileRegistry() { print_and_clear(); }
 };
 ProfileRegistry& profile_registry() {
   static ProfileRegistry r;
   return r;
 }
 
+}  // namespace
+
+void print_profile_summaries() {
+  auto& reg = profile_registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  reg.print_and_clear();
+}
+
+namespace {
+
 std::string fn_label(const std::string& name) { return "function '" + (name.empty() ? "<unnamed>" : name) + "'"; }
 
 void check_unused_input(const FunctionOptions& opts, const std::string& what) {
   if (opts.on_unused_input == "ignore") return;
   if (opts.on_unused_input == "warn") {
-    std::cerr << "hypatia warning: " << what << "\n";
+    warn(what);
     return;
   }
   throw UnusedInputError(what + " To make this error a warning, pass on_unused_input='warn'.");
@@ -409,6 +423,17 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   program->debug_mode = mode_name == "DebugMode" || mode_name == "DEBUG_MODE" ||
                         (config().debug_checks && backend.checked_against() != nullptr);
 
+  program->pre_step = opts.pre_node;
+  if (opts.nan_guard) {
+    program->post_step = [guard = *opts.nan_guard, post = opts.post_node](size_t t, const Apply& node,
+                                                                          const KernelArgs& a) {
+      nan_guard_check(node, a, guard);
+      if (post) post(t, node, a);
+    };
+  } else {
+    program->post_step = opts.post_node;
+  }
+
   clone_graph_into(*program, label, inputs, outputs, opts);
   lower_storage(*program, backend);
   rewrite_step(*program, backend, label, inputs, opts);
@@ -480,9 +505,9 @@ std::vector<std::shared_ptr<Apply>> Function::toposort() const {
   return r;
 }
 std::vector<Var> Function::graph_outputs() const { return program_->fgraph->outputs(); }
-std::string Function::debugprint() const {
+std::string Function::debugprint(const DebugPrintOptions& opts) const {
   auto order = toposort();
-  return hypatia::debugprint(program_->fgraph->outputs(), {}, &order);
+  return hypatia::debugprint(program_->fgraph->outputs(), opts, &order);
 }
 Profile* Function::profile() const { return program_->profile.get(); }
 std::unique_ptr<InnerRunner> Function::runner() { return program_->runner(); }

@@ -1,5 +1,6 @@
 // function(): compiles inputs, outputs and updates into a callable Function.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -10,6 +11,8 @@
 
 #include "hypatia/backends/registry.h"
 #include "hypatia/graph/graph.h"
+#include "hypatia/graph/printing.h"
+#include "hypatia/runtime/nan_guard.h"
 #include "hypatia/runtime/profile.h"
 
 namespace hypatia {
@@ -63,6 +66,14 @@ struct FunctionOptions {
   /// False: no rewrite runs at all, whatever the mode and optimizer_including (DebugMode's
   /// unoptimized reference graph).
   bool rewrite = true;
+  /// NanGuardMode: every node's floating outputs (and the function inputs they read) are checked
+  /// after it runs; the first NaN / infinity / big value raises NanGuardError naming the node, the
+  /// line that built it and its inputs' statistics (runtime/nan_guard.h).
+  std::optional<NanGuardOptions> nan_guard;
+  /// MonitorMode: called before / after each node's kernel with the step's index, the node and
+  /// its arguments (after the NaN guard, when both are set).
+  using NodeHook = std::function<void(size_t step, const Apply& node, const KernelArgs& args)>;
+  NodeHook pre_node, post_node;
 };
 
 class Program;
@@ -99,8 +110,9 @@ class Function {
   std::vector<std::shared_ptr<Apply>> toposort() const;
   /// The outputs of the compiled graph (then the update values).
   std::vector<Var> graph_outputs() const;
-  /// debugprint of the compiled graph.
-  std::string debugprint() const;
+  /// debugprint of the compiled graph (with provenance: the rewrite behind each node and the user
+  /// line it came from).
+  std::string debugprint(const DebugPrintOptions& opts = {}) const;
   /// The profile, or null when profiling is off.
   Profile* profile() const;
   const std::string& name() const;
@@ -110,6 +122,11 @@ class Function {
 };
 
 Function function(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts = {});
+
+/// With config().profile set, sends the summary of every profiled function to the Diagnostic
+/// message channel now (a front end calls it before it shuts down, so that the summaries reach its
+/// own stderr) and forgets them; else, or for the functions compiled later, that happens at exit.
+void print_profile_summaries();
 
 /// Compiles and runs once: the value of `v` given input values (Theano's var.eval({x: v})).
 NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs = {}, std::string_view backend = {});

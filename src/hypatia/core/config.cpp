@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "hypatia/core/error.h"
+#include "hypatia/core/messages.h"
 
 namespace hypatia {
 namespace {
@@ -115,9 +116,7 @@ std::string Config::get(std::string_view key) const {
 namespace {
 
 std::function<void(const std::string&)>& warning_handler() {
-  static std::function<void(const std::string&)> h = [](const std::string& msg) {
-    std::fprintf(stderr, "hypatia warning: %s\n", msg.c_str());
-  };
+  static std::function<void(const std::string&)> h = [](const std::string& msg) { warn(msg); };
   return h;
 }
 
@@ -193,7 +192,7 @@ bool is_ignored_theano_option(std::string_view key) {
 }
 
 void set_config_warning_handler(std::function<void(const std::string&)> handler) {
-  if (!handler) handler = [](const std::string& msg) { std::fprintf(stderr, "hypatia warning: %s\n", msg.c_str()); };
+  if (!handler) handler = [](const std::string& msg) { warn(msg); };
   warning_handler() = std::move(handler);
 }
 

@@ -52,6 +52,11 @@ class MissingInputError : public ValueError {
  public:
   using ValueError::ValueError;
 };
+/// NanGuardMode: a node produced (or a function input holds) NaN, an infinity or a huge value.
+class NanGuardError : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
 /// Something this build cannot do: e.g. no kernel for an op on the chosen backend.
 class NotImplementedError : public Error {
  public:

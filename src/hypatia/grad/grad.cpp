@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "hypatia/core/error.h"
+#include "hypatia/core/messages.h"
 #include "hypatia/grad/grad_ops.h"
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/graph/printing.h"
@@ -208,7 +209,7 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
            "computational graph of the cost, or is used only by a non-differentiable operator: "
         << w->str() << " (wrt[" << i << "], " << w->type.str() << ")";
     if (opts.disconnected_inputs == "raise") throw DisconnectedInputError(msg.str());
-    if (opts.disconnected_inputs == "warn") std::cerr << "hypatia warning: " << msg.str() << "\n";
+    if (opts.disconnected_inputs == "warn") warn(msg.str());
     result.push_back(zeros_like(w, is_float(w->dtype()) ? w->dtype() : DType::Float64));
   }
   return result;

@@ -227,6 +227,9 @@ void FunctionGraph::replace_all(const std::vector<std::pair<Var, Var>>& pairs, c
   }
   imported_sink_ = nullptr;
   pruned_traces_sink_ = nullptr;
+  if (!reason.empty())
+    for (const auto& n : imported)
+      if (n->made_by.empty()) n->made_by = reason;
   if (!inherit_traces || imported.empty()) return;
   const std::string merged = merge_traces(replaced_traces);
   if (merged.empty()) return;  // nothing known about the replaced nodes (built in C++)

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "hypatia/core/error.h"
+#include "hypatia/graph/fgraph.h"
 
 namespace hypatia {
 namespace {
@@ -150,6 +151,13 @@ Var grad_undefined(const Op& op, int input_index, const TensorType& type, const 
   os << op.name() << " input " << input_index << ": " << why;
   v->null_reason = os.str();
   return v;
+}
+
+bool Op::has_side_effects() const {
+  for (const InnerFunction& f : inner_functions())
+    for (const auto& n : toposort(f.outputs))
+      if (n->op->has_side_effects()) return true;
+  return false;
 }
 
 }  // namespace hypatia

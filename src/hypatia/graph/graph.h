@@ -87,6 +87,9 @@ class Apply : public std::enable_shared_from_this<Apply> {
   std::shared_ptr<const Op> op;
   std::vector<Var> inputs;
   std::string trace;
+  /// The rewrite that put this node in a compiled graph ("" when the user's graph had it): set by
+  /// FunctionGraph::replace_all on the nodes a replacement brings in (provenance, always on).
+  std::string made_by;
   uint64_t id;
 
   Apply(std::shared_ptr<const Op> op, std::vector<Var> inputs, const std::vector<TensorType>& out_types);
@@ -144,8 +147,9 @@ class Op {
   virtual AliasMap view_map() const { return {}; }
   virtual AliasMap destroy_map() const { return {}; }
   /// Whether running the op does more than compute its outputs (Print): such nodes are never
-  /// constant-folded.
-  virtual bool has_side_effects() const { return false; }
+  /// constant-folded, and DebugMode runs them once. Default: whether an inner function (a scan's
+  /// body) has such a node.
+  virtual bool has_side_effects() const;
   /// Whether the op draws random numbers (its state an input and an output): such nodes are
   /// never constant-folded or merged with an equal node, so each draw stays where it was written.
   virtual bool is_random() const { return false; }

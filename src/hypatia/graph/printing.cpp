@@ -41,6 +41,11 @@ std::string debugprint(const std::vector<Var>& outputs, const DebugPrintOptions&
         if (v->owner) {
           os << " '" << v->name << "'";
           if (auto it = position.find(v->owner); it != position.end()) os << "   " << it->second;
+          if (opts.provenance) {
+            const Apply& n = *v->owner;
+            os << "  [" << (n.made_by.empty() ? "as written" : "by " + n.made_by) << "; "
+               << (n.trace.empty() ? "built in C++" : "built at " + n.trace) << "]";
+          }
         }
         os << "\n";
         if (!v->owner || !fresh || (opts.depth >= 0 && depth >= opts.depth)) return;

@@ -12,6 +12,9 @@ struct DebugPrintOptions {
   bool print_type = false;
   /// Stop descending at this depth (-1: no limit).
   int depth = -1;
+  /// After each node: the rewrite that made it and the user line its ancestor was built on
+  /// ("  [by fusion; built at train.py:12]").
+  bool provenance = false;
 };
 
 /// Theano-style tree for each output:

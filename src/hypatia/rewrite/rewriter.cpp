@@ -10,6 +10,7 @@
 
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
+#include "hypatia/core/messages.h"
 #include "hypatia/rewrite/passes.h"
 
 namespace hypatia {
@@ -163,8 +164,8 @@ int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite
   long steps = 0;
   while (auto node = work.pop()) {
     if (++steps > budget) {
-      std::cerr << "hypatia warning: rewriting stopped after " << budget
-                << " steps without reaching a fixed point (a rewrite may be undoing another)\n";
+      warn("rewriting stopped after " + std::to_string(budget) +
+           " steps without reaching a fixed point (a rewrite may be undoing another)");
       break;
     }
     if (!fg.has_clients(node.get())) continue;
@@ -182,8 +183,9 @@ int apply_local_rewrites(FunctionGraph& fg, const std::vector<const LocalRewrite
           if (!nv || nv.get() == node->output_ptr(o)) continue;
           Var old = node->output(o);
           if (print)
-            std::cerr << "rewriting: rewrite " << rw->name << " replaces " << old->str() << " of " << node->op->name()
-                      << " with " << nv->str() << (nv->owner ? " of " + nv->owner->op->name() : "") << "\n";
+            emit_message(MessageChannel::Diagnostic, "rewriting: rewrite " + rw->name + " replaces " + old->str() +
+                                                         " of " + node->op->name() + " with " + nv->str() +
+                                                         (nv->owner ? " of " + nv->owner->op->name() : "") + "\n");
           pairs.emplace_back(std::move(old), nv);
         }
         const bool changed = !pairs.empty();
@@ -231,7 +233,9 @@ RewriteStats rewrite_graph(FunctionGraph& fg, const RewriteOptions& opts) {
     if (p.global) {
       if (p.global(fg)) {
         ++stats.applied;
-        if (opts.print) std::cerr << "rewriting: global pass " << p.name << " changed the graph\n";
+        if (opts.print)
+          emit_message(MessageChannel::Diagnostic,
+                       "rewriting: global pass " + std::string(p.name) + " changed the graph\n");
       }
       continue;
     }

@@ -82,6 +82,8 @@ void with_node_context(const Apply& node, const KernelArgs& a, Fn&& fn) {
     rethrow_with(e, node_context(node, a));
   } catch (const NotDifferentiableError& e) {
     rethrow_with(e, node_context(node, a));
+  } catch (const NanGuardError& e) {
+    rethrow_with(e, node_context(node, a));
   } catch (const TypeError& e) {
     rethrow_with(e, node_context(node, a));
   } catch (const ValueError& e) {
@@ -352,6 +354,7 @@ void Program::run_step(Frame& f, size_t t) {
   const KernelArgs a = f.args(st, t);
   with_node_context(*st.node, a, [&] {
     if (st.check_devices) check_input_devices(st, a);
+    if (pre_step) pre_step(t, *st.node, a);
     if (profile) {
       auto t0 = std::chrono::steady_clock::now();
       f.kernels[t]->run(a);
@@ -361,6 +364,7 @@ void Program::run_step(Frame& f, size_t t) {
     } else {
       f.kernels[t]->run(a);
     }
+    if (post_step) post_step(t, *st.node, a);
   });
   // A parallel kernel asked to stop returns early with a partial output: nothing may read it.
   check_cancelled();
@@ -431,6 +435,7 @@ void Program::run_lazy_step(Frame& f, size_t t) {
     const int p = producer_[st.in[i]];
     ready[i] = !st.lazy_in[i] || p < 0 || !steps[p].deferred || f.done[p] == 1;
   }
+  if (pre_step) with_node_context(*st.node, a, [&] { pre_step(t, *st.node, a); });
   for (int round = 0;; ++round) {
     std::vector<int> need;
     with_node_context(*st.node, a, [&] {
@@ -438,7 +443,10 @@ void Program::run_lazy_step(Frame& f, size_t t) {
       need = f.kernels[t]->run_lazy(a, std::span<const bool>(ready.get(), st.in.size()));
       if (profile) f.seconds[t] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     });
-    if (need.empty()) break;
+    if (need.empty()) {
+      if (post_step) with_node_context(*st.node, a, [&] { post_step(t, *st.node, a); });
+      break;
+    }
     for (int i : need) {
       if (i < 0 || i >= static_cast<int>(st.in.size()) || ready[i] || round > static_cast<int>(st.in.size()))
         throw InternalError(st.node->op->name() + ": its lazy kernel asked for input " + std::to_string(i) +
@@ -466,7 +474,9 @@ void Program::prepare_shared_destroyers(Frame& f) const {
       long ours = 1;
       for (const SharedSlot& s : shared)
         if (s.cell == c && s.shared->value.shares_buffer(cell)) ours = 2;
-      if (cell.use_count() > ours || !cell.can_write_in_place()) cell = cell.copy();
+      // A step hook (NanGuardMode, MonitorMode) may fail the call after a step wrote in place: the
+      // step then writes into a copy, so that the shared variable keeps its value until commit.
+      if (cell.use_count() > ours || !cell.can_write_in_place() || pre_step || post_step) cell = cell.copy();
     }
 }
 
@@ -581,8 +591,8 @@ class Program::Runner final : public InnerRunner {
  public:
   explicit Runner(Program& p) : p_(p), f_(p.make_frame()) {
     f_->keep_intermediates = true;
-    lean_ = !p.debug_mode && !p.profile && p.shared.empty() && p.updates.empty() && !p.check_rewrites &&
-            p.first_shared_destroyer == p.steps.size();
+    lean_ = !p.debug_mode && !p.profile && !p.pre_step && !p.post_step && p.shared.empty() && p.updates.empty() &&
+            !p.check_rewrites && p.first_shared_destroyer == p.steps.size();
     scalar_ = lean_ && !p.any_lazy_ && plan_scalars();
   }
 

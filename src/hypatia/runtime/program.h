@@ -104,6 +104,11 @@ class Program final : public InnerProgram {
   /// DebugMode: checks the rewrites' replacements on each call's arguments (compile/debug_check.h).
   std::function<void(std::span<const NDArray>)> check_rewrites;
   bool allow_gc = true;
+  /// Run before and after each step's kernel, inside the step's error context (MonitorMode's
+  /// pre_func / post_func, NanGuardMode's checks): step index, node, arguments. A throw fails the
+  /// call as the kernel's own error would.
+  using StepHook = std::function<void(size_t step, const Apply& node, const KernelArgs& args)>;
+  StepHook pre_step, post_step;
   std::unique_ptr<Profile> profile;
   /// What the rewrite pipeline did at compile time.
   RewriteStats rewrite_stats;
