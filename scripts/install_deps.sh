@@ -3,7 +3,7 @@
 # Debian packages via apt-get; nothing else is assumed to be on the machine.
 set -euo pipefail
 pkgs=(cmake g++ make ninja-build ccache libopenblas-dev libopenblas-pthread-dev libdnnl-dev libhwy-dev libgtest-dev libgmock-dev
-      libbenchmark-dev graphviz pkg-config clang-format python3-dev python3-venv)
+      libbenchmark-dev graphviz chromium pkg-config clang-format python3-dev python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -103,6 +103,7 @@ class _Dot:
         self.lines = []
         self.var_ids = {}
         self.counter = 0
+        self.info = {}  # DOT id -> what d3viz shows when the node is clicked
 
     def new_id(self, prefix):
         self.counter += 1
@@ -138,10 +139,12 @@ class _Dot:
                 return None  # an intermediate: the edge goes node to node
             text = (label + "\n" if label else "") + _type_label(v)
             self.lines.append(f"{indent}{vid} [label={_q(text)}, shape=box, style=filled, fillcolor={_q(color)}];")
+            self.info[vid] = {"kind": "variable", "name": v.name or "", "role": v.kind, "type": _type_label(v),
+                              "created_at": getattr(v, "created_at", "") or ""}
             return vid
 
         node_ids = {}
-        for n in nodes:
+        for position, n in enumerate(nodes):
             nid = self.new_id(prefix + "n")
             node_ids[n.id] = nid
             kind = _kind(n.op)
@@ -149,6 +152,13 @@ class _Dot:
             tooltip = f"{n.op}" + (f"\ncreated at {where}" if where else "")
             self.lines.append(f"{indent}{nid} [label={_q(str(n.op))}, shape=ellipse, style=filled, "
                               f"fillcolor={_q(NODE_COLORS[kind])}, tooltip={_q(tooltip)}];")
+            self.info[nid] = {"kind": "apply", "op": str(n.op), "op_kind": kind,
+                              "made_by": getattr(n, "made_by", "") or "", "created_at": where,
+                              "inputs": [_type_label(v) for v in n.inputs],
+                              "outputs": [_type_label(v) for v in n.outputs],
+                              "inplace": sorted({i for ins in dict(getattr(n.op, "destroy_map", {}) or {}).values()
+                                                 for i in ins}),
+                              "position": position, "graph": prefix or "main"}
         for n in nodes:
             nid = node_ids[n.id]
             destroy = dict(getattr(n.op, "destroy_map", {}) or {})
@@ -204,6 +214,10 @@ class _Dot:
 
 def graph_to_dot(fct):
     """The DOT text of a compiled function's graph (or of variables' graph)."""
+    return _build(fct).text
+
+
+def _build(fct):
     nodes, inputs, outputs = _roots(fct)
     d = _Dot()
     d.lines.append("digraph G {")
@@ -211,7 +225,19 @@ def graph_to_dot(fct):
                    'edge [fontname="Helvetica", fontsize=9];')
     d.graph(nodes, inputs, outputs)
     d.lines.append("}")
-    return "\n".join(d.lines) + "\n"
+    d.text = "\n".join(d.lines) + "\n"
+    return d
+
+
+def _render(text, format):
+    """dot -T<format> of a DOT text (bytes)."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise RuntimeError("pydotprint: Graphviz's 'dot' program was not found (Debian: apt-get install graphviz)")
+    r = subprocess.run([dot, "-T" + format], input=text.encode(), capture_output=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"pydotprint: dot -T{format} failed: {r.stderr.decode(errors='replace').strip()}")
+    return r.stdout
 
 
 def pydotprint(fct, outfile=None, compact=True, format="png", with_ids=False, high_contrast=True, cond_highlight=None,
@@ -222,16 +248,7 @@ def pydotprint(fct, outfile=None, compact=True, format="png", with_ids=False, hi
     hypatia.pydotprint.<format> in the current directory; return_image=True returns the bytes
     instead of writing a file. Theano's other arguments are accepted for compatibility."""
     text = graph_to_dot(fct)
-    if format == "dot":
-        data = text.encode()
-    else:
-        dot = shutil.which("dot")
-        if dot is None:
-            raise RuntimeError("pydotprint: Graphviz's 'dot' program was not found (Debian: apt-get install graphviz)")
-        r = subprocess.run([dot, "-T" + format], input=text.encode(), capture_output=True, timeout=120)
-        if r.returncode != 0:
-            raise RuntimeError(f"pydotprint: dot -T{format} failed: {r.stderr.decode(errors='replace').strip()}")
-        data = r.stdout
+    data = text.encode() if format == "dot" else _render(text, format)
     if return_image:
         return data
     if outfile is None:
