@@ -270,6 +270,18 @@ void init_function(nb::module_& m) {
       .def_ro("calls", &Profile::calls)
       .def_ro("call_seconds", &Profile::call_seconds)
       .def_ro("compile_seconds", &Profile::compile_seconds)
+      .def_prop_ro(
+          "compile_phases", [](const Profile& p) { return p.compile_phases; },
+          "(rewrite phase, seconds) in pipeline order.")
+      .def_ro("trace_dropped", &Profile::trace_dropped)
+      .def_prop_ro(
+          "trace_events",
+          [](const Profile& p) {
+            nb::list l;
+            for (const auto& e : p.trace) l.append(nb::make_tuple(e.call, e.step, e.thread, e.start_us, e.dur_us));
+            return l;
+          },
+          "(call, step, thread, start_us, dur_us) per node run (the first 2^20).")
       .def_prop_ro("nodes", [](const Profile& p) {
         nb::list l;
         for (const auto& n : p.nodes) {

@@ -214,6 +214,19 @@ TEST(Function, ProfileAndDebugprint) {
   EXPECT_NE(s.find("Elemwise{exp"), std::string::npos) << s;
   EXPECT_NE(s.find("Class"), std::string::npos);
   EXPECT_EQ(f.profile()->calls, 3);
+  // The trace: one slice per node per call, in order within each call; the compile time of each
+  // rewrite phase, printed after the tables.
+  const auto& tr = f.profile()->trace;
+  ASSERT_EQ(tr.size(), 3 * f.toposort().size());
+  for (size_t i = 0; i < tr.size(); ++i) {
+    EXPECT_EQ(tr[i].call, i / 2) << i;
+    EXPECT_EQ(tr[i].step, i % 2) << i;
+    EXPECT_GE(tr[i].dur_us, 0.0);
+    if (i > 0) EXPECT_GE(tr[i].start_us, tr[i - 1].start_us + tr[i - 1].dur_us - 1e-3) << i;
+  }
+  ASSERT_FALSE(f.profile()->compile_phases.empty());
+  EXPECT_NE(s.find("Compile time per rewrite phase"), std::string::npos) << s;
+  EXPECT_NE(s.find(f.profile()->compile_phases[0].first), std::string::npos) << s;
   std::string d = f.debugprint();
   // Constant folding replaced the constant's DimShuffle by a constant.
   EXPECT_NE(d.find("Elemwise{add,no_inplace} [id A] ''   1"), std::string::npos) << d;

@@ -256,7 +256,7 @@ def test_maker_fgraph_toposort_and_debugprint():
     assert hypatia.pp(m * 2 + 1).startswith("((m * TensorConstant")
 
 
-def test_profile_summary(capsys):
+def test_profile_summary(capsys, tmp_path):
     x = T.dvector("x")
     f = function([x], T.exp(x) + 1, profile=True, name="prof")
     for _ in range(3):
@@ -270,6 +270,19 @@ def test_profile_summary(capsys):
     p.summary(file=sys.stdout)
     assert "Apply" in capsys.readouterr().out
     assert function([x], x + 1).profile is None
+    # A Chrome trace: one slice per node per call, named by the op; the compile time per phase.
+    import json
+
+    path = tmp_path / "trace.json"
+    n = p.to_chrome_trace(str(path))
+    trace = json.loads(path.read_text())
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert n == len(slices) == 3 * len(f.maker.fgraph.toposort())
+    assert {e["name"] for e in slices} == {nd["op_name"] for nd in p.nodes}
+    assert sorted({e["args"]["call"] for e in slices}) == [0, 1, 2]
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in slices)
+    assert p.compile_phases and all(s >= 0 for _, s in p.compile_phases)
+    assert "Compile time per rewrite phase" in text
     hypatia.compile._profiled.clear()  # do not print the tables again at exit
 
 

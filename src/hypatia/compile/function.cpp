@@ -443,6 +443,7 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   plan_memory(*program, order, inputs, outputs, opts);
   build_program(*program, opts, label);
 
+  if (program->profile) program->profile->compile_phases = program->rewrite_stats.phase_seconds;
   if (program->profile) {
     program->profile->compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

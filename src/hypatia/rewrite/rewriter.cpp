@@ -230,6 +230,7 @@ RewriteStats rewrite_graph(FunctionGraph& fg, const RewriteOptions& opts) {
   const auto excluding = split_list(opts.excluding);
   for (const RewritePhase* phase : selected_phases(opts)) {
     const RewritePhase& p = *phase;
+    const auto tp = std::chrono::steady_clock::now();
     if (p.global) {
       if (p.global(fg)) {
         ++stats.applied;
@@ -237,12 +238,14 @@ RewriteStats rewrite_graph(FunctionGraph& fg, const RewriteOptions& opts) {
           emit_message(MessageChannel::Diagnostic,
                        "rewriting: global pass " + std::string(p.name) + " changed the graph\n");
       }
-      continue;
+    } else {
+      std::vector<const LocalRewrite*> rws;
+      for (const auto& rw : p.locals)
+        if (std::find(excluding.begin(), excluding.end(), rw.name) == excluding.end()) rws.push_back(&rw);
+      if (!rws.empty()) stats.applied += apply_local_rewrites(fg, rws, opts.print, &stats);
     }
-    std::vector<const LocalRewrite*> rws;
-    for (const auto& rw : p.locals)
-      if (std::find(excluding.begin(), excluding.end(), rw.name) == excluding.end()) rws.push_back(&rw);
-    if (!rws.empty()) stats.applied += apply_local_rewrites(fg, rws, opts.print, &stats);
+    stats.phase_seconds.emplace_back(p.name,
+                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - tp).count());
   }
   stats.nodes_after = static_cast<int>(fg.num_nodes());
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -67,6 +67,8 @@ struct RewriteStats {
   int applied = 0;
   int nodes_before = 0, nodes_after = 0;
   double seconds = 0;
+  /// Seconds spent in each phase, in pipeline order.
+  std::vector<std::pair<std::string, double>> phase_seconds;
   /// Count of each rewrite that fired, by name.
   std::vector<std::pair<std::string, int>> by_name;
 };

@@ -55,6 +55,14 @@ std::string Profile::summary() const {
        << std::scientific << std::setprecision(3) << n.seconds << "s  " << (n.calls ? n.seconds / n.calls : 0.0)
        << "s  " << std::setw(6) << n.calls << "  " << std::setw(3) << i << "  " << n.apply_str << "\n";
   }
+  if (!compile_phases.empty()) {
+    double rewrite = 0;
+    for (const auto& [name, s] : compile_phases) rewrite += s;
+    os << "\nCompile time per rewrite phase (" << std::scientific << std::setprecision(3) << rewrite << "s of "
+       << compile_seconds << "s)\n---------------------------------\n";
+    for (const auto& [name, s] : compile_phases)
+      os << std::scientific << std::setprecision(3) << "  " << s << "s  " << name << "\n";
+  }
   return os.str();
 }
 

@@ -24,8 +24,10 @@ struct Program::Frame {
   /// Per step, its input cells then its output cells, from ptrs[first[t]] on.
   std::vector<NDArray*> ptrs;
   std::vector<size_t> first;
-  /// Profiling: this call's seconds per step (merged into the Profile at the end of the call).
+  /// Profiling: this call's seconds per step and its trace slices (merged into the Profile at the
+  /// end of the call).
   std::vector<double> seconds;
+  std::vector<Profile::TraceEvent> events;
   /// With deferred steps: which steps ran in this call.
   std::vector<uint8_t> done;
   /// A runner's frame: intermediates stay between runs (their buffers are reused).
@@ -69,6 +71,21 @@ std::string node_context(const Apply& n, const KernelArgs& a) {
 template <class E>
 [[noreturn]] void rethrow_with(const E& e, const std::string& ctx) {
   throw E(std::string(e.what()) + ctx);
+}
+
+/// The library's load time: Chrome trace time stamps count from it (never negative).
+const std::chrono::steady_clock::time_point g_trace_epoch = std::chrono::steady_clock::now();
+
+/// Microseconds since the library was loaded (Chrome trace time stamps).
+double trace_us(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t - g_trace_epoch).count();
+}
+
+/// A small number per thread (1, 2, ... in order of first use): Chrome trace thread ids.
+uint32_t trace_thread_number() {
+  static std::atomic<uint32_t> next{1};
+  thread_local const uint32_t mine = next.fetch_add(1);
+  return mine;
 }
 
 /// Runs fn; an error gets the node's context (Theano's "Apply node that caused the error").
@@ -358,7 +375,10 @@ void Program::run_step(Frame& f, size_t t) {
     if (profile) {
       auto t0 = std::chrono::steady_clock::now();
       f.kernels[t]->run(a);
-      f.seconds[t] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto t1 = std::chrono::steady_clock::now();
+      f.seconds[t] += std::chrono::duration<double>(t1 - t0).count();
+      f.events.push_back({static_cast<uint32_t>(t), trace_thread_number(), 0, trace_us(t0),
+                          std::chrono::duration<double, std::micro>(t1 - t0).count()});
     } else if (debug_mode) {
       run_debug(f, t);
     } else {
@@ -490,6 +510,10 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   FrameLease lease(*this);
   Frame& f = lease.frame();
+  if (profile) {  // a failed call's timings are not merged into this one
+    f.events.clear();
+    std::fill(f.seconds.begin(), f.seconds.end(), 0.0);
+  }
   // Values the updates replace: released after the shared variables' locks (the last reference
   // to a buffer borrowed from Python needs the GIL, which another thread waiting on a lock may
   // hold).
@@ -580,6 +604,15 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       ++profile->nodes[t].calls;
       f.seconds[t] = 0;
     }
+    for (Profile::TraceEvent& e : f.events) {
+      if (profile->trace.size() >= Profile::kMaxTraceEvents) {
+        ++profile->trace_dropped;
+        continue;
+      }
+      e.call = static_cast<uint64_t>(profile->calls);
+      profile->trace.push_back(e);
+    }
+    f.events.clear();
     ++profile->calls;
     profile->call_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
