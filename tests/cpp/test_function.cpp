@@ -222,7 +222,9 @@ TEST(Function, ProfileAndDebugprint) {
     EXPECT_EQ(tr[i].call, i / 2) << i;
     EXPECT_EQ(tr[i].step, i % 2) << i;
     EXPECT_GE(tr[i].dur_us, 0.0);
-    if (i > 0) EXPECT_GE(tr[i].start_us, tr[i - 1].start_us + tr[i - 1].dur_us - 1e-3) << i;
+    if (i > 0) {
+      EXPECT_GE(tr[i].start_us, tr[i - 1].start_us + tr[i - 1].dur_us - 1e-3) << i;
+    }
   }
   ASSERT_FALSE(f.profile()->compile_phases.empty());
   EXPECT_NE(s.find("Compile time per rewrite phase"), std::string::npos) << s;
