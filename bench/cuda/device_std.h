@@ -38,7 +38,8 @@ inline constexpr bool is_floating_point_v = false;
   template <>                                    \
   inline constexpr bool is_unsigned_v<T> = !S;
 HYP_INTEGRAL(bool, false)
-HYP_INTEGRAL(signed char, true) HYP_INTEGRAL(unsigned char, false) HYP_INTEGRAL(char, true) HYP_INTEGRAL(short, true)
+HYP_INTEGRAL(signed char, true)
+HYP_INTEGRAL(unsigned char, false) HYP_INTEGRAL(char, true) HYP_INTEGRAL(short, true)
     HYP_INTEGRAL(unsigned short, false) HYP_INTEGRAL(int, true) HYP_INTEGRAL(unsigned int, false)
         HYP_INTEGRAL(long, true) HYP_INTEGRAL(unsigned long, false) HYP_INTEGRAL(long long, true)
             HYP_INTEGRAL(unsigned long long, false)
@@ -106,11 +107,12 @@ struct numeric_limits<double> {
   inline float name(float x, float y) { return ::name##f(x, y); } \
   inline double name(double x, double y) { return ::name(x, y); }
 HYP_MATH1(exp)
-HYP_MATH1(exp2) HYP_MATH1(expm1) HYP_MATH1(log) HYP_MATH1(log2) HYP_MATH1(log10) HYP_MATH1(log1p) HYP_MATH1(sqrt)
-    HYP_MATH1(sin) HYP_MATH1(cos) HYP_MATH1(tan) HYP_MATH1(asin) HYP_MATH1(acos) HYP_MATH1(atan) HYP_MATH1(sinh)
-        HYP_MATH1(cosh) HYP_MATH1(tanh) HYP_MATH1(asinh) HYP_MATH1(acosh) HYP_MATH1(atanh) HYP_MATH1(erf)
-            HYP_MATH1(erfc) HYP_MATH1(tgamma) HYP_MATH1(lgamma) HYP_MATH1(floor) HYP_MATH1(ceil) HYP_MATH1(trunc)
-                HYP_MATH1(nearbyint) HYP_MATH1(fabs) HYP_MATH2(pow) HYP_MATH2(atan2) HYP_MATH2(fmod) HYP_MATH2(copysign)
+HYP_MATH1(exp2)
+HYP_MATH1(expm1) HYP_MATH1(log) HYP_MATH1(log2) HYP_MATH1(log10) HYP_MATH1(log1p) HYP_MATH1(sqrt) HYP_MATH1(sin)
+    HYP_MATH1(cos) HYP_MATH1(tan) HYP_MATH1(asin) HYP_MATH1(acos) HYP_MATH1(atan) HYP_MATH1(sinh) HYP_MATH1(cosh)
+        HYP_MATH1(tanh) HYP_MATH1(asinh) HYP_MATH1(acosh) HYP_MATH1(atanh) HYP_MATH1(erf) HYP_MATH1(erfc)
+            HYP_MATH1(tgamma) HYP_MATH1(lgamma) HYP_MATH1(floor) HYP_MATH1(ceil) HYP_MATH1(trunc) HYP_MATH1(nearbyint)
+                HYP_MATH1(fabs) HYP_MATH2(pow) HYP_MATH2(atan2) HYP_MATH2(fmod) HYP_MATH2(copysign)
 #undef HYP_MATH1
 #undef HYP_MATH2
                     inline bool isnan(float x) {
