@@ -116,6 +116,34 @@ TEST_P(Lazy, ABranchReadingOverwrittenMemoryIsNotDeferred) {
   EXPECT_ALLCLOSE(r[1], NDArray::from_vector<double>({2, 2 * std::exp(1.0)}));
 }
 
+TEST_P(Lazy, ADeferredStepTwoChoicesShareRunsWhenOnlyTheLaterAsks) {
+  // d runs only on demand, for either ifelse. The first does not ask for it; an eager step between
+  // the two (an output: it runs always) is the last other reader of d's input a. a must live until the second ifelse has
+  // asked (it was freed after that eager step, and d then read a freed value: a crash the graph
+  // fuzzer found).
+  Var c1 = variable(scalar_type(DType::Int64), "c1"), c2 = variable(scalar_type(DType::Int64), "c2");
+  Var x = vector("x", DType::Float64);
+  Var a = count(x, 0) * 2.0;
+  Var d = count(a, 1);
+  Var first = ifelse(c1, d, x);
+  Var between = first + a;
+  testing::DebugChecks plain(false);  // DebugMode keeps every intermediate: the bug needs gc
+  for (const char* backend : {"", "reference"}) {
+    for (auto& r : g_runs) r = 0;
+    FunctionOptions o = opts();
+    o.backend = backend;
+    Function f = function({c1, c2, x}, {ifelse(c2, d, between), between}, o);
+    NDArray xv = NDArray::from_vector<double>({1, 2});
+    auto i64 = [](int v) { return NDArray::scalar_int64(v); };
+    EXPECT_ALLCLOSE(f({i64(0), i64(1), xv})[0], NDArray::from_vector<double>({2, 4}));
+    EXPECT_ALLCLOSE(f({i64(0), i64(0), xv})[0], NDArray::from_vector<double>({3, 6}));
+    EXPECT_ALLCLOSE(f({i64(1), i64(1), xv})[0], NDArray::from_vector<double>({2, 4}));
+    EXPECT_ALLCLOSE(f({i64(1), i64(0), xv})[0], NDArray::from_vector<double>({4, 8}));
+    // Not when neither asks (FAST_RUN's rewrites may make d eager).
+    if (std::string(GetParam()) != "FAST_RUN") EXPECT_EQ(runs(1), 3) << backend;
+  }
+}
+
 TEST(LazyLongBranch, AChainOfTenThousandDeferredStepsRunsWithoutRecursion) {
   register_test_ops();
   for (auto& r : g_runs) r = 0;

@@ -3,6 +3,7 @@
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cpu/composite_program.h"
 #include "hypatia/backends/cpu/elemwise_inner.h"
+#include "hypatia/backends/cpu/gemm_provider.h"
 
 namespace hypatia {
 namespace {
@@ -11,6 +12,7 @@ namespace {
 constexpr rewrite::StorageDType kFloat16InFloat32{DType::Float16, DType::Float32};
 
 void register_builtin_backends() {
+  openblas_single_threaded();  // before any kernel (LAPACK included) runs
   // The test oracle: naive kernels, graphs run as written, nothing fused.
   register_backend(std::make_unique<Backend>(Backend::Description{.name = std::string(kReferenceBackend),
                                                                   .device = DeviceKind::Host,

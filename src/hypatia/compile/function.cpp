@@ -199,8 +199,8 @@ std::vector<std::shared_ptr<Apply>> schedule(const FunctionGraph& fg, const std:
 /// a function output or update; and no other step overwrites (in place) memory its inputs may
 /// share (a deferred reader runs later than its place in the order). A step that overwrites its
 /// own input may be deferred: in a branch, an in-place chain stays lazy.
-/// Returns each step's effective position: when it runs (a deferred step: with the first lazy
-/// step that may ask for it).
+/// Returns each step's effective position: the latest it may run (a deferred step: with the last
+/// lazy step that may ask for it, since the earlier ones may not; its inputs live until then).
 std::vector<int> plan_deferred(Program& program, const FunctionGraph& fg,
                                const std::vector<std::shared_ptr<Apply>>& order, const std::unordered_set<int>& keep,
                                const std::unordered_map<const Variable*, int>& cell_of) {
@@ -240,19 +240,19 @@ std::vector<int> plan_deferred(Program& program, const FunctionGraph& fg,
     for (int c : st.in)
       if (auto it = clobbered.find(c); it != clobbered.end())
         for (int d : it->second) ok = ok && d == t;
-    int first = n;
+    int last = t;
     for (int c : st.out) {
       if (!ok) break;
       if (keep.count(c) || readers[c].empty()) ok = false;
       for (const auto& [r, i] : readers[c]) {
         const Program::Step& rs = program.steps[r];
         ok = ok && ((rs.lazy && rs.lazy_in[i]) || rs.deferred);
-        first = std::min(first, eff[r]);
+        last = std::max(last, eff[r]);
       }
     }
     if (!ok) continue;
     st.deferred = true;
-    eff[t] = first;
+    eff[t] = last;
   }
   return eff;
 }
@@ -331,20 +331,19 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
     program.steps.push_back(std::move(st));
   }
   const std::vector<int> eff = plan_deferred(program, fg, order, keep, cell_of);
-  // The last reader of each cell, by when it runs: a deferred step runs when the lazy step it
-  // serves asks for it (its effective position), before that step finishes.
-  std::unordered_map<int, int> last_use;  // cell -> step index
-  auto runs_later = [&](int a, int b) {   // whether step a finishes after step b
-    if (eff[a] != eff[b]) return eff[a] > eff[b];
-    if (program.steps[a].deferred != program.steps[b].deferred) return !program.steps[a].deferred;
-    return a > b;
-  };
-  for (size_t t = 0; t < order.size(); ++t)
+  // The last reader of each cell, by when it is sure to have run: a deferred step runs when a lazy
+  // step it serves asks for it, anywhere from the first of them to the last (its effective
+  // position), so a cell it reads is freed after that last lazy step, never after the deferred
+  // step itself (which may run before an eager reader of the same cell).
+  std::unordered_map<int, int> last_use;  // cell -> step index (never a deferred step)
+  for (size_t t = 0; t < order.size(); ++t) {
+    const int when = program.steps[t].deferred ? eff[t] : static_cast<int>(t);
     for (const auto& v : order[t]->inputs) {
       const int c = cell_of.at(v.get());
       auto it = last_use.find(c);
-      if (it == last_use.end() || runs_later(static_cast<int>(t), it->second)) last_use[c] = static_cast<int>(t);
+      if (it == last_use.end() || when > it->second) last_use[c] = when;
     }
+  }
   for (const auto& [cell, t] : last_use)
     if (program.cell_kind[cell] == CellKind::Intermediate && !keep.count(cell))
       program.steps[t].free_after.push_back(cell);

@@ -139,15 +139,6 @@ void for_panels(int64_t len, int64_t tasks, int threads, const Body& body) {
   });
 }
 
-/// OpenBLAS single-threaded, once per process: the thread pool supplies the threads.
-void blas_single_threaded() {
-  static const bool once = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
-}
-
 /// y = alpha op(A) x + beta y (row-major A of rows x cols), y cut into ranges.
 template <class T>
 void gemv_tasks(CBLAS_TRANSPOSE t, blasint rows, blasint cols, T alpha, const T* a, blasint lda, const T* x, blasint ix,
@@ -274,7 +265,7 @@ void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double al
 }  // namespace
 
 void cpu_matmul(const NDArray& A, const NDArray& B, const NDArray& C, double alpha, double beta) {
-  blas_single_threaded();
+  openblas_single_threaded();
   switch (C.dtype()) {
     case DType::Float32:
       return matmul_blas<float>(A, B, C, alpha, beta);

@@ -1,6 +1,6 @@
 // OpenBLAS and oneDNN sgemm behind GemmProvider, and the measured choice between them.
 //
-// Both are called single-threaded (OpenBLAS through openblas_set_num_threads(1), blas_cpu.cpp;
+// Both are called single-threaded (OpenBLAS through openblas_single_threaded(), set at registration;
 // oneDNN, built on OpenMP in Debian, with the calling thread's OpenMP thread count set to 1 for
 // the call and restored after it, so a user's own OpenMP code keeps its setting). oneDNN has no
 // float64 GEMM: float64 products stay with OpenBLAS.
@@ -200,6 +200,14 @@ std::vector<GemmShapeChoice> gemm_shape_choices() {
         {ta, tb, m, n, k, tasks, t.best[0], t.best[1], t.base == 1 ? kOneDnn.name : kOpenBlas.name, t.chosen->name});
   }
   return out;
+}
+
+void openblas_single_threaded() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
 }
 
 const GemmProvider& openblas_gemm() { return kOpenBlas; }

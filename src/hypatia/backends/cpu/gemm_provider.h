@@ -16,6 +16,12 @@ struct GemmProvider {
                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 };
 
+/// OpenBLAS (its BLAS and its LAPACK) single-threaded, once per process: Hypatia's thread pool
+/// supplies the threads. Set when the backends register, before any kernel runs: a LAPACK call
+/// made before it ran on OpenBLAS's own threads, beside the pool's, with other blocking (its first
+/// results differed in the last bits from the same call's later ones).
+void openblas_single_threaded();
+
 const GemmProvider& openblas_gemm();
 const GemmProvider& onednn_gemm();
 
