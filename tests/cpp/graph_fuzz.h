@@ -55,6 +55,9 @@ struct FuzzResult {
   /// Empty when nothing is wrong; else what was wrong (the mode, the output, the first mismatch or
   /// the exception).
   std::string failure;
+  /// Elements where the reference gave NaN or infinity and a rewritten graph a finite value (an
+  /// algebraic cancellation; never accepted without rewrites).
+  long cancelled = 0;
 };
 
 /// Builds a graph of 1 to `max_steps` construction steps from `src`.

@@ -49,6 +49,7 @@ TEST(GraphFuzz, RandomGraphsOfEveryOpFamilyMatchTheReferenceInEveryMode) {
   const uint64_t first = env_or("HYPATIA_FUZZ_SEED", 1);
   std::map<std::string, int> used;
   int ran = 0, failures = 0;
+  long cancelled = 0, graphs_with_cancellations = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (uint64_t seed = first; seed < first + n; ++seed) {
     g_current_seed = seed;
@@ -62,12 +63,15 @@ TEST(GraphFuzz, RandomGraphsOfEveryOpFamilyMatchTheReferenceInEveryMode) {
     }
     if (r.ran) {
       ++ran;
+      cancelled += r.cancelled;
+      graphs_with_cancellations += r.cancelled > 0;
       for (const auto& u : g.used) ++used[u];
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "[graph fuzz] seeds " << first << ".." << first + n - 1 << ": " << ran << " graphs ran, " << failures
-            << " failed, " << used.size() << " op kinds used, " << secs << " s\n";
+            << " failed, " << used.size() << " op kinds used, " << graphs_with_cancellations
+            << " with algebraic cancellations (" << cancelled << " elements), " << secs << " s\n";
   if (env_or("HYPATIA_FUZZ_VERBOSE", 0))
     for (const auto& [k, c] : used) std::cout << "  " << k << ": " << c << "\n";
   if (!kSanitizerBuild)
