@@ -9,6 +9,8 @@ START=${2:-1}
 JOBS=${3:-2}
 BUILD=${4:-build}
 BIN="$BUILD/tests/cpp/hypatia_tests"
+# The library beside the binary (a copy of a build keeps running while the build changes).
+export LD_LIBRARY_PATH="$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -x "$BIN" ] || { echo "build $BIN first (make build)" >&2; exit 2; }
 CHUNK=2000
 LOG=$(mktemp -d)

@@ -47,9 +47,9 @@ std::vector<NDArray> reference_values(const std::vector<Var>& inputs, const std:
 /// matrices (a computed matrix near singularity turns last-ulp differences into anything), and
 /// Print writes to stdout.
 bool keeps_its_samples(const std::string& name) {
-  static const char* const kNames[] = {"matrix_inverse", "det",      "eigh",  "eigvalsh", "eig_", "svd",
-                                       "qr_",            "pinv",     "lstsq", "cholesky", "solve", "expm",
-                                       "tensorinv",      "tensorsolve"};
+  static const char* const kNames[] = {
+      "matrix_inverse", "det",   "eigh",     "eigvalsh", "eig_", "svd",       "qr_",
+      "pinv",           "lstsq", "cholesky", "solve",    "expm", "tensorinv", "tensorsolve"};
   for (const char* k : kNames)
     if (name.rfind(k, 0) == 0) return true;
   return false;
@@ -288,8 +288,8 @@ class Builder {
     if (differentiable && !wrt.empty() && src_.chance(15)) {
       const Var x = wrt[src_.pick(static_cast<uint32_t>(wrt.size()))];
       Pending p;
-      NDArray xv = x->is_shared() ? get_value(x) : g_.values[std::find(g_.inputs.begin(), g_.inputs.end(), x) -
-                                                             g_.inputs.begin()];
+      NDArray xv = x->is_shared() ? get_value(x)
+                                  : g_.values[std::find(g_.inputs.begin(), g_.inputs.end(), x) - g_.inputs.begin()];
       Var e = fresh(random_array(xv.shape(), x->dtype(), -1, 1, src_.pick(1u << 30)), p, x->type);
       try {
         Var r = Rop({top.v}, {x}, {e})[0];
@@ -305,8 +305,7 @@ class Builder {
       if (!src_.chance(60)) continue;
       std::vector<size_t> c;
       for (size_t i = 0; i < pool_.size(); ++i)
-        if (!pool_[i].is_input && pool_[i].v->type == s->type && pool_[i].value.shape() == init.shape())
-          c.push_back(i);
+        if (!pool_[i].is_input && pool_[i].v->type == s->type && pool_[i].value.shape() == init.shape()) c.push_back(i);
       if (c.empty()) continue;
       const PoolValue& u = pool_[c[src_.pick(static_cast<uint32_t>(c.size()))]];
       g_.updates.emplace_back(s, u.v);
@@ -330,7 +329,8 @@ double tolerance(double entry, double fallback) { return std::max(entry, fallbac
 std::string compare_value(const NDArray& got, const NDArray& want, const FuzzGraph& g, bool rewritten,
                           long* cancelled) {
   if (got.dtype() != want.dtype())
-    return std::string("dtype ") + std::string(dtype_name(got.dtype())) + " vs " + std::string(dtype_name(want.dtype()));
+    return std::string("dtype ") + std::string(dtype_name(got.dtype())) + " vs " +
+           std::string(dtype_name(want.dtype()));
   DType dt = want.dtype();
   double rtol = is_float(dt) ? tolerance(g.rtol, default_rtol(dt)) : 0;
   double atol = is_float(dt) ? tolerance(g.atol, default_atol(dt)) : 0;

@@ -93,10 +93,10 @@ TEST(BlasMatmul, AutoChoosesTheMeasuredFasterProvider) {
   EXPECT_EQ(sgemm_provider(choices[0].max_macs + 1).name, choices[1].chosen);
 }
 
-// A product of at least kShapeTrialMacs is refined per shape: after one cold call its calls
-// alternate between the libraries until each has run kShapeTrials times, then the faster runs it;
-// every call's result is the product. Small products and forced flags are never on trial.
-TEST(BlasMatmul, AutoDecidesEachLargeShapeByItsOwnCalls) {
+// A product of at least kShapeTrialMacs is decided per shape on its first call (each library
+// timed on a scratch output), so that every call of the shape gives the same bits; small products
+// and forced flags are never on trial.
+TEST(BlasMatmul, AutoDecidesEachLargeShapeOnItsFirstCallAndKeepsIt) {
   BlasFlag f("auto");
   const int64_t m = 96, n = 80, k = 160;  // 1.2M multiply-adds: above the trial bound
   ASSERT_GE(m * n * k, kShapeTrialMacs);
@@ -109,14 +109,26 @@ TEST(BlasMatmul, AutoDecidesEachLargeShapeByItsOwnCalls) {
     return std::optional<GemmShapeChoice>();
   };
   ASSERT_FALSE(decided());
-  for (int call = 0; call < 1 + 2 * kShapeTrials; ++call) {
-    NDArray c = NDArray::empty({m, n}, DType::Float32);
+  NDArray first;
+  for (int call = 0; call < 5; ++call) {
+    NDArray c = NDArray::full({m, n}, DType::Float32, 7.0);
     cpu_matmul(a, b.transpose(), c, 1.0, 0.0);
     EXPECT_ALLCLOSE(c, want, 1e-4, 1e-4) << "call " << call;
-    if (call < 2 * kShapeTrials) {
-      EXPECT_FALSE(decided()) << "call " << call;
-    }
+    EXPECT_TRUE(decided()) << "call " << call;
+    if (call == 0)
+      first = c;
+    else
+      EXPECT_ALLCLOSE(c, first, 0, 0) << "call " << call << " differs from the first in its bits";
   }
+  // A new shape whose first call accumulates (beta 1): the trials write scratch, never C.
+  NDArray a90 = a.slice(0, 0, 90, 1);
+  ASSERT_GE(90 * n * k, kShapeTrialMacs);
+  NDArray w90 = NDArray::zeros({90, n}, DType::Float32);
+  reference_matmul(a90, b.transpose(), w90, 1.0, 0.0);
+  NDArray c2 = w90.copy();
+  cpu_matmul(a90, b.transpose(), c2, 1.0, 1.0);
+  for (int64_t i = 0; i < w90.size(); ++i) w90.data<float>()[i] *= 2;
+  EXPECT_ALLCLOSE(c2, w90, 1e-4, 1e-4);
   const auto d = decided();
   ASSERT_TRUE(d);
   EXPECT_TRUE(std::isfinite(d->openblas_seconds) && std::isfinite(d->onednn_seconds));

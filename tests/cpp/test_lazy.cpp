@@ -118,9 +118,8 @@ TEST_P(Lazy, ABranchReadingOverwrittenMemoryIsNotDeferred) {
 
 TEST_P(Lazy, ADeferredStepTwoChoicesShareRunsWhenOnlyTheLaterAsks) {
   // d runs only on demand, for either ifelse. The first does not ask for it; an eager step between
-  // the two (an output: it runs always) is the last other reader of d's input a. a must live until the second ifelse has
-  // asked (it was freed after that eager step, and d then read a freed value: a crash the graph
-  // fuzzer found).
+  // the two (an output: it runs always) is the last other reader of d's input a. a must live until the second ifelse
+  // has asked (it was freed after that eager step, and d then read a freed value: a crash the graph fuzzer found).
   Var c1 = variable(scalar_type(DType::Int64), "c1"), c2 = variable(scalar_type(DType::Int64), "c2");
   Var x = vector("x", DType::Float64);
   Var a = count(x, 0) * 2.0;

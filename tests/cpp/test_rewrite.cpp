@@ -247,7 +247,9 @@ namespace hypatia {
 namespace {
 
 /// An op whose CPU kernel misbehaves as `kind` says: 0 correct, 1 overwrites its input without
-/// declaring it, 2 computes a wrong value. Its reference kernel is correct (x + 1).
+/// declaring it, 2 computes a wrong value, 3 adds into the output buffer it is given (right only
+/// when that buffer is new), 4 is not deterministic (every other run is off by 1e-12), 5 reads its
+/// input as if it were contiguous. Its reference kernel is correct (x + 1).
 struct MisbehavingOp : OpWithProps<MisbehavingOp> {
   int kind;
   explicit MisbehavingOp(int k) : kind(k) {}
@@ -274,10 +276,20 @@ void register_misbehaving_kernels() {
     struct K : Kernel {
       int kind;
       explicit K(int k) : kind(k) {}
+      int runs = 0;
       void run(const KernelArgs& a) override {
         NDArray r = a.in[0]->copy();
         for (int64_t i = 0; i < r.size(); ++i) r.data<double>()[i] += kind == 2 ? 2 : 1;
         if (kind == 1) a.in[0]->fill(0);
+        if (kind == 3) {
+          NDArray& o = *a.out[0];
+          if (!o.valid() || !(o.shape() == r.shape())) o = NDArray::zeros(r.shape(), DType::Float64);
+          for (int64_t i = 0; i < r.size(); ++i) o.data<double>()[i] += r.data<double>()[i];
+          return;
+        }
+        if (kind == 4 && runs++ % 2 == 1) r.data<double>()[0] += 1e-12;
+        if (kind == 5)
+          for (int64_t i = 0; i < r.size(); ++i) r.data<double>()[i] = a.in[0]->data<double>()[i] + 1;
         *a.out[0] = r;
       }
     };
@@ -312,6 +324,21 @@ TEST(DebugMode, ChecksEveryNodeAgainstItsReferenceAndItsDestroyMap) {
     FAIL() << "expected a DebugMode error";
   } catch (const InternalError& err) {
     EXPECT_NE(std::string(err.what()).find("BadThunkOutput"), std::string::npos) << err.what();
+  }
+  // Theano's DebugMode variations: a kernel that reads the output buffer it is given, one that is
+  // not deterministic, and one that is wrong on non-contiguous inputs are caught, each named.
+  for (auto [kind, what] : {std::pair<int, const char*>{3, "differs between two runs"},
+                            {4, "differs between two runs"},
+                            {5, "differs when its inputs are not contiguous"}}) {
+    Var bad = apply_op1(std::make_shared<MisbehavingOp>(kind), {x});
+    try {
+      function({x}, {bad}, dbg)({v});
+      ADD_FAILURE() << "expected a DebugMode error for kind " << kind;
+    } catch (const InternalError& err) {
+      EXPECT_NE(std::string(err.what()).find(what), std::string::npos) << err.what();
+      EXPECT_NE(std::string(err.what()).find("Misbehaving{" + std::to_string(kind) + "}"), std::string::npos)
+          << err.what();
+    }
   }
   // Outside DebugMode (and without the test suite's debug_checks) the wrong kernel runs unchecked.
   const bool checks = config().debug_checks;

@@ -11,6 +11,7 @@
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/graph/printing.h"
+#include "hypatia/runtime/debug_runs.h"
 
 namespace hypatia {
 
@@ -115,22 +116,6 @@ void with_node_context(const Apply& node, const KernelArgs& a, Fn&& fn) {
   } catch (const std::bad_alloc&) {
     throw MemoryError(node.op->name() + ": out of memory (std::bad_alloc)" + node_context(node, a));
   }
-}
-
-/// Whether a and b hold the same values (NaN equals NaN) within the dtype's tolerance.
-bool values_close(const NDArray& a, const NDArray& b, bool exact) {
-  if (a.valid() != b.valid()) return false;
-  if (!a.valid()) return true;
-  if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
-  const bool f32 = a.dtype() == DType::Float32;
-  const double rtol = exact ? 0 : (f32 ? 1e-4 : 1e-7), atol = exact ? 0 : (f32 ? 1e-5 : 1e-10);
-  for (int64_t i = 0; i < a.size(); ++i) {
-    const double x = a.get_flat(i), y = b.get_flat(i);
-    if (std::isnan(x) && std::isnan(y)) continue;
-    if (x == y) continue;
-    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
-  }
-  return true;
 }
 
 /// Locks shared variables' cells in the order given (the global order: by address) for a scope.
@@ -355,6 +340,8 @@ void Program::run_debug(Frame& f, size_t t) {
       fail<InternalError>("DebugMode: output ", o, " of ", st.node->op->name(),
                           " differs from the reference kernel's (", a.out[o]->valid() ? a.out[o]->describe() : "none",
                           " vs ", ref_out[o].valid() ? ref_out[o].describe() : "none", "; BadThunkOutput)");
+  // Again: into garbage outputs (bit for bit), and on strided copies (debug_runs.h).
+  check_kernel_variations(*st.node, kernel, a.in, before, destroyed, a.out);
 }
 
 void Program::check_input_devices(const Step& st, const KernelArgs& a) const {

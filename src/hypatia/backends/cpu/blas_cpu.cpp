@@ -9,6 +9,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -163,25 +164,40 @@ void gemm_tasks(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bl
   const int threads = parallel_threads();
   const bool by_cols = n >= m;
   const int64_t tasks = blas_tasks(int64_t{m} * n * k, kGemmTaskWork, by_cols ? n : m, threads);
-  // float32: the provider (OpenBLAS or oneDNN) chosen for this product (gemm_provider.h).
-  SgemmPick pick{nullptr, nullptr};
-  if constexpr (std::is_same_v<T, float>) pick = sgemm_pick(ta == CblasTrans, tb == CblasTrans, m, n, k, tasks);
-  const GemmProvider* sp = pick.provider;
-  const auto t0 = pick.trial ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const auto gemm = [&](blasint mm, blasint nn, const T* pa, const T* pb, T* pc) {
-    if constexpr (std::is_same_v<T, float>)
-      sp->sgemm(ta == CblasTrans, tb == CblasTrans, mm, nn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
-    else
-      blas_gemm(ta, tb, mm, nn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+  // The product, on panels of C (or of a scratch output of ldc n for the provider's trials).
+  const auto run_panels = [&](const auto& gemm, T* cc, blasint ldcc) {
+    for_panels(by_cols ? n : m, tasks, threads, [&](int64_t lo, int64_t hi) {
+      const blasint len = static_cast<blasint>(hi - lo);
+      if (by_cols)
+        gemm(m, len, a, tb == CblasNoTrans ? b + lo : b + lo * ldb, cc + lo, ldcc);
+      else
+        gemm(len, n, ta == CblasNoTrans ? a + lo * lda : a + lo, b, cc + lo * ldcc, ldcc);
+    });
   };
-  for_panels(by_cols ? n : m, tasks, threads, [&](int64_t lo, int64_t hi) {
-    const blasint len = static_cast<blasint>(hi - lo);
-    if (by_cols)
-      gemm(m, len, a, tb == CblasNoTrans ? b + lo : b + lo * ldb, c + lo);
-    else
-      gemm(len, n, ta == CblasNoTrans ? a + lo * lda : a + lo, b, c + lo * ldc);
-  });
-  if (pick.trial) sgemm_record(pick, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if constexpr (std::is_same_v<float, T>) {
+    // float32: the provider (OpenBLAS or oneDNN) chosen for this product (gemm_provider.h); a new
+    // large shape is timed on each first, into scratch.
+    std::unique_ptr<float[]> scratch;
+    const GemmProvider& sp = sgemm_pick(ta == CblasTrans, tb == CblasTrans, m, n, k, tasks, [&](const GemmProvider& p) {
+      if (!scratch) scratch.reset(new float[static_cast<size_t>(m) * n]);
+      const auto t0 = std::chrono::steady_clock::now();
+      run_panels(
+          [&](blasint mm, blasint nn, const T* pa, const T* pb, T* pc, blasint l) {
+            p.sgemm(ta == CblasTrans, tb == CblasTrans, mm, nn, k, alpha, pa, lda, pb, ldb, 0.0f, pc, l);
+          },
+          scratch.get(), n);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    run_panels(
+        [&](blasint mm, blasint nn, const T* pa, const T* pb, T* pc, blasint l) {
+          sp.sgemm(ta == CblasTrans, tb == CblasTrans, mm, nn, k, alpha, pa, lda, pb, ldb, beta, pc, l);
+        },
+        c, ldc);
+  } else {
+    run_panels([&](blasint mm, blasint nn, const T* pa, const T* pb, T* pc,
+                   blasint l) { blas_gemm(ta, tb, mm, nn, k, alpha, pa, lda, pb, ldb, beta, pc, l); },
+               c, ldc);
+  }
 }
 
 /// A += alpha x y^T (row-major m x n), A cut into row blocks.

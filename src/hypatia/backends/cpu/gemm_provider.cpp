@@ -123,12 +123,10 @@ size_t class_of(int64_t macs) {
   return i;
 }
 
-/// One shape's trials: runs so far of each library and their best times.
+/// One shape's decision: each library's best trial time and the choice.
 struct ShapeTrial {
-  int runs[2] = {0, 0};  ///< [openblas, onednn]
   double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
-  int calls = 0;  ///< picks made, the first (a cold call: page faults, caches) not timed
-  int base = 0;   ///< the class's choice, kept unless the other is clearly faster
+  int base = 0;  ///< the class's choice [openblas, onednn], kept unless the other is clearly faster
   const GemmProvider* chosen = nullptr;
 };
 /// The other library must beat the class's choice by this factor to take a shape: near-ties keep
@@ -151,42 +149,36 @@ int index_of(const GemmProvider* p) { return p == &kOneDnn ? 1 : 0; }
 
 }  // namespace
 
-SgemmPick sgemm_pick(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t tasks) {
+const GemmProvider& sgemm_pick(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t tasks,
+                               const std::function<double(const GemmProvider&)>& time_product) {
   const int64_t macs = m * n * k;
   const GemmProvider& base = sgemm_provider(macs / std::max<int64_t>(tasks, 1));
-  if (config().blas != "auto" || macs < kShapeTrialMacs) return {&base, nullptr};
+  if (config().blas != "auto" || macs < kShapeTrialMacs) return base;
   ShapeTrials& st = shape_trials();
-  std::lock_guard<std::mutex> lock(st.mu);
   const ShapeKey key{ta, tb, m, n, k, tasks};
-  auto it = st.by_shape.find(key);
-  if (it == st.by_shape.end()) {
-    if (st.by_shape.size() >= kMaxTrialShapes) return {&base, nullptr};
-    it = st.by_shape.emplace(key, ShapeTrial{}).first;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    auto it = st.by_shape.find(key);
+    if (it != st.by_shape.end()) return *it->second.chosen;
+    if (st.by_shape.size() >= kMaxTrialShapes) return base;
   }
-  ShapeTrial& t = it->second;
-  if (t.chosen) return {t.chosen, nullptr};
-  t.base = index_of(&base);
-  if (t.calls++ == 0) return {&base, nullptr};  // cold: not timed
-  // Alternate, starting with the library the class did not choose; the one with fewer runs goes.
-  const int other = 1 - index_of(&base);
-  const int next = t.runs[other] <= t.runs[1 - other] ? other : 1 - other;
-  return {next == 1 ? &kOneDnn : &kOpenBlas, &t};
-}
-
-void sgemm_record(const SgemmPick& pick, double seconds) {
-  if (!pick.trial) return;
-  ShapeTrials& st = shape_trials();
+  // Decide now, outside the lock (the trials run on the pool); two threads meeting a new shape at
+  // once both time it and the first to finish decides for both.
+  const GemmProvider* lib[2] = {&kOpenBlas, &kOneDnn};
+  const int b = index_of(&base), other = 1 - b;
+  time_product(base);  // cold: page faults, caches
+  double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  for (int r = 0; r < kShapeTrials; ++r)
+    for (int i : {other, b}) best[i] = std::min(best[i], time_product(*lib[i]));
   std::lock_guard<std::mutex> lock(st.mu);
-  auto& t = *static_cast<ShapeTrial*>(pick.trial);  // std::map nodes never move
-  if (t.chosen) return;
-  const int i = index_of(pick.provider);
-  ++t.runs[i];
-  t.best[i] = std::min(t.best[i], seconds);
-  if (t.runs[0] >= kShapeTrials && t.runs[1] >= kShapeTrials) {
-    const int other = 1 - t.base;
-    const int pick = t.best[other] < kSwitchMargin * t.best[t.base] ? other : t.base;
-    t.chosen = pick == 1 ? &kOneDnn : &kOpenBlas;
+  ShapeTrial& t = st.by_shape[key];
+  if (!t.chosen) {
+    t.best[0] = best[0];
+    t.best[1] = best[1];
+    t.base = b;
+    t.chosen = best[other] < kSwitchMargin * best[b] ? lib[other] : &base;
   }
+  return *t.chosen;
 }
 
 std::vector<GemmShapeChoice> gemm_shape_choices() {

@@ -2,6 +2,7 @@
 // faster one for a product's size class chosen by measurement (or forced with the `blas` flag).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,22 +33,20 @@ const GemmProvider& onednn_gemm();
 /// products run).
 const GemmProvider& sgemm_provider(int64_t macs);
 
-/// One float32 product's provider under "auto", refined per shape: the class's choice first, then
-/// (for products of at least kShapeTrialMacs multiply-adds) the product's own calls alternate
-/// between the two libraries, timed by the caller, until each has run kShapeTrials times; from
-/// then on the other library runs that shape if its best time beat the class's choice by 5%, else
-/// the class's choice does. No extra work is done: the trials are the
-/// user's own calls. Forced flags and small products skip the trials (`trial` is null).
-struct SgemmPick {
-  const GemmProvider* provider;
-  void* trial;  ///< the shape's trial record while it is being timed, else null
-};
+/// The provider for one float32 product m x n x k (ta, tb: A, B transposed) cut into `tasks`
+/// panels, as config().blas says. Under "auto", a product of at least kShapeTrialMacs
+/// multiply-adds is decided per shape on its first call, before the product is computed:
+/// `time_product(provider)` runs the product with that library into a scratch output and returns
+/// its wall seconds; after one cold run, each library runs kShapeTrials times, interleaved, and the
+/// other library takes the shape only when its best time beats the size class's choice by 5%.
+/// Every call of a shape then runs one library: a function gives the same bits on every call (when
+/// the trials were the user's own calls, alternating libraries, the first calls' results differed
+/// in rounding; DebugMode's repeated-run check found it). Forced flags and small products use the
+/// class's choice and never call `time_product`.
+const GemmProvider& sgemm_pick(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t tasks,
+                               const std::function<double(const GemmProvider&)>& time_product);
 constexpr int64_t kShapeTrialMacs = int64_t{1} << 20;
 constexpr int kShapeTrials = 2;
-/// The provider for a whole product m x n x k (ta, tb: A, B transposed) cut into `tasks` panels.
-SgemmPick sgemm_pick(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t tasks);
-/// Records one timed product (wall seconds, all panels) of a pick made while its shape was on trial.
-void sgemm_record(const SgemmPick& pick, double seconds);
 
 /// A shape decided by its trials.
 struct GemmShapeChoice {
