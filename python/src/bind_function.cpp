@@ -274,6 +274,10 @@ void init_function(nb::module_& m) {
           "compile_phases", [](const Profile& p) { return p.compile_phases; },
           "(rewrite phase, seconds) in pipeline order.")
       .def_ro("trace_dropped", &Profile::trace_dropped)
+      .def_ro("peak_bytes", &Profile::peak_bytes,
+              "Most bytes the intermediates and outputs held at once in one call, with the function's gc setting.")
+      .def_ro("peak_bytes_no_gc", &Profile::peak_bytes_no_gc, "The same as if allow_gc were False.")
+      .def_ro("allow_gc", &Profile::allow_gc)
       .def_prop_ro(
           "trace_events",
           [](const Profile& p) {
@@ -291,6 +295,8 @@ void init_function(nb::module_& m) {
           d["apply"] = n.apply_str;
           d["seconds"] = n.seconds;
           d["calls"] = n.calls;
+          d["output_bytes"] = n.output_bytes;
+          d["output_shapes"] = n.output_shapes;
           l.append(d);
         }
         return l;

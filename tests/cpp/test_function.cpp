@@ -204,6 +204,44 @@ TEST(Function, ConstantSubgraphsRunOnceAtCompileTime) {
   EXPECT_TRUE(has_alloc);
 }
 
+TEST(Function, ProfileMemoryPeaksWithAndWithoutGcAndOutputBytesPerNode) {
+  testing::DebugChecks plain(false);  // DebugMode keeps intermediates alive for its checks
+  // FAST_COMPILE keeps a chain of separate nodes: e1 = exp(x), e2 = e1 * 2, e3 = e2 + 1, then its
+  // sum and a view of it (a row). With gc, e1 is freed after e2 runs: at most two vectors of n
+  // doubles at once; without gc, all three.
+  const int64_t n = 1000;
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var e3 = (exp(x) * 2.0) + 1.0;
+  std::vector<Out> outs{Out(sum(e3)), Out(dimshuffle(e3, {-1, 0}))};
+  for (bool gc : {true, false}) {
+    Function f = function({x}, outs, FunctionOptions{.allow_gc = gc, .profile = true, .mode = "FAST_COMPILE"});
+    NDArray xv = NDArray::zeros({n}, DType::Float64);
+    for (int i = 0; i < 2; ++i) f({xv});
+    const Profile& p = *f.profile();
+    const int64_t vec = n * 8;
+    EXPECT_EQ(p.allow_gc, gc);
+    EXPECT_EQ(p.peak_bytes_no_gc, 3 * vec + 8) << "three vectors and the 0-d sum";
+    EXPECT_EQ(p.peak_bytes, gc ? 2 * vec : 3 * vec + 8);
+    int64_t views = 0, vectors = 0;
+    for (const auto& node : p.nodes) {
+      if (node.op_class == "DimShuffle") {
+        EXPECT_EQ(node.output_bytes, 0) << "a view allocates nothing";
+        ++views;
+      }
+      if (node.output_bytes == vec) {
+        EXPECT_EQ(node.output_shapes, "(1000,) float64");
+        ++vectors;
+      }
+    }
+    EXPECT_EQ(views, 1);
+    EXPECT_EQ(vectors, 3);
+    std::string s = p.summary();
+    EXPECT_NE(s.find("Memory profile"), std::string::npos) << s;
+    EXPECT_NE(s.find("Max peak memory if allow_gc=False"), std::string::npos) << s;
+    EXPECT_NE(s.find("8000B  (1000,) float64"), std::string::npos) << s;
+  }
+}
+
 TEST(Function, ProfileAndDebugprint) {
   Var x = variable(vector_type(DType::Float64), "x");
   // FAST_COMPILE: no fusion, so exp and add stay separate nodes.

@@ -283,6 +283,11 @@ def test_profile_summary(capsys, tmp_path):
     assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in slices)
     assert p.compile_phases and all(s >= 0 for _, s in p.compile_phases)
     assert "Compile time per rewrite phase" in text
+    # The memory profile: the peaks with and without gc, and each node's output bytes.
+    assert "Memory profile" in text and "Max peak memory if allow_gc=False" in text
+    assert 80 <= p.peak_bytes <= p.peak_bytes_no_gc
+    assert max(nd["output_bytes"] for nd in p.nodes) == 80
+    assert any(nd["output_shapes"] == "(10,) float64" for nd in p.nodes)
     hypatia.compile._profiled.clear()  # do not print the tables again at exit
 
 

@@ -55,6 +55,27 @@ std::string Profile::summary() const {
        << std::scientific << std::setprecision(3) << n.seconds << "s  " << (n.calls ? n.seconds / n.calls : 0.0)
        << "s  " << std::setw(6) << n.calls << "  " << std::setw(3) << i << "  " << n.apply_str << "\n";
   }
+  if (!nodes.empty()) {
+    auto kb = [](int64_t b) {
+      std::ostringstream k;
+      k << std::fixed << std::setprecision(1) << static_cast<double>(b) / 1024 << "KB";
+      return k.str();
+    };
+    os << "\nMemory profile\n---\n    Max peak memory with current setting (allow_gc=" << (allow_gc ? "True" : "False")
+       << ")\n        CPU: " << kb(peak_bytes) << "\n    Max peak memory if allow_gc=False\n        CPU: "
+       << kb(peak_bytes_no_gc) << "\n    (inputs and shared variables not counted; views and in-place outputs take "
+       << "no memory)\n\n    <Sum apply outputs (bytes)> <Apply outputs shape> <Apply node>\n";
+    std::vector<size_t> by_mem(nodes.size());
+    for (size_t i = 0; i < by_mem.size(); ++i) by_mem[i] = i;
+    std::stable_sort(by_mem.begin(), by_mem.end(),
+                     [&](size_t a, size_t b) { return nodes[a].output_bytes > nodes[b].output_bytes; });
+    int shown = 0;
+    for (size_t i : by_mem) {
+      if (nodes[i].output_bytes == 0 || shown++ == 10) break;
+      os << "     " << std::setw(12) << nodes[i].output_bytes << "B  " << nodes[i].output_shapes << "  "
+         << nodes[i].apply_str << "\n";
+    }
+  }
   if (!compile_phases.empty()) {
     double rewrite = 0;
     for (const auto& [name, s] : compile_phases) rewrite += s;

@@ -14,6 +14,10 @@ class Profile {
     std::string op_name, op_class, apply_str;
     double seconds = 0;
     long calls = 0;
+    /// Memory: the most bytes its outputs took in one call (0 for views and in-place outputs,
+    /// which allocate nothing), and their shapes then ("(128, 64) float32").
+    int64_t output_bytes = 0;
+    std::string output_shapes;
   };
   /// One run of one node in one call (a Chrome trace slice): microseconds since the process's
   /// first profiled call, and the calling thread's small number.
@@ -33,7 +37,13 @@ class Profile {
   std::vector<std::pair<std::string, double>> compile_phases;
   std::vector<TraceEvent> trace;
   size_t trace_dropped = 0;
-  /// Theano-style tables: per Op class, per Op, per Apply; then the compile time per phase.
+  /// Memory: the most bytes the intermediates and outputs held at once in one call, with the
+  /// function's gc setting (a value freed after its last reader) and as if allow_gc were False
+  /// (nothing freed before the call ends); inputs and shared variables are not counted.
+  int64_t peak_bytes = 0, peak_bytes_no_gc = 0;
+  bool allow_gc = true;
+  /// Theano-style tables: per Op class, per Op, per Apply; the memory profile; then the compile
+  /// time per phase.
   std::string summary() const;
 };
 

@@ -29,6 +29,10 @@ struct Program::Frame {
   /// end of the call).
   std::vector<double> seconds;
   std::vector<Profile::TraceEvent> events;
+  /// Profiling: the bytes each cell's producer allocated in this call (0: not run, a view or in
+  /// place).
+  std::vector<int64_t> cell_bytes;
+  std::vector<std::string> cell_desc;  ///< "(128, 64) float32" where cell_bytes > 0
   /// With deferred steps: which steps ran in this call.
   std::vector<uint8_t> done;
   /// A runner's frame: intermediates stay between runs (their buffers are reused).
@@ -115,6 +119,19 @@ void with_node_context(const Apply& node, const KernelArgs& a, Fn&& fn) {
     rethrow_with(e, node_context(node, a));
   } catch (const std::bad_alloc&) {
     throw MemoryError(node.op->name() + ": out of memory (std::bad_alloc)" + node_context(node, a));
+  }
+}
+
+/// Profiling: the bytes each output of a step allocated in this call (a view or an in-place
+/// output allocates none). A template, so that it takes the Program's private Frame and Step.
+template <class FrameT, class StepT>
+void record_output_bytes(FrameT& f, const StepT& st, const KernelArgs& a) {
+  const AliasMap vm = st.node->op->view_map(), dm = st.node->op->destroy_map();
+  for (size_t o = 0; o < st.out.size(); ++o) {
+    const bool aliases = (o < vm.size() && !vm[o].empty()) || (o < dm.size() && !dm[o].empty());
+    const bool owns = !aliases && a.out[o]->valid();
+    f.cell_bytes[st.out[o]] = owns ? static_cast<int64_t>(a.out[o]->nbytes()) : 0;
+    if (owns) f.cell_desc[st.out[o]] = a.out[o]->shape().str() + " " + std::string(dtype_name(a.out[o]->dtype()));
   }
 }
 
@@ -231,7 +248,11 @@ std::unique_ptr<Program::Frame> Program::make_frame() const {
     for (int c : s.in) f->ptrs.push_back(&f->storage[c]);
     for (int c : s.out) f->ptrs.push_back(&f->storage[c]);
   }
-  if (profile) f->seconds.assign(steps.size(), 0.0);
+  if (profile) {
+    f->seconds.assign(steps.size(), 0.0);
+    f->cell_bytes.assign(constants.size(), 0);
+    f->cell_desc.assign(constants.size(), std::string());
+  }
   if (any_deferred_) f->done.assign(steps.size(), 0);
   return f;
 }
@@ -366,6 +387,7 @@ void Program::run_step(Frame& f, size_t t) {
       f.seconds[t] += std::chrono::duration<double>(t1 - t0).count();
       f.events.push_back({static_cast<uint32_t>(t), trace_thread_number(), 0, trace_us(t0),
                           std::chrono::duration<double, std::micro>(t1 - t0).count()});
+      record_output_bytes(f, st, a);
     } else if (debug_mode) {
       run_debug(f, t);
     } else {
@@ -451,6 +473,7 @@ void Program::run_lazy_step(Frame& f, size_t t) {
       if (profile) f.seconds[t] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     });
     if (need.empty()) {
+      if (profile) record_output_bytes(f, st, a);
       if (post_step) with_node_context(*st.node, a, [&] { post_step(t, *st.node, a); });
       break;
     }
@@ -500,6 +523,7 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   if (profile) {  // a failed call's timings are not merged into this one
     f.events.clear();
     std::fill(f.seconds.begin(), f.seconds.end(), 0.0);
+    std::fill(f.cell_bytes.begin(), f.cell_bytes.end(), 0);
   }
   // Values the updates replace: released after the shared variables' locks (the last reference
   // to a buffer borrowed from Python needs the GIL, which another thread waiting on a lock may
@@ -586,11 +610,30 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   release(f);
   if (profile) {
     std::lock_guard<std::mutex> lock(profile_mu_);
+    // Memory: the steps in order, each value freed after its last reader (with gc) or never.
+    int64_t live = 0, peak = 0, all = 0;
     for (size_t t = 0; t < steps.size(); ++t) {
-      profile->nodes[t].seconds += f.seconds[t];
-      ++profile->nodes[t].calls;
+      Profile::NodeStats& n = profile->nodes[t];
+      n.seconds += f.seconds[t];
+      ++n.calls;
       f.seconds[t] = 0;
+      int64_t bytes = 0;
+      for (int c : steps[t].out) bytes += f.cell_bytes[c];
+      if (bytes > n.output_bytes) {
+        n.output_bytes = bytes;
+        n.output_shapes.clear();
+        for (int c : steps[t].out)
+          if (f.cell_bytes[c] > 0) n.output_shapes += (n.output_shapes.empty() ? "" : ", ") + f.cell_desc[c];
+      }
+      live += bytes;
+      all += bytes;
+      peak = std::max(peak, live);
+      if (allow_gc)
+        for (int c : steps[t].free_after) live -= f.cell_bytes[c];
     }
+    profile->peak_bytes = std::max(profile->peak_bytes, peak);
+    profile->peak_bytes_no_gc = std::max(profile->peak_bytes_no_gc, all);
+    profile->allow_gc = allow_gc;
     for (Profile::TraceEvent& e : f.events) {
       if (profile->trace.size() >= Profile::kMaxTraceEvents) {
         ++profile->trace_dropped;
