@@ -3,8 +3,9 @@ printing.pydotprint), drawn by the ``dot`` program (Debian's graphviz).
 
 Apply nodes are ellipses filled by kind (elementwise, BLAS, reduction, shape, transfer, loop,
 random, other); variables are boxes: function inputs green, shared variables cyan, constants
-SpringGreen, outputs blue (as Theano drew them). Edges carry the dtype and broadcast pattern of
-the value (and the input position when a node has several); an input the node overwrites (its
+SpringGreen, outputs blue (as Theano drew them). Edges carry the dtype and the shape of the value
+where it is known (a profiled function's calls, constants, shared variables, test values), else
+its broadcast pattern (and the input position when a node has several); an input the node overwrites (its
 destroy_map) is a bold red edge labelled "inplace", one it returns a view of (view_map) a dashed
 edge labelled "view". A Scan's inner graph is a cluster beside its node; an IfElse's inputs are
 labelled cond / then / else.
@@ -66,6 +67,39 @@ def _type_label(v):
     return f"{v.dtype} ({bc})" if v.ndim else f"{v.dtype} scalar"
 
 
+def _known_shapes(obj, nodes):
+    """Variable id -> "(64, 128)" where a shape is known: a profiled function's last calls (each node's
+    output shapes), constants, shared variables and test values."""
+    known = {}
+    prof = getattr(obj, "profile", None)
+    pnodes = prof.nodes if prof is not None else []
+    if len(pnodes) == len(nodes):
+        for n, pn in zip(nodes, pnodes):
+            parts = pn.get("output_shapes", "").split("; ")
+            if len(parts) == len(n.outputs):
+                for o, part in zip(n.outputs, parts):
+                    if part.startswith("("):
+                        known[o.id] = part.rsplit(" ", 1)[0]
+    return known
+
+
+def _shape_of(v, known):
+    if v.id in known:
+        return known[v.id]
+    try:
+        if v.kind == "constant":
+            value = v.data
+        elif v.kind == "shared":
+            value = v.get_value(borrow=True)
+        else:
+            value = getattr(getattr(v, "tag", None), "test_value", None)
+        if value is not None and hasattr(value, "shape"):
+            return "(" + ", ".join(str(d) for d in value.shape) + ("," if len(value.shape) == 1 else "") + ")"
+    except Exception:  # noqa: BLE001 - a shape is a nicety of the picture
+        pass
+    return None
+
+
 def _roots(obj):
     """(nodes in order, graph inputs, graph outputs) of a function, an fgraph, or variables."""
     if isinstance(obj, _core.Function) or hasattr(obj, "maker"):
@@ -99,11 +133,17 @@ def _roots(obj):
 
 
 class _Dot:
-    def __init__(self):
+    def __init__(self, known=None):
+        self.known = known or {}
         self.lines = []
         self.var_ids = {}
         self.counter = 0
         self.info = {}  # DOT id -> what d3viz shows when the node is clicked
+
+    def edge_label(self, v):
+        """The dtype and shape of a value where its shape is known, else its broadcast pattern."""
+        shape = _shape_of(v, self.known)
+        return f"{v.dtype} {shape}" if shape is not None else _type_label(v)
 
     def new_id(self, prefix):
         self.counter += 1
@@ -173,7 +213,7 @@ class _Dot:
                     src = var_node(v)
                 if src is None:
                     continue
-                label = _type_label(v)
+                label = self.edge_label(v)
                 if len(n.inputs) > 1:
                     if is_ifelse:
                         role = "cond" if pos == 0 else ("then" if pos <= n_out else "else")
@@ -190,7 +230,7 @@ class _Dot:
             if o.owner is not None and o.owner.id in node_ids:
                 vid = var_node(o)
                 if vid is not None:
-                    self.lines.append(f"{indent}{node_ids[o.owner.id]} -> {vid} [label={_q(_type_label(o))}];")
+                    self.lines.append(f"{indent}{node_ids[o.owner.id]} -> {vid} [label={_q(self.edge_label(o))}];")
         # Scan's inner graphs, as clusters beside their node.
         for n in nodes:
             if type(n.op).__name__ in ("Scan", "ScanGrad") and hasattr(n.op, "outputs"):
@@ -219,7 +259,7 @@ def graph_to_dot(fct):
 
 def _build(fct):
     nodes, inputs, outputs = _roots(fct)
-    d = _Dot()
+    d = _Dot(_known_shapes(fct, nodes))
     d.lines.append("digraph G {")
     d.lines.append('  graph [rankdir=TB, fontname="Helvetica"]; node [fontname="Helvetica"]; '
                    'edge [fontname="Helvetica", fontsize=9];')

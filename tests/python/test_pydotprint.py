@@ -76,3 +76,21 @@ def test_graphviz_renders_svg_png_and_pdf(tmp_path):
     assert pydotprint(f, format="dot", return_image=True).startswith(b"digraph G {")
     with pytest.raises(TypeError, match="pydotprint"):
         pydotprint(3)
+
+
+def test_edges_carry_shapes_where_known():
+    # Shapes: a shared variable's and a constant's always; intermediates' from a profiled
+    # function's calls; otherwise the broadcast pattern.
+    x = T.fmatrix("x")
+    W = hypatia.shared(np.ones((5, 3), "float32"), "W")
+    f = hypatia.function([x], T.tanh(T.dot(x, W)).sum(axis=0), profile=True)
+    before = graph_to_dot(f)
+    assert "float32 (5, 3)" in before  # W
+    assert "(4, 3)" not in before  # nothing has run yet
+    f(np.ones((4, 5), "float32"))
+    after = graph_to_dot(f)
+    assert "float32 (4, 3)" in after  # the product's output
+    assert "float32 (3,)" in after  # the sum
+    g = hypatia.function([x], T.exp(x) + 1)
+    assert "float32 (nn)" in graph_to_dot(g)  # unknown shapes: the broadcast pattern
+    hypatia.compile._profiled.clear()

@@ -15,7 +15,7 @@ class Profile {
     double seconds = 0;
     long calls = 0;
     /// Memory: the most bytes its outputs took in one call (0 for views and in-place outputs,
-    /// which allocate nothing), and their shapes then ("(128, 64) float32").
+    /// which allocate nothing), and every output's shape then ("(128, 64) float32; (128,) int64").
     int64_t output_bytes = 0;
     std::string output_shapes;
   };

@@ -32,7 +32,7 @@ struct Program::Frame {
   /// Profiling: the bytes each cell's producer allocated in this call (0: not run, a view or in
   /// place).
   std::vector<int64_t> cell_bytes;
-  std::vector<std::string> cell_desc;  ///< "(128, 64) float32" where cell_bytes > 0
+  std::vector<std::string> cell_desc;  ///< "(128, 64) float32" of each output this call wrote
   /// With deferred steps: which steps ran in this call.
   std::vector<uint8_t> done;
   /// A runner's frame: intermediates stay between runs (their buffers are reused).
@@ -129,9 +129,10 @@ void record_output_bytes(FrameT& f, const StepT& st, const KernelArgs& a) {
   const AliasMap vm = st.node->op->view_map(), dm = st.node->op->destroy_map();
   for (size_t o = 0; o < st.out.size(); ++o) {
     const bool aliases = (o < vm.size() && !vm[o].empty()) || (o < dm.size() && !dm[o].empty());
-    const bool owns = !aliases && a.out[o]->valid();
-    f.cell_bytes[st.out[o]] = owns ? static_cast<int64_t>(a.out[o]->nbytes()) : 0;
-    if (owns) f.cell_desc[st.out[o]] = a.out[o]->shape().str() + " " + std::string(dtype_name(a.out[o]->dtype()));
+    const bool valid = a.out[o]->valid();
+    f.cell_bytes[st.out[o]] = !aliases && valid ? static_cast<int64_t>(a.out[o]->nbytes()) : 0;
+    f.cell_desc[st.out[o]] =
+        valid ? a.out[o]->shape().str() + " " + std::string(dtype_name(a.out[o]->dtype())) : std::string("?");
   }
 }
 
@@ -524,6 +525,7 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
     f.events.clear();
     std::fill(f.seconds.begin(), f.seconds.end(), 0.0);
     std::fill(f.cell_bytes.begin(), f.cell_bytes.end(), 0);
+    for (auto& d : f.cell_desc) d.clear();
   }
   // Values the updates replace: released after the shared variables' locks (the last reference
   // to a buffer borrowed from Python needs the GIL, which another thread waiting on a lock may
@@ -619,11 +621,12 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       f.seconds[t] = 0;
       int64_t bytes = 0;
       for (int c : steps[t].out) bytes += f.cell_bytes[c];
-      if (bytes > n.output_bytes) {
-        n.output_bytes = bytes;
+      if (bytes > n.output_bytes ||
+          (n.output_shapes.empty() && !steps[t].out.empty() && !f.cell_desc[steps[t].out[0]].empty())) {
+        n.output_bytes = std::max(n.output_bytes, bytes);
         n.output_shapes.clear();
-        for (int c : steps[t].out)
-          if (f.cell_bytes[c] > 0) n.output_shapes += (n.output_shapes.empty() ? "" : ", ") + f.cell_desc[c];
+        for (size_t o = 0; o < steps[t].out.size(); ++o)
+          n.output_shapes += (o ? "; " : "") + f.cell_desc[steps[t].out[o]];
       }
       live += bytes;
       all += bytes;
