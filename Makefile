@@ -13,7 +13,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: deps venv build build-asan build-tsan test test-cpp test-asan test-tsan test-python demo bench bench-compare format clean
+.PHONY: deps venv build build-asan build-tsan test test-cpp test-asan test-tsan test-python demo bench bench-compare fuzz format clean
 
 deps:
 	@bash scripts/install_deps.sh
@@ -68,6 +68,18 @@ bench: deps venv
 bench-compare: deps
 	@JOBS=$(JOBS) bash scripts/setup_bench_env.sh
 	.venv-bench/bin/python bench/python/compare_frameworks.py
+
+# libFuzzer on the graph fuzzer (tests/fuzz/fuzz_graph.cpp): a clang build with everything
+# instrumented (build-fuzz/), run for FUZZ_SECONDS; findings land in build-fuzz/findings/.
+# Not part of test or demo.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPATIA_FUZZ=ON \
+	  -DHYPATIA_EXAMPLES=OFF -DHYPATIA_PYTHON=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_graph
+	mkdir -p build-fuzz/corpus build-fuzz/findings
+	ASAN_OPTIONS=detect_leaks=0 build-fuzz/tests/fuzz/fuzz_graph -max_total_time=$(FUZZ_SECONDS) -max_len=256 \
+	  -artifact_prefix=build-fuzz/findings/ build-fuzz/corpus
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -1,6 +1,7 @@
 // TensorType, Variable, Apply, the Op classes, FunctionGraph, constants, shared variables,
 // debugprint and the trace hook.
 #include <string>
+#include <unordered_map>
 
 #include "bindings.h"
 // After Python.h (through bindings.h).
@@ -74,6 +75,37 @@ Index to_index(nb::handle h) {
 static std::string g_trace_skip_prefix;
 
 /// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
+/// Per code object (kept alive here, so that its address is not reused): its file name and whether
+/// it is inside hypatia (skipped). Read under the GIL.
+struct CodeInfo {
+  bool inside;
+  std::string file;
+};
+std::unordered_map<PyCodeObject*, CodeInfo>& code_infos() {
+  static std::unordered_map<PyCodeObject*, CodeInfo> m;
+  return m;
+}
+
+const CodeInfo& code_info(PyCodeObject* code) {
+  auto& m = code_infos();
+  auto it = m.find(code);
+  if (it != m.end()) return it->second;
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!file) PyErr_Clear();
+  CodeInfo info{!file || (!g_trace_skip_prefix.empty() && std::string_view(file).starts_with(g_trace_skip_prefix)),
+                file ? std::string(file) : std::string()};
+  if (m.size() >= 16384) {  // a program that makes code objects without end: stop caching
+    static CodeInfo last;
+    last = std::move(info);
+    return last;
+  }
+  Py_INCREF(code);
+  return m.emplace(code, std::move(info)).first->second;
+}
+
+/// "file:line" of the innermost frame outside hypatia (the user's line that built a node). Called
+/// for every node and variable a user builds: file names and the inside/outside test are cached
+/// per code object (building an MLP step's graph took 30% longer with the trace than without).
 std::string python_trace() {
   if (!Py_IsInitialized() || !PyGILState_Check()) return {};
   PyFrameObject* f = PyEval_GetFrame();
@@ -82,12 +114,15 @@ std::string python_trace() {
   std::string result;
   while (f) {
     PyCodeObject* code = PyFrame_GetCode(f);
-    const char* file = PyUnicode_AsUTF8(code->co_filename);
-    if (!file) PyErr_Clear();
-    bool inside = !file || (!g_trace_skip_prefix.empty() && std::string_view(file).starts_with(g_trace_skip_prefix));
-    if (!inside) result = std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(f));
+    const CodeInfo& info = code_info(code);
+    if (!info.inside) {
+      result.reserve(info.file.size() + 8);
+      result = info.file;
+      result += ':';
+      result += std::to_string(PyFrame_GetLineNumber(f));
+    }
     Py_DECREF(code);
-    PyFrameObject* back = inside ? PyFrame_GetBack(f) : nullptr;
+    PyFrameObject* back = info.inside ? PyFrame_GetBack(f) : nullptr;
     Py_DECREF(f);
     f = back;
   }
@@ -293,6 +328,10 @@ void init_graph(nb::module_& m) {
   m.def(
       "install_trace_hook",
       [](std::string skip_prefix) {
+        if (skip_prefix != g_trace_skip_prefix) {  // the cached inside/outside tests change
+          for (auto& [code, info] : code_infos()) Py_DECREF(code);
+          code_infos().clear();
+        }
         g_trace_skip_prefix = std::move(skip_prefix);
         set_trace_hook(&python_trace);
       },

@@ -410,6 +410,7 @@ void build_program(Program& program, const FunctionOptions& opts, const std::str
 
 std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts) {
   auto t_start = std::chrono::steady_clock::now();
+  NoTraceScope no_trace;  // compiled nodes take their user lines from the nodes they replace
   const std::string label = fn_label(opts.name);
   check_signature(label, inputs, outputs, opts);
   const Backend& backend = backend_or_default(opts.backend);

@@ -13,13 +13,16 @@ TraceHook& trace_hook() {
   static TraceHook hook;
   return hook;
 }
+thread_local bool t_no_trace = false;
 std::string current_trace() {
   auto& h = trace_hook();
-  return h ? h() : std::string();
+  return h && !t_no_trace ? h() : std::string();
 }
 }  // namespace
 
 void set_trace_hook(TraceHook hook) { trace_hook() = std::move(hook); }
+NoTraceScope::NoTraceScope() : saved_(t_no_trace) { t_no_trace = true; }
+NoTraceScope::~NoTraceScope() { t_no_trace = saved_; }
 
 namespace {
 NodeHook& node_hook() {

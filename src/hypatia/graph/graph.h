@@ -196,6 +196,19 @@ Var grad_undefined(const Op& op, int input_index, const TensorType& type, const 
 /// Hook that fills Variable::trace for new nodes (the Python layer installs one).
 using TraceHook = std::function<std::string()>;
 void set_trace_hook(TraceHook hook);
+/// While one is alive, the nodes and variables this thread builds ask the trace hook nothing: the
+/// compiler's new nodes take the user lines of the nodes they replace (FunctionGraph::replace_all),
+/// and asking the hook for each cost a third of the compile time of an MLP step.
+class NoTraceScope {
+ public:
+  NoTraceScope();
+  ~NoTraceScope();
+  NoTraceScope(const NoTraceScope&) = delete;
+  NoTraceScope& operator=(const NoTraceScope&) = delete;
+
+ private:
+  bool saved_;
+};
 
 /// Hook run on every node apply_op builds (after its trace is set); backends/test_values.cpp
 /// installs one that computes test values (config().compute_test_value). Exceptions propagate to
