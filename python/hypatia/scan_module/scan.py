@@ -241,6 +241,11 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     if n_steps is not None:
         if isinstance(n_steps, numbers.Integral) and n_steps < 0:
             raise ValueError(f"{who}: n_steps must be >= 0, got {n_steps}")
+        dtype = str(getattr(n_steps, "dtype", ""))
+        if (isinstance(n_steps, (bool, np.bool_)) or not isinstance(n_steps, (numbers.Integral, Variable, np.ndarray))
+                or (dtype and not dtype.startswith(("int", "uint"))) or getattr(n_steps, "ndim", 0) != 0):
+            raise TypeError(f"{who}: n_steps must be an integer scalar (a Python int or a 0-d integer tensor), got "
+                            f"{n_steps!r}" + (f" of dtype {dtype}" if dtype else ""))
         steps = _convert._int_scalar(n_steps) if not isinstance(n_steps, Variable) else n_steps
     else:
         if not seq_specs:
