@@ -242,6 +242,24 @@ TEST(Function, ProfileMemoryPeaksWithAndWithoutGcAndOutputBytesPerNode) {
   }
 }
 
+TEST(Function, ProfileTraceHasTheLazyNodesRounds) {
+  // An ifelse asks for its branch, which runs between two rounds of the IfElse: each round is a
+  // slice of the trace, and the branch's nodes have theirs.
+  Var c = variable(scalar_type(DType::Int64), "c");
+  Var x = variable(vector_type(DType::Float64), "x");
+  Function f = function({c, x}, {ifelse(c, exp(x) * 2.0, log(x))}, FunctionOptions{.profile = true});
+  f({NDArray::scalar_int64(1), make_array({1, 2}, {2}, DType::Float64)});
+  const auto order = f.toposort();
+  size_t ifelse_step = order.size();
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i]->op->name().find("IfElse") != std::string::npos) ifelse_step = i;
+  ASSERT_LT(ifelse_step, order.size());
+  int rounds = 0;
+  for (const auto& e : f.profile()->trace) rounds += e.step == ifelse_step;
+  EXPECT_GE(rounds, 2);
+  EXPECT_GT(f.profile()->trace.size(), static_cast<size_t>(rounds));
+}
+
 TEST(Function, ProfileAndDebugprint) {
   Var x = variable(vector_type(DType::Float64), "x");
   // FAST_COMPILE: no fusion, so exp and add stay separate nodes.
