@@ -72,6 +72,7 @@ class Builder {
       uint32_t k = src_.pick(100);
       if (k < 8 && scan_step()) continue;
       if (k < 14 && ifelse_step()) continue;
+      if (k < 20 && random_step()) continue;
       opinfo_step();
     }
     finish();
@@ -252,6 +253,39 @@ class Builder {
     }
   }
 
+  /// A value times (or plus) a draw of its shape from RandomStreams: the stream's state is a shared
+  /// variable with its update, reset before every call so that every mode draws the same numbers.
+  bool random_step() {
+    std::vector<size_t> c = float_values(0, 3);
+    if (c.empty()) return false;
+    const PoolValue v = pool_[c[src_.pick(static_cast<uint32_t>(c.size()))]];
+    const DType dt = v.value.dtype();
+    const uint32_t dist = src_.pick(3);
+    RandomStreams rs(src_.pick(1u << 30));
+    try {
+      Var size = shape(v.v);
+      Var draw = dist == 0   ? rs.uniform(size, constant(-1.0, dt), constant(1.0, dt), dt, v.v->ndim())
+                 : dist == 1 ? rs.normal(size, constant(0.0, dt), constant(1.0, dt), dt, v.v->ndim())
+                             : cast(rs.binomial(size, constant(1.0, DType::Int64), constant(0.5, DType::Float64),
+                                                DType::Int64, v.v->ndim()),
+                                    dt);
+      Var out = src_.chance(50) ? v.v * draw : v.v + draw;
+      Pending p;
+      for (const auto& [state, next] : rs.state_updates()) p.shared.emplace_back(state, get_value(state).copy());
+      NDArray value = evaluate(out, p);
+      commit(p);
+      for (const auto& [state, next] : rs.state_updates()) {
+        g_.updates.emplace_back(state, next);
+        rng_states_.push_back(state);
+      }
+      static const char* const kDist[] = {"uniform", "normal", "binomial"};
+      add_result(out, std::move(value), v.name + " with a RandomStreams " + kDist[dist] + " draw", "random_streams");
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
   /// Outputs: the last value and some others; then maybe gradients, an Rop and shared updates.
   void finish() {
     if (pool_.empty()) return;
@@ -304,7 +338,7 @@ class Builder {
       }
     }
     for (const auto& [s, init] : g_.shared) {
-      if (!src_.chance(60)) continue;
+      if (!src_.chance(60) || std::find(rng_states_.begin(), rng_states_.end(), s) != rng_states_.end()) continue;
       std::vector<size_t> c;
       for (size_t i = 0; i < pool_.size(); ++i)
         if (!pool_[i].is_input && pool_[i].v->type == s->type && pool_[i].value.shape() == init.shape()) c.push_back(i);
@@ -319,6 +353,7 @@ class Builder {
   FuzzSource& src_;
   FuzzGraph& g_;
   std::vector<PoolValue> pool_;
+  std::vector<Var> rng_states_;  // RandomStreams states (their updates are the streams')
   size_t last_ = 0;
 };
 
