@@ -62,8 +62,9 @@ std::string Profile::summary() const {
       return k.str();
     };
     os << "\nMemory profile\n---\n    Max peak memory with current setting (allow_gc=" << (allow_gc ? "True" : "False")
-       << ")\n        CPU: " << kb(peak_bytes) << "\n    Max peak memory if allow_gc=False\n        CPU: "
-       << kb(peak_bytes_no_gc) << "\n    (inputs and shared variables not counted; views and in-place outputs take "
+       << ")\n        CPU: " << kb(peak_bytes)
+       << "\n    Max peak memory if allow_gc=False\n        CPU: " << kb(peak_bytes_no_gc)
+       << "\n    (inputs and shared variables not counted; views and in-place outputs take "
        << "no memory)\n\n    <Sum apply outputs (bytes)> <Apply outputs shape> <Apply node>\n";
     std::vector<size_t> by_mem(nodes.size());
     for (size_t i = 0; i < by_mem.size(); ++i) by_mem[i] = i;
