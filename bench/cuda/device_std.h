@@ -37,15 +37,23 @@ inline constexpr bool is_floating_point_v = false;
   inline constexpr bool is_signed_v<T> = S;      \
   template <>                                    \
   inline constexpr bool is_unsigned_v<T> = !S;
+// clang-format off (one invocation per line; clang-format reflows a run of them differently on each pass)
 HYP_INTEGRAL(bool, false)
 HYP_INTEGRAL(signed char, true)
-HYP_INTEGRAL(unsigned char, false) HYP_INTEGRAL(char, true) HYP_INTEGRAL(short, true)
-    HYP_INTEGRAL(unsigned short, false) HYP_INTEGRAL(int, true) HYP_INTEGRAL(unsigned int, false)
-        HYP_INTEGRAL(long, true) HYP_INTEGRAL(unsigned long, false) HYP_INTEGRAL(long long, true)
-            HYP_INTEGRAL(unsigned long long, false)
+HYP_INTEGRAL(unsigned char, false)
+HYP_INTEGRAL(char, true)
+HYP_INTEGRAL(short, true)
+HYP_INTEGRAL(unsigned short, false)
+HYP_INTEGRAL(int, true)
+HYP_INTEGRAL(unsigned int, false)
+HYP_INTEGRAL(long, true)
+HYP_INTEGRAL(unsigned long, false)
+HYP_INTEGRAL(long long, true)
+HYP_INTEGRAL(unsigned long long, false)
+// clang-format on
 #undef HYP_INTEGRAL
-                template <>
-                inline constexpr bool is_floating_point_v<float> = true;
+template <>
+inline constexpr bool is_floating_point_v<float> = true;
 template <>
 inline constexpr bool is_floating_point_v<double> = true;
 template <>
@@ -70,6 +78,7 @@ struct numeric_limits;
     static constexpr T max() { return hi; }    \
     static constexpr T lowest() { return lo; } \
   };
+// clang-format off (one invocation per line; clang-format reflows a run of them differently on each pass)
 HYP_INT_LIMITS(bool, false, true)
 HYP_INT_LIMITS(signed char, -128, 127)
 HYP_INT_LIMITS(unsigned char, 0, 255)
@@ -81,6 +90,7 @@ HYP_INT_LIMITS(long, -9223372036854775807L - 1, 9223372036854775807L)
 HYP_INT_LIMITS(unsigned long, 0ul, 18446744073709551615ul)
 HYP_INT_LIMITS(long long, -9223372036854775807LL - 1, 9223372036854775807LL)
 HYP_INT_LIMITS(unsigned long long, 0ull, 18446744073709551615ull)
+// clang-format on
 #undef HYP_INT_LIMITS
 template <>
 struct numeric_limits<float> {
@@ -106,18 +116,44 @@ struct numeric_limits<double> {
 #define HYP_MATH2(name)                                           \
   inline float name(float x, float y) { return ::name##f(x, y); } \
   inline double name(double x, double y) { return ::name(x, y); }
+// clang-format off (one invocation per line; clang-format reflows a run of them differently on each pass)
 HYP_MATH1(exp)
 HYP_MATH1(exp2)
-HYP_MATH1(expm1) HYP_MATH1(log) HYP_MATH1(log2) HYP_MATH1(log10) HYP_MATH1(log1p) HYP_MATH1(sqrt) HYP_MATH1(sin)
-    HYP_MATH1(cos) HYP_MATH1(tan) HYP_MATH1(asin) HYP_MATH1(acos) HYP_MATH1(atan) HYP_MATH1(sinh) HYP_MATH1(cosh)
-        HYP_MATH1(tanh) HYP_MATH1(asinh) HYP_MATH1(acosh) HYP_MATH1(atanh) HYP_MATH1(erf) HYP_MATH1(erfc)
-            HYP_MATH1(tgamma) HYP_MATH1(lgamma) HYP_MATH1(floor) HYP_MATH1(ceil) HYP_MATH1(trunc) HYP_MATH1(nearbyint)
-                HYP_MATH1(fabs) HYP_MATH2(pow) HYP_MATH2(atan2) HYP_MATH2(fmod) HYP_MATH2(copysign)
+HYP_MATH1(expm1)
+HYP_MATH1(log)
+HYP_MATH1(log2)
+HYP_MATH1(log10)
+HYP_MATH1(log1p)
+HYP_MATH1(sqrt)
+HYP_MATH1(sin)
+HYP_MATH1(cos)
+HYP_MATH1(tan)
+HYP_MATH1(asin)
+HYP_MATH1(acos)
+HYP_MATH1(atan)
+HYP_MATH1(sinh)
+HYP_MATH1(cosh)
+HYP_MATH1(tanh)
+HYP_MATH1(asinh)
+HYP_MATH1(acosh)
+HYP_MATH1(atanh)
+HYP_MATH1(erf)
+HYP_MATH1(erfc)
+HYP_MATH1(tgamma)
+HYP_MATH1(lgamma)
+HYP_MATH1(floor)
+HYP_MATH1(ceil)
+HYP_MATH1(trunc)
+HYP_MATH1(nearbyint)
+HYP_MATH1(fabs)
+HYP_MATH2(pow)
+HYP_MATH2(atan2)
+HYP_MATH2(fmod)
+HYP_MATH2(copysign)
+// clang-format on
 #undef HYP_MATH1
 #undef HYP_MATH2
-                    inline bool isnan(float x) {
-  return ::isnan(x);
-}
+inline bool isnan(float x) { return ::isnan(x); }
 inline bool isnan(double x) { return ::isnan(x); }
 inline bool isinf(float x) { return ::isinf(x); }
 inline bool isinf(double x) { return ::isinf(x); }

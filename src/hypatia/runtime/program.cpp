@@ -122,6 +122,16 @@ void with_node_context(const Apply& node, const KernelArgs& a, Fn&& fn) {
   }
 }
 
+/// Profiling: one run of step t from t0 to t1, in the step's seconds and as a trace slice. A
+/// template, so that it takes the Program's private Frame.
+template <class FrameT>
+void record_run(FrameT& f, size_t t, std::chrono::steady_clock::time_point t0,
+                std::chrono::steady_clock::time_point t1) {
+  f.seconds[t] += std::chrono::duration<double>(t1 - t0).count();
+  f.events.push_back({static_cast<uint32_t>(t), trace_thread_number(), 0, trace_us(t0),
+                      std::chrono::duration<double, std::micro>(t1 - t0).count()});
+}
+
 /// Profiling: the bytes each output of a step allocated in this call (a view or an in-place
 /// output allocates none). A template, so that it takes the Program's private Frame and Step.
 template <class FrameT, class StepT>
@@ -384,10 +394,7 @@ void Program::run_step(Frame& f, size_t t) {
     if (profile) {
       auto t0 = std::chrono::steady_clock::now();
       f.kernels[t]->run(a);
-      const auto t1 = std::chrono::steady_clock::now();
-      f.seconds[t] += std::chrono::duration<double>(t1 - t0).count();
-      f.events.push_back({static_cast<uint32_t>(t), trace_thread_number(), 0, trace_us(t0),
-                          std::chrono::duration<double, std::micro>(t1 - t0).count()});
+      record_run(f, t, t0, std::chrono::steady_clock::now());
       record_output_bytes(f, st, a);
     } else if (debug_mode) {
       run_debug(f, t);
@@ -471,12 +478,8 @@ void Program::run_lazy_step(Frame& f, size_t t) {
     with_node_context(*st.node, a, [&] {
       auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       need = f.kernels[t]->run_lazy(a, std::span<const bool>(ready.get(), st.in.size()));
-      if (profile) {  // each round of a lazy node is a slice of its own (the nodes it asked for run between)
-        const auto t1 = std::chrono::steady_clock::now();
-        f.seconds[t] += std::chrono::duration<double>(t1 - t0).count();
-        f.events.push_back({static_cast<uint32_t>(t), trace_thread_number(), 0, trace_us(t0),
-                            std::chrono::duration<double, std::micro>(t1 - t0).count()});
-      }
+      // Each round of a lazy node is a slice of its own (the nodes it asked for run between).
+      if (profile) record_run(f, t, t0, std::chrono::steady_clock::now());
     });
     if (need.empty()) {
       if (profile) record_output_bytes(f, st, a);
