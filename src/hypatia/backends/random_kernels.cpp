@@ -63,7 +63,9 @@ FromUniformInputs check_from_uniform(const std::string& who, const KernelArgs& a
 }
 
 void multinomial_kernel(const MultinomialFromUniform& op, const KernelArgs& args) {
-  const auto [rows, outcomes, n] = check_from_uniform(op.name(), args);
+  // Plain variables, not a structured binding: the lambda below captures them (clang < 16 cannot).
+  const FromUniformInputs in = check_from_uniform(op.name(), args);
+  const int64_t rows = in.rows, outcomes = in.outcomes, n = in.n;
   const NDArray& pvals = *args.in[0];
   const NDArray& unis = *args.in[1];
   NDArray& z = prepare_output(*args.out[0], pvals.shape(), op.odtype);
