@@ -73,13 +73,19 @@ bench-compare: deps
 # instrumented (build-fuzz/), run for FUZZ_SECONDS; findings land in build-fuzz/findings/.
 # Not part of test or demo.
 FUZZ_SECONDS ?= 600
-fuzz: deps
+# FUZZ_ARGS: more libFuzzer flags (e.g. -jobs=2 -workers=2: two processes, logs in build-fuzz/fuzz-N.log).
+FUZZ_ARGS ?=
+fuzz:
+	@bash scripts/install_deps.sh clang libclang-rt-14-dev libomp-dev
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPATIA_FUZZ=ON \
 	  -DHYPATIA_EXAMPLES=OFF -DHYPATIA_PYTHON=OFF
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_graph
 	mkdir -p build-fuzz/corpus build-fuzz/findings
-	ASAN_OPTIONS=detect_leaks=0 build-fuzz/tests/fuzz/fuzz_graph -max_total_time=$(FUZZ_SECONDS) -max_len=256 \
-	  -artifact_prefix=build-fuzz/findings/ build-fuzz/corpus
+	@# A fresh corpus starts from 64 random inputs (each byte quadruple is one decision of the builder).
+	@[ -n "$$(ls -A build-fuzz/corpus)" ] || for i in $$(seq 64); do head -c 256 /dev/urandom > build-fuzz/corpus/seed$$i; done
+	cd build-fuzz && ASAN_OPTIONS=detect_leaks=0 tests/fuzz/fuzz_graph -max_total_time=$(FUZZ_SECONDS) -max_len=512 \
+	  -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 \
+	  -artifact_prefix=findings/ $(FUZZ_ARGS) corpus
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

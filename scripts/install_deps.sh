@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(cmake g++ make ninja-build ccache libopenblas-dev libopenblas-pthread-dev libdnnl-dev libhwy-dev libgtest-dev libgmock-dev
       libbenchmark-dev graphviz chromium pkg-config clang-format python3-dev python3-venv)
+pkgs+=("$@")  # extra packages a target needs (make fuzz: clang and libFuzzer's runtime)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
