@@ -94,6 +94,42 @@ def test_softmax_and_log_softmax_within_a_few_ulp(dtype, mode):
         assert ulps(col[1][:, 0], exact(held, True), dtype).max() <= 4, (dtype, mode, row, col[1][:, 0])
 
 
+def exact_rows(a, log):
+    """exact() of every row of a, vectorized (long double)."""
+    x = a.astype(LD)
+    k = np.argmax(x, axis=1)
+    d = x - x[np.arange(len(x)), k][:, None]
+    e = np.exp(d)
+    e[np.arange(len(x)), k] = 0
+    rest = e.sum(axis=1)[:, None]
+    return d - np.log1p(rest) if log else np.exp(d) / (1 + rest)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_long_rows_within_a_few_ulp(dtype):
+    """Rows long enough for the kernels' SIMD loops (the short ROWS above run mostly in the padded
+    last vector), with logits spread so that x - max is rounded (its error must reach the exp) and
+    results run from 1 down to the edge of the normal range and below it: softmax and log_softmax
+    along rows and along columns, within 4 ulp of the long double reference."""
+    rng = np.random.default_rng(7)
+    lo = -110.0 if dtype == "float32" else -760.0  # past the smallest normal exp result
+    rows = [rng.uniform(-8, 8, 1031),  # a typical row, not a multiple of any vector length
+            rng.uniform(lo, 0, 1031),  # every magnitude of exp down to underflow
+            rng.uniform(lo / 2, 0, 1031) + 1e4,  # large logits: x - max rounded in every lane
+            np.concatenate([[0.0], rng.uniform(-1e-3, 0, 63)]),  # near ties
+            rng.normal(0, 30, 1031)]
+    x = T.matrix("x", dtype=dtype)
+    f = hypatia.function([x], [T.nnet.softmax(x), T.nnet.log_softmax(x)])
+    ft = hypatia.function([x], [T.nnet.softmax(x, axis=0), T.nnet.log_softmax(x, axis=0)])
+    for i, row in enumerate(rows):
+        m = np.asarray([row], dtype=dtype)
+        want_s, want_l = exact_rows(m, False), exact_rows(m, True)
+        for got_s, got_l, where in [(*f(m), "rows"), (*(r.T for r in ft(np.ascontiguousarray(m.T))), "columns")]:
+            us, ul = ulps(got_s, want_s, dtype), ulps(got_l, want_l, dtype)
+            assert us.max() <= 4, ("softmax", where, dtype, i, us.max(), int(us.argmax()))
+            assert ul.max() <= 4, ("log_softmax", where, dtype, i, ul.max(), int(ul.argmax()))
+
+
 def test_the_issue_values_exactly():
     f32 = T.fvector("f32")
     got = hypatia.function([f32], T.nnet.log_softmax(f32))(np.array([1e5, 1e5], dtype="float32"))

@@ -35,7 +35,7 @@ struct Limits {
   static constexpr T trig_max = T(39000);
 };
 
-/// float32 exp by Highway's Exp with numpy's results outside its range (the lanes ExpF32Core
+/// float32 exp by Highway's Exp with numpy's results outside its range (the lanes f32math::ExpCore
 /// leaves: subnormal results, overflow, NaN). float64 has f64math::Exp.
 template <class D, class V>
 HWY_INLINE V ExpFixed(D d, V x) {
@@ -48,35 +48,7 @@ HWY_INLINE V ExpFixed(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
-/// float32 exp for x in [-87, 88] (normal results): Cody-Waite reduction by ln 2, a degree-5
-/// minimax polynomial (Cephes expf, < 2 ulp) in Estrin's scheme and the exponent assembled in the
-/// bits. n = round(x / ln 2) comes from adding 1.5 * 2^23 (its low bits then hold n), which keeps
-/// the dependency chain short.
-template <class D, class V>
-HWY_INLINE V ExpF32Core(D d, V x) {
-  const hn::RebindToSigned<D> di;
-  const V magic = hn::Set(d, 12582912.0f);
-  const V nm = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), magic);
-  const V n = hn::Sub(nm, magic);
-  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), x);
-  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
-  const V r2 = hn::Mul(r, r);
-  const V r4 = hn::Mul(r2, r2);
-  const V p01 = hn::MulAdd(hn::Set(d, 1.6666665459E-1f), r, hn::Set(d, 5.0000001201E-1f));
-  const V p23 = hn::MulAdd(hn::Set(d, 8.3334519073E-3f), r, hn::Set(d, 4.1665795894E-2f));
-  const V p45 = hn::MulAdd(hn::Set(d, 1.9875691500E-4f), r, hn::Set(d, 1.3981999507E-3f));
-  const V p = hn::MulAdd(p45, r4, hn::MulAdd(p23, r2, p01));
-  // 1 + (r + r^2 P(r)).
-  const V e = hn::Add(hn::MulAdd(p, r2, r), hn::Set(d, 1.0f));
-#if HWY_TARGET <= HWY_AVX3
-  // AVX-512: e * 2^n in one instruction.
-  if constexpr (std::is_same_v<V, hn::Vec512<float>>) return V{_mm512_scalef_ps(e.raw, n.raw)};
-#endif
-  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, nm), hn::Set(di, 127)));
-  return hn::Mul(e, hn::BitCast(d, bits));
-}
-
-/// exp: float64 from simd_math-inl.h; float32 by ExpF32Core where the result is normal, lanes
+/// exp: float64 from simd_math-inl.h; float32 by f32math::ExpCore where the result is normal, lanes
 /// beyond (and NaN) by ExpFixed, so that each lane's formula depends on its own input only.
 template <class D, class V>
 HWY_INLINE V ExpFast(D d, V x) {
@@ -85,7 +57,7 @@ HWY_INLINE V ExpFast(D d, V x) {
     return f64math::Exp(d, x);
   } else {
     const auto in = hn::Le(hn::Abs(x), hn::Set(d, 87.0f));
-    const V r = ExpF32Core(d, hn::IfThenElseZero(in, x));
+    const V r = f32math::ExpCore<false>(d, hn::IfThenElseZero(in, x), hn::Zero(d));
     if (HWY_LIKELY(hn::AllTrue(d, in))) return r;
     return hn::IfThenElse(in, r, ExpFixed(d, x));
   }

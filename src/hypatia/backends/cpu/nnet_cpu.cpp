@@ -1,5 +1,5 @@
 // CPU kernels of the nnet family: softmax / log_softmax with SIMD exp (Highway, dynamic dispatch)
-// and OpenMP above a size threshold. The input (made C-contiguous) is viewed as (outer, n, inner)
+// on the thread pool above a size threshold. The input (made C-contiguous) is viewed as (outer, n, inner)
 // with n the softmax axis: inner == 1 runs along contiguous rows, else along blocks of columns
 // whose loads stay contiguous.
 #include <cmath>
@@ -12,9 +12,13 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "hypatia/backends/cpu/simd_math-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace hypatia::nnet_detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+namespace f32math = hypatia::HWY_NAMESPACE::f32math;
+namespace f64math = hypatia::HWY_NAMESPACE::f64math;
 
 /// exp(x - m) where x - m is computed exactly: s = x - m rounded, plus its rounding error err
 /// (Knuth's TwoSum), and exp(s + err) = exp(s) * (1 + err) to double precision. Rounding x - m
@@ -23,24 +27,33 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// SIMD exp gives 0 for NaN); 0 where s is -inf.
 template <class D, class V>
 HWY_INLINE V ExpShifted(D d, V x, V m) {
+  using T = hn::TFromD<D>;
   const V s = hn::Sub(x, m);
   const V bp = hn::Sub(s, x);  // -m as rounded into s
   const V err = hn::Add(hn::Sub(x, hn::Sub(s, bp)), hn::Sub(hn::Neg(m), bp));
+  // The common case, every lane's result normal (s <= 0 always): err joins the exp's own
+  // argument reduction, where it costs one addition.
+  if constexpr (sizeof(T) == 4) {
+    if (HWY_LIKELY(hn::AllTrue(d, hn::Ge(s, hn::Set(d, T(-87)))))) return f32math::ExpCore<true>(d, s, err);
+  } else {
+    if (HWY_LIKELY(hn::AllTrue(d, hn::Ge(s, hn::Set(d, T(-708)))))) return f64math::ExpNoTable(d, s, err);
+  }
+  // Subnormal or zero results, -inf, NaN.
   const V e = hn::Exp(d, s);
   const V corrected = hn::MulAdd(e, hn::IfThenElseZero(hn::IsFinite(s), err), e);
   return hn::IfThenElse(hn::IsNaN(s), s, corrected);
 }
 
-/// Adds e to the compensated sum (sum, comp) lane by lane (Knuth's TwoSum: sum + comp holds the
-/// exact total to about twice the precision). The max's own term, exactly 1, is in one lane of
-/// sum, and the rest of the total survives beside it: subtracting that 1 again is exact, which
-/// leaves rest, the sum of the other terms, correct to its last bits (log_softmax needs
-/// log1p(rest), and rest may be 1e-30).
+/// Adds e to the compensated sum (sum, comp) lane by lane, where every lane of sum starts at 1 and
+/// every term is in [0, 1] (or NaN): then |sum| >= |e| always, and Dekker's Fast2Sum is exact
+/// (sum + comp holds the exact total to about twice the precision). The starting 1 and the max's
+/// own term, exactly 1 (exp(0)), are subtracted again at the end, exactly, which leaves rest, the
+/// sum of the other terms, correct to its last bits (log_softmax needs log1p(rest), and rest may
+/// be 1e-30).
 template <class V>
 HWY_INLINE void AddCompensated(V e, V& sum, V& comp) {
   const V t = hn::Add(sum, e);
-  const V bp = hn::Sub(t, sum);
-  comp = hn::Add(comp, hn::Add(hn::Sub(sum, hn::Sub(t, bp)), hn::Sub(e, bp)));
+  comp = hn::Add(comp, hn::Sub(e, hn::Sub(t, sum)));
   sum = t;
 }
 
@@ -84,7 +97,7 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
   }
   // The lane that saw the max: its sum holds the max's term, exactly 1 (exp(0)).
   const intptr_t max_lane = hn::FindFirstTrue(d, hn::Eq(vm, vmax));
-  auto sum = hn::Zero(d), comp = hn::Zero(d);
+  auto sum = hn::Set(d, T(1)), comp = hn::Zero(d);
   for (size_t i = 0; i < body; i += L) {
     const auto e = ExpShifted(d, hn::LoadU(d, x + i), vmax);
     if (!log) hn::StoreU(e, d, y + i);
@@ -96,7 +109,7 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
     AddCompensated(e, sum, comp);
   }
   const auto lane = hn::Eq(hn::Iota(d, 0), hn::Set(d, static_cast<T>(max_lane)));
-  sum = hn::Sub(sum, hn::IfThenElseZero(lane, hn::Set(d, 1)));
+  sum = hn::Sub(sum, hn::IfThenElse(lane, hn::Set(d, 2), hn::Set(d, 1)));
   const double rest = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum))) +
                       static_cast<double>(hn::GetLane(hn::SumOfLanes(d, comp)));
   if (log) {
@@ -133,7 +146,7 @@ void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_
     // the row kernel.
     vm = hn::IfThenElse(hn::IsFinite(vm), vm, hn::Set(d, std::numeric_limits<T>::quiet_NaN()));
     hn::StoreU(vm, d, m + c);
-    hn::StoreU(hn::Zero(d), d, s + c);
+    hn::StoreU(hn::Set(d, T(1)), d, s + c);
     hn::StoreU(hn::Zero(d), d, comp + c);
   }
   for (size_t k = 0; k < n; ++k) {
@@ -148,10 +161,10 @@ void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_
       hn::StoreU(vc, d, comp + c);
     }
   }
-  // Turn s into the factor (softmax) or the shift (log_softmax) of each column: s holds the max's
-  // term, exactly 1, and s - 1 is exact. A column with a NaN has a NaN sum: NaN throughout.
+  // Turn s into the factor (softmax) or the shift (log_softmax) of each column: s started at 1 and
+  // holds the max's term, exactly 1, and s - 2 is exact. A column with a NaN has a NaN sum: NaN throughout.
   for (size_t c = 0; c < w; ++c) {
-    const double rest = (static_cast<double>(s[c]) - 1) + static_cast<double>(comp[c]);
+    const double rest = (static_cast<double>(s[c]) - 2) + static_cast<double>(comp[c]);
     s[c] = static_cast<T>(log ? std::log1p(rest) : 1.0 / (1.0 + rest));
   }
   for (size_t k = 0; k < n; ++k) {
@@ -163,6 +176,7 @@ void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_
     }
   }
 }
+
 
 void SoftmaxRowF32(const float* x, float* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
 void SoftmaxRowF64(const double* x, double* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }

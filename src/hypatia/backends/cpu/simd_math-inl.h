@@ -1,6 +1,7 @@
 // float64 SIMD math within 1 ulp of the correctly rounded result (measured at most ~0.52 ulp from
 // the exact value, docs/NUMERICS.md), exact where the function is exact, for every lane whatever
-// its neighbours: exp, expm1, log, log1p, tanh, sigmoid, softplus, sin, cos.
+// its neighbours: exp, expm1, log, log1p, tanh, sigmoid, softplus, sin, cos. Also the float32 exp
+// core (f32math, < 2 ulp) that the elementwise and softmax kernels share.
 //
 // Per-target header in Highway's style (included after foreach_target.h). Each function computes
 // its result as an unevaluated sum hi + lo (double-double) carrying about 2^-64 relative error and
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "hypatia/backends/cpu/simd_math_tables.h"
 
@@ -219,6 +221,33 @@ HWY_INLINE V Exp(D d, V x) {
   const auto low = hn::RebindMask(d, hn::Lt(e, hn::Set(di, -1021)));
   y = hn::IfThenElse(hn::And(low, hn::Lt(ys, one)), sub, y);
   return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+/// exp(x + xlo) for x in [-708, 708] and |xlo| <= ulp(x) / 2 (a rounding error carried beside x),
+/// about 1 ulp, without table lookups: AVX2's gathers make Exp's table cost a quarter of a
+/// softmax row. Cody-Waite reduction by ln 2 (fdlibm's split: n ln2hi exact), the degree-12
+/// polynomial of Highway's Exp (SLEEF's) in Estrin's scheme, the exponent assembled in the bits.
+template <class D, class V>
+HWY_INLINE V ExpNoTable(D d, V x, V xlo) {
+  const hn::RebindToSigned<D> di;
+  const V shift = hn::Set(d, kExpShift);
+  const V z = hn::MulAdd(x, hn::Set(d, 0x1.71547652b82fep+0), shift);
+  const V n = hn::Sub(z, shift);
+  V r = hn::NegMulAdd(n, hn::Set(d, 0x1.62e42fee00000p-1), x);
+  r = hn::NegMulAdd(n, hn::Set(d, 0x1.a39ef35793c76p-33), hn::Add(r, xlo));
+  const V r2 = hn::Mul(r, r), r4 = hn::Mul(r2, r2), r8 = hn::Mul(r4, r4);
+  auto c = [&](double v) { return hn::Set(d, v); };
+  const V p01 = hn::MulAdd(c(0.166666666666666851703837), r, c(0.5));
+  const V p23 = hn::MulAdd(c(0.00833333333331652721664984), r, c(0.0416666666666665047591422));
+  const V p45 = hn::MulAdd(c(0.000198412698960509205564975), r, c(0.00138888888889774492207962));
+  const V p67 = hn::MulAdd(c(2.75572362911928827629423e-6), r, c(2.4801587159235472998791e-5));
+  const V p89 = hn::MulAdd(c(2.51112930892876518610661e-8), r, c(2.75573911234900471893338e-7));
+  const V p03 = hn::MulAdd(p23, r2, p01);
+  const V p47 = hn::MulAdd(p67, r2, p45);
+  const V p810 = hn::MulAdd(c(2.08860621107283687536341e-9), r2, p89);
+  const V p = hn::MulAdd(p810, r8, hn::MulAdd(p47, r4, p03));
+  const V e = hn::Add(hn::MulAdd(p, r2, r), hn::Set(d, 1.0));
+  return hn::Mul(e, hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(hn::BitCast(di, z), hn::Set(di, 1023)))));
 }
 
 /// expm1(x): exact 0 and -0, tiny x returned as x, -1 below -40, inf above 709.78.
@@ -614,6 +643,43 @@ HWY_INLINE V SinCos(D d, V x) {
 #undef HYP_EXACT_FMA
 
 }  // namespace f64math
+
+namespace f32math {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// float32 exp(x + xlo) for x in [-87, 88] (normal results) and |xlo| <= ulp(x) / 2 (a rounding
+/// error carried beside x; kLo = false for exp(x) itself): Cody-Waite reduction by ln 2, a
+/// degree-5 minimax polynomial (Cephes expf, < 2 ulp) in Estrin's scheme and the exponent
+/// assembled in the bits. n = round(x / ln 2) comes from adding 1.5 * 2^23 (its low bits then
+/// hold n), which keeps the dependency chain short.
+template <bool kLo, class D, class V>
+HWY_INLINE V ExpCore(D d, V x, V xlo) {
+  const hn::RebindToSigned<D> di;
+  const V magic = hn::Set(d, 12582912.0f);
+  const V nm = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), magic);
+  const V n = hn::Sub(nm, magic);
+  // x - n * 0.693359375 is exact (the constant has 9 bits); xlo joins it there.
+  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), x);
+  if constexpr (kLo) r = hn::Add(r, xlo);
+  else (void)xlo;
+  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
+  const V r2 = hn::Mul(r, r);
+  const V r4 = hn::Mul(r2, r2);
+  const V p01 = hn::MulAdd(hn::Set(d, 1.6666665459E-1f), r, hn::Set(d, 5.0000001201E-1f));
+  const V p23 = hn::MulAdd(hn::Set(d, 8.3334519073E-3f), r, hn::Set(d, 4.1665795894E-2f));
+  const V p45 = hn::MulAdd(hn::Set(d, 1.9875691500E-4f), r, hn::Set(d, 1.3981999507E-3f));
+  const V p = hn::MulAdd(p45, r4, hn::MulAdd(p23, r2, p01));
+  // 1 + (r + r^2 P(r)).
+  const V e = hn::Add(hn::MulAdd(p, r2, r), hn::Set(d, 1.0f));
+#if HWY_TARGET <= HWY_AVX3
+  // AVX-512: e * 2^n in one instruction.
+  if constexpr (std::is_same_v<V, hn::Vec512<float>>) return V{_mm512_scalef_ps(e.raw, n.raw)};
+#endif
+  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, nm), hn::Set(di, 127)));
+  return hn::Mul(e, hn::BitCast(d, bits));
+}
+
+}  // namespace f32math
 }  // namespace HWY_NAMESPACE
 }  // namespace hypatia
 HWY_AFTER_NAMESPACE();
