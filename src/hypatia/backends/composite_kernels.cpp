@@ -70,8 +70,8 @@ class CompositeCpuKernel final : public Kernel {
       : op_(*node.op),
         prog_(node.op->name(), prog, outputs, TileProgram::scalar_inputs(node)),
         nout_(static_cast<int>(outputs.size())),
-        inplace_(inplace) {
-    for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);
+        inplace_(inplace),
+        bc_(node) {
     for (const CompositeStep& st : prog.steps) cost_ += scalar_op_cost(st.kind);
     cost_ = std::max<int64_t>(cost_, 1);
   }
@@ -142,7 +142,7 @@ class CompositeCpuKernel final : public Kernel {
   TileProgram prog_;
   int nout_;
   int inplace_;
-  std::vector<std::vector<bool>> bc_;
+  BroadcastPattern bc_;
   int64_t cost_ = 0;  // the steps' scalar_op_cost summed: the threading threshold's weight
 };
 

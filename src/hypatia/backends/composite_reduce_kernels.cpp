@@ -286,9 +286,8 @@ class CompositeReduceCpuKernel final : public Kernel {
  public:
   explicit CompositeReduceCpuKernel(const Apply& node)
       : op_(static_cast<const CompositeReduce&>(*node.op)),
-        prog_(op_.name(), op_, {}, TileProgram::scalar_inputs(node)) {
-    for (const Var& v : node.inputs) bc_.push_back(v->type.broadcastable);
-  }
+        prog_(op_.name(), op_, {}, TileProgram::scalar_inputs(node)),
+        bc_(node) {}
 
   void run(const KernelArgs& args) override {
     reduce_detail::dispatch_reduce_kind(op_.kind, [&](auto kind) {
@@ -458,7 +457,7 @@ class CompositeReduceCpuKernel final : public Kernel {
 
   const CompositeReduce& op_;
   TileProgram prog_;
-  std::vector<std::vector<bool>> bc_;
+  BroadcastPattern bc_;
   NDArray scratch_;
 };
 

@@ -33,31 +33,47 @@ std::string Dims::str() const {
   return os.str();
 }
 
-std::optional<int64_t> checked_shape_size(const Shape& shape, size_t itemsize) {
-  int64_t elements = 1, bytes = static_cast<int64_t>(itemsize);
+namespace {
+
+/// The element count of `shape` when its byte count (itemsize bytes per element) fits in int64;
+/// -1 for a negative dimension, -2 for an overflow. Only the byte count needs a check: itemsize
+/// >= 1, so the element count is at most it.
+inline int64_t shape_size_or_error(const Shape& shape, size_t itemsize) {
+  int64_t elements = 1, bytes = static_cast<int64_t>(std::max<size_t>(itemsize, 1));
   bool empty = false;
   for (int64_t d : shape) {
-    if (d < 0) return std::nullopt;
-    if (d == 0) {
+    if (d <= 0) {
+      if (d < 0) return -1;
       empty = true;
       continue;
     }
-    auto e = checked_mul(elements, d);
-    auto b = checked_mul(bytes, d);
-    if (!e || !b) return std::nullopt;
-    elements = *e;
-    bytes = *b;
+    if (__builtin_mul_overflow(bytes, d, &bytes)) return -2;
+    elements *= d;
   }
   return empty ? 0 : elements;
 }
 
-int64_t check_shape_size(std::string_view who, const Shape& shape, DType dtype) {
-  if (auto n = checked_shape_size(shape, hypatia::itemsize(dtype))) return *n;
-  for (int64_t d : shape)
-    if (d < 0) fail<ValueError>(who, ": negative dimension in shape ", shape.str(), " (dtype ", dtype_name(dtype), ")");
+[[noreturn, gnu::noinline, gnu::cold]] void fail_shape_size(std::string_view who, const Shape& shape, DType dtype,
+                                                            int64_t why) {
+  if (why == -1) fail<ValueError>(who, ": negative dimension in shape ", shape.str(), " (dtype ", dtype_name(dtype), ")");
   fail<ValueError>(who, ": an array of shape ", shape.str(), " and dtype ", dtype_name(dtype),
                    " is too big: its size in bytes (", hypatia::itemsize(dtype),
                    " per element) does not fit in int64 (at most 9223372036854775807 bytes)");
+}
+
+}  // namespace
+
+std::optional<int64_t> checked_shape_size(const Shape& shape, size_t itemsize) {
+  const int64_t n = shape_size_or_error(shape, itemsize);
+  if (n < 0) return std::nullopt;
+  return n;
+}
+
+int64_t check_shape_size(std::string_view who, const Shape& shape, DType dtype) {
+  const int64_t n = shape_size_or_error(shape, hypatia::itemsize(dtype));
+  if (n < 0) [[unlikely]]
+    fail_shape_size(who, shape, dtype, n);
+  return n;
 }
 
 int normalize_axis(int axis, int ndim, const char* who) {
@@ -319,7 +335,7 @@ int64_t NDArray::get_flat_int(int64_t i) const {
   });
 }
 
-bool NDArray::is_c_contiguous() const {
+bool NDArray::is_c_contiguous_nd() const {
   int64_t acc = static_cast<int64_t>(itemsize());
   for (int i = ndim() - 1; i >= 0; --i) {
     if (shape_[i] == 0) return true;

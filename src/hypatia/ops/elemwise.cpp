@@ -274,9 +274,7 @@ std::vector<Var> Elemwise::rop(const Apply& node, const std::vector<Var>& eval_p
 }
 
 void check_elemwise_inputs(const Op& op, const Apply& node, std::span<NDArray* const> in, int inplace) {
-  std::vector<std::vector<bool>> bc;
-  for (const auto& v : node.inputs) bc.push_back(v->type.broadcastable);
-  const Shape shape = elemwise_broadcast_shape(op, in, bc);
+  const Shape shape = elemwise_broadcast_shape(op, in, BroadcastPattern(node));
   if (inplace >= 0 && !(in[inplace]->shape() == shape))
     fail<ValueError>(op.name(), ": the overwritten input ", inplace, " is ", in[inplace]->describe(),
                      " but the output has shape ", shape.str());
@@ -291,20 +289,30 @@ AliasMap Elemwise::destroy_map() const {
   return {{inplace}};
 }
 
-Shape elemwise_broadcast_shape(const Op& op, std::span<NDArray* const> in,
-                               const std::vector<std::vector<bool>>& broadcastable) {
+BroadcastPattern::BroadcastPattern(const Apply& node) {
+  inputs.reserve(node.inputs.size());
+  for (const Var& v : node.inputs) {
+    Input in{0, v->type.ndim()};
+    for (int d = 0; d < in.ndim; ++d)
+      if (v->type.broadcastable[d]) in.mask |= uint32_t{1} << d;
+    inputs.push_back(in);
+  }
+}
+
+Shape elemwise_broadcast_shape(const Op& op, std::span<NDArray* const> in, const BroadcastPattern& broadcastable) {
+  static_assert(kMaxNdim <= 32, "one bit per dim in BroadcastPattern::Input::mask");
   const int nd = in[0]->ndim();
   for (size_t i = 0; i < in.size(); ++i)
-    if (in[i]->ndim() != nd || static_cast<int>(broadcastable[i].size()) != nd)
+    if (in[i]->ndim() != nd || broadcastable.inputs[i].ndim != nd)
       fail<ValueError>(op.name(), ": input ", i, " has ", in[i]->ndim(), " dims but the node expects ",
-                       broadcastable[i].size(), " (input shapes: ", shapes_list(in), ")");
+                       broadcastable.inputs[i].ndim, " (input shapes: ", shapes_list(in), ")");
   Shape out;
   out.resize(nd, 1);
   for (int d = 0; d < nd; ++d) {
     int owner = -1;
     for (size_t i = 0; i < in.size(); ++i) {
       const int64_t len = in[i]->shape(d);
-      if (broadcastable[i][d]) {
+      if ((broadcastable.inputs[i].mask >> d) & 1) {
         if (len != 1)
           fail<ValueError>(op.name(), ": input ", i, " has length ", len, " on axis ", d,
                            " which its type declares broadcastable (length 1) (input shapes: ", shapes_list(in), ")");

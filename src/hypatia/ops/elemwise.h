@@ -96,12 +96,24 @@ DType elemwise_output_dtype(ScalarOpKind k, const std::vector<DType>& in, DType 
 /// read as bool; this is the type of its two value inputs.
 DType elemwise_compute_dtype(ScalarOpKind k, const std::vector<DType>& in, DType out);
 
+/// The static broadcastable patterns of a node's inputs, one bit per dim (bit d set: dim d is
+/// broadcastable), built once per kernel so that the per-call check below reads no vector<bool>.
+struct BroadcastPattern {
+  struct Input {
+    uint32_t mask = 0;
+    int ndim = 0;
+  };
+  std::vector<Input> inputs;
+
+  BroadcastPattern() = default;
+  explicit BroadcastPattern(const Apply& node);
+};
+
 /// The output shape of an Elemwise node at run time, given its input arrays and their static
 /// broadcastable patterns. A dim broadcasts only where the input's type says broadcastable (PyTensor's
 /// rule); throws ValueError naming `op`, every input's shape and the fix otherwise. Never allocates
 /// unless it throws.
-Shape elemwise_broadcast_shape(const Op& op, std::span<NDArray* const> in,
-                               const std::vector<std::vector<bool>>& broadcastable);
+Shape elemwise_broadcast_shape(const Op& op, std::span<NDArray* const> in, const BroadcastPattern& broadcastable);
 
 /// The checks of an elementwise node's kernel (elemwise_broadcast_shape; an overwritten input
 /// `inplace` >= 0 must have the result's shape), for Op::check_runtime_inputs.

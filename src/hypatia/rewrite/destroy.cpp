@@ -6,6 +6,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "hypatia/core/config.h"
+#include "hypatia/core/error.h"
+
 namespace hypatia {
 namespace {
 
@@ -148,6 +151,46 @@ std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionG
   }
   if (static_cast<int>(result.size()) != n) return std::nullopt;
   return result;
+}
+
+bool destroy_keeps_order(const FunctionGraph& fg, const Apply& n, int input) {
+  std::unordered_set<const Apply*> readers;  // the sources of the new constraints
+  for (const Var& u : views_of(fg, n.inputs[input]))
+    for (const Client& c : fg.clients(u.get()))
+      if (c.node && c.node != &n) readers.insert(c.node);
+  bool ok = true;
+  if (!readers.empty()) {
+    // The existing constraints: a reader of a value that node d destroys runs before d.
+    std::unordered_map<const Apply*, std::vector<const Apply*>> before;
+    fg.any_node([&](const Apply& d) {
+      for (const auto& o : d.op->destroy_map())
+        for (int i : o)
+          for (const Var& u : views_of(fg, d.inputs[i]))
+            for (const Client& c : fg.clients(u.get()))
+              if (c.node && c.node != &d) before[c.node].push_back(&d);
+      return false;
+    });
+    std::unordered_set<const Apply*> seen{&n};
+    std::vector<const Apply*> stack{&n};
+    while (!stack.empty() && ok) {
+      const Apply* a = stack.back();
+      stack.pop_back();
+      auto visit = [&](const Apply* b) {
+        if (!seen.insert(b).second) return;
+        if (readers.count(b)) ok = false;
+        stack.push_back(b);
+      };
+      for (int o = 0; o < a->nout(); ++o)
+        for (const Client& c : fg.clients(a->output_ptr(o)))
+          if (c.node) visit(c.node);
+      if (auto it = before.find(a); it != before.end())
+        for (const Apply* d : it->second) visit(d);
+    }
+  }
+  if (config().debug_checks && ok != destroy_order(fg, {&n, input}).has_value())
+    fail<InternalError>("destroy_keeps_order: ", n.op->name(), " overwriting its input ", input, ": the search says ",
+                        ok ? "an order exists" : "no order exists", " and destroy_order the opposite");
+  return ok;
 }
 
 }  // namespace hypatia

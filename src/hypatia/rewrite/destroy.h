@@ -37,4 +37,12 @@ std::vector<Var> views_of(const FunctionGraph& fg, const Var& v);
 std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionGraph& fg,
                                                                  std::pair<const Apply*, int> extra = {nullptr, -1});
 
+/// Whether destroy_order(fg, {&n, input}) would find an order, given that destroy_order(fg) does:
+/// the new constraints (every other reader of the value, or of a view of it, before n) close a
+/// cycle only if n already reaches one of those readers. One search from n along the reads and the
+/// existing constraints, where destroy_order rebuilds and sorts the whole graph (the in-place pass
+/// asks this for every candidate). With debug_checks on, also runs destroy_order and throws
+/// InternalError where they disagree.
+bool destroy_keeps_order(const FunctionGraph& fg, const Apply& n, int input);
+
 }  // namespace hypatia

@@ -5,7 +5,8 @@
 // order that makes it safe, is the destroy handler's (rewrite/destroy.h): intermediates whose
 // other readers can run first, inputs marked mutable, and shared variables updated with the node's
 // own result. Guarantees: each replacement is the same op in its in-place form, of the same type
-// and values, accepted by destroy_refusal and destroy_order; intermediates are taken before leaves.
+// and values, accepted by destroy_refusal and destroy_keeps_order (destroy_order's answer, found by
+// one search); intermediates are taken before leaves.
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/subtensor.h"
@@ -49,7 +50,7 @@ bool inplace_pass(FunctionGraph& fg) {
         if ((n->inputs[i]->owner != nullptr) == (pass == 0)) order.push_back(i);
     for (int i : order) {
       std::shared_ptr<const Op> op = inplace_form(*n, i);
-      if (!op || !destroy_refusal(fg, *n, i).empty() || !destroy_order(fg, {n.get(), i})) continue;
+      if (!op || !destroy_refusal(fg, *n, i).empty() || !destroy_keeps_order(fg, *n, i)) continue;
       Var old = n->output(0);
       Var repl = apply_op1(op, n->inputs);
       if (!(repl->type == old->type)) continue;

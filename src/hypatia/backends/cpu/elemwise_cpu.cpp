@@ -155,12 +155,9 @@ namespace {
 
 class ElemwiseCpuKernel final : public Kernel {
  public:
-  explicit ElemwiseCpuKernel(const Apply& node) : op_(static_cast<const Elemwise&>(*node.op)) {
+  explicit ElemwiseCpuKernel(const Apply& node) : op_(static_cast<const Elemwise&>(*node.op)), bc_(node) {
     std::vector<DType> dts;
-    for (const Var& v : node.inputs) {
-      bc_.push_back(v->type.broadcastable);
-      dts.push_back(v->dtype());
-    }
+    for (const Var& v : node.inputs) dts.push_back(v->dtype());
     out_dtype_ = node.output_ptr(0)->dtype();
     const DType compute = elemwise_compute_dtype(op_.scalar, dts, out_dtype_);
     auto [fn, writes] = pick_inner(op_, compute);
@@ -250,7 +247,7 @@ class ElemwiseCpuKernel final : public Kernel {
   }
 
   const Elemwise& op_;
-  std::vector<std::vector<bool>> bc_;
+  BroadcastPattern bc_;
   DType out_dtype_;
   std::array<DType, 3> want_{};
   std::array<NDArray, 3> scratch_;

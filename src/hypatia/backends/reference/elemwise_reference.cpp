@@ -82,12 +82,9 @@ void compute(const Elemwise& op, DType compute_dt, const std::vector<NDArray>& x
 
 class ElemwiseReferenceKernel final : public Kernel {
  public:
-  explicit ElemwiseReferenceKernel(const Apply& node) : op_(static_cast<const Elemwise&>(*node.op)) {
+  explicit ElemwiseReferenceKernel(const Apply& node) : op_(static_cast<const Elemwise&>(*node.op)), bc_(node) {
     std::vector<DType> dts;
-    for (const Var& v : node.inputs) {
-      bc_.push_back(v->type.broadcastable);
-      dts.push_back(v->dtype());
-    }
+    for (const Var& v : node.inputs) dts.push_back(v->dtype());
     out_dtype_ = node.output_ptr(0)->dtype();
     compute_dtype_ = elemwise_compute_dtype(op_.scalar, dts, out_dtype_);
   }
@@ -116,7 +113,7 @@ class ElemwiseReferenceKernel final : public Kernel {
 
  private:
   const Elemwise& op_;
-  std::vector<std::vector<bool>> bc_;
+  BroadcastPattern bc_;
   DType out_dtype_;
   DType compute_dtype_;
 };
