@@ -73,6 +73,7 @@ class Builder {
       if (k < 8 && scan_step()) continue;
       if (k < 14 && ifelse_step()) continue;
       if (k < 20 && random_step()) continue;
+      if (k < 26 && float16_step()) continue;
       opinfo_step();
     }
     finish();
@@ -280,6 +281,97 @@ class Builder {
       }
       static const char* const kDist[] = {"uniform", "normal", "binomial"};
       add_result(out, std::move(value), v.name + " with a RandomStreams " + kDist[dist] + " draw", "random_streams");
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  /// float16 as a storage dtype: a float value cast down (or a fresh float16 input or shared
+  /// variable, or an earlier float16 result), then one to three elementwise ops on float16 (each
+  /// computed in float32 and rounded to float16, in every backend and mode), sometimes a sum, and
+  /// sometimes a cast back up. The result joins the pool in float16 (later float16 steps and the
+  /// outputs read it); the cast back up joins only when every op was exact in float32 (then both
+  /// backends round the same float32 value: a transcendental's last-ulp difference between the
+  /// kernels can move a float16 result by a whole float16 ulp, which a later cancellation in
+  /// float32 would magnify past the float32 tolerance).
+  bool float16_step() {
+    Pending p;
+    Var h;
+    std::string from;
+    std::vector<size_t> halves, floats = float_values(0, 3);
+    for (size_t i = 0; i < pool_.size(); ++i)
+      if (pool_[i].value.dtype() == DType::Float16 && pool_[i].value.size() <= 4096) halves.push_back(i);
+    const uint32_t origin = src_.pick(3);
+    if (origin == 0 && !halves.empty()) {
+      const PoolValue& v = pool_[halves[src_.pick(static_cast<uint32_t>(halves.size()))]];
+      h = v.v;
+      from = v.name;
+    } else if (origin == 1 || floats.empty()) {
+      static const Shape kShapes[] = {{}, {5}, {1, 7}, {4, 3}, {33}, {3, 1, 2}};
+      const Shape& s = kShapes[src_.pick(6)];
+      h = fresh(random_array(s, DType::Float32, -3, 3, src_.pick(1u << 30)).astype(DType::Float16), p);
+      from = "a fresh float16 input";
+    } else {
+      const PoolValue& v = pool_[floats[src_.pick(static_cast<uint32_t>(floats.size()))]];
+      h = cast(v.v, DType::Float16);
+      from = "cast(" + v.name + ", float16)";
+    }
+    std::string line = from;
+    bool exact = true;
+    const int n_ops = 1 + static_cast<int>(src_.pick(3));
+    for (int i = 0; i < n_ops; ++i) {
+      switch (src_.pick(8)) {
+        case 0:
+          h = -h;
+          line = "neg(" + line + ")";
+          break;
+        case 1:
+          h = abs(h);
+          line = "abs(" + line + ")";
+          break;
+        case 2:
+          h = sqr(h);
+          line = "sqr(" + line + ")";
+          break;
+        case 3:
+          h = h * constant(0.5, DType::Float16) + constant(0.25, DType::Float16);
+          line = line + " * 0.5 + 0.25";
+          break;
+        case 4:
+          h = maximum(h, constant(0.0, DType::Float16));
+          line = "relu(" + line + ")";
+          break;
+        case 5:
+          h = h + h * h;
+          line = "(" + line + ") + (" + line + ")^2";
+          break;
+        case 6:
+          h = tanh(h);
+          line = "tanh(" + line + ")";
+          exact = false;
+          break;
+        default:
+          h = sigmoid(h);
+          line = "sigmoid(" + line + ")";
+          exact = false;
+          break;
+      }
+    }
+    if (h->ndim() > 0 && src_.chance(25)) {
+      h = sum(h, std::vector<int>{0});
+      line = "sum(" + line + ", axis 0)";
+      exact = false;  // float32 sums in different orders differ in the last bits
+    }
+    Var out = h;
+    if (exact && src_.chance(40)) {
+      out = cast(h, DType::Float32);
+      line = "cast(" + line + ", float32)";
+    }
+    try {
+      NDArray value = evaluate(out, p);
+      commit(p);
+      add_result(out, std::move(value), line, "float16");
       return true;
     } catch (const std::exception&) {
       return false;

@@ -55,7 +55,8 @@ inline int64_t shape_size_or_error(const Shape& shape, size_t itemsize) {
 
 [[noreturn, gnu::noinline, gnu::cold]] void fail_shape_size(std::string_view who, const Shape& shape, DType dtype,
                                                             int64_t why) {
-  if (why == -1) fail<ValueError>(who, ": negative dimension in shape ", shape.str(), " (dtype ", dtype_name(dtype), ")");
+  if (why == -1)
+    fail<ValueError>(who, ": negative dimension in shape ", shape.str(), " (dtype ", dtype_name(dtype), ")");
   fail<ValueError>(who, ": an array of shape ", shape.str(), " and dtype ", dtype_name(dtype),
                    " is too big: its size in bytes (", hypatia::itemsize(dtype),
                    " per element) does not fit in int64 (at most 9223372036854775807 bytes)");

@@ -52,8 +52,12 @@ NDArray make_array(const std::vector<double>& values, const Shape& shape, DType 
   return a.astype(dt);
 }
 
-double default_rtol(DType dt) { return dt == DType::Float32 ? 1e-4 : dt == DType::Float64 ? 1e-7 : 0; }
-double default_atol(DType dt) { return dt == DType::Float32 ? 1e-5 : dt == DType::Float64 ? 1e-10 : 0; }
+double default_rtol(DType dt) {
+  return dt == DType::Float16 ? 1e-3 : dt == DType::Float32 ? 1e-4 : dt == DType::Float64 ? 1e-7 : 0;
+}
+double default_atol(DType dt) {
+  return dt == DType::Float16 ? 1e-3 : dt == DType::Float32 ? 1e-5 : dt == DType::Float64 ? 1e-10 : 0;
+}
 
 std::string compare_arrays(const NDArray& a, const NDArray& b, double rtol, double atol) {
   std::ostringstream os;

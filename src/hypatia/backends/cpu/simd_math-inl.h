@@ -653,7 +653,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// assembled in the bits. n = round(x / ln 2) comes from adding 1.5 * 2^23 (its low bits then
 /// hold n), which keeps the dependency chain short.
 template <bool kLo, class D, class V>
-HWY_INLINE V ExpCore(D d, V x, V xlo) {
+HWY_INLINE V ExpCore(D d, V x, [[maybe_unused]] V xlo) {
   const hn::RebindToSigned<D> di;
   const V magic = hn::Set(d, 12582912.0f);
   const V nm = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), magic);
@@ -661,7 +661,6 @@ HWY_INLINE V ExpCore(D d, V x, V xlo) {
   // x - n * 0.693359375 is exact (the constant has 9 bits); xlo joins it there.
   V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), x);
   if constexpr (kLo) r = hn::Add(r, xlo);
-  else (void)xlo;
   r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
   const V r2 = hn::Mul(r, r);
   const V r4 = hn::Mul(r2, r2);
