@@ -10,10 +10,10 @@ is Hypatia's minimum over numpy's (below 1: faster).
 Usage: bench_softmax.py [--threads N] [--shapes 64x1024,4096x1024]
 """
 import argparse
-import statistics
-import timeit
 
 import numpy as np
+
+from timing import timings
 
 
 def numpy_softmax(x):
@@ -24,15 +24,6 @@ def numpy_softmax(x):
 def numpy_log_softmax(x):
     d = x - x.max(axis=1, keepdims=True)
     return d - np.log(np.exp(d).sum(axis=1, keepdims=True))
-
-
-def timings(fn, budget=0.5, repeats=7):
-    """(min, median) seconds per call over `repeats` loops of about budget / repeats seconds each."""
-    timer = timeit.Timer(fn)
-    number, t = timer.autorange()
-    number = max(1, int(number * (budget / repeats) / max(t, 1e-9)))
-    runs = [r / number for r in timer.repeat(repeat=repeats, number=number)]
-    return min(runs), statistics.median(runs)
 
 
 def main():

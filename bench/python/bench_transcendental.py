@@ -12,9 +12,10 @@ import argparse
 import os
 import statistics
 import sys
-import timeit
 
 import numpy as np
+
+from timing import timings
 
 
 def numpy_sigmoid(x):
@@ -23,15 +24,6 @@ def numpy_sigmoid(x):
 
 def numpy_softplus(x):
     return np.logaddexp(0.0, x)
-
-
-def timings(fn, n_elems, budget=0.4, repeats=7):
-    """(min, median) seconds per call over `repeats` loops of about budget / repeats seconds each."""
-    timer = timeit.Timer(fn)
-    number, t = timer.autorange()
-    number = max(1, int(number * (budget / repeats) / max(t, 1e-9)))
-    runs = [r / number for r in timer.repeat(repeat=repeats, number=number)]
-    return min(runs), statistics.median(runs)
 
 
 def main():
@@ -70,9 +62,9 @@ def main():
             # Interleaved so that load from other processes hits all three alike.
             res = {"np": [], "f": [], "fb": []}
             for _ in range(3):
-                res["np"].append(timings(lambda: ref(xv), n))
-                res["f"].append(timings(lambda: f(xv), n))
-                res["fb"].append(timings(lambda: fb(xv), n))
+                res["np"].append(timings(lambda: ref(xv)))
+                res["f"].append(timings(lambda: f(xv)))
+                res["fb"].append(timings(lambda: fb(xv)))
             best = {k: (min(m for m, _ in v), statistics.median(md for _, md in v)) for k, v in res.items()}
             r_f = best["f"][0] / best["np"][0]
             r_b = best["fb"][0] / best["np"][0]

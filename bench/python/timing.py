@@ -1,0 +1,13 @@
+"""Timing helper shared by the Python benchmark scripts of this folder."""
+import statistics
+import timeit
+
+
+def timings(fn, budget=0.4, repeats=7):
+    """(min, median) seconds per call of fn over `repeats` loops of about budget / repeats seconds
+    each (the minimum is the least disturbed by other load)."""
+    timer = timeit.Timer(fn)
+    number, t = timer.autorange()
+    number = max(1, int(number * (budget / repeats) / max(t, 1e-9)))
+    runs = [r / number for r in timer.repeat(repeat=repeats, number=number)]
+    return min(runs), statistics.median(runs)
