@@ -298,7 +298,7 @@ class Builder {
   bool float16_step() {
     Pending p;
     Var h;
-    std::string from;
+    std::string line;
     std::vector<size_t> halves, floats = float_values(0, 3);
     for (size_t i = 0; i < pool_.size(); ++i)
       if (pool_[i].value.dtype() == DType::Float16 && pool_[i].value.size() <= 4096) halves.push_back(i);
@@ -306,18 +306,17 @@ class Builder {
     if (origin == 0 && !halves.empty()) {
       const PoolValue& v = pool_[halves[src_.pick(static_cast<uint32_t>(halves.size()))]];
       h = v.v;
-      from = v.name;
+      line = v.name;
     } else if (origin == 1 || floats.empty()) {
       static const Shape kShapes[] = {{}, {5}, {1, 7}, {4, 3}, {33}, {3, 1, 2}};
       const Shape& s = kShapes[src_.pick(6)];
       h = fresh(random_array(s, DType::Float32, -3, 3, src_.pick(1u << 30)).astype(DType::Float16), p);
-      from = "a fresh float16 input";
+      line = "a fresh float16 input";
     } else {
       const PoolValue& v = pool_[floats[src_.pick(static_cast<uint32_t>(floats.size()))]];
       h = cast(v.v, DType::Float16);
-      from = "cast(" + v.name + ", float16)";
+      line = "cast(" + v.name + ", float16)";
     }
-    std::string line = from;
     bool exact = true;
     const int n_ops = 1 + static_cast<int>(src_.pick(3));
     for (int i = 0; i < n_ops; ++i) {

@@ -199,7 +199,7 @@ def apply_step(vals, step, dtype):
             # max(x, x) and min(x, x) are x after canonicalize: the same key, so that a later
             # subtraction from x is seen as x - x.
             expr = a.expr if name in ("maximum", "minimum") and a.expr == b.expr else f"{name}({a.expr}, {b.expr})"
-            ea, eb = a.err.reshape(a.ref.shape), b.err.reshape(b.ref.shape)
+            ea, eb = a.err, b.err
             err = (mag(b.ref) * ea + mag(a.ref) * eb + ea * eb if name == "mul"
                    else np.maximum(ea, eb) if name in ("maximum", "minimum") else ea + eb)
             vals.append(Value(op(a.sym, b.sym), ref(up(a.ref), up(b.ref)).astype(a.ref.dtype), expr, err))
@@ -260,16 +260,15 @@ def apply_step(vals, step, dtype):
 def close(got, want, dtype, err=None):
     """got against the reference value want (err: the float16 bound carried by the Value)."""
     got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
     if dtype == "float16":
-        assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
         g, w = got.astype("float64"), want.astype("float64")
         with np.errstate(invalid="ignore"):
             ok = (g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= err + F16_TINY)
         assert ok.all(), ("float16", g[~ok][:5], w[~ok][:5], np.broadcast_to(err, g.shape)[~ok][:5])
         return
     rtol, atol = (2e-4, 1e-5) if dtype == "float32" else (1e-10, 1e-12)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
     np.testing.assert_allclose(got.astype("float64"), want.astype("float64"), rtol=rtol, atol=atol, equal_nan=True)
 
 

@@ -30,6 +30,15 @@ std::unordered_set<const Apply*> descendants(const FunctionGraph& fg, const Appl
   return seen;
 }
 
+/// Calls fn(reader) for every node other than d that reads d's input i or a view of it: once d
+/// overwrites that input, each of them must run before d (a reader may come more than once).
+template <class Fn>
+void for_each_reader_before(const FunctionGraph& fg, const Apply& d, int i, Fn&& fn) {
+  for (const Var& u : views_of(fg, d.inputs[i]))
+    for (const Client& c : fg.clients(u.get()))
+      if (c.node && c.node != &d) fn(c.node);
+}
+
 std::string reader_str(const Apply* a) {
   std::ostringstream os;
   os << a->op->name() << "(";
@@ -131,9 +140,7 @@ std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionG
     last[b] = last[b] || extra.first->inputs[extra.second]->is_shared();
   }
   for (const auto& [b, i] : destroyed)
-    for (const Var& u : views_of(fg, order[b]->inputs[i]))
-      for (const Client& c : fg.clients(u.get()))
-        if (c.node && c.node != order[b].get()) edge(idx.at(c.node), b);
+    for_each_reader_before(fg, *order[b], i, [&](const Apply* c) { edge(idx.at(c), b); });
   // Kahn's algorithm, keeping the plain toposort's order where the constraints allow, with the
   // nodes that overwrite shared variables after all others.
   using Key = std::pair<bool, int>;
@@ -155,19 +162,14 @@ std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionG
 
 bool destroy_keeps_order(const FunctionGraph& fg, const Apply& n, int input) {
   std::unordered_set<const Apply*> readers;  // the sources of the new constraints
-  for (const Var& u : views_of(fg, n.inputs[input]))
-    for (const Client& c : fg.clients(u.get()))
-      if (c.node && c.node != &n) readers.insert(c.node);
+  for_each_reader_before(fg, n, input, [&](const Apply* c) { readers.insert(c); });
   bool ok = true;
   if (!readers.empty()) {
     // The existing constraints: a reader of a value that node d destroys runs before d.
     std::unordered_map<const Apply*, std::vector<const Apply*>> before;
     fg.any_node([&](const Apply& d) {
       for (const auto& o : d.op->destroy_map())
-        for (int i : o)
-          for (const Var& u : views_of(fg, d.inputs[i]))
-            for (const Client& c : fg.clients(u.get()))
-              if (c.node && c.node != &d) before[c.node].push_back(&d);
+        for (int i : o) for_each_reader_before(fg, d, i, [&](const Apply* c) { before[c].push_back(&d); });
       return false;
     });
     std::unordered_set<const Apply*> seen{&n};

@@ -21,7 +21,8 @@ namespace f32math = hypatia::HWY_NAMESPACE::f32math;
 namespace f64math = hypatia::HWY_NAMESPACE::f64math;
 
 /// exp(x - m) where x - m is computed exactly: s = x - m rounded, plus its rounding error err
-/// (Knuth's TwoSum), and exp(s + err) = exp(s) * (1 + err) to double precision. Rounding x - m
+/// (Knuth's TwoSum), and exp(s + err): err joins the exp's argument reduction where every lane's
+/// result is normal, else exp(s) * (1 + err) to double precision. Rounding x - m
 /// alone would cost up to |x - m| * 2^-p relative (64 ulp at x - m = -80). NaN where s is NaN
 /// (a NaN input), so that the NaN reaches the sum and the whole row like in the reference (the
 /// SIMD exp gives 0 for NaN); 0 where s is -inf.
