@@ -13,8 +13,13 @@
 namespace hypatia::python {
 namespace {
 
+PyObject* function_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames);
+
 /// A compiled function with what the Python call needs beside the C++ Function.
 struct PyFunction {
+  /// Python's vectorcall entry: calls pass the arguments as an array (no tuple, no dict per call).
+  /// The type's tp_vectorcall_offset points here (set once the type exists; checked per instance).
+  vectorcallfunc vectorcall = function_vectorcall;
   Function fn;
   std::vector<TensorType> input_types;
   std::vector<std::string> input_names;
@@ -66,25 +71,23 @@ struct PyFunction {
     return filter_value(obj, input_types[i], downcast, input_label(i).c_str(), /*offer_downcast_flag=*/true);
   }
 
-  PyObject* call(PyObject* args_tuple, PyObject* kwargs, std::vector<NDArray>& a, std::vector<NDArray>& o) {
+  /// argv holds nargs positional values, then one value per name of kwnames (a tuple or null).
+  PyObject* call(PyObject* const* argv, size_t nargs, PyObject* kwnames, std::vector<NDArray>& a,
+                 std::vector<NDArray>& o) {
     const size_t n_in = input_types.size();
-    const size_t nargs = static_cast<size_t>(PyTuple_GET_SIZE(args_tuple));
     if (nargs > n_in)
       fail<TypeError>("function '", fn.name().empty() ? "<unnamed>" : fn.name(), "': got ", nargs,
                       " positional arguments but the function has ", n_in, " inputs");
-    for (size_t i = 0; i < nargs; ++i) a[i] = convert(PyTuple_GET_ITEM(args_tuple, i), i);
-    if (kwargs && PyDict_GET_SIZE(kwargs) > 0) {
-      PyObject *key, *value;
-      Py_ssize_t pos = 0;
-      while (PyDict_Next(kwargs, &pos, &key, &value)) {
-        const char* k = PyUnicode_AsUTF8(key);
-        if (!k) throw nb::python_error();
-        size_t i = 0;
-        while (i < n_in && input_names[i] != k) ++i;
-        if (i == n_in) fail<TypeError>("function got an unexpected keyword argument '", k, "'");
-        if (a[i].valid()) fail<TypeError>("function got multiple values for input '", k, "'");
-        a[i] = convert(value, i);
-      }
+    for (size_t i = 0; i < nargs; ++i) a[i] = convert(argv[i], i);
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; ++j) {
+      const char* k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j));
+      if (!k) throw nb::python_error();
+      size_t i = 0;
+      while (i < n_in && input_names[i] != k) ++i;
+      if (i == n_in) fail<TypeError>("function got an unexpected keyword argument '", k, "'");
+      if (a[i].valid()) fail<TypeError>("function got multiple values for input '", k, "'");
+      a[i] = convert(argv[nargs + static_cast<size_t>(j)], i);
     }
     for (size_t i = nargs; i < n_in; ++i) {
       if (a[i].valid()) continue;
@@ -122,17 +125,17 @@ struct PyFunction {
         }
       }
     }
-    for (NDArray& x : a) x = NDArray();
+    for (NDArray& x : a) x.reset();
     if (unpack_single) {
       PyObject* r = to_numpy(o[0]);
-      o[0] = NDArray();
+      o[0].reset();
       return r;
     }
     PyObject* list = PyList_New(static_cast<Py_ssize_t>(o.size()));
     if (!list) return nullptr;
     for (size_t i = 0; i < o.size(); ++i) {
       PyObject* r = to_numpy(o[i]);
-      o[i] = NDArray();
+      o[i].reset();
       if (!r) {
         Py_DECREF(list);
         return nullptr;
@@ -143,15 +146,17 @@ struct PyFunction {
   }
 };
 
-/// The type's tp_call: the whole per-call path.
-PyObject* function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+/// The type's vectorcall: the whole per-call path (tp_call, for calls with a tuple and a dict,
+/// goes through PyVectorcall_Call to here).
+PyObject* function_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   PyFunction* f = nb::inst_ptr<PyFunction>(self);
+  const size_t nargs = static_cast<size_t>(PyVectorcall_NARGS(nargsf));
   if (f->busy) {
     // A call from another thread (the first one released the GIL) or from inside a call (a
     // Python Op's perform): fresh slots; the C++ Function gives it working state of its own.
     std::vector<NDArray> a(f->args.size()), o(f->outs.size());
     try {
-      return f->call(args, kwargs, a, o);
+      return f->call(args, nargs, kwnames, a, o);
     } catch (...) {
       set_python_error(std::current_exception());
       return nullptr;
@@ -160,17 +165,17 @@ PyObject* function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   f->busy = true;
   PyObject* r = nullptr;
   try {
-    r = f->call(args, kwargs, f->args, f->outs);
+    r = f->call(args, nargs, kwnames, f->args, f->outs);
   } catch (...) {
-    for (NDArray& x : f->args) x = NDArray();
-    for (NDArray& x : f->outs) x = NDArray();
+    for (NDArray& x : f->args) x.reset();
+    for (NDArray& x : f->outs) x.reset();
     set_python_error(std::current_exception());
   }
   f->busy = false;
   return r;
 }
 
-PyType_Slot function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(function_call)}, {0, nullptr}};
+PyType_Slot function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)}, {0, nullptr}};
 
 using InSpec = std::tuple<Var, std::string, nb::object, bool, bool>;  // variable, name, value, borrow, mutable
 using OutSpec = std::pair<Var, bool>;                                 // variable, borrow
@@ -204,7 +209,7 @@ FunctionOptions::NodeHook monitor_hook(nb::object func) {
   };
 }
 
-PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>& outputs,
+nb::object compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>& outputs,
                     const std::vector<std::pair<Var, Var>>& updates, const std::vector<std::pair<Var, Var>>& givens,
                     std::optional<bool> allow_input_downcast, std::optional<bool> profile, std::optional<bool> allow_gc,
                     const std::string& name, const std::string& on_unused_input, const std::string& backend,
@@ -250,7 +255,14 @@ PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec
   }
   opts.pre_node = monitor_hook(pre_func);
   opts.post_node = monitor_hook(post_func);
-  auto* f = new PyFunction(function(std::move(ins), std::move(outs), std::move(opts)));
+  // Held in the Python object itself (not behind a pointer), so that the vectorcall entry sits at
+  // the type's fixed offset. Until marked ready, dropping the object runs no destructor.
+  nb::object self = nb::inst_alloc(nb::type<PyFunction>());
+  auto* f = new (nb::inst_ptr<PyFunction>(self)) PyFunction(function(std::move(ins), std::move(outs), std::move(opts)));
+  nb::inst_mark_ready(self);
+  if (reinterpret_cast<char*>(&f->vectorcall) - reinterpret_cast<char*>(self.ptr()) !=
+      Py_TYPE(self.ptr())->tp_vectorcall_offset)
+    throw InternalError("Function: the instance's vectorcall entry is not at its type's offset");
   f->input_types = std::move(types);
   f->input_names = std::move(names);
   f->defaults = std::move(defaults);
@@ -258,7 +270,18 @@ PyFunction* compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec
   f->unpack_single = unpack_single && outputs.size() == 1;
   f->args.resize(f->input_types.size());
   f->outs.resize(outputs.size());
-  return f;
+  return self;
+}
+
+/// Turns on vectorcall for the Function type: its offset is where the entry of an instance held in
+/// the Python object lies (compile checks every instance against it).
+void enable_vectorcall(nb::handle cls) {
+  nb::object probe = nb::inst_alloc(cls);  // storage only: never constructed, so never destructed
+  auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  // The entry is PyFunction's first member (no base, nothing virtual): at the object's address.
+  const char* entry = reinterpret_cast<const char*>(nb::inst_ptr<PyFunction>(probe));
+  tp->tp_vectorcall_offset = entry - reinterpret_cast<const char*>(probe.ptr());
+  tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
 }
 
 }  // namespace
@@ -302,7 +325,7 @@ void init_function(nb::module_& m) {
         return l;
       });
 
-  nb::class_<PyFunction>(m, "Function", nb::type_slots(function_slots), nb::dynamic_attr(),
+  auto cls = nb::class_<PyFunction>(m, "Function", nb::type_slots(function_slots), nb::dynamic_attr(),
                          "A compiled function: call it with the input values (positional, or by input name).")
       .def_prop_ro("name", [](const PyFunction& f) { return f.fn.name(); })
       .def_prop_ro("n_inputs", [](const PyFunction& f) { return f.fn.n_inputs(); })
@@ -323,6 +346,7 @@ void init_function(nb::module_& m) {
           "print_type"_a = false, "depth"_a = -1, "provenance"_a = false)
       .def_prop_ro(
           "profile", [](const PyFunction& f) { return f.fn.profile(); }, nb::rv_policy::reference_internal);
+  enable_vectorcall(cls);
 
   m.def("backend_names", &backend_names, "The registered kernel backends' names (a Mode's linker may name one).");
   m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a, "allow_input_downcast"_a.none(),

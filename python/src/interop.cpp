@@ -10,16 +10,23 @@
 #include <string>
 
 #include "errors.h"
+#include "hypatia/core/allocator.h"
 
 namespace hypatia::python {
 namespace {
 
 /// Drops a reference to a Python object when the last NDArray viewing its memory goes away.
-/// It may run without the GIL (a thread that released it), so it takes the GIL itself.
+/// It may run without the GIL (a thread that released it): then it takes the GIL itself. Most
+/// releases happen in the call's own epilogue, with the GIL held (PyGILState_Check is the cheap
+/// test; Ensure and Release cost more than the rest of the release).
 struct PyRefDeleter {
   PyObject* obj;
   void operator()(void*) const noexcept {
     if (!Py_IsInitialized()) return;
+    if (PyGILState_Check()) {
+      Py_DECREF(obj);
+      return;
+    }
     PyGILState_STATE s = PyGILState_Ensure();
     Py_DECREF(obj);
     PyGILState_Release(s);
@@ -132,8 +139,9 @@ NDArray wrap_array(PyArrayObject* arr, DType dt) {
   }
   void* data = PyArray_DATA(arr);
   Py_INCREF(arr);
-  // The shared_ptr points at element 0, so the NDArray's offset is 0.
-  std::shared_ptr<void> owner(data, PyRefDeleter{reinterpret_cast<PyObject*>(arr)});
+  // The shared_ptr points at element 0, so the NDArray's offset is 0. Its control block comes from
+  // the per-thread buffer cache (no malloc per call).
+  std::shared_ptr<void> owner(data, PyRefDeleter{reinterpret_cast<PyObject*>(arr)}, HostCacheAllocator<char>{});
   NDArray a = NDArray::wrap(std::move(owner), data, shape, strides, dt);
   // Read-only memory (a read-only array, an mmap opened read-only, a bytes object) is never
   // written: in-place work on it goes to a copy.
@@ -235,7 +243,8 @@ PyObject* to_numpy(const NDArray& a, bool writeable) {
   }
   PyArray_Descr* d = g_descr[static_cast<int>(a.dtype())];
   Py_INCREF(d);
-  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, strides, a.raw(),
+  // numpy computes a C-contiguous array's strides and flags itself (cheaper than checking given ones).
+  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, a.is_c_contiguous() ? nullptr : strides, a.raw(),
                                        writeable && a.writeable() ? NPY_ARRAY_WRITEABLE : 0, nullptr);
   if (!arr) return nullptr;
   PyObject* base;

@@ -52,6 +52,32 @@ def test_defaults_names_and_keywords():
         f(1.0, 2.0, 3.0)
 
 
+def test_every_python_call_path_reaches_the_function():
+    # The type's vectorcall entry serves plain calls; f(*args, **kwargs), functools.partial, map and
+    # the type's __call__ slot wrapper go through tp_call (a tuple and a dict) to the same entry.
+    import functools
+    x, y = T.dvector("x"), T.dscalar("y")
+    f = function([x, In(y, value=10.0)], x * 2 + y)
+    assert type(f).__flags__ & (1 << 11), "Function should set Py_TPFLAGS_HAVE_VECTORCALL"
+    a, b = np.array([1.0, 2.0]), 3.0
+    want = np.array([5.0, 7.0])
+    np.testing.assert_array_equal(f(a, b), want)
+    np.testing.assert_array_equal(f(*(a, b)), want)
+    np.testing.assert_array_equal(f(**{"y": b, "x": a}), want)
+    np.testing.assert_array_equal(f(a, **{"y": b}), want)
+    np.testing.assert_array_equal(functools.partial(f, y=b)(a), want)
+    np.testing.assert_array_equal(type(f).__call__(f, a, y=b), want)
+    np.testing.assert_array_equal(list(map(f, [a, a]))[1], [12.0, 14.0])
+    # Failed calls (the checks of names and counts come before the kernels) leave nothing behind in
+    # the argument slots: the next call sees only its own arguments.
+    for bad in (lambda: f(a, b, b), lambda: f(a, z=b), lambda: f(a, x=a), lambda: f(y=b)):
+        with pytest.raises(TypeError):
+            bad()
+        np.testing.assert_array_equal(f(a), [12.0, 14.0])
+    with pytest.raises(TypeError, match="keyword"):
+        f(a, **{"x y": b})
+
+
 def test_shared_get_set_value_and_borrow():
     a = np.arange(4.0)
     s = shared(a, name="s")

@@ -94,33 +94,6 @@ struct BufferDeleter {
   void operator()(void* q) const { host_free(q, capacity); }
 };
 
-/// Allocator for shared_ptr control blocks, backed by host_alloc's per-thread size classes.
-template <class T>
-struct CachedAllocator {
-  using value_type = T;
-  CachedAllocator() = default;
-  template <class U>
-  CachedAllocator(const CachedAllocator<U>&) {}
-  T* allocate(size_t n) {
-    size_t cap = 0;
-    void* p = host_alloc(n * sizeof(T), &cap);
-    if (!p) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) {
-    size_t cap = 0;
-    host_alloc_class_capacity(n * sizeof(T), &cap);
-    host_free(p, cap);
-  }
-  template <class U>
-  bool operator==(const CachedAllocator<U>&) const {
-    return true;
-  }
-};
-
-}  // namespace
-
-namespace {
 // "8.00 TiB", as numpy's MemoryError says it.
 std::string human_bytes(size_t bytes) {
   static const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -145,7 +118,7 @@ NDArray NDArray::empty(const Shape& shape, DType dtype) {
   const size_t bytes = static_cast<size_t>(count) * hypatia::itemsize(dtype);
   if (bytes <= sizeof(SmallBuffer)) {
     // One allocation holds the control block and the data.
-    auto b = std::allocate_shared<SmallBuffer>(CachedAllocator<SmallBuffer>{});
+    auto b = std::allocate_shared<SmallBuffer>(HostCacheAllocator<SmallBuffer>{});
     a.data_ = b->bytes;
     a.storage_ = std::move(b);
     a.shape_ = shape;
@@ -160,7 +133,7 @@ NDArray NDArray::empty(const Shape& shape, DType dtype) {
                       shape.str(), " and dtype ", dtype_name(dtype));
   // The shared_ptr control block comes from the same per-thread cache as the data, so that a
   // repeated call allocates nothing from malloc.
-  a.storage_ = std::shared_ptr<void>(p, BufferDeleter{capacity}, CachedAllocator<char>{});
+  a.storage_ = std::shared_ptr<void>(p, BufferDeleter{capacity}, HostCacheAllocator<char>{});
   a.data_ = static_cast<std::byte*>(p);
   a.shape_ = shape;
   a.strides_ = c_strides(shape, hypatia::itemsize(dtype));
