@@ -237,8 +237,10 @@ TEST(ThreadPool, ConcurrentKernelsMatchSingleThreaded) {
                            softmax(x),
                            argmax(x, -1),
                            dot(x, w)};
-  NDArray xv = random_array({300, 257}, DType::Float32, -2, 2, 1);
-  NDArray wv = random_array({257, 300}, DType::Float32, -1, 1, 2);
+  // Every kernel above the 1000-element threshold; smaller under the sanitizers (about 20x slower).
+  const int64_t rows = testing::kSanitizerBuild ? 100 : 300;
+  NDArray xv = random_array({rows, 257}, DType::Float32, -2, 2, 1);
+  NDArray wv = random_array({257, rows}, DType::Float32, -1, 1, 2);
   std::vector<NDArray> want;
   {
     ThreadsScope one(1, 1000);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -22,9 +23,18 @@ namespace hypatia {
 inline constexpr int kMaxNdim = 12;
 
 /// A fixed-capacity list of up to kMaxNdim int64 values (shapes, strides): copying it never allocates.
+/// Only the used entries are initialised and copied (an NDArray holds two Dims, and the per-call
+/// path copies arrays several times: copying all 12 entries and zeroing them on construction
+/// cost more than the rest of a small array copy).
 class Dims {
  public:
   Dims() = default;
+  Dims(const Dims& o) : n_(o.n_) { copy_entries(o); }
+  Dims& operator=(const Dims& o) {
+    n_ = o.n_;
+    copy_entries(o);
+    return *this;
+  }
   Dims(std::initializer_list<int64_t> v) { assign(v.begin(), v.end()); }
   explicit Dims(std::span<const int64_t> v) { assign(v.begin(), v.end()); }
   template <class It>
@@ -77,7 +87,24 @@ class Dims {
     n_ = 0;
     for (; b != e; ++b) push_back(static_cast<int64_t>(*b));
   }
-  std::array<int64_t, kMaxNdim> v_{};
+  // The first four entries always (two 16-byte moves, whatever n_: entries past n_ are never
+  // read, and memcpy may copy indeterminate bytes), the rest one by one. A plain loop over n_
+  // entries becomes a call of memcpy, which costs more than the copy.
+  // (gcc 12, inlining this into vector growth paths, warns about offsets the vector never reaches.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+  void copy_entries(const Dims& o) {
+    std::memcpy(v_.data(), o.v_.data(), 4 * sizeof(int64_t));
+    for (int i = 4; i < n_; ++i) v_[i] = o.v_[i];
+  }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+  // Entries at n_ and past are never read (resize fills the ones it exposes).
+  std::array<int64_t, kMaxNdim> v_;
   int n_ = 0;
 };
 using Shape = Dims;
