@@ -210,12 +210,12 @@ FunctionOptions::NodeHook monitor_hook(nb::object func) {
 }
 
 nb::object compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>& outputs,
-                    const std::vector<std::pair<Var, Var>>& updates, const std::vector<std::pair<Var, Var>>& givens,
-                    std::optional<bool> allow_input_downcast, std::optional<bool> profile, std::optional<bool> allow_gc,
-                    const std::string& name, const std::string& on_unused_input, const std::string& backend,
-                    std::optional<std::string> mode, bool unpack_single,
-                    std::optional<std::tuple<bool, bool, bool, double>> nan_guard, nb::object pre_func,
-                    nb::object post_func) {
+                   const std::vector<std::pair<Var, Var>>& updates, const std::vector<std::pair<Var, Var>>& givens,
+                   std::optional<bool> allow_input_downcast, std::optional<bool> profile, std::optional<bool> allow_gc,
+                   const std::string& name, const std::string& on_unused_input, const std::string& backend,
+                   std::optional<std::string> mode, bool unpack_single,
+                   std::optional<std::tuple<bool, bool, bool, double>> nan_guard, nb::object pre_func,
+                   nb::object post_func) {
   const Downcast downcast =
       !allow_input_downcast ? Downcast::None : (*allow_input_downcast ? Downcast::Yes : Downcast::No);
   std::vector<In> ins;
@@ -325,7 +325,7 @@ void init_function(nb::module_& m) {
         return l;
       });
 
-  auto cls = nb::class_<PyFunction>(m, "Function", nb::type_slots(function_slots), nb::dynamic_attr(),
+  nb::class_<PyFunction>(m, "Function", nb::type_slots(function_slots), nb::dynamic_attr(),
                          "A compiled function: call it with the input values (positional, or by input name).")
       .def_prop_ro("name", [](const PyFunction& f) { return f.fn.name(); })
       .def_prop_ro("n_inputs", [](const PyFunction& f) { return f.fn.n_inputs(); })
@@ -346,7 +346,7 @@ void init_function(nb::module_& m) {
           "print_type"_a = false, "depth"_a = -1, "provenance"_a = false)
       .def_prop_ro(
           "profile", [](const PyFunction& f) { return f.fn.profile(); }, nb::rv_policy::reference_internal);
-  enable_vectorcall(cls);
+  enable_vectorcall(nb::type<PyFunction>());
 
   m.def("backend_names", &backend_names, "The registered kernel backends' names (a Mode's linker may name one).");
   m.def("compile_function", &compile, "inputs"_a, "outputs"_a, "updates"_a, "givens"_a, "allow_input_downcast"_a.none(),

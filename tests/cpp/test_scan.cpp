@@ -307,7 +307,8 @@ TEST(Scan, SecondDerivativesThroughScan) {
   // approximation at second order (the forward Scan's gradient is truncated too, as in Theano):
   // there the test checks that the graph runs and agrees with truncation's first-order values.
   // Three steps under the sanitizers (five otherwise): the same graph, fewer finite differences.
-  const NDArray xv = random_array(testing::kSanitizerBuild ? Shape{3, 2, 3} : Shape{5, 2, 3}, DType::Float64, -1, 1, 51),
+  const NDArray xv =
+                    random_array(testing::kSanitizerBuild ? Shape{3, 2, 3} : Shape{5, 2, 3}, DType::Float64, -1, 1, 51),
                 hv = random_array({2, 3}, DType::Float64, -1, 1, 52);
   const NDArray Wv = random_array({3, 3}, DType::Float64, -0.7, 0.7, 53),
                 Uv = random_array({3, 3}, DType::Float64, -0.7, 0.7, 54);
