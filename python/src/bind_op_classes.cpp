@@ -182,57 +182,67 @@ void init_op_classes(nb::module_& m) {
     return nb::make_tuple(std::string(scalar_op_name(e.scalar)), e.cast_to, e.inplace);
   });
 
+  // Steps as (name, args) pairs; a Cast step's name carries its target: "cast{float16}".
+  using StepList = std::vector<std::pair<std::string, std::vector<int>>>;
+  auto to_steps = [](const StepList& steps) {
+    std::vector<CompositeStep> st;
+    for (const auto& [name, args] : steps) {
+      if (name.starts_with("cast{") && name.ends_with("}")) {
+        st.push_back({ScalarOpKind::Cast, args, dtype_from_name(std::string_view(name).substr(5, name.size() - 6))});
+      } else {
+        st.push_back({scalar_kind(name), args});
+      }
+    }
+    return st;
+  };
+  auto from_steps = [](const CompositeProgram& c) {
+    StepList r;
+    for (const auto& st : c.steps) {
+      std::string name(scalar_op_name(st.kind));
+      if (st.kind == ScalarOpKind::Cast) {
+        name += '{';
+        name += dtype_name(st.cast_to);
+        name += '}';
+      }
+      r.emplace_back(std::move(name), st.args);
+    }
+    return r;
+  };
+  using InDTypes = std::optional<std::vector<DType>>;
   OpClass<Composite> composite(m, "Composite",
                                "Fused elementwise scalar ops (Theano's Elemwise{Composite{...}}), built by fusion.");
   composite
       .def(
           "__init__",
-          [](Composite* self, int nin, DType dtype,
-             const std::vector<std::pair<std::string, std::vector<int>>>& steps) {
-            std::vector<Composite::Step> st;
-            for (const auto& [name, args] : steps) st.push_back({scalar_kind(name), args});
-            new (self) Composite(nin, dtype, std::move(st));
+          [to_steps](Composite* self, int nin, DType dtype, const StepList& steps, const InDTypes& in_dtypes) {
+            new (self) Composite(nin, dtype, to_steps(steps), -1, in_dtypes.value_or(std::vector<DType>{}));
           },
-          "nin"_a, "dtype"_a, "steps"_a)
+          "nin"_a, "dtype"_a, "steps"_a, "in_dtypes"_a = nb::none())
       .def_prop_ro("scalar_op", [](const Composite&) { return std::string("composite"); })
       .def_prop_ro("nin", [](const Composite& c) { return c.nin; })
-      .def_prop_ro("steps", [](const Composite& c) {
-        std::vector<std::pair<std::string, std::vector<int>>> r;
-        for (const auto& st : c.steps) r.emplace_back(std::string(scalar_op_name(st.kind)), st.args);
-        return r;
-      });
-  reducible(composite, [](const Composite& c) {
-    std::vector<std::pair<std::string, std::vector<int>>> r;
-    for (const auto& st : c.steps) r.emplace_back(std::string(scalar_op_name(st.kind)), st.args);
-    return nb::make_tuple(c.nin, c.dtype, r);
-  });
+      .def_prop_ro("in_dtypes", [](const Composite& c) { return c.in_dtypes; })
+      .def_prop_ro("steps", [from_steps](const Composite& c) { return from_steps(c); });
+  reducible(composite,
+            [from_steps](const Composite& c) { return nb::make_tuple(c.nin, c.dtype, from_steps(c), c.in_dtypes); });
 
-  using StepList = std::vector<std::pair<std::string, std::vector<int>>>;
-  auto to_steps = [](const StepList& steps) {
-    std::vector<CompositeStep> st;
-    for (const auto& [name, args] : steps) st.push_back({scalar_kind(name), args});
-    return st;
-  };
-  auto from_steps = [](const CompositeProgram& c) {
-    StepList r;
-    for (const auto& st : c.steps) r.emplace_back(std::string(scalar_op_name(st.kind)), st.args);
-    return r;
-  };
   OpClass<MultiComposite> multi(m, "MultiComposite",
                                 "Several results of one fused elementwise program (multi-output fusion).");
   multi
       .def(
           "__init__",
-          [to_steps](MultiComposite* self, int nin, DType dtype, const StepList& steps, std::vector<int> outputs) {
-            new (self) MultiComposite(nin, dtype, to_steps(steps), std::move(outputs));
+          [to_steps](MultiComposite* self, int nin, DType dtype, const StepList& steps, std::vector<int> outputs,
+                     const InDTypes& in_dtypes) {
+            new (self) MultiComposite(nin, dtype, to_steps(steps), std::move(outputs),
+                                      in_dtypes.value_or(std::vector<DType>{}));
           },
-          "nin"_a, "dtype"_a, "steps"_a, "outputs"_a)
+          "nin"_a, "dtype"_a, "steps"_a, "outputs"_a, "in_dtypes"_a = nb::none())
       .def_prop_ro("scalar_op", [](const MultiComposite&) { return std::string("composite"); })
       .def_prop_ro("nin", [](const MultiComposite& c) { return c.nin; })
       .def_prop_ro("steps", [from_steps](const MultiComposite& c) { return from_steps(c); })
       .def_prop_ro("outputs", [](const MultiComposite& c) { return c.outputs; });
-  reducible(multi,
-            [from_steps](const MultiComposite& c) { return nb::make_tuple(c.nin, c.dtype, from_steps(c), c.outputs); });
+  reducible(multi, [from_steps](const MultiComposite& c) {
+    return nb::make_tuple(c.nin, c.dtype, from_steps(c), c.outputs, c.in_dtypes);
+  });
 
   OpClass<CompositeReduce> creduce(m, "CompositeReduce",
                                    "A reduction fused with the elementwise program it reduces (sum(x*y)).");
@@ -240,16 +250,18 @@ void init_op_classes(nb::module_& m) {
       .def(
           "__init__",
           [to_steps](CompositeReduce* self, int nin, DType dtype, const StepList& steps, const std::string& kind,
-                     std::vector<int> axes, DType out_dtype) {
-            new (self) CompositeReduce(nin, dtype, to_steps(steps), reduce_kind(kind), std::move(axes), out_dtype);
+                     std::vector<int> axes, DType out_dtype, const InDTypes& in_dtypes) {
+            new (self) CompositeReduce(nin, dtype, to_steps(steps), reduce_kind(kind), std::move(axes), out_dtype,
+                                       in_dtypes.value_or(std::vector<DType>{}));
           },
-          "nin"_a, "dtype"_a, "steps"_a, "scalar_op"_a, "axis"_a, "out_dtype"_a)
+          "nin"_a, "dtype"_a, "steps"_a, "scalar_op"_a, "axis"_a, "out_dtype"_a, "in_dtypes"_a = nb::none())
       .def_prop_ro("scalar_op", [](const CompositeReduce& r) { return std::string(reduce_kind_name(r.kind)); })
       .def_prop_ro("axis", [](const CompositeReduce& r) { return r.axes; })
       .def_prop_ro("dtype", [](const CompositeReduce& r) { return r.out_dtype; })
       .def_prop_ro("steps", [from_steps](const CompositeReduce& c) { return from_steps(c); });
   reducible(creduce, [from_steps](const CompositeReduce& r) {
-    return nb::make_tuple(r.nin, r.dtype, from_steps(r), std::string(reduce_kind_name(r.kind)), r.axes, r.out_dtype);
+    return nb::make_tuple(r.nin, r.dtype, from_steps(r), std::string(reduce_kind_name(r.kind)), r.axes, r.out_dtype,
+                          r.in_dtypes);
   });
 
   OpClass<Reduce> careduce(m, "CAReduce", "A reduction over some axes (sum, prod, max, min, all, any).");

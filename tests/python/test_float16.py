@@ -188,3 +188,57 @@ def test_jacobian_inc_subtensor_and_mutable_inputs():
     a = np.ones(3, np.float16)
     out = hypatia.function([hypatia.In(x, mutable=True)], x * 2)(a)
     np.testing.assert_array_equal(out, f16([2, 2, 2]))
+
+
+def test_fused_loops_load_round_and_store_float16():
+    """FAST_RUN fuses float16 graphs through their casts: one loop loads float16, computes in
+    float32, rounds where each op's result is float16 and stores float16, with the bits of the
+    unfused graph (numpy's per-op float16 rounding)."""
+    x = T.vector("x", dtype="float16")
+    y = T.vector("y", dtype="float16")
+    outs = [x * 2 + 1, T.exp(x) * y - x, (x * y).sum(), T.cast(x, "float32") * 3]
+    f = hypatia.function([x, y], outs, mode="FAST_RUN")
+    g = hypatia.function([x, y], outs, mode="FAST_COMPILE")
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    names = [str(op) for op in ops]
+    assert any("Composite" in n and "cast{float16}" in n for n in names), names
+    rng = np.random.default_rng(3)
+    a = f16(np.concatenate([rng.uniform(-4, 4, 9000), [65504, -65504, 6e-8, np.inf, -np.inf, np.nan, -0.0]]))
+    b = f16(rng.uniform(-2, 2, a.size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        got, ref = f(a, b), g(a, b)
+        r = lambda v: np.asarray(v, np.float32).astype(np.float16)  # noqa: E731
+        A, B = a.astype(np.float32), b.astype(np.float32)
+        same_bits(got[0], r(r(A * 2).astype(np.float32) + 1))
+        same_bits(got[1], r(r(r(np.exp(A)).astype(np.float32) * B).astype(np.float32) - A))
+    for k in (0, 1, 2):
+        same_bits(got[k], ref[k])
+    np.testing.assert_array_equal(got[3], ref[3])
+    assert got[3].dtype == np.float32
+    # The x * 2 + 1 loop alone: one node reading float16, no separate casts.
+    h = hypatia.function([x], x * 2 + 1)
+    nodes = h.maker.fgraph.toposort()
+    assert len(nodes) == 1 and nodes[0].op.in_dtypes[0] == "float16", [str(n.op) for n in nodes]
+
+
+def test_fused_float16_ops_pickle_and_build_from_python():
+    import pickle
+
+    x = T.vector("x", dtype="float16")
+    f = hypatia.function([x], [T.tanh(x * 2) + 1, x.sum()])
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    assert any("cast{float16}" in str(op) for op in ops)
+    for op in ops:
+        op2 = pickle.loads(pickle.dumps(op))
+        assert op2 == op and hash(op2) == hash(op)
+    # cast{float32}(i0) * i1 on a float16 input and a float32 one, stored as float16.
+    op = T.Composite(2, "float32", [("cast{float32}", [0]), ("mul", [2, 1]), ("cast{float16}", [3])],
+                     in_dtypes=["float16", "float32"])
+    assert op.steps[0] == ("cast{float32}", [0])
+    w = T.vector("w", dtype="float32")
+    out = op(x, w)
+    assert out.dtype == "float16"
+    a, b = f16([1.5, -2, 3]), np.array([0.1, 2, 3], np.float32)
+    same_bits(hypatia.function([x, w], out)(a, b), (a.astype(np.float32) * b).astype(np.float16))
+    with pytest.raises(ValueError, match="only Cast steps read float16"):
+        T.Composite(1, "float32", [("exp", [0])], in_dtypes=["float16"])

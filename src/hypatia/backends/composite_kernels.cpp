@@ -72,19 +72,19 @@ class CompositeCpuKernel final : public Kernel {
         nout_(static_cast<int>(outputs.size())),
         inplace_(inplace),
         bc_(node) {
+    for (int v : outputs) out_dt_.push_back(prog.value_dtype(v));
     for (const CompositeStep& st : prog.steps) cost_ += scalar_op_cost(st.kind);
     cost_ = std::max<int64_t>(cost_, 1);
   }
 
   void run(const KernelArgs& args) override {
     const Shape shape = elemwise_broadcast_shape(op_, args.in, bc_);
-    const DType dt = prog_.dtype();
     std::array<Strides, kMaxOperands> strides{};
     std::array<std::byte*, kMaxOperands> base{};
     for (int k = 0; k < nout_; ++k) {
       NDArray& out = k == 0 && inplace_ >= 0
-                         ? prepare_inplace_output(*args.out[0], *args.in[inplace_], shape, dt, op_, inplace_)
-                         : prepare_output(*args.out[k], shape, dt);
+                         ? prepare_inplace_output(*args.out[0], *args.in[inplace_], shape, out_dt_[0], op_, inplace_)
+                         : prepare_output(*args.out[k], shape, out_dt_[k]);
       strides[k] = out.strides();
       base[k] = out.raw();
     }
@@ -143,7 +143,8 @@ class CompositeCpuKernel final : public Kernel {
   int nout_;
   int inplace_;
   BroadcastPattern bc_;
-  int64_t cost_ = 0;  // the steps' scalar_op_cost summed: the threading threshold's weight
+  std::vector<DType> out_dt_;  // per output: its value's dtype (float16 where stored as float16)
+  int64_t cost_ = 0;           // the steps' scalar_op_cost summed: the threading threshold's weight
 };
 
 }  // namespace

@@ -19,20 +19,23 @@ void register_builtin_backends() {
                                                                   .default_mode = "NONE",
                                                                   .storage_dtypes = {kFloat16InFloat32}}));
   // The CPU: SIMD loops, the thread pool, BLAS; ops without a CPU kernel run their reference one.
-  register_backend(std::make_unique<Backend>(Backend::Description{.name = std::string(kCpuBackend),
-                                                                  .device = DeviceKind::Host,
-                                                                  .fallback = std::string(kReferenceBackend),
-                                                                  .checked_against = std::string(kReferenceBackend),
-                                                                  .fusable =
-                                                                      [](const Elemwise& op, DType compute) {
-                                                                        auto [fn, writes] =
-                                                                            elemwise_inner_fn(op, compute);
-                                                                        return fn != nullptr && writes == compute;
-                                                                      },
-                                                                  .max_fusion_inputs = TileProgram::kMaxInputs,
-                                                                  .max_fusion_outputs = TileProgram::kMaxOutputs,
-                                                                  .default_for_device = true,
-                                                                  .storage_dtypes = {kFloat16InFloat32}}));
+  register_backend(std::make_unique<Backend>(Backend::Description{
+      .name = std::string(kCpuBackend),
+      .device = DeviceKind::Host,
+      .fallback = std::string(kReferenceBackend),
+      .checked_against = std::string(kReferenceBackend),
+      .fusable =
+          [](const Elemwise& op, DType compute) {
+            // The tile programs load, round and store float16 themselves (float32 programs).
+            if (op.scalar == ScalarOpKind::Cast)
+              return compute == DType::Float32 && (op.cast_to == DType::Float16 || op.cast_to == DType::Float32);
+            auto [fn, writes] = elemwise_inner_fn(op, compute);
+            return fn != nullptr && writes == compute;
+          },
+      .max_fusion_inputs = TileProgram::kMaxInputs,
+      .max_fusion_outputs = TileProgram::kMaxOutputs,
+      .default_for_device = true,
+      .storage_dtypes = {kFloat16InFloat32}}));
 }
 
 }  // namespace

@@ -11,17 +11,45 @@
 
 namespace hypatia {
 
-CompositeProgram::CompositeProgram(int n_inputs, DType dt, std::vector<Step> s, const char* who)
-    : nin(n_inputs), dtype(dt), steps(std::move(s)) {
+CompositeProgram::CompositeProgram(int n_inputs, DType dt, std::vector<Step> s, const char* who,
+                                   std::vector<DType> in_dts)
+    : nin(n_inputs), dtype(dt), steps(std::move(s)), in_dtypes(std::move(in_dts)) {
   if (nin < 1) fail<ValueError>(who, ": needs at least one input, got ", nin);
   if (steps.empty()) fail<ValueError>(who, ": no steps");
+  if (in_dtypes.empty()) in_dtypes.assign(nin, dtype);
+  if (static_cast<int>(in_dtypes.size()) != nin)
+    fail<ValueError>(who, ": ", in_dtypes.size(), " input dtypes for ", nin, " inputs");
+  // float16 is a storage dtype of float32 programs: loaded, rounded to and stored by Cast steps.
+  auto storable = [&](DType d) { return d == dtype || (dtype == DType::Float32 && d == DType::Float16); };
+  for (int i = 0; i < nin; ++i) {
+    if (!storable(in_dtypes[i]))
+      fail<ValueError>(who, ": input ", i, " is ", dtype_name(in_dtypes[i]), "; a ", dtype_name(dtype),
+                       " program reads ", dtype_name(dtype), dtype == DType::Float32 ? " or float16" : "");
+    stores_float16_ = stores_float16_ || in_dtypes[i] != dtype;
+  }
+  value_dtypes_.reserve(steps.size());
   for (size_t j = 0; j < steps.size(); ++j) {
-    if (static_cast<int>(steps[j].args.size()) != scalar_op_arity(steps[j].kind))
-      fail<ValueError>(who, ": step ", j, " (", scalar_op_name(steps[j].kind), ") has ", steps[j].args.size(),
-                       " arguments, expected ", scalar_op_arity(steps[j].kind));
-    for (int a : steps[j].args)
+    const Step& st = steps[j];
+    if (static_cast<int>(st.args.size()) != scalar_op_arity(st.kind))
+      fail<ValueError>(who, ": step ", j, " (", scalar_op_name(st.kind), ") has ", st.args.size(),
+                       " arguments, expected ", scalar_op_arity(st.kind));
+    for (int a : st.args)
       if (a < 0 || a >= nin + static_cast<int>(j))
         fail<ValueError>(who, ": step ", j, " reads argument ", a, " which is neither an input nor an earlier step");
+    if (st.kind == ScalarOpKind::Cast) {
+      const DType from = value_dtype(st.args[0]);
+      if (!storable(st.cast_to) || !storable(from) || from == st.cast_to)
+        fail<ValueError>(who, ": step ", j, " casts ", dtype_name(from), " to ", dtype_name(st.cast_to), "; a ",
+                         dtype_name(dtype), " program casts only between ", dtype_name(dtype), " and float16");
+      value_dtypes_.push_back(st.cast_to);
+      stores_float16_ = true;
+      continue;
+    }
+    for (int a : st.args)
+      if (value_dtype(a) != dtype)
+        fail<ValueError>(who, ": step ", j, " (", scalar_op_name(st.kind), ") reads ", dtype_name(value_dtype(a)),
+                         " value ", a, "; only Cast steps read float16");
+    value_dtypes_.push_back(dtype);
   }
 }
 
@@ -31,7 +59,10 @@ std::vector<int> CompositeProgram::code() const {
     c.push_back(static_cast<int>(s.kind));
     c.push_back(static_cast<int>(s.args.size()));
     c.insert(c.end(), s.args.begin(), s.args.end());
+    if (s.kind == ScalarOpKind::Cast) c.push_back(static_cast<int>(s.cast_to));
   }
+  if (stores_float16_)
+    for (DType d : in_dtypes) c.push_back(static_cast<int>(d));
   return c;
 }
 
@@ -43,7 +74,9 @@ std::string CompositeProgram::expr(int v) const {
       return;
     }
     const Step& s = steps[a - nin];
-    os << scalar_op_name(s.kind) << "(";
+    os << scalar_op_name(s.kind);
+    if (s.kind == ScalarOpKind::Cast) os << "{" << dtype_name(s.cast_to) << "}";
+    os << "(";
     for (size_t k = 0; k < s.args.size(); ++k) {
       if (k) os << ", ";
       rec(s.args[k]);
@@ -60,9 +93,9 @@ std::vector<bool> CompositeProgram::check_inputs(const Op& op, const std::vector
   const int nd = inputs[0]->ndim();
   std::vector<bool> bc(nd, true);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]->dtype() != dtype || inputs[i]->ndim() != nd)
-      fail<TypeError>(op.name(), ": input ", i, " is ", inputs[i]->type.str(), "; every input must be ",
-                      dtype_name(dtype), " with ", nd, " dimensions");
+    if (inputs[i]->dtype() != in_dtypes[i] || inputs[i]->ndim() != nd)
+      fail<TypeError>(op.name(), ": input ", i, " is ", inputs[i]->type.str(), "; expected ", dtype_name(in_dtypes[i]),
+                      " with ", nd, " dimensions");
     for (int d = 0; d < nd; ++d) bc[d] = bc[d] && inputs[i]->type.broadcastable[d];
   }
   return bc;
@@ -73,7 +106,7 @@ std::vector<Var> CompositeProgram::build(const std::vector<Var>& inputs) const {
   for (const auto& s : steps) {
     std::vector<Var> args;
     for (int a : s.args) args.push_back(vals[a]);
-    vals.push_back(elemwise(s.kind, args));
+    vals.push_back(s.kind == ScalarOpKind::Cast ? cast(args[0], s.cast_to) : elemwise(s.kind, args));
   }
   return vals;
 }
@@ -91,8 +124,12 @@ std::vector<Var> fresh_inputs(const Apply& node) {
 // ---------------------------------------------------------------------------------------------
 // Composite
 
-Composite::Composite(int n_inputs, DType dt, std::vector<Step> s, int inplace_input)
-    : CompositeProgram(n_inputs, dt, std::move(s), "Composite"), inplace(inplace_input) {
+Composite::Composite(int n_inputs, DType dt, std::vector<Step> s, int inplace_input, std::vector<DType> in_dts)
+    : CompositeProgram(n_inputs, dt, std::move(s), "Composite", std::move(in_dts)), inplace(inplace_input) {
+  if (inplace < -1 || inplace >= nin) fail<ValueError>("Composite: in-place input ", inplace, " out of range");
+}
+
+Composite::Composite(const CompositeProgram& prog, int inplace_input) : CompositeProgram(prog), inplace(inplace_input) {
   if (inplace < -1 || inplace >= nin) fail<ValueError>("Composite: in-place input ", inplace, " out of range");
 }
 
@@ -104,7 +141,7 @@ std::string Composite::name() const {
 }
 
 std::vector<TensorType> Composite::make_output_types(const std::vector<Var>& inputs) const {
-  return {TensorType{dtype, check_inputs(*this, inputs)}};
+  return {TensorType{value_dtype(nvalues() - 1), check_inputs(*this, inputs)}};
 }
 
 std::vector<ShapeVars> Composite::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
@@ -118,8 +155,9 @@ std::optional<std::pair<std::vector<Var>, std::vector<Var>>> Composite::inner_gr
 // ---------------------------------------------------------------------------------------------
 // MultiComposite
 
-MultiComposite::MultiComposite(int n_inputs, DType dt, std::vector<Step> s, std::vector<int> outs)
-    : CompositeProgram(n_inputs, dt, std::move(s), "MultiComposite"), outputs(std::move(outs)) {
+MultiComposite::MultiComposite(int n_inputs, DType dt, std::vector<Step> s, std::vector<int> outs,
+                               std::vector<DType> in_dts)
+    : CompositeProgram(n_inputs, dt, std::move(s), "MultiComposite", std::move(in_dts)), outputs(std::move(outs)) {
   if (outputs.empty()) fail<ValueError>("MultiComposite: no outputs");
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (outputs[k] < nin || outputs[k] >= nvalues())
@@ -138,8 +176,10 @@ std::string MultiComposite::name() const {
 }
 
 std::vector<TensorType> MultiComposite::make_output_types(const std::vector<Var>& inputs) const {
-  TensorType t{dtype, check_inputs(*this, inputs)};
-  return std::vector<TensorType>(outputs.size(), t);
+  const std::vector<bool> bc = check_inputs(*this, inputs);
+  std::vector<TensorType> r;
+  for (int v : outputs) r.push_back(TensorType{value_dtype(v), bc});
+  return r;
 }
 
 std::vector<ShapeVars> MultiComposite::infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const {
@@ -154,13 +194,19 @@ std::optional<std::pair<std::vector<Var>, std::vector<Var>>> MultiComposite::inn
 // CompositeReduce
 
 CompositeReduce::CompositeReduce(int n_inputs, DType dt, std::vector<Step> s, ReduceKind k, std::vector<int> ax,
-                                 DType out)
-    : CompositeProgram(n_inputs, dt, std::move(s), "CompositeReduce"), kind(k), axes(std::move(ax)), out_dtype(out) {
+                                 DType out, std::vector<DType> in_dts)
+    : CompositeProgram(n_inputs, dt, std::move(s), "CompositeReduce", std::move(in_dts)),
+      kind(k),
+      axes(std::move(ax)),
+      out_dtype(out) {
   const bool sum_like = kind == ReduceKind::Sum || kind == ReduceKind::Prod;
   if (!sum_like && kind != ReduceKind::Max && kind != ReduceKind::Min)
     fail<ValueError>("CompositeReduce: reduction ", reduce_kind_name(kind), " is not supported (sum, prod, max, min)");
   if (dtype != DType::Float32 && dtype != DType::Float64)
     fail<ValueError>("CompositeReduce: dtype must be float32 or float64, got ", dtype_name(dtype));
+  if (value_dtype(nvalues() - 1) != dtype)
+    fail<ValueError>("CompositeReduce: the reduced value is ", dtype_name(value_dtype(nvalues() - 1)), ", not ",
+                     dtype_name(dtype));
   if (out_dtype != dtype && !(sum_like && out_dtype == DType::Float64))
     fail<ValueError>("CompositeReduce: output dtype ", dtype_name(out_dtype), " is not allowed for ",
                      reduce_kind_name(kind), " of ", dtype_name(dtype));

@@ -5,14 +5,17 @@
 // the unfused steps' (computed one tile at a time), a fused reduction's up to its order of
 // accumulation. What it fuses:
 //  1. Groups of float elementwise nodes of one dtype become one fused node computed in one pass
-//     over memory. A group grows from a root (the graph is walked from its outputs) to the
-//     fusible producers of its inputs, the fusible readers of its results and the fusible
-//     readers of its inputs (siblings), while it stays convex (no path leaves the group and comes
-//     back, so the fused node creates no cycle) and within the target's bounds (RewriteTarget: 8 inputs
-//     and 4 outputs on the CPU) and 16 steps. A result read only inside the group is computed per tile and never
-//     stored; one read outside (a graph output, a non-fusible reader) is an output. One output
-//     gives a Composite; several (all of one type, and provably of one shape at run time) a
-//     MultiComposite.
+//     over memory. Casts between float16 and float32 join float32 groups (float16 storage with
+//     float32 arithmetic: the fused loop loads float16 inputs, rounds where the graph rounds and
+//     stores float16 results, so x * 2 + 1 on float16 is one pass, not five). A group grows from
+//     a root (the graph is walked from its outputs) to the fusible producers of its inputs, the
+//     fusible readers of its results and the fusible readers of its inputs (siblings), while it
+//     stays convex (no path leaves the group and comes back, so the fused node creates no cycle)
+//     and within the target's bounds (RewriteTarget: 8 inputs and 4 outputs on the CPU) and 16
+//     steps with a result of their own. A result read only inside the group is computed per tile
+//     and never stored; one read outside (a graph output, a non-fusible reader) is an output. One
+//     output gives a Composite; several (all of one broadcastable pattern, and provably of one
+//     shape at run time) a MultiComposite.
 //  2. A Sum, Prod, Max or Min over the result of a Composite or a fusible Elemwise that only
 //     such reductions read (at most 3) becomes a CompositeReduce, which never materialises that
 //     result (each reduction computes the program again). Trees feeding reductions are grouped
@@ -23,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
@@ -36,9 +40,12 @@
 namespace hypatia::rewrite {
 namespace {
 
-/// Capacities of a group's input and output lists; the target's limits may be lower.
+/// Capacities of a group's input and output lists; the target's limits may be lower. kMaxSteps
+/// bounds the steps with a result of their own (a float16 result cast back to float32 is read
+/// where its rounding is), kMaxMembers every node.
 constexpr int kMaxInputs = 8;
 constexpr int kMaxSteps = 16;
+constexpr int kMaxMembers = 2 * kMaxSteps;
 constexpr int kMaxOutputs = 4;
 /// Ancestors visited by one convexity check before giving up (the candidate is then refused).
 constexpr size_t kConvexityBudget = 4096;
@@ -47,19 +54,45 @@ constexpr size_t kMaxSiblingScan = 16;
 /// Most reductions that each take a copy of one elementwise program.
 constexpr int kMaxReduceReaders = 3;
 
-/// An Elemwise node that reads and writes one float dtype, with a loop for it in the target's
-/// fused kernel.
-bool fusible(const Apply* n) {
+/// The dtype a fused program computes `n` in, or nullopt when n cannot fuse: an Elemwise node
+/// that reads and writes one float dtype, with a loop for it in the target's fused kernel, or a
+/// cast between float16 and float32 (float16 storage, float32 arithmetic), which the target's
+/// fused kernel does as a load, a rounding or a store when it accepts Cast for float32.
+std::optional<DType> fusion_dtype(const Apply* n) {
   const Elemwise* e = elemwise_op(n);
-  if (!e || e->scalar == ScalarOpKind::Cast) return false;
-  const DType dt = n->output_ptr(0)->dtype();
-  if (dt != DType::Float32 && dt != DType::Float64) return false;
-  for (const auto& in : n->inputs)
-    if (in->dtype() != dt) return false;
-  std::vector<DType> dts(n->inputs.size(), dt);
-  if (elemwise_compute_dtype(e->scalar, dts, dt) != dt) return false;
+  if (!e) return std::nullopt;
   const RewriteTarget* t = current_rewrite_target();
-  return t && t->fusable && t->fusable(*e, dt);
+  if (!t || !t->fusable) return std::nullopt;
+  const DType dt = n->output_ptr(0)->dtype();
+  if (e->scalar == ScalarOpKind::Cast) {
+    const DType from = n->inputs[0]->dtype();
+    const bool f16_f32 =
+        (from == DType::Float16 && dt == DType::Float32) || (from == DType::Float32 && dt == DType::Float16);
+    if (f16_f32 && t->fusable(*e, DType::Float32)) return DType::Float32;
+    return std::nullopt;
+  }
+  if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
+  for (const auto& in : n->inputs)
+    if (in->dtype() != dt) return std::nullopt;
+  std::vector<DType> dts(n->inputs.size(), dt);
+  if (elemwise_compute_dtype(e->scalar, dts, dt) != dt) return std::nullopt;
+  if (!t->fusable(*e, dt)) return std::nullopt;
+  return dt;
+}
+
+bool fusible(const Apply* n) { return fusion_dtype(n).has_value(); }
+
+/// The step computing n's output from the values `args`.
+CompositeStep fused_step(const Apply& n, std::vector<int> args) {
+  const auto& e = static_cast<const Elemwise&>(*n.op);
+  return CompositeStep{e.scalar, std::move(args), e.scalar == ScalarOpKind::Cast ? e.cast_to : DType::Float32};
+}
+
+/// The dtypes of `inputs`.
+std::vector<DType> dtypes_of(const std::vector<Var>& inputs) {
+  std::vector<DType> d;
+  for (const Var& v : inputs) d.push_back(v->dtype());
+  return d;
 }
 
 /// A reduction CompositeReduce can take over: sum, prod, max or min of a float input over some
@@ -92,7 +125,7 @@ class Group {
  public:
   /// `single`: a tree with one output (the root), grown through producers only.
   Group(const FunctionGraph& fg, const Positions& pos, Apply* root, bool single)
-      : fg_(fg), pos_(pos), dt_(root->output_ptr(0)->dtype()), single_(single), members_{root}, lo_{pos.at(root)} {
+      : fg_(fg), pos_(pos), dt_(*fusion_dtype(root)), single_(single), members_{root}, lo_{pos.at(root)} {
     const RewriteTarget* t = current_rewrite_target();
     max_inputs_ = std::clamp(t ? t->max_fusion_inputs : 0, 0, kMaxInputs);
     max_outputs_ = std::clamp(t ? t->max_fusion_outputs : 0, 0, kMaxOutputs);
@@ -158,37 +191,60 @@ class Group {
   std::pair<std::vector<Var>, std::shared_ptr<const Op>> build(const std::vector<Var>& outs) const {
     std::vector<Var> externals;
     std::unordered_map<const Variable*, int> index;
+    auto external = [&](const Var& v) {
+      auto [it, added] = index.emplace(v.get(), static_cast<int>(externals.size()));
+      if (added) externals.push_back(v);
+      return it->second;
+    };
+    std::unordered_set<const Variable*> seen;
     std::function<void(const Var&)> find_inputs = [&](const Var& v) {
-      if (index.count(v.get())) return;
+      if (!seen.insert(v.get()).second) return;
       if (v->owner && in(v->owner)) {
         for (const Var& a : v->owner->inputs) find_inputs(a);
-        index[v.get()] = -1;  // visited
-        return;
+      } else {
+        const Var* load = loaded_from(v);
+        external(load ? *load : v);
       }
-      index[v.get()] = static_cast<int>(externals.size());
-      externals.push_back(v);
     };
     for (const Var& o : outs) find_inputs(o);
-    for (auto it = index.begin(); it != index.end();) it = it->second < 0 ? index.erase(it) : std::next(it);
     std::vector<CompositeStep> steps;
+    std::unordered_map<const Variable*, int> value;  // the step computing each member result or load
     std::function<int(const Var&)> emit = [&](const Var& v) -> int {
+      if (auto f = value.find(v.get()); f != value.end()) return f->second;
       if (auto f = index.find(v.get()); f != index.end()) return f->second;
-      CompositeStep s{static_cast<const Elemwise&>(*v->owner->op).scalar, {}};
-      for (const Var& a : v->owner->inputs) s.args.push_back(emit(a));
-      steps.push_back(s);
+      std::vector<int> args;
+      if (const Var* load = loaded_from(v)) {
+        args.push_back(index.at(load->get()));
+      } else {
+        for (const Var& a : v->owner->inputs) args.push_back(emit(a));
+      }
+      steps.push_back(fused_step(*v->owner, std::move(args)));
       const int id = static_cast<int>(externals.size() + steps.size() - 1);
-      index[v.get()] = id;
+      value[v.get()] = id;
       return id;
     };
     std::vector<int> out_ids;
     for (const Var& o : outs) out_ids.push_back(emit(o));
     const int nin = static_cast<int>(externals.size());
-    if (outs.size() == 1) return {externals, std::make_shared<Composite>(nin, dt_, std::move(steps))};
-    return {externals, std::make_shared<MultiComposite>(nin, dt_, std::move(steps), std::move(out_ids))};
+    if (outs.size() == 1)
+      return {externals, std::make_shared<Composite>(nin, dt_, std::move(steps), -1, dtypes_of(externals))};
+    return {externals,
+            std::make_shared<MultiComposite>(nin, dt_, std::move(steps), std::move(out_ids), dtypes_of(externals))};
   }
 
  private:
-  bool full() const { return static_cast<int>(members_.size()) >= kMaxSteps; }
+  bool full() const {
+    return steps_ >= static_cast<size_t>(kMaxSteps) || members_.size() >= static_cast<size_t>(kMaxMembers);
+  }
+
+  /// Whether member m casts a float16 member result back to float32 (no step of its own).
+  bool rereads(const Apply* m) const { return is_load(m) && m->inputs[0]->owner && in(m->inputs[0]->owner); }
+
+  /// The members that are steps with a result of their own (an output is one).
+  size_t own_steps() const {
+    return static_cast<size_t>(
+        std::count_if(members_.begin(), members_.end(), [&](Apply* m) { return !rereads(m) || read_outside(m); }));
+  }
 
   /// Whether other readers of external input u may join (sibling fusion: u is then read once).
   /// Only full-size computed or input arrays: reading a broadcast constant twice costs nothing.
@@ -209,7 +265,21 @@ class Group {
     return true;
   }
 
-  /// Membership by linear search: groups have at most kMaxSteps members.
+  /// Whether n casts float16 to float32 for a float32 group (a load in the fused loop).
+  bool is_load(const Apply* n) const {
+    return dt_ == DType::Float32 && n->inputs.size() == 1 && n->inputs[0]->dtype() == DType::Float16 &&
+           n->output_ptr(0)->dtype() == DType::Float32 && fusion_dtype(n) == DType::Float32;
+  }
+
+  /// The float16 value the fused loop loads itself when u, an input from outside the group, is
+  /// its cast to float32 (read as two bytes instead of four; the cast node, if nothing else reads
+  /// it, is gone): null when u is not such a cast.
+  const Var* loaded_from(const Var& u) const {
+    if (!u->owner || in(u->owner) || !is_load(u->owner)) return nullptr;
+    return &u->owner->inputs[0];
+  }
+
+  /// Membership by linear search: groups have at most kMaxMembers members.
   bool in(const Apply* x) const { return std::find(members_.begin(), members_.end(), x) != members_.end(); }
 
   bool read_outside(const Apply* m) const {
@@ -218,14 +288,15 @@ class Group {
     return false;
   }
 
-  bool candidate(Apply* x) const {
-    return x && !full() && !in(x) && fusible(x) && x->output_ptr(0)->dtype() == dt_ && pos_.count(x);
-  }
+  bool candidate(Apply* x) const { return x && !full() && !in(x) && fusion_dtype(x) == dt_ && pos_.count(x); }
 
   bool try_add(Apply* x) {
     members_.push_back(x);
     lo_.push_back(std::min(lo_.back(), pos_.at(x)));
-    if (valid()) return true;
+    if (valid()) {
+      steps_ = own_steps();
+      return true;
+    }
     members_.pop_back();
     lo_.pop_back();
     return false;
@@ -237,25 +308,33 @@ class Group {
   bool valid() const {
     std::array<const Var*, kMaxInputs> ext;
     int n_ext = 0;
+    size_t loads = 0;  // the steps of the float16 loads that build() adds
     for (Apply* m : members_)
       for (const Var& u : m->inputs) {
         if (u->owner && in(u->owner)) continue;
+        const Var* load = loaded_from(u);
+        const Var& src = load ? *load : u;
         bool seen = false;
-        for (int e = 0; e < n_ext && !seen; ++e) seen = ext[e]->get() == u.get();
+        for (int e = 0; e < n_ext && !seen; ++e) seen = ext[e]->get() == src.get();
         if (seen) continue;
         if (n_ext == max_inputs_) return false;
-        ext[n_ext++] = &u;
+        ext[n_ext++] = &src;
+        if (load) ++loads;
       }
+    if (own_steps() + loads > static_cast<size_t>(kMaxSteps)) return false;
     std::array<const Variable*, kMaxOutputs> outs;
     int n_out = 0;
     for (Apply* m : members_)
       if (read_outside(m)) {
+        // A float16 load that others read too stays outside: build() loads a copy instead.
+        if (m != members_[0] && is_load(m) && !rereads(m)) return false;
         if (n_out == (single_ ? 1 : max_outputs_)) return false;
         outs[n_out++] = m->output_ptr(0);
       }
     if (n_out > 1) {
       for (int k = 0; k < n_out; ++k) {
-        if (!(outs[k]->type == outs[0]->type)) return false;
+        // One broadcastable pattern (the dtypes may differ: float32 and float16 results).
+        if (outs[k]->type.broadcastable != outs[0]->type.broadcastable) return false;
         // A result only reductions read is left to reduction fusion (never stored at all).
         if (reduce_fed(fg_, outs[k])) return false;
       }
@@ -331,6 +410,7 @@ class Group {
   bool single_;
   int max_inputs_ = 0, max_outputs_ = 0;
   std::vector<Apply*> members_;
+  size_t steps_ = 1;        // own_steps() of the members
   std::vector<double> lo_;  // lo_[k]: the smallest position of members 0..k
 };
 
@@ -405,19 +485,19 @@ bool fuse_reductions(FunctionGraph& fg) {
     if (typeid(*o->op) == typeid(Composite) && static_cast<const Composite&>(*o->op).inplace < 0) {
       inputs = o->inputs;
       steps = static_cast<const Composite&>(*o->op).steps;
-    } else if (fusible(o)) {
-      CompositeStep s{static_cast<const Elemwise&>(*o->op).scalar, {}};
+    } else if (fusion_dtype(o) == x->dtype()) {
+      std::vector<int> args;
       for (const Var& v : o->inputs) {
         auto f = std::find(inputs.begin(), inputs.end(), v);
-        s.args.push_back(static_cast<int>(f - inputs.begin()));
+        args.push_back(static_cast<int>(f - inputs.begin()));
         if (f == inputs.end()) inputs.push_back(v);
       }
-      steps.push_back(s);
+      steps.push_back(fused_step(*o, std::move(args)));
     } else {
       continue;
     }
     auto op = std::make_shared<CompositeReduce>(static_cast<int>(inputs.size()), x->dtype(), std::move(steps), r->kind,
-                                                r->axes, r->dtype);
+                                                r->axes, r->dtype, dtypes_of(inputs));
     Var old = n->output(0);
     Var repl = as_type(apply_op1(op, inputs), old->type);
     if (!repl) continue;

@@ -24,7 +24,7 @@ std::shared_ptr<const Op> inplace_form(const Apply& n, int i) {
   if (typeid(op) == typeid(Composite)) {
     const auto& c = static_cast<const Composite&>(op);
     if (c.inplace >= 0 || n.nout() != 1) return nullptr;
-    return std::make_shared<Composite>(c.nin, c.dtype, c.steps, i);
+    return std::make_shared<Composite>(c, i);
   }
   if (i != 0) return nullptr;
   if (typeid(op) == typeid(Gemm) && !static_cast<const Gemm&>(op).inplace) return std::make_shared<Gemm>(true);

@@ -4,6 +4,7 @@
 
 #include <typeinfo>
 
+#include "hypatia/ops/composite.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
@@ -29,9 +30,11 @@ std::optional<StorageDType> storage_hit(const Apply& n, std::span<const StorageD
   return std::nullopt;
 }
 
-/// Ops whose kernels move, view or convert elements without arithmetic on them.
+/// Ops whose kernels move, view or convert elements without arithmetic on them, and fused
+/// programs (built from lowered nodes: their float16 values are loads, roundings and stores).
 bool moves_elements_only(const Apply& n) {
   const Op& op = *n.op;
+  if (dynamic_cast<const CompositeProgram*>(&op)) return true;
   if (const Elemwise* e = elemwise_op(&n)) return e->scalar == ScalarOpKind::Cast;
   return typeid(op) == typeid(DimShuffle) || typeid(op) == typeid(Reshape) || typeid(op) == typeid(Rebroadcast) ||
          typeid(op) == typeid(Subtensor) || typeid(op) == typeid(ShapeOp) || typeid(op) == typeid(ShapeI) ||

@@ -22,8 +22,9 @@ struct StorageDType {
 /// each storage-dtype output cast back down, so every op's result is rounded to the storage dtype
 /// as the graph says. Nodes that only move or reinterpret elements are left alone: casts, views
 /// and reshapes (DimShuffle, Reshape, Rebroadcast, basic Subtensor), Shape and Shape_i, the
-/// transfers between devices and ops that run inner functions (whose inner graphs are lowered
-/// when they are compiled). Returns whether it changed the graph. Throws InternalError when an op
+/// transfers between devices, fused elementwise programs (fusion builds them from lowered nodes:
+/// they store float16 and compute in float32) and ops that run inner functions (whose inner
+/// graphs are lowered when they are compiled). Returns whether it changed the graph. Throws InternalError when an op
 /// rebuilt on compute-dtype inputs still produces the storage dtype.
 bool lower_storage_dtypes(FunctionGraph& fg, std::span<const StorageDType> storage);
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "hypatia/backends/cpu/elemwise_simd.h"
+#include "hypatia/backends/cpu/half_simd.h"
 #include "hypatia/core/error.h"
 
 namespace hypatia {
@@ -78,15 +79,43 @@ bool TileProgram::folds(ScalarOpKind kind, int nargs) const {
   return nargs == 1 || nargs == 2;
 }
 
+bool TileProgram::takes_pre(const CompositeStep& s) const {
+  // Rounding and storing float16 apply the map in their conversion loop.
+  if (s.kind == ScalarOpKind::Cast) return prog_.value_dtype(s.args[0]) == prog_.dtype;
+  return s.args.size() == 1 && folds(s.kind, 1);
+}
+
 TileProgram::TileProgram(const std::string& who, const CompositeProgram& prog, const std::vector<int>& outputs,
                          const std::vector<bool>& scalar_inputs)
     : prog_(prog), item_(static_cast<int64_t>(itemsize(prog.dtype))) {
-  HYP_ASSERT(prog.nin <= kMaxInputs && static_cast<int>(prog.steps.size()) <= kMaxSteps &&
-                 static_cast<int>(outputs.size()) <= kMaxOutputs && !prog.steps.empty(),
-             who, ": too many inputs, steps or outputs for the CPU kernel");
   out_of_.assign(prog.nvalues(), -1);
   for (size_t k = 0; k < outputs.size(); ++k) out_of_[outputs[k]] = static_cast<int>(k);
+  // A float16 step value widened back to float32 is read from its rounding's buffer: no buffer
+  // of its own (unless it is an output, which a copy writes).
+  alias_.resize(prog.nvalues());
+  slot_.assign(prog.nvalues(), -1);
+  int slots = 0;
+  for (int v = 0; v < prog.nvalues(); ++v) {
+    alias_[v] = v;
+    if (v < prog.nin) continue;
+    const CompositeStep& st = prog.steps[v - prog.nin];
+    const int a = st.kind == ScalarOpKind::Cast ? st.args[0] : -1;
+    if (a >= prog.nin && prog.value_dtype(a) != prog.dtype && out_of_[v] < 0)
+      alias_[v] = alias_[a];
+    else
+      slot_[v] = slots++;
+  }
+  HYP_ASSERT(prog.nin <= kMaxInputs && slots <= kMaxSteps && static_cast<int>(outputs.size()) <= kMaxOutputs &&
+                 !prog.steps.empty(),
+             who, ": too many inputs, steps or outputs for the CPU kernel");
+  readers_.assign(prog.nvalues(), 0);
+  for (const auto& st : prog.steps)
+    for (int a : st.args) ++readers_[a];
   plan(who, outputs, scalar_inputs);
+  // A float16 output is stored by a Narrow pass; steps read its rounding from a buffer.
+  where_out_ = out_of_;
+  for (int v = prog.nin; v < prog.nvalues(); ++v)
+    if (prog.value_dtype(v) != prog.dtype) where_out_[v] = -1;
 }
 
 void TileProgram::add_exec(const std::string& who, ScalarOpKind kind, std::vector<int> args, const Affine& pre,
@@ -146,7 +175,7 @@ void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
       continue;
     }
     for (int a : s.args)
-      if (virt[a] && !(na == 1 && folds(s.kind, 1))) need[a] = true;
+      if (virt[a] && !takes_pre(s)) need[a] = true;
   }
   for (int v : wanted)
     if (virt[v]) need[v] = true;
@@ -160,7 +189,7 @@ void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
     if (virt[v]) {
       if (!need[v]) continue;
       const int b = base[v];
-      bool chain = b >= nin && !virt[b] && exec_of[b] == static_cast<int>(exec_.size()) - 1;
+      bool chain = b >= nin && !virt[b] && exec_of[b] >= 0 && exec_of[b] == static_cast<int>(exec_.size()) - 1;
       std::vector<bool> on_chain(nval, false);
       on_chain[v] = true;
       for (int w = link[v]; chain && w != b; w = link[w]) {
@@ -173,7 +202,7 @@ void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
       for (int w = nin; chain && w < nval; ++w) chain = !(virt[w] && base[w] == b && !on_chain[w]);
       if (chain) {
         Exec& e = exec_[exec_of[b]];
-        chain = e.post.identity() && folds(e.kind, static_cast<int>(e.args.size()));
+        chain = e.half == Half::None && e.post.identity() && folds(e.kind, static_cast<int>(e.args.size()));
         if (chain) {
           e.post = aff[v];
           e.dest = v;
@@ -191,9 +220,32 @@ void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
       pre = aff[args[0]];
       args[0] = base[args[0]];
     }
+    if (s.kind == ScalarOpKind::Cast) {
+      plan_cast(who, v, args[0], pre, exec_of);
+      continue;
+    }
     add_exec(who, s.kind, std::move(args), pre, v);
     exec_of[v] = static_cast<int>(exec_.size()) - 1;
   }
+}
+
+void TileProgram::plan_cast(const std::string& who, int v, int arg, const Affine& pre, std::vector<int>& exec_of) {
+  auto push = [&](Half h, int from, const Affine& map) {
+    exec_.push_back(Exec{ScalarOpKind::Cast, {from}, map, Affine{}, v, nullptr, false, h});
+    exec_of[v] = static_cast<int>(exec_.size()) - 1;
+  };
+  if (prog_.value_dtype(v) == prog_.dtype) {  // float16 -> float32
+    if (arg < prog_.nin) return push(Half::Widen, arg, pre);
+    // The rounded tile already holds the value: read it there, or copy it to the output.
+    if (alias_[v] != v) return;
+    add_exec(who, ScalarOpKind::Identity, {arg}, pre, v);
+    exec_of[v] = static_cast<int>(exec_.size()) - 1;
+    return;
+  }
+  // float32 -> float16: round into a buffer when steps read the value, store when it is an output.
+  const bool store = out_of_[v] >= 0;
+  if (readers_[v] > 0 || !store) push(Half::Round, arg, pre);
+  if (store) readers_[v] > 0 ? push(Half::Narrow, v, Affine{}) : push(Half::Narrow, arg, pre);
 }
 
 void TileProgram::constants(const Affine& a, const std::byte* const* in, double* c) const {
@@ -230,14 +282,15 @@ void TileProgram::eval(const std::byte* const* in, const int64_t* is, std::byte*
                        int64_t m, Buffers& buf) const {
   const int nin = prog_.nin;
   auto where = [&](int v, const std::byte*& p, int64_t& st) {
+    v = alias_[v];
     if (v < nin) {
       p = in[v];
       st = is[v];
-    } else if (const int o = out_of_[v]; o >= 0) {
+    } else if (const int o = where_out_[v]; o >= 0) {
       p = out[o];
       st = os[o];
     } else {
-      p = reinterpret_cast<const std::byte*>(buf[v - nin].data());
+      p = reinterpret_cast<const std::byte*>(buf[slot_[v]].data());
       st = item_;
     }
   };
@@ -248,9 +301,45 @@ void TileProgram::eval(const std::byte* const* in, const int64_t* is, std::byte*
     for (int k = 0; k < na; ++k) where(e.args[k], ptr[k], str[k]);
     const std::byte* dst_c;
     int64_t ds;
-    where(e.dest, dst_c, ds);
-    run_exec(e, ptr, str, const_cast<std::byte*>(dst_c), ds, in, m, buf);
+    if (e.half == Half::Narrow) {
+      const int o = out_of_[e.dest];
+      dst_c = out[o];
+      ds = os[o];
+    } else {
+      where(e.dest, dst_c, ds);
+    }
+    if (e.half != Half::None)
+      run_half(e, ptr[0], str[0], const_cast<std::byte*>(dst_c), ds, in, m, buf);
+    else
+      run_exec(e, ptr, str, const_cast<std::byte*>(dst_c), ds, in, m, buf);
   }
+}
+
+void TileProgram::run_half(const Exec& e, const std::byte* src, int64_t ss, std::byte* dst, int64_t ds,
+                           const std::byte* const* in, int64_t m, Buffers& buf) const {
+  constexpr int64_t kF = sizeof(float), kH = sizeof(half);
+  if (e.half == Half::Widen) {
+    if (ss == kH && ds == kF)
+      return cpu::widen_f16(reinterpret_cast<const half*>(src), reinterpret_cast<float*>(dst), m);
+    for (int64_t i = 0; i < m; ++i)
+      *reinterpret_cast<float*>(dst + i * ds) = reinterpret_cast<const half*>(src + i * ss)->to_float();
+    return;
+  }
+  double c[3];
+  constants(e.pre, in, c);
+  const float cf[3] = {static_cast<float>(c[0]), static_cast<float>(c[1]), static_cast<float>(c[2])};
+  const float* map = e.pre.identity() ? nullptr : cf;
+  const auto* x = reinterpret_cast<const float*>(src);
+  // Strided sources, and maps before a strided store, go through the spare buffer first.
+  if (ss != kF || (map && e.half == Half::Narrow && ds != kH)) {
+    auto* tmp = reinterpret_cast<std::byte*>(buf[kMaxSteps].data());
+    affine_strided<float>(src, ss, tmp, kF, m, c);
+    x = reinterpret_cast<const float*>(tmp);
+    map = nullptr;
+  }
+  if (e.half == Half::Round) return cpu::round_f16(x, reinterpret_cast<float*>(dst), m, map);
+  if (ds == kH) return cpu::narrow_f16(x, reinterpret_cast<half*>(dst), m, map);
+  for (int64_t i = 0; i < m; ++i) *reinterpret_cast<half*>(dst + i * ds) = half(x[i]);
 }
 
 void TileProgram::run_exec(const Exec& e, std::array<const std::byte*, 3>& ptr, std::array<int64_t, 3>& str,

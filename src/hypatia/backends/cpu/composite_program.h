@@ -8,6 +8,11 @@
 // ((v + c0) * c1) + c2 applied to its argument (pre) or its result (post), in the order and
 // rounding of the unfused steps. tanh(exp(x * 0.5 + 0.25) - 1.5) * 2 runs as two passes over the
 // tile, not six, and the pass that reads memory is the exp, whose arithmetic hides the loads.
+//
+// float16 (float32 programs only): a Cast of a float16 input loads it into a float32 tile (F16C);
+// a Cast to float16 rounds the tile to float16 values kept in float32 (when steps read it back)
+// and/or stores float16 to the output; a Cast back to float32 of such a value is no pass at all
+// (it reads the rounded tile). Rounding and storing take a folded scalar map before them.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -27,7 +32,8 @@ class TileProgram {
   static constexpr int kMaxInputs = 8;
   static constexpr int kMaxOutputs = 4;
   /// Scratch for the step results of one tile (typed as double so that it holds either dtype),
-  /// plus one for strided operands of folded steps. 4096-element tiles: 1024 spent a tenth of the
+  /// plus one for strided operands of folded steps. kMaxSteps bounds the steps that need a
+  /// buffer: a float16 value cast back to float32 reads its rounding's. 4096-element tiles: 1024 spent a tenth of the
   /// time of a two-pass float32 program in per-tile dispatch; the input, the stored step and the
   /// output tile of such a program still fit in L1.
   using Buffers = std::array<std::array<double, kTile>, kMaxSteps + 1>;
@@ -57,7 +63,7 @@ class TileProgram {
   /// The last value, when the program has no outputs.
   template <class T>
   const T* result(const Buffers& buf) const {
-    return reinterpret_cast<const T*>(buf[prog_.nvalues() - 1 - prog_.nin].data());
+    return reinterpret_cast<const T*>(buf[slot_[alias_[prog_.nvalues() - 1]]].data());
   }
 
  private:
@@ -77,6 +83,10 @@ class TileProgram {
     /// result is not of the form above.
     bool compose(ScalarOpKind kind, int s, bool s_first);
   };
+  /// What a pass does with float16: nothing, load a float16 input (Widen), round to float16
+  /// values kept as float32 in the destination's buffer (Round), store float16 to the
+  /// destination's output (Narrow).
+  enum class Half : uint8_t { None, Widen, Round, Narrow };
   /// One pass over the tile: op `kind` on `args` (values that are stored), with `pre` applied to
   /// a unary op's argument and `post` to the result, writing value `dest`.
   struct Exec {
@@ -86,12 +96,19 @@ class TileProgram {
     int dest;
     InnerFn fn;
     bool simd;
+    Half half = Half::None;
   };
 
   /// Whether an exec of `kind` with `nargs` arguments can apply a pre (unary) or post map.
   bool folds(ScalarOpKind kind, int nargs) const;
+  /// Whether step `s` can take its (unary) argument's map as a pre map.
+  bool takes_pre(const CompositeStep& s) const;
   void plan(const std::string& who, const std::vector<int>& outputs, const std::vector<bool>& scalar_inputs);
+  /// The passes of a Cast step writing value v from `arg` (`pre` applied to it).
+  void plan_cast(const std::string& who, int v, int arg, const Affine& pre, std::vector<int>& exec_of);
   void add_exec(const std::string& who, ScalarOpKind kind, std::vector<int> args, const Affine& pre, int dest);
+  void run_half(const Exec& e, const std::byte* src, int64_t ss, std::byte* dst, int64_t ds, const std::byte* const* in,
+                int64_t m, Buffers& buf) const;
   void run_exec(const Exec& e, std::array<const std::byte*, 3>& ptr, std::array<int64_t, 3>& str, std::byte* dst,
                 int64_t ds, const std::byte* const* in, int64_t m, Buffers& buf) const;
   /// The three constants of `a` read from the tile's scalar inputs.
@@ -99,7 +116,11 @@ class TileProgram {
 
   const CompositeProgram& prog_;
   int64_t item_;
-  std::vector<int> out_of_;  // per value: its output index, or -1
+  std::vector<int> out_of_;     // per value: its output index, or -1
+  std::vector<int> alias_;      // per value: the value whose tile it reads (a float16 value widened: its rounding)
+  std::vector<int> slot_;       // per step value with a tile of its own: its buffer (at most kMaxSteps)
+  std::vector<int> readers_;    // per value: how many steps read it
+  std::vector<int> where_out_;  // out_of_, without the float16 outputs (steps read those from buffers)
   std::vector<Exec> exec_;
 };
 

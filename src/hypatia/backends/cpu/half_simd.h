@@ -12,7 +12,12 @@ namespace hypatia::cpu {
 
 /// out[i] = in[i] as float (exact), for contiguous arrays.
 void widen_f16(const half* in, float* out, size_t n);
-/// out[i] = in[i] rounded to float16, for contiguous arrays.
-void narrow_f16(const float* in, half* out, size_t n);
+/// out[i] = in[i] rounded to float16, for contiguous arrays. With `affine` ({c0, c1, c2}), the
+/// value rounded is ((in[i] + c0) * c1) + c2, each operation rounded to float32 (the fused
+/// programs' folded scalar steps).
+void narrow_f16(const float* in, half* out, size_t n, const float* affine = nullptr);
+/// out[i] = in[i] (or its affine map, as above) rounded to float16 and widened back: the float16
+/// value in float32, for contiguous arrays (in == out allowed).
+void round_f16(const float* in, float* out, size_t n, const float* affine = nullptr);
 
 }  // namespace hypatia::cpu
