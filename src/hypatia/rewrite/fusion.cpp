@@ -61,23 +61,23 @@ constexpr int kMaxReduceReaders = 3;
 std::optional<DType> fusion_dtype(const Apply* n) {
   const Elemwise* e = elemwise_op(n);
   if (!e) return std::nullopt;
-  const RewriteTarget* t = current_rewrite_target();
-  if (!t || !t->fusable) return std::nullopt;
   const DType dt = n->output_ptr(0)->dtype();
+  DType compute = dt;
   if (e->scalar == ScalarOpKind::Cast) {
     const DType from = n->inputs[0]->dtype();
-    const bool f16_f32 =
-        (from == DType::Float16 && dt == DType::Float32) || (from == DType::Float32 && dt == DType::Float16);
-    if (f16_f32 && t->fusable(*e, DType::Float32)) return DType::Float32;
-    return std::nullopt;
+    if (!((from == DType::Float16 && dt == DType::Float32) || (from == DType::Float32 && dt == DType::Float16)))
+      return std::nullopt;
+    compute = DType::Float32;
+  } else {
+    if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
+    for (const auto& in : n->inputs)
+      if (in->dtype() != dt) return std::nullopt;
+    std::vector<DType> dts(n->inputs.size(), dt);
+    if (elemwise_compute_dtype(e->scalar, dts, dt) != dt) return std::nullopt;
   }
-  if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
-  for (const auto& in : n->inputs)
-    if (in->dtype() != dt) return std::nullopt;
-  std::vector<DType> dts(n->inputs.size(), dt);
-  if (elemwise_compute_dtype(e->scalar, dts, dt) != dt) return std::nullopt;
-  if (!t->fusable(*e, dt)) return std::nullopt;
-  return dt;
+  const RewriteTarget* t = current_rewrite_target();
+  if (!t || !t->fusable || !t->fusable(*e, compute)) return std::nullopt;
+  return compute;
 }
 
 bool fusible(const Apply* n) { return fusion_dtype(n).has_value(); }
@@ -191,26 +191,26 @@ class Group {
   std::pair<std::vector<Var>, std::shared_ptr<const Op>> build(const std::vector<Var>& outs) const {
     std::vector<Var> externals;
     std::unordered_map<const Variable*, int> index;
-    auto external = [&](const Var& v) {
-      auto [it, added] = index.emplace(v.get(), static_cast<int>(externals.size()));
-      if (added) externals.push_back(v);
-      return it->second;
-    };
-    std::unordered_set<const Variable*> seen;
     std::function<void(const Var&)> find_inputs = [&](const Var& v) {
-      if (!seen.insert(v.get()).second) return;
+      if (index.count(v.get())) return;
       if (v->owner && in(v->owner)) {
         for (const Var& a : v->owner->inputs) find_inputs(a);
-      } else {
-        const Var* load = loaded_from(v);
-        external(load ? *load : v);
+        index[v.get()] = -1;  // visited
+        return;
       }
+      const Var* load = loaded_from(v);
+      if (load) {
+        index[v.get()] = -1;  // a load step reads the float16 value instead
+        if (index.count(load->get())) return;
+      }
+      const Var& src = load ? *load : v;
+      index[src.get()] = static_cast<int>(externals.size());
+      externals.push_back(src);
     };
     for (const Var& o : outs) find_inputs(o);
+    for (auto it = index.begin(); it != index.end();) it = it->second < 0 ? index.erase(it) : std::next(it);
     std::vector<CompositeStep> steps;
-    std::unordered_map<const Variable*, int> value;  // the step computing each member result or load
     std::function<int(const Var&)> emit = [&](const Var& v) -> int {
-      if (auto f = value.find(v.get()); f != value.end()) return f->second;
       if (auto f = index.find(v.get()); f != index.end()) return f->second;
       std::vector<int> args;
       if (const Var* load = loaded_from(v)) {
@@ -220,7 +220,7 @@ class Group {
       }
       steps.push_back(fused_step(*v->owner, std::move(args)));
       const int id = static_cast<int>(externals.size() + steps.size() - 1);
-      value[v.get()] = id;
+      index[v.get()] = id;
       return id;
     };
     std::vector<int> out_ids;
@@ -275,7 +275,7 @@ class Group {
   /// its cast to float32 (read as two bytes instead of four; the cast node, if nothing else reads
   /// it, is gone): null when u is not such a cast.
   const Var* loaded_from(const Var& u) const {
-    if (!u->owner || in(u->owner) || !is_load(u->owner)) return nullptr;
+    if (!u->owner || !is_load(u->owner) || in(u->owner)) return nullptr;
     return &u->owner->inputs[0];
   }
 
