@@ -354,6 +354,14 @@ TEST(Float16Fusion, ChainsFuseIntoOneLoopWithTheUnfusedBits) {
                            {cast(x, DType::Float32) * w + 1.0, cast(exp(cast(x, DType::Float32) * w), DType::Float16)},
                            {xv, wv}});
   EXPECT_EQ(nodes.size(), 1u);
+  // float32 inputs rounded to float16 inside the loop: contiguous, and a broadcast scalar.
+  Var ws = scalar("ws", DType::Float32);
+  NDArray wsv = NDArray::from_vector(std::vector<float>{0.1f}, Shape{});
+  nodes = check_fused_bitwise({"float32 rounded",
+                               {x, w, ws},
+                               {cast(w, DType::Float16) * x + cast(ws, DType::Float16), cast(w * 3.0, DType::Float16)},
+                               {xv, wv, wsv}});
+  EXPECT_EQ(count_fused(nodes), 1);
   // A float16 scalar input (read with stride 0) and a 0-d graph.
   Var s = scalar("s", DType::Float16);
   NDArray sv = NDArray::empty(Shape{}, DType::Float16);

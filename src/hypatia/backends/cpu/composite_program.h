@@ -33,9 +33,9 @@ class TileProgram {
   static constexpr int kMaxOutputs = 4;
   /// Scratch for the step results of one tile (typed as double so that it holds either dtype),
   /// plus one for strided operands of folded steps. kMaxSteps bounds the steps that need a
-  /// buffer: a float16 value cast back to float32 reads its rounding's. 4096-element tiles: 1024 spent a tenth of the
-  /// time of a two-pass float32 program in per-tile dispatch; the input, the stored step and the
-  /// output tile of such a program still fit in L1.
+  /// buffer: a float16 value cast back to float32 reads its rounding's. 4096-element tiles: 1024
+  /// spent a tenth of the time of a two-pass float32 program in per-tile dispatch; the input, the
+  /// stored step and the output tile of such a program still fit in L1.
   using Buffers = std::array<std::array<double, kTile>, kMaxSteps + 1>;
   /// This thread's scratch (557 KB, too much for a stack), allocated on first use.
   static Buffers& scratch();
@@ -117,7 +117,7 @@ class TileProgram {
   const CompositeProgram& prog_;
   int64_t item_;
   std::vector<int> out_of_;     // per value: its output index, or -1
-  std::vector<int> alias_;      // per value: the value whose tile it reads (a float16 value widened: its rounding)
+  std::vector<int> alias_;      // per value: the value whose tile it reads (a widened float16 step: its rounding)
   std::vector<int> slot_;       // per step value with a tile of its own: its buffer (at most kMaxSteps)
   std::vector<int> readers_;    // per value: how many steps read it
   std::vector<int> where_out_;  // out_of_, without the float16 outputs (steps read those from buffers)
