@@ -139,8 +139,10 @@ std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionG
     destroyed.emplace_back(b, extra.second);
     last[b] = last[b] || extra.first->inputs[extra.second]->is_shared();
   }
-  for (const auto& [b, i] : destroyed)
-    for_each_reader_before(fg, *order[b], i, [&](const Apply* c) { edge(idx.at(c), b); });
+  for (const auto& d : destroyed) {
+    const int b = d.first;  // a named copy: clang 14 cannot capture a structured binding
+    for_each_reader_before(fg, *order[b], d.second, [&](const Apply* c) { edge(idx.at(c), b); });
+  }
   // Kahn's algorithm, keeping the plain toposort's order where the constraints allow, with the
   // nodes that overwrite shared variables after all others.
   using Key = std::pair<bool, int>;
