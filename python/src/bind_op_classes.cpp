@@ -197,15 +197,7 @@ void init_op_classes(nb::module_& m) {
   };
   auto from_steps = [](const CompositeProgram& c) {
     StepList r;
-    for (const auto& st : c.steps) {
-      std::string name(scalar_op_name(st.kind));
-      if (st.kind == ScalarOpKind::Cast) {
-        name += '{';
-        name += dtype_name(st.cast_to);
-        name += '}';
-      }
-      r.emplace_back(std::move(name), st.args);
-    }
+    for (const auto& st : c.steps) r.emplace_back(st.name(), st.args);
     return r;
   };
   using InDTypes = std::optional<std::vector<DType>>;

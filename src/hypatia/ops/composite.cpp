@@ -53,6 +53,16 @@ CompositeProgram::CompositeProgram(int n_inputs, DType dt, std::vector<Step> s, 
   }
 }
 
+std::string CompositeStep::name() const {
+  std::string n(scalar_op_name(kind));
+  if (kind == ScalarOpKind::Cast) {
+    n += '{';
+    n += dtype_name(cast_to);
+    n += '}';
+  }
+  return n;
+}
+
 std::vector<int> CompositeProgram::code() const {
   std::vector<int> c;
   for (const Step& s : steps) {
@@ -74,9 +84,7 @@ std::string CompositeProgram::expr(int v) const {
       return;
     }
     const Step& s = steps[a - nin];
-    os << scalar_op_name(s.kind);
-    if (s.kind == ScalarOpKind::Cast) os << "{" << dtype_name(s.cast_to) << "}";
-    os << "(";
+    os << s.name() << "(";
     for (size_t k = 0; k < s.args.size(); ++k) {
       if (k) os << ", ";
       rec(s.args[k]);

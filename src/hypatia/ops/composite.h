@@ -20,6 +20,8 @@ struct CompositeStep {
   ScalarOpKind kind;
   std::vector<int> args;
   DType cast_to = DType::Float32;
+  /// The scalar op's name; a Cast's with its target: "cast{float16}".
+  std::string name() const;
 };
 
 /// The program the composite ops share: `nin` inputs (of the same ndim, broadcasting together
@@ -41,8 +43,6 @@ struct CompositeProgram {
   int nvalues() const { return nin + static_cast<int>(steps.size()); }
   /// The dtype of value v.
   DType value_dtype(int v) const { return v < nin ? in_dtypes[v] : value_dtypes_[v - nin]; }
-  /// Whether some input or step is float16.
-  bool stores_float16() const { return stores_float16_; }
   /// The steps flattened as [kind, nargs, args... (, cast_to)], then the input dtypes when some
   /// differ from `dtype`: for equality and hashing.
   std::vector<int> code() const;
@@ -56,7 +56,7 @@ struct CompositeProgram {
 
  private:
   std::vector<DType> value_dtypes_;  // per step
-  bool stores_float16_ = false;
+  bool stores_float16_ = false;      // some input or step is float16 (code() then lists in_dtypes)
 };
 
 /// The output is the last step's result.

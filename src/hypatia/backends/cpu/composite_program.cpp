@@ -108,9 +108,6 @@ TileProgram::TileProgram(const std::string& who, const CompositeProgram& prog, c
   HYP_ASSERT(prog.nin <= kMaxInputs && slots <= kMaxSteps && static_cast<int>(outputs.size()) <= kMaxOutputs &&
                  !prog.steps.empty(),
              who, ": too many inputs, steps or outputs for the CPU kernel");
-  readers_.assign(prog.nvalues(), 0);
-  for (const auto& st : prog.steps)
-    for (int a : st.args) ++readers_[a];
   plan(who, outputs, scalar_inputs);
   // A float16 output is stored by a Narrow pass; steps read its rounding from a buffer.
   where_out_ = out_of_;
@@ -221,7 +218,8 @@ void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
       args[0] = base[args[0]];
     }
     if (s.kind == ScalarOpKind::Cast) {
-      plan_cast(who, v, args[0], pre, exec_of);
+      // Steps reading v: its uses less its own output's.
+      plan_cast(who, v, args[0], pre, uses[v] - (out_of_[v] >= 0 ? 1 : 0), exec_of);
       continue;
     }
     add_exec(who, s.kind, std::move(args), pre, v);
@@ -229,13 +227,14 @@ void TileProgram::plan(const std::string& who, const std::vector<int>& outputs,
   }
 }
 
-void TileProgram::plan_cast(const std::string& who, int v, int arg, const Affine& pre, std::vector<int>& exec_of) {
+void TileProgram::plan_cast(const std::string& who, int v, int arg, const Affine& pre, int readers,
+                            std::vector<int>& exec_of) {
   auto push = [&](Half h, int from, const Affine& map) {
     exec_.push_back(Exec{ScalarOpKind::Cast, {from}, map, Affine{}, v, nullptr, false, h});
     exec_of[v] = static_cast<int>(exec_.size()) - 1;
   };
   if (prog_.value_dtype(v) == prog_.dtype) {  // float16 -> float32
-    if (arg < prog_.nin) return push(Half::Widen, arg, pre);
+    if (arg < prog_.nin) return push(Half::Widen, arg, Affine{});
     // The rounded tile already holds the value: read it there, or copy it to the output.
     if (alias_[v] != v) return;
     add_exec(who, ScalarOpKind::Identity, {arg}, pre, v);
@@ -244,8 +243,8 @@ void TileProgram::plan_cast(const std::string& who, int v, int arg, const Affine
   }
   // float32 -> float16: round into a buffer when steps read the value, store when it is an output.
   const bool store = out_of_[v] >= 0;
-  if (readers_[v] > 0 || !store) push(Half::Round, arg, pre);
-  if (store) readers_[v] > 0 ? push(Half::Narrow, v, Affine{}) : push(Half::Narrow, arg, pre);
+  if (readers > 0 || !store) push(Half::Round, arg, pre);
+  if (store) readers > 0 ? push(Half::Narrow, v, Affine{}) : push(Half::Narrow, arg, pre);
 }
 
 void TileProgram::constants(const Affine& a, const std::byte* const* in, double* c) const {

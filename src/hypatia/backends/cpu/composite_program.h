@@ -104,8 +104,9 @@ class TileProgram {
   /// Whether step `s` can take its (unary) argument's map as a pre map.
   bool takes_pre(const CompositeStep& s) const;
   void plan(const std::string& who, const std::vector<int>& outputs, const std::vector<bool>& scalar_inputs);
-  /// The passes of a Cast step writing value v from `arg` (`pre` applied to it).
-  void plan_cast(const std::string& who, int v, int arg, const Affine& pre, std::vector<int>& exec_of);
+  /// The passes of a Cast step writing value v from `arg` (`pre` applied to it), which `readers`
+  /// steps read.
+  void plan_cast(const std::string& who, int v, int arg, const Affine& pre, int readers, std::vector<int>& exec_of);
   void add_exec(const std::string& who, ScalarOpKind kind, std::vector<int> args, const Affine& pre, int dest);
   void run_half(const Exec& e, const std::byte* src, int64_t ss, std::byte* dst, int64_t ds, const std::byte* const* in,
                 int64_t m, Buffers& buf) const;
@@ -119,7 +120,6 @@ class TileProgram {
   std::vector<int> out_of_;     // per value: its output index, or -1
   std::vector<int> alias_;      // per value: the value whose tile it reads (a widened float16 step: its rounding)
   std::vector<int> slot_;       // per step value with a tile of its own: its buffer (at most kMaxSteps)
-  std::vector<int> readers_;    // per value: how many steps read it
   std::vector<int> where_out_;  // out_of_, without the float16 outputs (steps read those from buffers)
   std::vector<Exec> exec_;
 };
