@@ -128,7 +128,7 @@ std::string table_prefix() {
   half = half.substr(0, half.rfind("}"));
   std::string math =
       between(read_file("src/hypatia/ops/scalar_functors.h"), "namespace scalar_math {", "}  // namespace scalar_math");
-  std::string s = read_file("bench/cuda/device_std.h");
+  std::string s = read_file("src/hypatia/backends/cuda/nvrtc_std.cuh");
   s += "namespace hypatia {\n" + replace_all(half, "std::", "hstd::") + "\n" + replace_all(math, "std::", "hstd::");
   s += "\nnamespace fn {\n";
   for (const Row& r : kRows) {

@@ -14,7 +14,7 @@ from hypatia import _core
 for _message in _core.config_load():
     warnings.warn(_message, stacklevel=2)
 
-_BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites", "debug_checks"})
+_BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites", "debug_checks", "cuda_sync"})
 _INT_KEYS = frozenset({"openmp_elemwise_minsize", "num_threads"})
 _KEYS = (
     "floatX",
@@ -33,6 +33,7 @@ _KEYS = (
     "optimizer_excluding",
     "blas",
     "conv",
+    "cuda_sync",
 )
 
 

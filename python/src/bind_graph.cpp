@@ -284,7 +284,10 @@ void init_graph(nb::module_& m) {
       },
       "value"_a, "name"_a = "", "borrow"_a = false, "broadcastable"_a = std::vector<bool>{},
       "A shared variable holding the value (copied unless borrow: then a numpy array is used in place).");
-  m.def("get_value", &get_value, "shared_var"_a, "borrow"_a = false);
+  m.def(
+      "get_value",
+      [](const Var& v, bool borrow, bool return_internal_type) { return get_value(v, borrow, return_internal_type); },
+      "shared_var"_a, "borrow"_a = false, "return_internal_type"_a = false);
   m.def(
       "set_value",
       [](const Var& v, nb::handle value, bool borrow) {

@@ -235,6 +235,18 @@ PyObject* to_numpy(const NDArray& a, bool writeable) {
     PyErr_SetString(PyExc_ValueError, "hypatia: cannot convert an empty (invalid) NDArray to numpy");
     return nullptr;
   }
+  if (!a.on_host()) {
+    // numpy reads host memory: a device array (a borrowed GPU output, a shared variable's
+    // internal value) comes to Python as a host copy.
+    NDArray h;
+    try {
+      h = a.to_device(Device::host());
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+      return nullptr;
+    }
+    return to_numpy(h, writeable);
+  }
   npy_intp dims[kMaxNdim], strides[kMaxNdim];
   const int nd = a.ndim();
   for (int i = 0; i < nd; ++i) {

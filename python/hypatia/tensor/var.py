@@ -130,7 +130,7 @@ def _eval(self, inputs_to_values=None):
 
 def _get_value(self, borrow=False, return_internal_type=False):
     """The value of a shared variable (a copy unless borrow=True)."""
-    return _core.get_value(self, borrow)
+    return _core.get_value(self, borrow, return_internal_type)
 
 
 def _set_value(self, value, borrow=False):

@@ -61,7 +61,12 @@ Backend::Backend(Description d) : desc_(std::move(d)) {
   target_.evaluate = [this](const Apply& node, std::span<NDArray* const> in, std::span<NDArray* const> out) {
     if (!node.op->inner_functions().empty())
       fail<NotImplementedError>(node.op->name(), ": a node with inner functions is not folded");
-    make_kernel(node)->run(KernelArgs{in, out});
+    // Folded values are graph constants, in host memory: a device backend folds through the
+    // first host backend of its fallback chain.
+    const Backend* b = this;
+    for (int hops = 0; b && b->device_kind() != DeviceKind::Host && hops < 8; ++hops) b = b->fallback();
+    if (!b) fail<NotImplementedError>(node.op->name(), ": no host backend to fold it with");
+    b->make_kernel(node)->run(KernelArgs{in, out});
   };
 }
 
@@ -76,26 +81,35 @@ NDArray Backend::allocate(const Shape& shape, DType dtype) const {
   return NDArray::empty(shape, dtype, Device{desc_.device, 0});
 }
 
-void Backend::add_kernel(std::type_index op_type, KernelFactory factory) {
+void Backend::add_kernel(std::type_index op_type, KernelFactory factory, KernelTraits traits) {
   std::unique_lock lock(mu_);
-  kernels_[op_type] = std::move(factory);
+  kernels_[op_type] = Entry{std::move(factory), std::move(traits)};
 }
 
-const KernelFactory* Backend::own_factory(std::type_index t) const {
-  std::shared_lock lock(mu_);
-  auto it = kernels_.find(t);
-  // Factories are never removed, and a replaced one is replaced in place before any compile
-  // uses it (registration happens at start-up and when a Python Op class is defined).
-  return it == kernels_.end() ? nullptr : &it->second;
+const Backend::Entry* Backend::own_entry(const Apply& node) const {
+  const Entry* e = nullptr;
+  {
+    std::shared_lock lock(mu_);
+    auto it = kernels_.find(std::type_index(typeid(*node.op)));
+    // Entries are never removed, and a replaced one is replaced in place before any compile
+    // uses it (registration happens at start-up and when a Python Op class is defined).
+    if (it != kernels_.end()) e = &it->second;
+  }
+  if (e && e->traits.accepts && !e->traits.accepts(node)) return nullptr;
+  return e;
 }
 
 const Backend* Backend::provider(const Apply& node) const {
   ensure_registered();
-  const std::type_index t(typeid(*node.op));
   int hops = 0;
   for (const Backend* b = this; b && hops < 8; b = b->fallback(), ++hops)
-    if (b->own_factory(t)) return b;
+    if (b->own_entry(node)) return b;
   return nullptr;
+}
+
+const KernelTraits* Backend::traits(const Apply& node) const {
+  const Backend* b = provider(node);
+  return b ? &b->own_entry(node)->traits : nullptr;
 }
 
 std::unique_ptr<Kernel> Backend::make_kernel(const Apply& node) const {
@@ -107,7 +121,7 @@ std::unique_ptr<Kernel> Backend::make_kernel(const Apply& node) const {
   KernelFactory f;
   {
     std::shared_lock lock(b->mu_);
-    f = b->kernels_.at(std::type_index(typeid(*node.op)));
+    f = b->kernels_.at(std::type_index(typeid(*node.op))).factory;
   }
   return f(node);
 }
@@ -175,12 +189,12 @@ const Backend& backend_or_default(std::string_view name) {
 
 // The registration functions of registry.h, by backend name.
 
-void register_kernel(std::string_view backend, std::type_index op_type, KernelFactory factory) {
+void register_kernel(std::string_view backend, std::type_index op_type, KernelFactory factory, KernelTraits traits) {
   ensure_registered();
   const Backend* b = find_unlocked(backend);
   if (!b)
     fail<ValueError>("register_kernel: backend '", backend, "' is not registered; the backends are ", known_names());
-  const_cast<Backend*>(b)->add_kernel(op_type, std::move(factory));
+  const_cast<Backend*>(b)->add_kernel(op_type, std::move(factory), std::move(traits));
 }
 
 bool supports(std::string_view backend, const Apply& node) { return get_backend(backend).supports(node); }

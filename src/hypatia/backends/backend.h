@@ -66,9 +66,12 @@ class Backend {
   virtual NDArray allocate(const Shape& shape, DType dtype) const;
 
   /// Registers the kernel factory of `op_type` (replacing an earlier one).
-  void add_kernel(std::type_index op_type, KernelFactory factory);
-  /// The backend of the fallback chain (this one first) whose kernel serves `node`; null: none.
+  void add_kernel(std::type_index op_type, KernelFactory factory, KernelTraits traits = {});
+  /// The backend of the fallback chain (this one first) whose kernel serves `node` (one of the
+  /// op's type that accepts the node); null: none.
   const Backend* provider(const Apply& node) const;
+  /// The traits of the kernel that serves `node` (null: none serves it).
+  const KernelTraits* traits(const Apply& node) const;
   bool supports(const Apply& node) const { return provider(node) != nullptr; }
   /// Builds the kernel for `node` (from the first backend of the chain that has one); throws
   /// NotImplementedError naming the op and the backends asked when there is none.
@@ -82,12 +85,17 @@ class Backend {
   const RewriteTarget& rewrite_target() const { return target_; }
 
  private:
-  const KernelFactory* own_factory(std::type_index t) const;
+  struct Entry {
+    KernelFactory factory;
+    KernelTraits traits;
+  };
+  /// This backend's own kernel of node's op type if it accepts the node; null otherwise.
+  const Entry* own_entry(const Apply& node) const;
 
   Description desc_;
   RewriteTarget target_;
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::type_index, KernelFactory> kernels_;
+  std::unordered_map<std::type_index, Entry> kernels_;
 };
 
 /// Registers a backend under its name (a second backend of one name is an error).

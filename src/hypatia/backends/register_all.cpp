@@ -57,6 +57,9 @@ void register_linalg_kernels();
 void register_ifelse_kernels();
 void register_random_kernels();
 void register_scan_kernels();
+#ifdef HYPATIA_WITH_CUDA
+void register_cuda_backend();
+#endif
 
 void register_all_kernels() {
   register_builtin_backends();
@@ -77,6 +80,10 @@ void register_all_kernels() {
   register_ifelse_kernels();
   register_random_kernels();
   register_scan_kernels();
+#ifdef HYPATIA_WITH_CUDA
+  // After the CPU kernels: it falls back to them, and borrows the reference views.
+  register_cuda_backend();
+#endif
 }
 
 }  // namespace hypatia

@@ -81,9 +81,22 @@ class Kernel {
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Apply& node)>;
 
+/// What a backend's kernel needs of its node beyond the op type.
+struct KernelTraits {
+  /// Whether the kernel runs this node (its dtypes, say); null: every node of the op type. A
+  /// node it refuses goes to the backend's fallback.
+  std::function<bool(const Apply& node)> accepts;
+  /// Inputs the kernel reads in host memory whatever its backend's device (shape vectors, the
+  /// 0-d alpha and beta of a product): function()'s placement moves none of them to the device.
+  std::vector<int> host_inputs;
+  /// The kernel reads only its inputs' shapes (Shape, Shape_i): they may be on any device.
+  bool any_device_inputs = false;
+};
+
 /// Registers the kernel factory of op type `op_type` on the backend named `backend` (replacing an
 /// earlier one); the backend must be registered (backends/backend.h).
-void register_kernel(std::string_view backend, std::type_index op_type, KernelFactory factory);
+void register_kernel(std::string_view backend, std::type_index op_type, KernelFactory factory,
+                     KernelTraits traits = {});
 /// Whether the backend named `backend` (or its fallback) has a kernel for node's op.
 bool supports(std::string_view backend, const Apply& node);
 /// Builds the kernel for `node` on the backend named `backend` (or its fallback); throws
@@ -92,18 +105,22 @@ std::unique_ptr<Kernel> make_kernel(std::string_view backend, const Apply& node)
 
 /// Registers `fn(op, args)` as the kernel of OpT on `backend`: for kernels with no per-node state.
 template <class OpT>
-void register_simple_kernel(std::string_view backend, void (*fn)(const OpT& op, const KernelArgs& args)) {
+void register_simple_kernel(std::string_view backend, void (*fn)(const OpT& op, const KernelArgs& args),
+                            KernelTraits traits = {}) {
   struct SimpleKernel final : Kernel {
     const OpT* op;
     void (*fn)(const OpT&, const KernelArgs&);
     void run(const KernelArgs& a) override { fn(*op, a); }
   };
-  register_kernel(backend, typeid(OpT), [fn](const Apply& node) -> std::unique_ptr<Kernel> {
-    auto k = std::make_unique<SimpleKernel>();
-    k->op = static_cast<const OpT*>(node.op.get());
-    k->fn = fn;
-    return k;
-  });
+  register_kernel(
+      backend, typeid(OpT),
+      [fn](const Apply& node) -> std::unique_ptr<Kernel> {
+        auto k = std::make_unique<SimpleKernel>();
+        k->op = static_cast<const OpT*>(node.op.get());
+        k->fn = fn;
+        return k;
+      },
+      std::move(traits));
 }
 
 /// Every op type with a kernel of the backend named `backend` itself (for coverage tests).

@@ -11,6 +11,7 @@
 
 #include "hypatia/backends/backend.h"
 #include "hypatia/compile/debug_check.h"
+#include "hypatia/compile/placement.h"
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/core/messages.h"
@@ -167,7 +168,8 @@ void rewrite_step(Program& program, const Backend& backend, const std::string& l
 
 /// 4. Place: every node runs on the function's backend (or the fallback it declares); a node
 /// none of them has a kernel for is refused here, at compile time, naming the op and the backend.
-/// (The CUDA backend's placement pass will split the graph between devices here.)
+/// A device backend's graph was split between the device and the host just before
+/// (compile/placement.h).
 void place(const FunctionGraph& fg, const Backend& backend, const std::string& label) {
   for (const auto& n : fg.toposort())
     if (!backend.supports(*n)) {
@@ -270,7 +272,12 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
       program.constants.emplace_back();
       program.cell_kind.push_back(kind);
       if (kind == CellKind::Constant) program.constants.back() = v->data;
-      if (kind == CellKind::Shared) program.shared.push_back({it->second, v->cell});
+      if (kind == CellKind::Shared) {
+        // Where placement left the value (a host backend reads every value on the host).
+        const DeviceKind dev =
+            program.backend->device_kind() == DeviceKind::Host ? DeviceKind::Host : v->cell->load().device().kind;
+        program.shared.push_back({it->second, v->cell, dev});
+      }
     }
     return it->second;
   };
@@ -438,6 +445,7 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   lower_storage(*program, backend);
   rewrite_step(*program, backend, label, inputs, opts);
   lower_storage(*program, backend);
+  place_on_devices(*program->fgraph, backend, outputs.size(), label);
   place(*program->fgraph, backend, label);
   const auto order = schedule(*program->fgraph, label);
   plan_memory(*program, order, inputs, outputs, opts);
@@ -529,9 +537,10 @@ NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs, s
   return function(std::move(ins), {Out(v)}, opts)(args)[0];
 }
 
-NDArray get_value(const Var& shared_var, bool borrow) {
+NDArray get_value(const Var& shared_var, bool borrow, bool return_internal_type) {
   if (!shared_var || !shared_var->is_shared()) fail<TypeError>("get_value: the variable is not a shared variable");
   NDArray v = shared_var->cell->load();
+  if (!v.on_host() && !return_internal_type) return v.to_device(Device::host());
   return borrow ? v : v.copy();
 }
 
@@ -539,7 +548,13 @@ void set_value(const Var& shared_var, NDArray value, bool borrow) {
   if (!shared_var || !shared_var->is_shared()) fail<TypeError>("set_value: the variable is not a shared variable");
   if (auto err = shared_var->type.check_value(value); !err.empty())
     fail<TypeError>("set_value of shared variable '", shared_var->name, "' (", shared_var->type.str(), "): ", err);
-  NDArray old = shared_var->cell->exchange(borrow ? std::move(value) : value.copy());
+  // The value stays where the variable lives (a shared variable on the GPU is copied into).
+  const Device where = shared_var->cell->load().device();
+  if (value.device() != where)
+    value = value.to_device(where);
+  else if (!borrow)
+    value = value.copy();
+  NDArray old = shared_var->cell->exchange(std::move(value));
   old.reset();  // released outside the lock
 }
 

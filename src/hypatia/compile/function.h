@@ -131,9 +131,12 @@ void print_profile_summaries();
 /// Compiles and runs once: the value of `v` given input values (Theano's var.eval({x: v})).
 NDArray eval(const Var& v, const std::vector<std::pair<Var, NDArray>>& inputs = {}, std::string_view backend = {});
 
-/// Shared variables: value access with Theano's borrow semantics.
-NDArray get_value(const Var& shared_var, bool borrow = false);
-/// Replaces the value (copied unless borrow); checks the variable's type.
+/// Shared variables: value access with Theano's borrow semantics. A value on a device (a shared
+/// variable a CUDA function placed on the GPU) comes back as a host copy, unless
+/// return_internal_type asks for the device array itself.
+NDArray get_value(const Var& shared_var, bool borrow = false, bool return_internal_type = false);
+/// Replaces the value (copied unless borrow); checks the variable's type. The value goes to the
+/// device the variable's current value is on.
 void set_value(const Var& shared_var, NDArray value, bool borrow = false);
 
 }  // namespace hypatia

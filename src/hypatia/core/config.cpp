@@ -86,10 +86,12 @@ void Config::set(std::string_view key, std::string_view value) {
   } else if (key == "conv") {
     expect_one_of(key, v, {"auto", "im2col", "onednn"});
     conv = v;
+  } else if (key == "cuda_sync") {
+    cuda_sync = parse_bool(key, v);
   } else {
     fail<ValueError>("config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
                      "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
-                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv)");
+                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv, cuda_sync)");
   }
 }
 
@@ -110,6 +112,7 @@ std::string Config::get(std::string_view key) const {
   if (key == "optimizer_excluding") return optimizer_excluding;
   if (key == "blas") return blas;
   if (key == "conv") return conv;
+  if (key == "cuda_sync") return cuda_sync ? "True" : "False";
   fail<ValueError>("config: unknown option '", key, "'");
 }
 

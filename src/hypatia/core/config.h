@@ -46,6 +46,9 @@ struct Config {
   /// "auto" (im2col + GEMM or oneDNN's convolution primitives, the faster for each shape, timed
   /// at its first call), "im2col" or "onednn". Other dtypes and the weight gradient use im2col.
   std::string conv = "auto";
+  /// The CUDA backend waits for every kernel to finish (like CUDA_LAUNCH_BLOCKING=1), so that a
+  /// kernel's error is reported by the node that launched it.
+  bool cuda_sync = false;
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Applies "key=value,key=value" (the HYPATIA_FLAGS format). `source` names the text in

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "hypatia/core/allocator.h"
 #include "hypatia/core/error.h"
@@ -18,11 +19,13 @@ struct Registry {
   /// Never freed: arrays made by a replaced entry may still call its functions (deleters hold
   /// their own copies; the copies are looked up per transfer), and replacing is rare (tests).
   std::array<const DeviceMemory*, kKinds> by_kind{};
+  /// Every entry ever registered (replaced ones included), so that none is lost.
+  std::vector<std::unique_ptr<const DeviceMemory>> all;
 };
 
 Registry& registry() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry();  // never destroyed: arrays freed at exit may still transfer
+  return *r;
 }
 
 const DeviceMemory* host_memory() {
@@ -61,7 +64,8 @@ Device Device::parse(std::string_view s) {
 void register_device_memory(DeviceKind kind, DeviceMemory memory) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.by_kind[static_cast<size_t>(kind)] = new DeviceMemory(std::move(memory));  // NOLINT: kept for the process
+  r.all.push_back(std::make_unique<const DeviceMemory>(std::move(memory)));
+  r.by_kind[static_cast<size_t>(kind)] = r.all.back().get();
 }
 
 const DeviceMemory& device_memory(Device device) {

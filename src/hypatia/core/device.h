@@ -1,5 +1,5 @@
-// Device: where an array's buffer lives. The host (CPU memory) is the only device built today;
-// `cuda:N` is the CUDA backend's (issue 13). An NDArray's buffer comes from its device's
+// Device: where an array's buffer lives: the host (CPU memory), or `cuda:N`, the CUDA backend's
+// (backends/cuda, built when CMake finds the CUDA toolkit). An NDArray's buffer comes from its device's
 // allocator, and code that reads or writes elements on the host refuses any other device.
 #pragma once
 #include <cstddef>
@@ -37,6 +37,8 @@ struct DeviceMemory {
   /// the device is the one allocate() gave, plus an offset).
   std::function<void(void* device_dst, const void* host_src, size_t bytes)> copy_from_host;
   std::function<void(void* host_dst, const void* device_src, size_t bytes)> copy_to_host;
+  /// Copies `bytes` within the device (null: through host memory).
+  std::function<void(void* device_dst, const void* device_src, size_t bytes)> copy_on_device;
 };
 
 /// Registers the memory functions of every device of `kind` (replacing earlier ones).

@@ -182,8 +182,11 @@ NDArray NDArray::to_device(Device device) const {
     fail<ValueError>("to_device: a non-contiguous array (", describe(), ") on ", device_.str(),
                      " cannot be transferred; make it contiguous on its device first");
   if (device == device_) {
-    NDArray h = to_device(Device::host());
-    return h.to_device(device);
+    const DeviceMemory& m = device_memory(device_);
+    if (!m.copy_on_device) return to_device(Device::host()).to_device(device);
+    NDArray r = empty(shape_, dtype_, device);
+    if (r.nbytes() > 0) m.copy_on_device(r.raw(), raw(), r.nbytes());
+    return r;
   }
   NDArray r = empty(shape_, dtype_);
   if (r.nbytes() > 0) device_memory(device_).copy_to_host(r.raw(), raw(), r.nbytes());
@@ -450,6 +453,8 @@ void NDArray::fill(double value) const {
 }
 
 NDArray NDArray::copy() const {
+  // A contiguous device array is copied on its device; element access is for host arrays.
+  if (!device_.is_host() && is_c_contiguous()) return to_device(device_);
   require_host("copy");
   NDArray r = empty(shape_, dtype_);
   r.assign(*this);

@@ -257,6 +257,31 @@ void FunctionGraph::replace_one(const Var& old_var, const Var& new_var, const st
   if (old_var->owner) prune(old_var->owner);
 }
 
+void FunctionGraph::change_input(Apply* node, int index, const Var& new_var) {
+  const Var old_var = node ? node->inputs.at(index) : outputs_.at(index);
+  if (old_var.get() == new_var.get()) return;
+  if (!(old_var->type == new_var->type))
+    fail<TypeError>("change_input: ", new_var->type.str(), " cannot replace ", old_var->type.str());
+  auto it = clients_.find(old_var.get());
+  if (it != clients_.end()) {
+    auto& v = it->second;
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const Client& c) { return c.node == node && c.index == index; }),
+            v.end());
+  }
+  if (node)
+    node->inputs[index] = new_var;
+  else
+    outputs_[index] = new_var;
+  import_var(new_var);
+  clients_[new_var.get()].push_back({node, index});
+  for (GraphListener* l : listeners_) l->on_change_input(node, index, old_var, new_var);
+  // (The insertion above may have moved the map's entries: look the old variable up again.)
+  if (auto left = clients_.find(old_var.get()); left != clients_.end() && left->second.empty()) {
+    clients_.erase(left);
+    if (old_var->owner) prune(old_var->owner);
+  }
+}
+
 std::string merge_traces(const std::vector<std::string>& traces) {
   constexpr size_t kMaxEntries = 32;
   static const std::string kSep = ", ";

@@ -79,6 +79,10 @@ class FunctionGraph {
   /// merge_traces).
   void replace_all(const std::vector<std::pair<Var, Var>>& pairs, const std::string& reason = "",
                    bool inherit_traces = false);
+  /// Makes input `index` of `node` (a node of this graph; null: output `index` of the graph) read
+  /// `new_var` instead, its other readers unchanged (placement gives one reader a transfer).
+  /// The types must be equal (TypeError otherwise); a node left unused is pruned.
+  void change_input(Apply* node, int index, const Var& new_var);
   size_t num_nodes() const { return nodes_.size(); }
   /// Whether pred holds for some node (visited in no particular order; cheaper than toposort).
   template <class Pred>

@@ -225,11 +225,20 @@ void Program::finalize() {
     for (int c : steps[t].out) producer_[c] = static_cast<int>(t);
   any_deferred_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.deferred; });
   any_lazy_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.lazy; });
-  device_kind_ = backend->device_kind();
+  // Arguments are host arrays (a device backend's placement transfers them where needed).
+  device_kind_ = DeviceKind::Host;
   // Steps that read a transfer's output (and are not transfers themselves) check their inputs'
   // devices on each call.
   std::vector<bool> from_transfer(cell_kind.size(), false);
   for (Step& s : steps) {
+    if (const Backend* p = backend->provider(*s.node)) {
+      s.device = p->device_kind();
+      if (const KernelTraits* t = backend->traits(*s.node)) {
+        s.any_device = t->any_device_inputs;
+        for (int i : t->host_inputs)
+          if (i < 64) s.host_inputs |= uint64_t{1} << i;
+      }
+    }
     const bool transfer = s.node->op->moves_between_devices();
     if (!transfer)
       for (int c : s.in) s.check_devices = s.check_devices || from_transfer[c];
@@ -250,7 +259,7 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
   if (arg.device().kind != device_kind_) [[unlikely]]
-    fail<TypeError>(where(), ": expected an array in ", Device{backend->device_kind(), 0}.str(), " memory (backend '",
+    fail<TypeError>(where(), ": expected an array in ", Device{device_kind_, 0}.str(), " memory (backend '",
                     backend->name(), "') but got one on ", arg.device().str(), " (", arg.describe(),
                     "); transfer it first");
   if (arg.ndim() != s.type.ndim())
@@ -320,12 +329,15 @@ void Program::run_debug(Frame& f, size_t t) {
 }
 
 void Program::check_input_devices(const Step& st, const KernelArgs& a) const {
-  const DeviceKind want = backend->device_kind();
-  for (size_t i = 0; i < a.in.size(); ++i)
+  if (st.any_device) return;
+  for (size_t i = 0; i < a.in.size(); ++i) {
+    const DeviceKind want = i < 64 && (st.host_inputs >> i & 1) ? DeviceKind::Host : st.device;
     if (a.in[i]->valid() && a.in[i]->device().kind != want)
       fail<TypeError>(st.node->op->name(), ": input ", i, " is on ", a.in[i]->device().str(), " (", a.in[i]->describe(),
-                      ") but this node runs on backend '", backend->name(), "' in ", Device{want, 0}.str(),
-                      " memory; the graph needs a transfer (HostFromGpu) before it");
+                      ") but this node reads it in ", Device{want, 0}.str(), " memory (backend '", backend->name(),
+                      "'); the graph needs a transfer (", want == DeviceKind::Host ? "HostFromGpu" : "GpuFromHost",
+                      ") before it");
+  }
 }
 
 void Program::run_step(Frame& f, size_t t) {
@@ -494,6 +506,9 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       CellLocks lock(read_locks_);
       for (const SharedSlot& s : shared) f.storage[s.cell] = s.shared->value;
     }
+    for (const SharedSlot& s : shared)
+      if (NDArray& v = f.storage[s.cell]; v.valid() && v.device().kind != s.device) [[unlikely]]
+        v = v.to_device(Device{s.device, 0});
     if (any_mutable_input_)
       for (const InputSlot& in : inputs) {
         NDArray& cell = f.storage[in.cell];

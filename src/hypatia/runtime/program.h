@@ -50,6 +50,11 @@ class Program final : public InnerProgram {
     /// Some input comes from a transfer (it may be on another device): checked before the
     /// kernel runs, which reads its backend's memory only.
     bool check_devices = false;
+    /// Where the kernel reads its inputs: its backend's device kind, except the inputs in
+    /// host_inputs (bit i: input i is read on the host); any_device: shapes only (no check).
+    DeviceKind device = DeviceKind::Host;
+    uint64_t host_inputs = 0;
+    bool any_device = false;
   };
   struct InputSlot {
     int cell;
@@ -64,6 +69,9 @@ class Program final : public InnerProgram {
   struct SharedSlot {
     int cell;
     std::shared_ptr<SharedCell> shared;
+    /// Where the program reads the value (placement's choice at compile time): a value found on
+    /// another device (set_value, another function's placement) is transferred when bound.
+    DeviceKind device = DeviceKind::Host;
   };
   struct UpdateSlot {
     std::shared_ptr<SharedCell> shared;

@@ -241,8 +241,9 @@ void split_kernel(const Split& op, const KernelArgs& args) {
 void register_shape_view_kernels() {
   register_simple_kernel<DimShuffle>(kReferenceBackend, dimshuffle_kernel);
   register_simple_kernel<Rebroadcast>(kReferenceBackend, rebroadcast_kernel);
-  register_simple_kernel<ShapeOp>(kReferenceBackend, shape_kernel);
-  register_simple_kernel<ShapeI>(kReferenceBackend, shape_i_kernel);
+  // Shapes are read from any device's arrays (no transfer is placed before them).
+  register_simple_kernel<ShapeOp>(kReferenceBackend, shape_kernel, KernelTraits{.any_device_inputs = true});
+  register_simple_kernel<ShapeI>(kReferenceBackend, shape_i_kernel, KernelTraits{.any_device_inputs = true});
   register_simple_kernel<MakeVector>(kReferenceBackend, make_vector_kernel);
   register_kernel(kReferenceBackend, typeid(Alloc), make_alloc_kernel);
   register_simple_kernel<Reshape>(kReferenceBackend, reshape_kernel);

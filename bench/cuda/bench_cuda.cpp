@@ -1,0 +1,252 @@
+// Issue 13's GPU benchmarks through Hypatia's CUDA backend, each beside a baseline measured in the
+// same run on the same GPU: a raw cuBLAS loop, a device-to-device copy, bare transfers, a bare
+// launch of one generated kernel. Wall-clock times of whole loops ending in a synchronisation;
+// the best of 5 repetitions. PyTorch and JAX are timed by bench/cuda/anchors.py in the same
+// device session (bench/cuda/device_check.sh runs both).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/hypatia.h"
+
+namespace hypatia {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+NDArray random_f32(const Shape& shape, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  NDArray a = NDArray::empty(shape, DType::Float32);
+  for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = u(rng);
+  return a;
+}
+
+/// Best of `reps` runs of `body` (which ends with a synchronisation), in milliseconds.
+double best_ms(int reps, const std::function<void()>& body) {
+  body();  // warm-up: compiles, allocates
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    body();
+    cuda::synchronize();
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+void row(const char* what, double ms, const char* base, double base_ms, const char* note = "") {
+  std::printf("%-62s %10.3f ms   %-34s %10.3f ms   %6.2fx %s\n", what, ms, base, base_ms, ms / base_ms, note);
+}
+
+FunctionOptions cuda_opts() {
+  FunctionOptions o;
+  o.backend = "cuda";
+  return o;
+}
+
+int transfers(const Function& f) {
+  int n = 0;
+  for (const auto& node : f.toposort()) n += node->op->moves_between_devices();
+  return n;
+}
+
+void seed000() {
+  constexpr int64_t kN = 1000;
+  constexpr int kIters = 500;
+  NDArray m0 = random_f32({kN, kN}, 1), x0 = random_f32({kN, kN}, 2), b0 = random_f32({kN, kN}, 3);
+  // The raw loop: y = b (copy), then sgemm with beta = 1, on device arrays.
+  NDArray md = m0.to_device(Device::cuda(0)), xd = x0.to_device(Device::cuda(0)), bd = b0.to_device(Device::cuda(0));
+  NDArray yd = bd.copy();
+  const cuda::Cublas& cb = cuda::cublas();
+  const double raw = best_ms(5, [&] {
+    for (int i = 0; i < kIters; ++i) {
+      yd = bd.copy();
+      const float one = 1;
+      cuda::check_cublas(cb.sgemm(cb.handle, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, xd.data<float>(), kN,
+                                  md.data<float>(), kN, &one, yd.data<float>(), kN),
+                         "sgemm");
+    }
+  });
+  Var m = matrix("m", DType::Float32), x = matrix("x", DType::Float32), b = matrix("b", DType::Float32);
+  Function f3 = function({m, x, b}, {add(dot(m, x), b)}, cuda_opts());
+  Var ms = shared(m0, "ms");
+  Function f2 = function({x, b}, {add(dot(ms, x), b)}, cuda_opts());
+  Var xs = shared(x0, "xs");
+  Function f1 = function({b}, {add(dot(ms, xs), b)}, cuda_opts());
+  Var bs = shared(b0, "bs"), ys = shared(b0, "ys");
+  FunctionOptions o0 = cuda_opts();
+  o0.updates = {{ys, add(dot(ms, xs), bs)}};
+  Function f0 = function({}, {}, o0);
+  std::vector<NDArray> outs(1);
+  const double t3 = best_ms(3, [&] {
+    for (int i = 0; i < kIters; ++i) outs = f3({m0, x0, b0});
+  });
+  const double t2 = best_ms(3, [&] {
+    for (int i = 0; i < kIters; ++i) outs = f2({x0, b0});
+  });
+  const double t1 = best_ms(3, [&] {
+    for (int i = 0; i < kIters; ++i) outs = f1({b0});
+  });
+  std::vector<NDArray> none;
+  const double t0 = best_ms(5, [&] {
+    for (int i = 0; i < kIters; ++i) f0.call({}, none);
+  });
+  std::printf("\nseed 000: y = m x + b, 1000^3 float32, %d calls (transfers per call in brackets)\n", kIters);
+  char what[128];
+  std::snprintf(what, sizeof what, "all inputs from the host [%d]", transfers(f3));
+  row(what, t3, "raw cuBLAS loop (copy b; sgemm)", raw);
+  std::snprintf(what, sizeof what, "m shared [%d]", transfers(f2));
+  row(what, t2, "raw cuBLAS loop", raw);
+  std::snprintf(what, sizeof what, "m, x shared [%d]", transfers(f1));
+  row(what, t1, "raw cuBLAS loop", raw);
+  std::snprintf(what, sizeof what, "all shared, y an update [%d]", transfers(f0));
+  row(what, t0, "raw cuBLAS loop", raw, "(goal <= 1.05x)");
+}
+
+void seed001() {
+  constexpr int64_t kN = 230400;
+  constexpr int kCalls = 1000;
+  Var x = shared(random_f32({kN}, 4), "x");
+  Function dev = function({}, {Out(device_from_host(exp(x), Device::cuda(0)), true)}, cuda_opts());
+  Function host = function({}, {exp(x)}, cuda_opts());
+  std::vector<NDArray> none, out(1);
+  const double td = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i) dev.call(none, out);
+  });
+  const double th = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i) host.call(none, out);
+  });
+  // The bare copy cost: the same bytes brought back 1000 times.
+  NDArray src = random_f32({kN}, 5).to_device(Device::cuda(0));
+  NDArray back;
+  const double copies = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i) back = src.to_device(Device::host());
+  });
+  std::printf("\nseed 001: exp of %lld float32, %d calls\n", static_cast<long long>(kN), kCalls);
+  row("device result (Out(gpu_from_host(exp(x)), borrow=True))", td, "goal", 5.0, "(goal <= 5 ms)");
+  row("host result", th, "bare device->host copies", copies, "(goal <= 1.1x)");
+}
+
+void fused_chain() {
+  constexpr int64_t kN = int64_t{64} << 20;
+  Var a = shared(random_f32({kN}, 6), "a"), b = shared(random_f32({kN}, 7), "b"), c = shared(random_f32({kN}, 8), "c");
+  Var y = neg(log(add(mul(exp(mul(a, b)), c), constant(1.0, DType::Float32))));
+  Function f = function({}, {Out(device_from_host(y, Device::cuda(0)), true)}, cuda_opts());
+  std::vector<NDArray> none, out(1);
+  const double t = best_ms(10, [&] { f.call(none, out); });
+  NDArray src = get_value(a, true, true), dst;
+  const double copy = best_ms(10, [&] { dst = src.copy(); });
+  const double bytes_chain = 4.0 * kN * 4, bytes_copy = 2.0 * kN * 4;
+  std::printf("\nfused six-op chain -log(exp(a*b)*c+1), 64M float32 (%d kernels)\n", [&] {
+    int n = 0;
+    for (const auto& node : f.toposort()) n += node->op->name().find("Composite") != std::string::npos;
+    return n;
+  }());
+  std::printf("  chain %.3f ms = %.0f GB/s; device copy %.3f ms = %.0f GB/s; bandwidth ratio %.2fx (goal <= 1.2x)\n", t,
+              bytes_chain / t / 1e6, copy, bytes_copy / copy / 1e6, (bytes_copy / copy) / (bytes_chain / t));
+}
+
+void per_call() {
+  Var x = shared(random_f32({1}, 9), "x1");
+  Function f = function({}, {Out(device_from_host(exp(x), Device::cuda(0)), true)}, cuda_opts());
+  std::vector<NDArray> none, out(1);
+  constexpr int kCalls = 20000;
+  const double t = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i) f.call(none, out);
+  });
+  // A bare launch of the same generated kernel.
+  cuda::ElemSpec spec = cuda::elemwise_spec(ScalarOpKind::Exp, {DType::Float32}, DType::Float32);
+  cudaKernel_t k = cuda::get_kernel(cuda::table_prefix() + cuda::elementwise_source(spec, "bare"), "bare_c");
+  NDArray in = random_f32({1}, 10).to_device(Device::cuda(0)), o = NDArray::empty({1}, DType::Float32, Device::cuda(0));
+  std::vector<int64_t> args = cuda::elem_args(1, {}, {o.raw()}, {{}}, {in.raw()}, {{1}});
+  const double raw = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i) {
+      void* p[] = {args.data()};
+      cuda::launch(k, 1, 256, p, "bare");
+    }
+  });
+  std::printf("\nper call, one-op function exp(x) of 1 element, device result, %d calls\n", kCalls);
+  row("Function::call from C++ (per call, us)", t * 1000 / kCalls, "bare kernel launch (us)", raw * 1000 / kCalls);
+}
+
+void mlp() {
+  constexpr int kBatch = 256;
+  Var x = matrix("x", DType::Float32);
+  Var yv = vector("y", DType::Int64);
+  std::vector<Var> params;
+  const int sizes[] = {784, 500, 500, 10};
+  Var h = x;
+  for (int l = 0; l < 3; ++l) {
+    const char* names[] = {"W0", "b0", "W1", "b1", "W2", "b2"};
+    Var w = shared(random_f32({sizes[l], sizes[l + 1]}, 20 + l), names[2 * l]);
+    Var b = shared(NDArray::zeros({sizes[l + 1]}, DType::Float32), names[2 * l + 1]);
+    params.push_back(w);
+    params.push_back(b);
+    Var a = add(dot(h, w), b);
+    h = l < 2 ? tanh(a) : softmax(a);
+  }
+  Var cost = mean(categorical_crossentropy(h, yv));
+  std::vector<Var> g = grad(cost, params);
+  FunctionOptions o = cuda_opts();
+  for (size_t i = 0; i < params.size(); ++i)
+    o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.01, DType::Float32)))});
+  Function f = function({x, yv}, {cost}, o);
+  NDArray xs = random_f32({kBatch, 784}, 30);
+  NDArray ys = NDArray::empty({kBatch}, DType::Int64);
+  for (int i = 0; i < kBatch; ++i) ys.data<int64_t>()[i] = i % 10;
+  const std::vector<NDArray> args = {xs.to_device(Device::host()), ys};
+  constexpr int kSteps = 100;
+  const double t = best_ms(3, [&] {
+    for (int i = 0; i < kSteps; ++i) f(args);
+  });
+  int gpu = 0, cpu = 0;
+  std::string on_cpu;
+  for (const auto& node : f.toposort()) {
+    if (node->op->moves_between_devices()) continue;
+    const bool g = get_backend("cuda").provider(*node)->name() == "cuda";
+    (g ? gpu : cpu)++;
+    if (!g) {
+      on_cpu += ' ';
+      on_cpu += node->op->name();
+    }
+  }
+  std::printf(
+      "\nMLP 784-500-500-10 training step, batch %d: %.3f ms per step (%d nodes on the GPU, %d on the CPU, %d "
+      "transfers)\n",
+      kBatch, t / kSteps, gpu, cpu, transfers(f));
+  std::printf("  on the CPU:%s\n", on_cpu.c_str());
+}
+
+}  // namespace
+}  // namespace hypatia
+
+int main() {
+  using namespace hypatia;
+  if (!cuda::available()) {
+    std::printf("no GPU: %s\n", cuda::unavailable_reason().c_str());
+    return 0;
+  }
+  std::printf("Hypatia CUDA backend benchmarks (sm_%d, %d SMs)\n", cuda::arch(), cuda::sm_count());
+  const auto t0 = std::chrono::steady_clock::now();
+  per_call();
+  seed001();
+  seed000();
+  fused_chain();
+  mlp();
+  const auto st = cuda::module_cache_stats();
+  const auto al = cuda::device_allocator().stats();
+  std::printf(
+      "\nkernel modules: %lld compiled (%.2f s), %lld from disk, %lld from memory; allocator: %lld cudaMalloc, "
+      "%lld reuses, peak %.1f MB; total %.1f s\n",
+      static_cast<long long>(st.compiles), st.compile_seconds, static_cast<long long>(st.disk_hits),
+      static_cast<long long>(st.memory_hits), static_cast<long long>(al.raw_allocs), static_cast<long long>(al.reuses),
+      al.peak / 1e6, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return 0;
+}

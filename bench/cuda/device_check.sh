@@ -1,0 +1,26 @@
+#!/bin/bash
+# Issue 13 on the GPU machine (device tool): the CUDA tests, bench_cuda, and the PyTorch and JAX
+# anchors, all on the same GPU. Needs .devcarry/pack.tgz (bench/cuda/pack_for_device.sh) carried.
+# Usage there, from the repository root: bash bench/cuda/device_check.sh   (logs in $OUT)
+set -u
+OUT=${OUT:-/tmp/hypatia_gpu}
+mkdir -p "$OUT" /tmp/h
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+tar -xzf .devcarry/pack.tgz -C /tmp/h
+CUDALIB=$(dirname "$(find /usr/local /usr/lib /opt -name 'libnvrtc.so.13*' 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH=/tmp/h/lib:$CUDALIB:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export HYPATIA_CACHE_DIR=/tmp/hypatia_cache
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -1
+  echo "nvrtc from: $CUDALIB"; nproc
+} 2>&1 | tee "$OUT/env.txt"
+t0=$(date +%s)
+timeout 300 /tmp/h/bin/hypatia_tests --gtest_filter="${FILTER:-Cuda*}" 2>&1 | tee "$OUT/tests.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -150
+echo "tests: $(( $(date +%s) - t0 )) s"
+timeout 240 /tmp/h/bin/bench_cuda 2>&1 | tee "$OUT/bench.txt"
+echo "bench: $(( $(date +%s) - t0 )) s"
+if [ "${ANCHORS:-1}" = 1 ]; then
+  timeout 150 python3 bench/cuda/anchors.py torch 2>&1 | tee "$OUT/torch.txt" | tail -30
+  timeout 150 python3 bench/cuda/anchors.py jax 2>&1 | grep -v "^WARNING\|^I0000\|^E0000" | tee "$OUT/jax.txt" | tail -30
+fi
+echo "total $(( $(date +%s) - t0 )) s"

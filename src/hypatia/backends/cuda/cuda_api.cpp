@@ -1,0 +1,181 @@
+#include "hypatia/backends/cuda/cuda_api.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "hypatia/core/config.h"
+#include "hypatia/core/error.h"
+
+namespace hypatia::cuda {
+namespace {
+
+struct State {
+  bool ok = false;
+  std::string why;
+  int arch = 0, sms = 0;
+  cudaStream_t stream = nullptr;
+};
+
+State& state() {
+  static State s = [] {
+    State st;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      st.why = std::string("no usable CUDA driver or device (") + cudaGetErrorString(e) + ")";
+      cudaGetLastError();
+      return st;
+    }
+    if (n == 0) {
+      st.why = "no CUDA device";
+      return st;
+    }
+    cudaDeviceProp p{};
+    if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess || (e = cudaSetDevice(0)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking)) != cudaSuccess) {
+      st.why = std::string("CUDA device 0 could not be initialised (") + cudaGetErrorString(e) + ")";
+      cudaGetLastError();
+      return st;
+    }
+    st.arch = p.major * 10 + p.minor;
+    st.sms = p.multiProcessorCount;
+    st.ok = true;
+    return st;
+  }();
+  return s;
+}
+
+void* open_first(std::initializer_list<const char*> names, std::string& tried) {
+  for (const char* n : names) {
+    if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
+    tried += std::string(tried.empty() ? "" : ", ") + n;
+  }
+  return nullptr;
+}
+
+template <class F>
+void bind(void* lib, F& f, const char* sym, const char* libname) {
+  f = reinterpret_cast<F>(dlsym(lib, sym));
+  if (!f) fail<NotImplementedError>("CUDA backend: ", libname, " has no symbol ", sym, " (version mismatch?)");
+}
+
+}  // namespace
+
+bool available() { return state().ok; }
+const std::string& unavailable_reason() { return state().why; }
+int arch() { return state().arch; }
+int sm_count() { return state().sms; }
+cudaStream_t stream() { return state().stream; }
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) [[likely]]
+    return;
+  cudaGetLastError();  // clears a non-sticky error
+  if (e == cudaErrorMemoryAllocation) fail<MemoryError>("CUDA: ", what, " failed: out of device memory");
+  fail<Error>("CUDA: ", what, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
+}
+
+void require_available(const char* who) {
+  if (!available()) fail<NotImplementedError>(who, ": the CUDA backend cannot run here: ", unavailable_reason());
+}
+
+void synchronize() { check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
+
+void after_launch(const char* what) {
+  check(cudaPeekAtLastError(), what);
+  if (config().cuda_sync) {
+    cudaError_t e = cudaStreamSynchronize(stream());
+    if (e != cudaSuccess) fail<Error>("CUDA: ", what, " failed while running: ", cudaGetErrorString(e));
+  }
+}
+
+void launch(cudaKernel_t k, int grid, int block, void** params, const char* what) {
+  check(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(grid), dim3(block), params, 0, stream()), what);
+  after_launch(what);
+}
+
+bool nvrtc_loadable() {
+  try {
+    nvrtc();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+const Nvrtc& nvrtc() {
+  static std::once_flag once;
+  static Nvrtc n{};
+  static std::string error;
+  std::call_once(once, [] {
+    std::string tried;
+    void* lib = open_first({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, tried);
+    if (!lib) {
+      error = "libnvrtc could not be loaded (tried " + tried + "; put the CUDA toolkit's lib64 on LD_LIBRARY_PATH)";
+      return;
+    }
+    try {
+      bind(lib, n.create, "nvrtcCreateProgram", "libnvrtc");
+      bind(lib, n.compile, "nvrtcCompileProgram", "libnvrtc");
+      bind(lib, n.log_size, "nvrtcGetProgramLogSize", "libnvrtc");
+      bind(lib, n.log, "nvrtcGetProgramLog", "libnvrtc");
+      bind(lib, n.cubin_size, "nvrtcGetCUBINSize", "libnvrtc");
+      bind(lib, n.cubin, "nvrtcGetCUBIN", "libnvrtc");
+      bind(lib, n.destroy, "nvrtcDestroyProgram", "libnvrtc");
+      bind(lib, n.error_string, "nvrtcGetErrorString", "libnvrtc");
+      bind(lib, n.version, "nvrtcVersion", "libnvrtc");
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  if (!error.empty()) fail<NotImplementedError>("CUDA backend: ", error);
+  return n;
+}
+
+void check_cublas(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) [[likely]]
+    return;
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) fail<MemoryError>("cuBLAS: ", what, " failed: out of device memory");
+  fail<Error>("cuBLAS: ", what, " failed with status ", static_cast<int>(s));
+}
+
+const Cublas& cublas() {
+  static std::once_flag once;
+  static Cublas c{};
+  static std::string error;
+  std::call_once(once, [] {
+    std::string tried;
+    void* lib = open_first({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, tried);
+    if (!lib) {
+      error = "libcublas could not be loaded (tried " + tried + "; put the CUDA toolkit's lib64 on LD_LIBRARY_PATH)";
+      return;
+    }
+    try {
+      bind(lib, c.create, "cublasCreate_v2", "libcublas");
+      bind(lib, c.set_stream, "cublasSetStream_v2", "libcublas");
+      bind(lib, c.set_math_mode, "cublasSetMathMode", "libcublas");
+      bind(lib, c.set_pointer_mode, "cublasSetPointerMode_v2", "libcublas");
+      bind(lib, c.sgemm, "cublasSgemm_v2", "libcublas");
+      bind(lib, c.dgemm, "cublasDgemm_v2", "libcublas");
+      bind(lib, c.sgemv, "cublasSgemv_v2", "libcublas");
+      bind(lib, c.dgemv, "cublasDgemv_v2", "libcublas");
+      bind(lib, c.sger, "cublasSger_v2", "libcublas");
+      bind(lib, c.dger, "cublasDger_v2", "libcublas");
+      bind(lib, c.sgemm_batched, "cublasSgemmStridedBatched", "libcublas");
+      bind(lib, c.dgemm_batched, "cublasDgemmStridedBatched", "libcublas");
+      require_available("cuBLAS");
+      check_cublas(c.create(&c.handle), "cublasCreate");
+      check_cublas(c.set_stream(c.handle, stream()), "cublasSetStream");
+      // float32 products in float32 (no TF32), as the CPU computes them.
+      check_cublas(c.set_math_mode(c.handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+      check_cublas(c.set_pointer_mode(c.handle, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  if (!error.empty()) fail<NotImplementedError>("CUDA backend: ", error);
+  return c;
+}
+
+}  // namespace hypatia::cuda

@@ -1,0 +1,74 @@
+// The CUDA backend's access to the GPU (internal to backends/cuda): whether a device is usable,
+// errors turned into exceptions, the stream kernels run on, and NVRTC and cuBLAS, which are
+// loaded when first needed (dlopen), so that a build with the toolkit loads and runs on a machine
+// without them or without a GPU (CI): the backend is then unavailable, and says why.
+//
+// The CUDA runtime is linked statically; it finds the driver (libcuda) at run time.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+
+#include <string>
+
+namespace hypatia::cuda {
+
+/// Whether a CUDA device is present and usable (checked once).
+bool available();
+/// Why not, when !available() ("no CUDA driver", "no CUDA device", ...).
+const std::string& unavailable_reason();
+/// Throws hypatia::Error "CUDA: <what> failed: <cuda's message>" unless `e` is cudaSuccess; an
+/// allocation failure is a MemoryError.
+void check(cudaError_t e, const char* what);
+/// Throws NotImplementedError naming `who` and the reason unless available().
+void require_available(const char* who);
+/// The compute capability of device 0 as 90 for 9.0, and its multiprocessors.
+int arch();
+int sm_count();
+/// The stream every kernel, copy and cuBLAS call of device 0 is queued on (one per process:
+/// work is ordered, and a buffer freed by the host may be reused by the next queued work).
+cudaStream_t stream();
+/// Waits for the stream (a host transfer's end; HYPATIA_FLAGS=cuda_sync=True after every kernel).
+void synchronize();
+/// After a kernel launch: its launch error, and with cuda_sync=True its execution error.
+void after_launch(const char* what);
+/// Launches `k` on stream() with one block size and its parameters (checked as after_launch).
+void launch(cudaKernel_t k, int grid, int block, void** params, const char* what);
+
+/// NVRTC's functions, from libnvrtc (throws NotImplementedError when it cannot be loaded).
+struct Nvrtc {
+  decltype(&nvrtcCreateProgram) create;
+  decltype(&nvrtcCompileProgram) compile;
+  decltype(&nvrtcGetProgramLogSize) log_size;
+  decltype(&nvrtcGetProgramLog) log;
+  decltype(&nvrtcGetCUBINSize) cubin_size;
+  decltype(&nvrtcGetCUBIN) cubin;
+  decltype(&nvrtcDestroyProgram) destroy;
+  decltype(&nvrtcGetErrorString) error_string;
+  decltype(&nvrtcVersion) version;
+};
+const Nvrtc& nvrtc();
+/// Whether libnvrtc can be loaded (it needs no GPU).
+bool nvrtc_loadable();
+
+/// cuBLAS's functions, from libcublas, and the handle bound to stream().
+struct Cublas {
+  decltype(&cublasCreate_v2) create;
+  decltype(&cublasSetStream_v2) set_stream;
+  decltype(&cublasSetMathMode) set_math_mode;
+  decltype(&cublasSetPointerMode_v2) set_pointer_mode;
+  decltype(&cublasSgemm_v2) sgemm;
+  decltype(&cublasDgemm_v2) dgemm;
+  decltype(&cublasSgemv_v2) sgemv;
+  decltype(&cublasDgemv_v2) dgemv;
+  decltype(&cublasSger_v2) sger;
+  decltype(&cublasDger_v2) dger;
+  decltype(&cublasSgemmStridedBatched) sgemm_batched;
+  decltype(&cublasDgemmStridedBatched) dgemm_batched;
+  cublasHandle_t handle = nullptr;
+};
+const Cublas& cublas();
+/// Throws hypatia::Error naming `what` unless `s` is CUBLAS_STATUS_SUCCESS.
+void check_cublas(cublasStatus_t s, const char* what);
+
+}  // namespace hypatia::cuda

@@ -1,0 +1,506 @@
+#include "hypatia/backends/cuda/cuda_codegen.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/core/error.h"
+#include "hypatia/ops/composite.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/reduce.h"
+
+namespace hypatia::cuda {
+
+// The texts of nvrtc_std.cuh, core/half.h and ops/scalar_functors.h, embedded at build time
+// (CMakeLists.txt writes them into a generated source).
+extern const char* const kNvrtcStdText;
+extern const char* const kHalfText;
+extern const char* const kScalarFunctorsText;
+
+namespace {
+
+struct Row {
+  const char* name;
+  int arity;
+  ScalarDTypeRule rule;
+  const char* fn;
+};
+const Row kRows[] = {
+#define HYP_SCALAR_OP(Kind, Name, Arity, Rule, Cost, Simd, Build, Cpp, Core, Py, Doc, Fn, Grad) \
+  {Name, Arity, ScalarDTypeRule::Rule, #Fn},
+#include "hypatia/ops/scalar_ops.def"
+};
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+std::string drop_preprocessor_lines(const std::string& s) {
+  std::stringstream in(s);
+  std::string out, line;
+  while (std::getline(in, line))
+    if (line.rfind("#include", 0) != 0 && line.rfind("#pragma", 0) != 0) {
+      out += line;
+      out += '\n';
+    }
+  return out;
+}
+
+/// The text strictly inside `open` ... `close` (the first `close` after `open`).
+std::string inside(const std::string& s, const std::string& open, const std::string& close) {
+  const size_t b = s.find(open);
+  const size_t e = b == std::string::npos ? b : s.find(close, b);
+  if (e == std::string::npos) fail<InternalError>("CUDA code generator: marker '", open, "' not found in the table");
+  return s.substr(b + open.size(), e - b - open.size());
+}
+
+std::string build_prefix() {
+  const std::string half = inside(drop_preprocessor_lines(kHalfText), "namespace hypatia {", "}  // namespace hypatia");
+  const std::string math = inside(kScalarFunctorsText, "namespace scalar_math {", "}  // namespace scalar_math");
+  std::string s = kNvrtcStdText;
+  s += "\nnamespace hypatia {\n";
+  s += replace_all(half, "std::", "hstd::");
+  s += "\nnamespace scalar_math {\n";
+  s += replace_all(math, "std::", "hstd::");
+  s += "\n}  // namespace scalar_math\nnamespace fn {\n";
+  for (const Row& r : kRows) {
+    if (r.rule == ScalarDTypeRule::Cast) continue;
+    const std::string body = replace_all(r.fn, "std::", "hstd::");
+    std::string params = r.arity == 1                        ? "T x"
+                         : r.arity == 2                      ? "T a, T b"
+                         : r.rule == ScalarDTypeRule::Select ? "bool a, T b, T c"
+                                                             : "T a, T b, T c";
+    s += "template <class T> inline auto op_";
+    s += r.name;
+    s += "(" + params + ") { return " + body + "; }\n";
+  }
+  s += "}  // namespace fn\n}  // namespace hypatia\nusing namespace hypatia::fn;\n";
+  s += "using hypatia::scalar_math::convert;\n";
+  return s;
+}
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// prefix followed by the number (gcc 12 warns, wrongly, about `numbered("v", i)`).
+std::string numbered(const char* prefix, long long i) {
+  std::string r = prefix;
+  r += std::to_string(i);
+  return r;
+}
+
+std::string hex(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+const std::string& table_prefix() {
+  static const std::string p = build_prefix();
+  return p;
+}
+
+const char* cuda_type(DType dt) {
+  switch (dt) {
+    case DType::Bool:
+      return "bool";
+    case DType::Int8:
+      return "signed char";
+    case DType::Int16:
+      return "short";
+    case DType::Int32:
+      return "int";
+    case DType::Int64:
+      return "long long";
+    case DType::UInt8:
+      return "unsigned char";
+    case DType::UInt16:
+      return "unsigned short";
+    case DType::UInt32:
+      return "unsigned int";
+    case DType::UInt64:
+      return "unsigned long long";
+    case DType::Float32:
+      return "float";
+    case DType::Float64:
+      return "double";
+    case DType::Float16:
+      return "hypatia::half";
+  }
+  return "void";
+}
+
+bool generatable(ScalarOpKind k, DType compute) {
+  const ScalarOpInfo& info = scalar_op_info(k);
+  if (k == ScalarOpKind::Cast) return compute == DType::Float32;  // to and from float16, in fused programs
+  if (compute != DType::Float32 && compute != DType::Float64) return false;
+  switch (info.rule) {
+    case ScalarDTypeRule::Compare:
+    case ScalarDTypeRule::Predicate:
+    case ScalarDTypeRule::Bitwise:
+      return false;  // a bool result, or integers only
+    default:
+      return true;
+  }
+}
+
+ElemSpec elemwise_spec(ScalarOpKind k, const std::vector<DType>& in, DType out) {
+  ElemSpec s;
+  s.in = in;
+  s.out = {out};
+  if (k == ScalarOpKind::Cast) {
+    s.out_expr = {"x0"};
+    return s;
+  }
+  const DType t = elemwise_compute_dtype(k, in, out);
+  const bool select = scalar_op_info(k).rule == ScalarDTypeRule::Select;
+  std::string call = std::string("op_") + std::string(scalar_op_name(k)) + "(";
+  for (size_t j = 0; j < in.size(); ++j) {
+    const char* ct = select && j == 0 ? "bool" : cuda_type(t);
+    s.body +=
+        std::string("    const ") + ct + numbered(" a", j) + " = convert<" + ct + ">(x" + std::to_string(j) + ");\n";
+    call += numbered(j ? ", a" : "a", j);
+  }
+  s.out_expr = {call + ")"};
+  return s;
+}
+
+ElemSpec composite_spec(const CompositeProgram& prog, const std::vector<int>& outputs) {
+  ElemSpec s;
+  s.in = prog.in_dtypes;
+  for (int v = 0; v < prog.nin; ++v) s.body += numbered("    const auto v", v) + numbered(" = x", v) + ";\n";
+  for (size_t j = 0; j < prog.steps.size(); ++j) {
+    const CompositeStep& st = prog.steps[j];
+    const int v = prog.nin + static_cast<int>(j);
+    std::string line = numbered("    const auto v", v) + " = ";
+    if (st.kind == ScalarOpKind::Cast) {
+      line += std::string("convert<") + cuda_type(st.cast_to) + numbered(">(v", st.args.at(0)) + ")";
+    } else {
+      line += std::string("op_") + std::string(scalar_op_name(st.kind)) + "(";
+      for (size_t a = 0; a < st.args.size(); ++a) line += numbered(a ? ", v" : "v", st.args[a]);
+      line += ")";
+    }
+    s.body += line + ";\n";
+  }
+  for (int o : outputs) {
+    s.out_expr.push_back(numbered("v", o));
+    s.out.push_back(prog.value_dtype(o));
+  }
+  return s;
+}
+
+std::string elementwise_source(const ElemSpec& spec, const std::string& name) {
+  const size_t ni = spec.in.size(), no = spec.out.size();
+  const std::string D = std::to_string(kMaxDims);
+  std::string s = "struct HypArgs {\n  long long n, nd, shape[" + D + "];\n";
+  s += numbered("  unsigned long long out[", no) + numbered("];\n  long long ost[", no * kMaxDims) + "];\n";
+  s += numbered("  unsigned long long in[", ni) + numbered("];\n  long long ist[", ni * kMaxDims) + "];\n};\n";
+  auto body = [&](bool contiguous) {
+    std::string b;
+    if (!contiguous) {
+      b += "    long long rem = i";
+      for (size_t k = 0; k < no; ++k) b += numbered(", oo", k) + " = 0";
+      for (size_t j = 0; j < ni; ++j) b += numbered(", io", j) + " = 0";
+      b += ";\n    for (int d = (int)a.nd - 1; d >= 0; --d) {\n      const long long c = rem % a.shape[d];\n"
+           "      rem /= a.shape[d];\n";
+      for (size_t k = 0; k < no; ++k)
+        b += numbered("      oo", k) + numbered(" += c * a.ost[", k * kMaxDims) + " + d];\n";
+      for (size_t j = 0; j < ni; ++j)
+        b += numbered("      io", j) + numbered(" += c * a.ist[", j * kMaxDims) + " + d];\n";
+      b += "    }\n";
+    }
+    for (size_t j = 0; j < ni; ++j) {
+      const std::string J = std::to_string(j), T = cuda_type(spec.in[j]);
+      if (contiguous)
+        b += "    const " + T + " x" + J + " = ((const " + T + "*)a.in[" + J + "])[i * a.ist[" +
+             std::to_string(j * kMaxDims) + "]];\n";
+      else
+        b += "    const " + T + " x" + J + " = *(const " + T + "*)((const char*)a.in[" + J + "] + io" + J + ");\n";
+    }
+    b += spec.body;
+    for (size_t k = 0; k < no; ++k) {
+      const std::string K = std::to_string(k), T = cuda_type(spec.out[k]);
+      if (contiguous)
+        b += "    ((" + T + "*)a.out[" + K + "])[i] = convert<" + T + ">(" + spec.out_expr[k] + ");\n";
+      else
+        b += "    *(" + T + "*)((char*)a.out[" + K + "] + oo" + K + ") = convert<" + T + ">(" + spec.out_expr[k] +
+             ");\n";
+    }
+    return b;
+  };
+  for (bool contiguous : {true, false}) {
+    s += "extern \"C\" __global__ void " + name + (contiguous ? "_c" : "_s") + "(const HypArgs a) {\n";
+    s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
+    s += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {\n";
+    s += body(contiguous);
+    s += "  }\n}\n";
+  }
+  return s;
+}
+
+std::string reduce_source(ReduceKind kind, const ElemSpec& spec, DType out, const std::string& name) {
+  const DType v = spec.out.at(0);
+  const bool is_float = v == DType::Float32 || v == DType::Float64;
+  const bool is_unsigned = v == DType::UInt8 || v == DType::UInt16 || v == DType::UInt32 || v == DType::UInt64;
+  std::string acc, ident, combine;
+  switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Prod:
+      acc = is_float ? "double" : is_unsigned ? "unsigned long long" : "long long";
+      ident = kind == ReduceKind::Sum ? "0" : "1";
+      combine = kind == ReduceKind::Sum ? "op_add(p, q)" : "op_mul(p, q)";
+      break;
+    case ReduceKind::Max:
+    case ReduceKind::Min: {
+      acc = cuda_type(v);
+      const std::string lim = "hstd::numeric_limits<" + acc + ">::";
+      if (is_float)
+        ident = (kind == ReduceKind::Max ? "-" : "") + lim + "infinity()";
+      else
+        ident = lim + (kind == ReduceKind::Max ? "lowest()" : "max()");
+      combine = kind == ReduceKind::Max ? "op_maximum(p, q)" : "op_minimum(p, q)";
+      break;
+    }
+    case ReduceKind::All:
+    case ReduceKind::Any:
+      acc = "bool";
+      ident = kind == ReduceKind::All ? "true" : "false";
+      combine = kind == ReduceKind::All ? "(p && q)" : "(p || q)";
+      break;
+    default:
+      fail<InternalError>("CUDA reduce: no kernel for ", reduce_kind_name(kind));
+  }
+  const size_t ni = spec.in.size();
+  const std::string D = std::to_string(kMaxDims), NI = std::to_string(ni);
+  std::string s = "struct RedArgs_" + name + " {\n  long long n_out, n_red, nd_out, nd_red, out_shape[" + D +
+                  "], red_shape[" + D + "];\n  unsigned long long in[" + NI + "];\n  long long out_st[" +
+                  std::to_string(ni * kMaxDims) + "], red_st[" + std::to_string(ni * kMaxDims) +
+                  "];\n  unsigned long long out;\n};\n";
+  s += "__device__ inline " + acc + " combine_" + name + "(" + acc + " p, " + acc + " q) { return " + combine + "; }\n";
+  s += "extern \"C\" __global__ void " + name + "(const RedArgs_" + name + " a) {\n";
+  s += "  __shared__ " + acc + " sh[256];\n";
+  s += "  for (long long o = blockIdx.x; o < a.n_out; o += gridDim.x) {\n";
+  s += "    long long rem = o";
+  for (size_t j = 0; j < ni; ++j) s += numbered(", b", j) + " = 0";
+  s += ";\n    for (int d = (int)a.nd_out - 1; d >= 0; --d) {\n      const long long c = rem % a.out_shape[d];\n"
+       "      rem /= a.out_shape[d];\n";
+  for (size_t j = 0; j < ni; ++j)
+    s += numbered("      b", j) + numbered(" += c * a.out_st[", j * kMaxDims) + " + d];\n";
+  s += "    }\n    " + acc + " acc = " + ident + ";\n";
+  s += "    for (long long r = threadIdx.x; r < a.n_red; r += blockDim.x) {\n      long long rr = r";
+  for (size_t j = 0; j < ni; ++j) s += numbered(", io", j) + numbered(" = b", j);
+  s += ";\n      for (int d = (int)a.nd_red - 1; d >= 0; --d) {\n        const long long c = rr % a.red_shape[d];\n"
+       "        rr /= a.red_shape[d];\n";
+  for (size_t j = 0; j < ni; ++j)
+    s += numbered("        io", j) + numbered(" += c * a.red_st[", j * kMaxDims) + " + d];\n";
+  s += "      }\n";
+  for (size_t j = 0; j < ni; ++j) {
+    const std::string T = cuda_type(spec.in[j]);
+    s += "    const " + T + numbered(" x", j) + " = *(const " + T + numbered("*)((const char*)a.in[", j) +
+         numbered("] + io", j) + ");\n";
+  }
+  s += spec.body;
+  s += "      acc = combine_" + name + "(acc, convert<" + acc + ">(" + spec.out_expr.at(0) + "));\n    }\n";
+  s += "    sh[threadIdx.x] = acc;\n    __syncthreads();\n";
+  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n";
+  s += "      if (threadIdx.x < w) sh[threadIdx.x] = combine_" + name + "(sh[threadIdx.x], sh[threadIdx.x + w]);\n";
+  s += "      __syncthreads();\n    }\n";
+  s += std::string("    if (threadIdx.x == 0) ((") + cuda_type(out) + "*)a.out)[o] = convert<" + cuda_type(out) +
+       ">(sh[0]);\n    __syncthreads();\n  }\n}\n";
+  return s;
+}
+
+std::vector<int64_t> elem_args(int64_t n, const std::vector<int64_t>& shape, const std::vector<void*>& outs,
+                               const std::vector<std::vector<int64_t>>& out_strides,
+                               const std::vector<const void*>& ins,
+                               const std::vector<std::vector<int64_t>>& in_strides) {
+  std::vector<int64_t> a;
+  a.reserve(2 + kMaxDims + (outs.size() + ins.size()) * (1 + kMaxDims));
+  a.push_back(n);
+  a.push_back(static_cast<int64_t>(shape.size()));
+  for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(shape.size()) ? shape[d] : 1);
+  auto block = [&](const auto& ptrs, const std::vector<std::vector<int64_t>>& strides) {
+    for (const auto* p : ptrs) a.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)));
+    for (const auto& st : strides)
+      for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(st.size()) ? st[d] : 0);
+  };
+  block(outs, out_strides);
+  block(ins, in_strides);
+  return a;
+}
+
+// ---- NVRTC and the caches
+
+namespace {
+
+/// NVRTC on `source` for sm_<arch>; returns the program (destroyed by the caller) or throws with
+/// the log.
+nvrtcProgram nvrtc_run(const std::string& source, int arch, bool syntax_only) {
+  const Nvrtc& nv = nvrtc();
+  nvrtcProgram prog;
+  nvrtcResult r = nv.create(&prog, source.c_str(), "hypatia_kernels.cu", 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) fail<Error>("NVRTC: nvrtcCreateProgram failed: ", nv.error_string(r));
+  const std::string arch_opt = numbered("--gpu-architecture=sm_", arch);
+  // No contraction into FMAs: every step rounds as the CPU's (and the unfused graph's) does.
+  const char* opts[] = {arch_opt.c_str(), "--std=c++20", "-default-device", "--fmad=false", "-fdevice-syntax-only"};
+  r = nv.compile(prog, syntax_only ? 5 : 4, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    nv.log_size(prog, &n);
+    std::string log(n, '\0');
+    nv.log(prog, log.data());
+    nv.destroy(&prog);
+    fail<InternalError>("NVRTC could not compile a generated kernel (", nv.error_string(r), "):\n", log,
+                        "\n--- the kernels (after the table prefix) ---\n",
+                        source.size() > table_prefix().size() ? source.substr(table_prefix().size()) : source);
+  }
+  return prog;
+}
+
+}  // namespace
+
+std::vector<char> compile_cubin(const std::string& source, int arch) {
+  const Nvrtc& nv = nvrtc();
+  nvrtcProgram prog = nvrtc_run(source, arch, false);
+  size_t n = 0;
+  nv.cubin_size(prog, &n);
+  std::vector<char> cubin(n);
+  nv.cubin(prog, cubin.data());
+  nv.destroy(&prog);
+  return cubin;
+}
+
+void check_source(const std::string& source) {
+  nvrtcProgram prog = nvrtc_run(source, 90, true);
+  nvrtc().destroy(&prog);
+}
+
+std::string module_cache_dir() {
+  if (const char* d = std::getenv("HYPATIA_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/hypatia";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/hypatia";
+  return "/tmp/hypatia-cache";
+}
+
+namespace {
+
+struct ModuleCache {
+  std::mutex mu;
+  std::unordered_map<std::string, cudaLibrary_t> libs;    // by key
+  std::unordered_map<std::string, cudaKernel_t> kernels;  // by key + '/' + name
+  ModuleCacheStats stats;
+};
+ModuleCache& module_cache() {
+  static ModuleCache* c = new ModuleCache();  // kept for the process: modules stay loaded
+  return *c;
+}
+
+constexpr char kMagic[8] = {'H', 'Y', 'P', 'C', 'U', 'B', '1', '\0'};
+
+std::vector<char> read_entry(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  char magic[8];
+  uint64_t size = 0;
+  if (!f.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !f.read(reinterpret_cast<char*>(&size), 8) ||
+      size == 0 || size > (uint64_t{1} << 30))
+    return {};
+  std::vector<char> data(size);
+  if (!f.read(data.data(), static_cast<std::streamsize>(size))) return {};
+  return data;
+}
+
+bool write_entry(const std::string& dir, const std::string& path, const std::vector<char>& cubin) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string tmp = path + numbered(".tmp", ::getpid()) + "-" +
+                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return false;
+    const uint64_t size = cubin.size();
+    f.write(kMagic, 8);
+    f.write(reinterpret_cast<const char*>(&size), 8);
+    f.write(cubin.data(), static_cast<std::streamsize>(size));
+    if (!f.flush()) {
+      std::filesystem::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);  // atomic: readers see the old entry or the new one
+  if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
+}
+
+bool load(const std::vector<char>& cubin, cudaLibrary_t* lib) {
+  if (cudaLibraryLoadData(lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0) == cudaSuccess) return true;
+  cudaGetLastError();
+  return false;
+}
+
+}  // namespace
+
+ModuleCacheStats module_cache_stats() {
+  ModuleCache& c = module_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.stats;
+}
+
+cudaKernel_t get_kernel(const std::string& source, const std::string& name, bool memory_cache) {
+  require_available("CUDA kernel");
+  ModuleCache& c = module_cache();
+  int major = 0, minor = 0;
+  nvrtc().version(&major, &minor);
+  const std::string salt = numbered("sm_", arch()) + numbered(" nvrtc ", major) + "." + std::to_string(minor) + "\n";
+  const std::string key =
+      hex(fnv1a(salt + source, 14695981039346656037ull)) + hex(std::hash<std::string>{}(salt + source));
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (auto it = c.kernels.find(key + "/" + name); memory_cache && it != c.kernels.end()) {
+    ++c.stats.memory_hits;
+    return it->second;
+  }
+  cudaLibrary_t lib = nullptr;
+  if (auto it = c.libs.find(key); memory_cache && it != c.libs.end()) {
+    lib = it->second;
+    ++c.stats.memory_hits;
+  } else {
+    const std::string dir = module_cache_dir() + "/cuda";
+    const std::string path = dir + "/" + key + ".cubin";
+    std::vector<char> cubin = read_entry(path);
+    if (!cubin.empty() && load(cubin, &lib)) {
+      ++c.stats.disk_hits;
+    } else {
+      if (!cubin.empty()) ++c.stats.disk_rejects;  // corrupt or stale: compiled again and replaced
+      const auto t0 = std::chrono::steady_clock::now();
+      cubin = compile_cubin(source, arch());
+      c.stats.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++c.stats.compiles;
+      if (!load(cubin, &lib)) fail<Error>("CUDA: the compiled module of kernel ", name, " could not be loaded");
+      if (write_entry(dir, path, cubin)) ++c.stats.disk_writes;
+    }
+    c.libs[key] = lib;  // (a module loaded again leaves the earlier one loaded: kernels may use it)
+  }
+  cudaKernel_t k = nullptr;
+  check(cudaLibraryGetKernel(&k, lib, name.c_str()), "cudaLibraryGetKernel");
+  c.kernels[key + "/" + name] = k;
+  return k;
+}
+
+}  // namespace hypatia::cuda

@@ -1,0 +1,95 @@
+// Run-time compiled kernels of the CUDA backend (internal to backends/cuda).
+//
+// Elementwise and fused kernels are generated as CUDA C++ from the same scalar-op table the CPU
+// uses: each row's Fn text of ops/scalar_ops.def, scalar_math from ops/scalar_functors.h and
+// core/half.h, compiled by NVRTC behind a small `std` shim (nvrtc_std.cuh) with `std::` renamed.
+// No functor is written twice. Modules are cached in memory by their source, and on disk by a
+// hash of source, GPU architecture and NVRTC version (written to a temporary file and renamed
+// into place, so that readers never see half a file; no lock; an entry that fails to load is
+// compiled again and replaced).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hypatia/core/dtype.h"
+
+namespace hypatia {
+struct CompositeProgram;
+enum class ScalarOpKind : uint8_t;
+enum class ReduceKind : uint8_t;
+}  // namespace hypatia
+
+namespace hypatia::cuda {
+
+/// The text every generated module starts with: the shim, core/half.h, scalar_math and one
+/// device function per row of the table, `op_<name>` (op_add, op_tanh, op_switch, ...).
+const std::string& table_prefix();
+/// The CUDA C++ type that stores `dt` ("float", "long long", "bool", "hypatia::half").
+const char* cuda_type(DType dt);
+
+/// An elementwise loop to generate: inputs x0.. of their storage dtypes, the `body` (statements
+/// that read x0.. and define values), and one expression per output, converted to the output's
+/// dtype (scalar_math::convert) when stored.
+struct ElemSpec {
+  std::vector<DType> in;
+  std::string body;
+  std::vector<std::string> out_expr;
+  std::vector<DType> out;
+};
+
+/// The spec of Elemwise{k} on inputs of `in` dtypes writing `out` (compute dtype as the CPU's).
+ElemSpec elemwise_spec(ScalarOpKind k, const std::vector<DType>& in, DType out);
+/// The spec of a fused program writing the values `outputs` (a Composite: its last step).
+ElemSpec composite_spec(const CompositeProgram& prog, const std::vector<int>& outputs);
+/// Whether a step of kind `k` computing in `compute` can be generated (every row but Cast, whose
+/// steps convert to and from float16 only; the result must be of the compute dtype).
+bool generatable(ScalarOpKind k, DType compute);
+
+/// The source of a module with two kernels for `spec`: `<name>_c` (the output and every input
+/// C-contiguous or a broadcast scalar) and `<name>_s` (any strides, broadcasting by stride 0).
+/// Both take one ElemArgs (below) by value.
+std::string elementwise_source(const ElemSpec& spec, const std::string& name);
+
+/// The source of a kernel `name` reducing the spec's one value (of dtype spec.out[0]) with `kind`
+/// (Sum, Prod, Max, Min, All, Any) into `out`: one block per output element, its threads over the
+/// reduced elements, then a tree in shared memory. Sums and products accumulate in float64 for
+/// floats and in wrapping 64-bit integers otherwise (as the CPU). Arguments: n_out, n_red,
+/// nd_out, nd_red, out_shape[kMaxDims], red_shape[kMaxDims], then the input pointers, each
+/// input's byte strides over the kept dims, each input's over the reduced dims, and the output
+/// pointer (C-contiguous).
+std::string reduce_source(ReduceKind kind, const ElemSpec& spec, DType out, const std::string& name);
+
+/// The kernels' argument block, all 8-byte fields (the generated struct has the same layout):
+/// n, nd, shape[kMaxDims], then per output its pointer and byte strides, per input likewise.
+/// The contiguous kernel reads only n, the pointers, and stride[0] of each input (0: a scalar
+/// read by every element, 1: contiguous).
+inline constexpr int kMaxDims = 12;
+std::vector<int64_t> elem_args(int64_t n, const std::vector<int64_t>& shape, const std::vector<void*>& outs,
+                               const std::vector<std::vector<int64_t>>& out_strides,
+                               const std::vector<const void*>& ins,
+                               const std::vector<std::vector<int64_t>>& in_strides);
+
+/// NVRTC's cubin for `source` and `arch` (90 = sm_90). Throws hypatia::Error with NVRTC's log on a
+/// compile error (an internal error: the generator wrote bad code). Needs no GPU.
+std::vector<char> compile_cubin(const std::string& source, int arch);
+/// NVRTC's front end only (no code generated, -fdevice-syntax-only): whether `source` is valid
+/// CUDA C++ (throws as compile_cubin otherwise). For tests of the generator, which need no GPU.
+void check_source(const std::string& source);
+/// The kernel `name` of the module compiled from `source` for device 0 (memory cache, then disk
+/// cache, then NVRTC). `memory_cache` false: the module is loaded again from disk (tests).
+cudaKernel_t get_kernel(const std::string& source, const std::string& name, bool memory_cache = true);
+
+/// Counters of the module caches (tests and the profiler).
+struct ModuleCacheStats {
+  int64_t memory_hits = 0, disk_hits = 0, compiles = 0, disk_writes = 0, disk_rejects = 0;
+  double compile_seconds = 0;
+};
+ModuleCacheStats module_cache_stats();
+/// Where compiled modules are kept: $HYPATIA_CACHE_DIR, else $XDG_CACHE_HOME/hypatia, else
+/// ~/.cache/hypatia; modules in its subfolder cuda/.
+std::string module_cache_dir();
+
+}  // namespace hypatia::cuda

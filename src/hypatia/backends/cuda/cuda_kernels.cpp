@@ -1,0 +1,567 @@
+// The CUDA backend: its registration and its kernels. Elementwise and fused programs are
+// generated from the scalar-op table and compiled by NVRTC (cuda_codegen.h), reductions by the
+// same generator, products go to cuBLAS, views (DimShuffle, Rebroadcast, Reshape of contiguous
+// data) are the reference kernels' own (they touch no element). Ops without a kernel here run on
+// the CPU backend, its fallback: the placement step of function() moves values across with
+// transfers (compile/placement.cpp).
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+
+#include "hypatia/backends/backend.h"
+#include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/core/error.h"
+#include "hypatia/ops/blas.h"
+#include "hypatia/ops/composite.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/reduce.h"
+#include "hypatia/ops/shape.h"
+#include "hypatia/ops/transfer.h"
+
+namespace hypatia {
+
+inline constexpr std::string_view kCudaBackend = "cuda";
+
+namespace cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+int grid_for(int64_t n) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  const int64_t cap = static_cast<int64_t>(std::max(sm_count(), 1)) * 32;
+  return static_cast<int>(std::max<int64_t>(1, std::min(blocks, cap)));
+}
+
+void launch(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what) {
+  void* params[] = {args.data()};
+  cuda::launch(k, grid, kBlock, params, what);
+}
+
+NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype) {
+  if (cell.valid() && !cell.on_host() && cell.unique() && cell.writeable() && cell.dtype() == dtype &&
+      cell.shape() == shape && cell.is_c_contiguous() && cell.offset() == 0)
+    return cell;
+  cell = NDArray::empty(shape, dtype, Device::cuda(0));
+  return cell;
+}
+
+// ---- elementwise launches
+
+/// A compiled elementwise module: its contiguous and strided kernels.
+struct ElemModule {
+  cudaKernel_t contiguous = nullptr, strided = nullptr;
+  std::string what;
+
+  ElemModule() = default;
+  ElemModule(const ElemSpec& spec, const std::string& label) : what(label) {
+    const std::string src = table_prefix() + elementwise_source(spec, "hyp_elem");
+    contiguous = get_kernel(src, "hyp_elem_c");
+    strided = get_kernel(src, "hyp_elem_s");
+  }
+
+  /// Runs the loop over `shape` (every output of that shape; inputs of its ndim, broadcasting
+  /// where a dim is 1).
+  void run(const Shape& shape, std::span<NDArray* const> outs, std::span<NDArray* const> ins) const {
+    const int64_t n = shape.prod();
+    if (n == 0) return;
+    const int nd = shape.size();
+    bool contiguous_case = true;
+    for (NDArray* o : outs) contiguous_case = contiguous_case && o->is_c_contiguous();
+    for (const NDArray* x : ins)
+      contiguous_case = contiguous_case && ((x->shape() == shape && x->is_c_contiguous()) || x->size() == 1);
+    if (contiguous_case) {
+      // The per-call path: the argument block is written in place into a buffer of this thread
+      // (the launch copies it), no allocation after the first call.
+      static thread_local std::vector<int64_t> args;
+      const size_t no = outs.size(), ni = ins.size();
+      args.assign(2 + kMaxDims + (no + ni) * (1 + kMaxDims), 0);
+      args[0] = n;
+      size_t p = 2 + kMaxDims;
+      for (NDArray* o : outs) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(o->raw()));
+      p += no * kMaxDims;
+      for (const NDArray* x : ins) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x->raw()));
+      for (size_t j = 0; j < ni; ++j) args[p + j * kMaxDims] = ins[j]->shape() == shape ? 1 : 0;
+      launch(contiguous, grid_for(n), args, what.c_str());
+      return;
+    }
+    std::vector<void*> op;
+    std::vector<const void*> ip;
+    for (NDArray* o : outs) op.push_back(o->raw());
+    for (const NDArray* x : ins) ip.push_back(x->raw());
+    // Strides per operand (0 where an input broadcasts), dims of length 1 dropped and dims merged
+    // where every operand is contiguous across them.
+    std::vector<std::vector<int64_t>> st(outs.size() + ins.size());
+    for (size_t k = 0; k < outs.size(); ++k) st[k].assign(outs[k]->strides().begin(), outs[k]->strides().end());
+    for (size_t j = 0; j < ins.size(); ++j) {
+      const NDArray& x = *ins[j];
+      auto& s = st[outs.size() + j];
+      for (int d = 0; d < nd; ++d) s.push_back(x.shape(d) == shape[d] ? x.strides()[d] : 0);
+    }
+    std::vector<int64_t> cs;
+    std::vector<std::vector<int64_t>> cst(st.size());
+    for (int d = 0; d < nd; ++d) {
+      if (shape[d] == 1) continue;
+      bool merge = !cs.empty();
+      for (size_t o = 0; o < st.size() && merge; ++o) merge = cst[o].back() == st[o][d] * shape[d];
+      if (merge) {
+        cs.back() *= shape[d];
+        for (size_t o = 0; o < st.size(); ++o) cst[o].back() = st[o][d];
+      } else {
+        cs.push_back(shape[d]);
+        for (size_t o = 0; o < st.size(); ++o) cst[o].push_back(st[o][d]);
+      }
+    }
+    if (cs.size() > static_cast<size_t>(kMaxDims)) fail<InternalError>(what, ": too many dimensions");
+    std::vector<std::vector<int64_t>> ost(cst.begin(), cst.begin() + static_cast<std::ptrdiff_t>(outs.size()));
+    std::vector<std::vector<int64_t>> ist(cst.begin() + static_cast<std::ptrdiff_t>(outs.size()), cst.end());
+    std::vector<int64_t> args = elem_args(n, cs, op, ost, ip, ist);
+    launch(strided, grid_for(n), args, what.c_str());
+  }
+};
+
+/// The identity loop of a dtype (device copies: contiguity, in-place targets that cannot be
+/// written).
+const ElemModule& copy_module(DType dt) {
+  static std::mutex mu;
+  static std::unordered_map<int, ElemModule> mods;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = mods.find(static_cast<int>(dt));
+  if (it == mods.end())
+    it = mods.emplace(static_cast<int>(dt), ElemModule(ElemSpec{{dt}, "", {"x0"}, {dt}}, "CUDA copy")).first;
+  return it->second;
+}
+
+/// A C-contiguous device copy of `x`.
+NDArray device_copy(const NDArray& x) {
+  NDArray out = NDArray::empty(x.shape(), x.dtype(), Device::cuda(0));
+  NDArray src = x;
+  NDArray* o[] = {&out};
+  NDArray* i[] = {&src};
+  copy_module(x.dtype()).run(x.shape(), o, i);
+  return out;
+}
+
+NDArray& prepare_device_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype,
+                                       const Op& op, int input) {
+  if (!(target.shape() == shape) || target.dtype() != dtype)
+    fail<ValueError>(op.name(), ": the overwritten input ", input, " is ", target.describe(), " but the output is ",
+                     dtype_name(dtype), " ", shape.str());
+  cell = target.can_write_in_place() ? target : device_copy(target);
+  return cell;
+}
+
+/// Elemwise, Composite and MultiComposite: one generated loop.
+class ElemKernel final : public Kernel {
+ public:
+  ElemKernel(const Apply& node, const ElemSpec& spec, int inplace)
+      : op_(*node.op), pattern_(node), inplace_(inplace), module_(spec, node.op->name()) {
+    for (int o = 0; o < node.nout(); ++o) out_dtypes_.push_back(node.output_ptr(o)->type.dtype);
+  }
+  void run(const KernelArgs& a) override {
+    const Shape shape = elemwise_broadcast_shape(op_, a.in, pattern_);
+    for (size_t k = 0; k < a.out.size(); ++k) {
+      if (k == 0 && inplace_ >= 0)
+        prepare_device_inplace_output(*a.out[0], *a.in[inplace_], shape, out_dtypes_[0], op_, inplace_);
+      else
+        prepare_device_output(*a.out[k], shape, out_dtypes_[k]);
+    }
+    module_.run(shape, a.out, a.in);
+  }
+
+ private:
+  const Op& op_;
+  BroadcastPattern pattern_;
+  int inplace_;
+  ElemModule module_;
+  std::vector<DType> out_dtypes_;
+};
+
+std::vector<DType> input_dtypes(const Apply& node) {
+  std::vector<DType> r;
+  for (const Var& v : node.inputs) r.push_back(v->type.dtype);
+  return r;
+}
+
+bool elemwise_accepts(const Apply& node) {
+  const auto& op = static_cast<const Elemwise&>(*node.op);
+  const DType out = node.output_ptr(0)->type.dtype;
+  if (op.scalar == ScalarOpKind::Cast) return true;  // any dtype to any, float16 included
+  for (const Var& v : node.inputs)
+    if (v->type.dtype == DType::Float16) return false;
+  return out != DType::Float16;
+}
+
+// ---- reductions
+
+/// Reduce and CompositeReduce: a reduction of one generated value per element (the input
+/// itself, or a fused program of several broadcasting inputs) over some axes.
+class ReduceKernel final : public Kernel {
+ public:
+  ReduceKernel(const Apply& node, ReduceKind kind, std::vector<int> axes, const ElemSpec& spec, DType out)
+      : op_(*node.op), kind_(kind), axes_(std::move(axes)), out_(out), pattern_(node) {
+    kernel_ = get_kernel(table_prefix() + reduce_source(kind, spec, out, "hyp_reduce"), "hyp_reduce");
+  }
+  void run(const KernelArgs& a) override {
+    // The elementwise shape (a Reduce's input's own), then each input's strides split into the
+    // kept and the reduced dims (0 where it broadcasts).
+    const Shape full = a.in.size() == 1 ? a.in[0]->shape() : elemwise_broadcast_shape(op_, a.in, pattern_);
+    std::vector<bool> red(full.size(), false);
+    for (int ax : axes_) {
+      if (ax < 0 || ax >= full.size())
+        fail<ValueError>(op_.name(), ": axis ", ax, " is out of range for an input of ", full.size(), " dimensions");
+      red[ax] = true;
+    }
+    Shape out_shape;
+    std::vector<int64_t> oshape, rshape;
+    int64_t n_red = 1;
+    for (int d = 0; d < full.size(); ++d) {
+      if (red[d]) {
+        rshape.push_back(full[d]);
+        n_red *= full[d];
+      } else {
+        out_shape.push_back(full[d]);
+        oshape.push_back(full[d]);
+      }
+    }
+    const int64_t n_out = out_shape.prod();
+    if (n_red == 0 && n_out > 0 && (kind_ == ReduceKind::Max || kind_ == ReduceKind::Min))
+      fail<ValueError>(op_.name(), ": zero-size array to reduction operation ",
+                       kind_ == ReduceKind::Max ? "maximum" : "minimum", " which has no identity (input ",
+                       a.in[0]->describe(), ")");
+    NDArray& out = prepare_device_output(*a.out[0], out_shape, out_);
+    if (n_out == 0) return;
+    std::vector<int64_t> args = {n_out, n_red, static_cast<int64_t>(oshape.size()),
+                                 static_cast<int64_t>(rshape.size())};
+    auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
+      for (int d = 0; d < kMaxDims; ++d) args.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
+    };
+    put(oshape, 1);
+    put(rshape, 1);
+    for (NDArray* x : a.in) args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(x->raw())));
+    for (bool reduced : {false, true})
+      for (NDArray* x : a.in) {
+        std::vector<int64_t> st;
+        for (int d = 0; d < full.size(); ++d)
+          if (red[d] == reduced) st.push_back(x->shape(d) == full[d] ? x->strides()[d] : 0);
+        put(st, 0);
+      }
+    args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(out.raw())));
+    launch(kernel_, static_cast<int>(std::min<int64_t>(n_out, 65535)), args, op_.name().c_str());
+  }
+
+ private:
+  const Op& op_;
+  ReduceKind kind_;
+  std::vector<int> axes_;
+  DType out_;
+  BroadcastPattern pattern_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
+bool reduce_accepts(const Apply& node) {
+  const auto& op = static_cast<const Reduce&>(*node.op);
+  if (op.kind == ReduceKind::ProdWithoutZeros) return false;
+  const DType in = node.inputs[0]->type.dtype;
+  return in != DType::Float16 && node.output_ptr(0)->type.dtype != DType::Float16;
+}
+
+// ---- products (cuBLAS)
+
+/// A row-major matrix view as cuBLAS (column-major) sees it: the pointer, whether cuBLAS must
+/// transpose it to get the row-major matrix's transpose... see gemm() below.
+struct BlasMat {
+  const void* ptr;
+  bool transpose;  // false: memory holds M^T column-major with leading dim ld
+  int64_t ld;
+};
+
+/// M (rows x cols, row-major semantics) as cuBLAS sees it, or nullopt when its strides need a copy.
+std::optional<BlasMat> as_blas(const NDArray& m) {
+  const int64_t it = static_cast<int64_t>(m.itemsize());
+  const int64_t r = m.shape(0), c = m.shape(1);
+  int64_t s0 = m.strides()[0], s1 = m.strides()[1];
+  if (c <= 1) s1 = it;  // a length-1 dim's stride is irrelevant
+  if (r <= 1) s0 = std::max<int64_t>(c, 1) * it;
+  if (s1 == it && s0 % it == 0 && s0 / it >= std::max<int64_t>(c, 1)) return BlasMat{m.raw(), false, s0 / it};
+  if (s0 == it && s1 % it == 0 && s1 / it >= std::max<int64_t>(r, 1)) return BlasMat{m.raw(), true, s1 / it};
+  return std::nullopt;
+}
+
+/// C (m x n, row-major, C-contiguous rows: stride[1] == itemsize) = alpha * A @ B + beta * C.
+void gemm(const NDArray& A, const NDArray& B, NDArray& C, double alpha, double beta) {
+  const int64_t m = A.shape(0), k = A.shape(1), n = B.shape(1);
+  if (m == 0 || n == 0) return;
+  NDArray Ac, Bc;
+  auto a = as_blas(A);
+  if (!a) a = as_blas(Ac = device_copy(A));
+  auto b = as_blas(B);
+  if (!b) b = as_blas(Bc = device_copy(B));
+  const int64_t it = static_cast<int64_t>(C.itemsize());
+  const int64_t ldc = m <= 1 ? std::max<int64_t>(n, 1) : C.strides()[0] / it;
+  const Cublas& cb = cublas();
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  const cublasOperation_t opb = b->transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opa = a->transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ik = static_cast<int>(std::max<int64_t>(k, 0));
+  if (C.dtype() == DType::Float32) {
+    const float al = static_cast<float>(alpha), be = static_cast<float>(beta);
+    check_cublas(cb.sgemm(cb.handle, opb, opa, static_cast<int>(n), static_cast<int>(m), ik, &al,
+                          static_cast<const float*>(b->ptr), static_cast<int>(b->ld), static_cast<const float*>(a->ptr),
+                          static_cast<int>(a->ld), &be, C.data<float>(), static_cast<int>(ldc)),
+                 "cublasSgemm");
+  } else {
+    check_cublas(
+        cb.dgemm(cb.handle, opb, opa, static_cast<int>(n), static_cast<int>(m), ik, &alpha,
+                 static_cast<const double*>(b->ptr), static_cast<int>(b->ld), static_cast<const double*>(a->ptr),
+                 static_cast<int>(a->ld), &beta, C.data<double>(), static_cast<int>(ldc)),
+        "cublasDgemm");
+  }
+  after_launch("cuBLAS gemm");
+}
+
+bool rows_contiguous(const NDArray& c) {
+  return c.ndim() == 2 && (c.shape(1) <= 1 || c.strides()[1] == static_cast<int64_t>(c.itemsize())) &&
+         (c.shape(0) <= 1 || c.strides()[0] >= c.shape(1) * static_cast<int64_t>(c.itemsize()));
+}
+
+/// A 1-d array as a column (n x 1) or row (1 x n) matrix view.
+NDArray as_column(const NDArray& v) {
+  return v.as_strided(Shape{v.shape(0), 1}, Strides{v.strides()[0], static_cast<int64_t>(v.itemsize())});
+}
+NDArray as_row(const NDArray& v) {
+  return v.as_strided(Shape{1, v.shape(0)}, Strides{v.shape(0) * static_cast<int64_t>(v.itemsize()), v.strides()[0]});
+}
+
+double read_scalar(const NDArray& s, const Op& op, const char* role) {
+  if (!s.on_host()) fail<InternalError>(op.name(), ": ", role, " must be a host scalar");
+  if (s.size() != 1) fail<ValueError>(op.name(), ": ", role, " must hold one element, got ", s.describe());
+  return s.get_flat(0);
+}
+
+void dot_kernel(const Dot& op, const KernelArgs& a) {
+  const NDArray& x = *a.in[0];
+  const NDArray& y = *a.in[1];
+  const DType dt = x.dtype();
+  // Matrices of the operands (a vector as a row on the left, a column on the right).
+  const NDArray X = x.ndim() == 2 ? x : as_row(x);
+  const NDArray Y = y.ndim() == 2 ? y : as_column(y);
+  if (X.shape(1) != Y.shape(0))
+    fail<ValueError>(op.name(), ": shapes ", x.shape().str(), " and ", y.shape().str(), " not aligned: ", X.shape(1),
+                     " (dim ", x.ndim() - 1, ") != ", Y.shape(0), " (dim 0)");
+  Shape out_shape;
+  if (x.ndim() == 2) out_shape.push_back(x.shape(0));
+  if (y.ndim() == 2) out_shape.push_back(y.shape(1));
+  NDArray& out = prepare_device_output(*a.out[0], out_shape, dt);
+  NDArray C = out.as_strided(Shape{X.shape(0), Y.shape(1)}, Strides{Y.shape(1) * static_cast<int64_t>(out.itemsize()),
+                                                                    static_cast<int64_t>(out.itemsize())});
+  gemm(X, Y, C, 1.0, 0.0);
+}
+
+bool same_float(const Apply& node) {
+  const DType dt = node.output_ptr(0)->type.dtype;
+  if (dt != DType::Float32 && dt != DType::Float64) return false;
+  for (const Var& v : node.inputs)
+    if (v->type.ndim() > 0 && v->type.dtype != dt) return false;
+  return true;
+}
+
+class GemmKernel final : public Kernel {
+ public:
+  explicit GemmKernel(const Apply& node) : op_(static_cast<const Gemm&>(*node.op)) {}
+  void run(const KernelArgs& a) override {
+    const NDArray &z = *a.in[0], &x = *a.in[2], &y = *a.in[3];
+    check_gemm_shapes(op_, z, x, y);
+    const double alpha = read_scalar(*a.in[1], op_, "alpha"), beta = read_scalar(*a.in[4], op_, "beta");
+    NDArray* out;
+    if (op_.inplace && rows_contiguous(z) && z.can_write_in_place()) {
+      *a.out[0] = z;
+      out = a.out[0];
+    } else {
+      out = &prepare_device_output(*a.out[0], z.shape(), z.dtype());
+      if (beta != 0) {
+        NDArray zz = z;
+        NDArray* o[] = {out};
+        NDArray* i[] = {&zz};
+        copy_module(z.dtype()).run(z.shape(), o, i);
+      }
+    }
+    gemm(x, y, *out, alpha, beta);
+  }
+
+ private:
+  const Gemm& op_;
+};
+
+class GemvKernel final : public Kernel {
+ public:
+  explicit GemvKernel(const Apply& node) : op_(static_cast<const Gemv&>(*node.op)) {}
+  void run(const KernelArgs& a) override {
+    const NDArray &z = *a.in[0], &A = *a.in[2], &x = *a.in[3];
+    check_gemv_shapes(op_, z, A, x);
+    const double alpha = read_scalar(*a.in[1], op_, "alpha"), beta = read_scalar(*a.in[4], op_, "beta");
+    NDArray* out;
+    if (op_.inplace && z.can_write_in_place()) {
+      *a.out[0] = z;
+      out = a.out[0];
+    } else {
+      out = &prepare_device_output(*a.out[0], z.shape(), z.dtype());
+      if (beta != 0) {
+        NDArray zz = z;
+        NDArray* o[] = {out};
+        NDArray* i[] = {&zz};
+        copy_module(z.dtype()).run(z.shape(), o, i);
+      }
+    }
+    // z as an (m x 1) column, x as a (k x 1) one: a gemm with n = 1.
+    if (out->shape(0) <= 1 || out->strides()[0] == static_cast<int64_t>(out->itemsize())) {
+      NDArray Z = as_column(*out);
+      gemm(A, as_column(x), Z, alpha, beta);
+      return;
+    }
+    NDArray tmp = device_copy(*out);
+    NDArray T = as_column(tmp);
+    gemm(A, as_column(x), T, alpha, beta);
+    NDArray* o[] = {out};
+    NDArray* i[] = {&tmp};
+    copy_module(z.dtype()).run(z.shape(), o, i);
+  }
+
+ private:
+  const Gemv& op_;
+};
+
+class GerKernel final : public Kernel {
+ public:
+  explicit GerKernel(const Apply& node) : op_(static_cast<const Ger&>(*node.op)) {}
+  void run(const KernelArgs& a) override {
+    const NDArray &A = *a.in[0], &x = *a.in[2], &y = *a.in[3];
+    check_ger_shapes(op_, A, x, y);
+    const double alpha = read_scalar(*a.in[1], op_, "alpha");
+    NDArray* out;
+    if (op_.inplace && rows_contiguous(A) && A.can_write_in_place()) {
+      *a.out[0] = A;
+      out = a.out[0];
+    } else {
+      out = &prepare_device_output(*a.out[0], A.shape(), A.dtype());
+      NDArray src = A;
+      NDArray* o[] = {out};
+      NDArray* i[] = {&src};
+      copy_module(A.dtype()).run(A.shape(), o, i);
+    }
+    // A + alpha x y^T: a rank-1 gemm with beta = 1.
+    gemm(as_column(x), as_row(y), *out, alpha, 1.0);
+  }
+
+ private:
+  const Ger& op_;
+};
+
+// ---- views and transfers
+
+/// The reference backend's kernel of the node (views: DimShuffle, Rebroadcast).
+KernelFactory reference_kernel() {
+  return [](const Apply& node) { return get_backend(kReferenceBackend).make_kernel(node); };
+}
+
+class ReshapeKernel final : public Kernel {
+ public:
+  explicit ReshapeKernel(const Apply& node) : view_(get_backend(kReferenceBackend).make_kernel(node)) {}
+  void run(const KernelArgs& a) override {
+    // The reference kernel makes a view of a contiguous array; anything else is copied first.
+    if (a.in[0]->is_c_contiguous()) return view_->run(a);
+    NDArray c = device_copy(*a.in[0]);
+    NDArray* in[] = {&c, a.in[1]};
+    view_->run(KernelArgs{in, a.out});
+  }
+
+ private:
+  std::unique_ptr<Kernel> view_;
+};
+
+void device_from_host_kernel(const DeviceFromHost& op, const KernelArgs& a) {
+  // A value already on the device passes through (placement leaves the user's transfer of a
+  // device result in place, as a marker that the output stays on the device).
+  *a.out[0] = a.in[0]->on_host() ? a.in[0]->to_device(op.device) : *a.in[0];
+}
+
+void host_from_device_kernel(const HostFromDevice&, const KernelArgs& a) {
+  if (a.in[0]->on_host()) {
+    *a.out[0] = *a.in[0];
+    return;
+  }
+  const NDArray& x = a.in[0]->is_c_contiguous() ? *a.in[0] : device_copy(*a.in[0]);
+  *a.out[0] = x.to_device(Device::host());
+}
+
+template <class K>
+KernelFactory make() {
+  return [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<K>(node); };
+}
+
+}  // namespace
+}  // namespace cuda
+
+void register_cuda_backend() {
+  using namespace cuda;
+  register_cuda_memory();
+  register_backend(std::make_unique<Backend>(Backend::Description{
+      .name = std::string(kCudaBackend),
+      .device = DeviceKind::Cuda,
+      .fallback = std::string(kCpuBackend),
+      .default_mode = "",
+      .fusable =
+          [](const Elemwise& op, DType compute) {
+            if (op.scalar == ScalarOpKind::Cast)
+              return compute == DType::Float32 && (op.cast_to == DType::Float16 || op.cast_to == DType::Float32);
+            return generatable(op.scalar, compute);
+          },
+      .max_fusion_inputs = 16,
+      .max_fusion_outputs = 8,
+      .default_for_device = true,
+      .storage_dtypes = {rewrite::StorageDType{DType::Float16, DType::Float32}}}));
+  const std::string_view b = kCudaBackend;
+  register_kernel(
+      b, typeid(Elemwise),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        const auto& op = static_cast<const Elemwise&>(*node.op);
+        return std::make_unique<ElemKernel>(
+            node, elemwise_spec(op.scalar, input_dtypes(node), node.output_ptr(0)->type.dtype), op.inplace);
+      },
+      KernelTraits{.accepts = elemwise_accepts});
+  register_kernel(b, typeid(Composite), [](const Apply& node) -> std::unique_ptr<Kernel> {
+    const auto& op = static_cast<const Composite&>(*node.op);
+    return std::make_unique<ElemKernel>(node, composite_spec(op, {op.nvalues() - 1}), op.inplace);
+  });
+  register_kernel(b, typeid(MultiComposite), [](const Apply& node) -> std::unique_ptr<Kernel> {
+    const auto& op = static_cast<const MultiComposite&>(*node.op);
+    return std::make_unique<ElemKernel>(node, composite_spec(op, op.outputs), -1);
+  });
+  register_kernel(
+      b, typeid(Reduce),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        const auto& op = static_cast<const Reduce&>(*node.op);
+        const DType in = node.inputs[0]->type.dtype;
+        return std::make_unique<ReduceKernel>(node, op.kind, op.axes, ElemSpec{{in}, "", {"x0"}, {in}}, op.dtype);
+      },
+      KernelTraits{.accepts = reduce_accepts});
+  register_kernel(b, typeid(CompositeReduce), [](const Apply& node) -> std::unique_ptr<Kernel> {
+    const auto& op = static_cast<const CompositeReduce&>(*node.op);
+    return std::make_unique<ReduceKernel>(node, op.kind, op.axes, composite_spec(op, {op.nvalues() - 1}), op.out_dtype);
+  });
+  register_kernel(b, typeid(Gemm), make<GemmKernel>(), KernelTraits{.accepts = same_float, .host_inputs = {1, 4}});
+  register_kernel(b, typeid(Gemv), make<GemvKernel>(), KernelTraits{.accepts = same_float, .host_inputs = {1, 4}});
+  register_kernel(b, typeid(Ger), make<GerKernel>(), KernelTraits{.accepts = same_float, .host_inputs = {1}});
+  register_simple_kernel<Dot>(b, dot_kernel, KernelTraits{.accepts = [](const Apply& node) {
+                                return same_float(node) && node.inputs[0]->type.dtype == node.inputs[1]->type.dtype;
+                              }});
+  register_kernel(b, typeid(DimShuffle), reference_kernel());
+  register_kernel(b, typeid(Rebroadcast), reference_kernel());
+  register_kernel(b, typeid(Reshape), make<ReshapeKernel>(), KernelTraits{.host_inputs = {1}});
+  register_simple_kernel<DeviceFromHost>(b, device_from_host_kernel);
+  register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
+}
+
+}  // namespace hypatia

@@ -1,0 +1,171 @@
+#include "hypatia/compile/placement.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hypatia/backends/backend.h"
+#include "hypatia/core/error.h"
+#include "hypatia/ops/transfer.h"
+
+namespace hypatia {
+namespace {
+
+enum class Side : uint8_t { Host, Device };
+
+class Placer {
+ public:
+  Placer(FunctionGraph& fg, const Backend& backend, const std::string& label)
+      : fg_(fg), backend_(backend), device_{backend.device_kind(), 0}, label_(label) {}
+
+  void run(size_t n_outputs) {
+    const auto order = fg_.toposort();
+    move_shared_values(order);
+    for (const auto& node : order) place(*node);
+    const auto outs = fg_.outputs();
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const Var& v = outs[k];
+      Side want = Side::Host;
+      if (k >= n_outputs) {
+        // An update: its shared variable's side.
+        for (const auto& [var, idx] : fg_.update_outputs)
+          if (static_cast<size_t>(idx) == k) want = side_of_leaf(*var);
+      } else if (user_device_value(v)) {
+        want = Side::Device;
+      }
+      const Var moved = want == Side::Host ? to_host(v) : to_device(v);
+      if (moved.get() != v.get()) fg_.change_input(nullptr, static_cast<int>(k), moved);
+    }
+  }
+
+ private:
+  static bool user_device_value(const Var& v) {
+    return v->owner && dynamic_cast<const DeviceFromHost*>(v->owner->op.get()) != nullptr;
+  }
+
+  bool on_device(const Apply& node) const {
+    const Backend* p = backend_.provider(node);
+    if (!p)
+      fail<NotImplementedError>(label_, ": ", node.op->name(), " has no kernel on backend ", backend_.chain_str(),
+                                "; compile with another backend, or register a kernel for this op");
+    return p->device_kind() != DeviceKind::Host;
+  }
+
+  /// Whether input i of `node` (placed on `dev`) is read on the device.
+  bool reads_on_device(const Apply& node, bool dev, int i) const {
+    if (!dev) return false;
+    const KernelTraits* t = backend_.traits(node);
+    return !t || std::find(t->host_inputs.begin(), t->host_inputs.end(), i) == t->host_inputs.end();
+  }
+
+  bool any_device_inputs(const Apply& node) const {
+    const KernelTraits* t = backend_.traits(node);
+    return t && t->any_device_inputs;
+  }
+
+  Side side_of_leaf(const Variable& v) const {
+    if (v.is_shared()) return v.cell->load().on_host() ? Side::Host : Side::Device;
+    return Side::Host;  // inputs (arguments are host arrays) and constants
+  }
+
+  Side side(const Var& v) {
+    auto it = side_.find(v.get());
+    if (it != side_.end()) return it->second;
+    return side_of_leaf(*v);
+  }
+
+  /// Shared variables on the host that the device reads or updates: moved to the device now.
+  void move_shared_values(const std::vector<std::shared_ptr<Apply>>& order) {
+    std::unordered_set<Variable*> to_move;
+    for (const auto& node : order) {
+      if (node->op->moves_between_devices() || any_device_inputs(*node)) continue;
+      const bool dev = on_device(*node);
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        Variable* in = node->inputs[i].get();
+        if (in->is_shared() && reads_on_device(*node, dev, static_cast<int>(i))) to_move.insert(in);
+      }
+    }
+    for (const auto& [var, idx] : fg_.update_outputs) {
+      const Var& value = fg_.outputs().at(idx);
+      if (value->owner && !value->owner->op->moves_between_devices() && on_device(*value->owner))
+        to_move.insert(const_cast<Variable*>(var));
+    }
+    for (Variable* v : to_move) {
+      NDArray cur = v->cell->load();
+      if (!cur.on_host()) continue;
+      NDArray moved = cur.to_device(device_);
+      NDArray old = v->cell->exchange(std::move(moved));
+      old.reset();
+    }
+  }
+
+  Var to_device(const Var& v) {
+    if (side(v) == Side::Device) return v;
+    auto it = on_device_.find(v.get());
+    if (it != on_device_.end()) return it->second;
+    Var d;
+    if (v->kind == VarKind::Constant) {
+      // Copied once, at compile time: a constant in device memory.
+      d = constant(v->data.to_device(device_));
+      d->name = "GpuArrayConstant{" + constant_text(*v) + "}";
+    } else {
+      d = device_from_host(v, device_);
+    }
+    side_[d.get()] = Side::Device;
+    on_device_.emplace(v.get(), d);
+    return d;
+  }
+
+  Var to_host(const Var& v) {
+    if (side(v) == Side::Host) return v;
+    auto it = on_host_.find(v.get());
+    if (it != on_host_.end()) return it->second;
+    Var h = host_from_device(v);
+    side_[h.get()] = Side::Host;
+    on_host_.emplace(v.get(), h);
+    return h;
+  }
+
+  static std::string constant_text(const Variable& c) {
+    const std::string s = c.str();  // "TensorConstant{2.0}" (or the constant's name)
+    const size_t open = s.find('{');
+    return open == std::string::npos || s.back() != '}' ? s : s.substr(open + 1, s.size() - open - 2);
+  }
+
+  void place(Apply& node) {
+    if (dynamic_cast<const DeviceFromHost*>(node.op.get())) {
+      // The user's transfer of a value the device computes anyway passes it through (Theano's
+      // gpu_from_host(exp(x)) with x on the GPU: the result stays there, nothing moves).
+      side_[node.output_ptr(0)] = Side::Device;
+      return;
+    }
+    if (dynamic_cast<const HostFromDevice*>(node.op.get())) {
+      side_[node.output_ptr(0)] = Side::Host;  // a host input passes through
+      return;
+    }
+    const bool dev = on_device(node);
+    if (!any_device_inputs(node))
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const Var in = node.inputs[i];
+        const Var moved = reads_on_device(node, dev, static_cast<int>(i)) ? to_device(in) : to_host(in);
+        if (moved.get() != in.get()) fg_.change_input(&node, static_cast<int>(i), moved);
+      }
+    for (int o = 0; o < node.nout(); ++o) side_[node.output_ptr(o)] = dev ? Side::Device : Side::Host;
+  }
+
+  FunctionGraph& fg_;
+  const Backend& backend_;
+  Device device_;
+  const std::string& label_;
+  std::unordered_map<const Variable*, Side> side_;
+  std::unordered_map<const Variable*, Var> on_device_, on_host_;
+};
+
+}  // namespace
+
+void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs, const std::string& label) {
+  if (backend.device_kind() == DeviceKind::Host) return;
+  Placer(fg, backend, label).run(n_outputs);
+}
+
+}  // namespace hypatia

@@ -1,0 +1,464 @@
+// The CUDA backend (backends/cuda, compile/placement): built wherever CMake finds the toolkit.
+// Without a GPU only the parts that need none run here (the kernel generator through NVRTC, the
+// caching allocator on host stand-ins, the clear refusal); the rest skip, and run on a GPU
+// machine (DEVELOPERS.md: bench/cuda/device_check.sh).
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "hypatia/backends/backend.h"
+#include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/ops/composite.h"
+#include "hypatia/ops/reduce.h"
+#include "hypatia/ops/transfer.h"
+#include "test_util.h"
+
+namespace hypatia {
+namespace {
+
+using testing::error_of;
+
+#define REQUIRE_NVRTC() \
+  if (!cuda::nvrtc_loadable()) GTEST_SKIP() << "libnvrtc cannot be loaded here"
+#define REQUIRE_GPU()                                                                    \
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();      \
+  cuda::register_cuda_memory(); /* a test of the stand-in device may have replaced it */ \
+  DebugChecks no_debug_(false)
+
+using testing::DebugChecks;
+
+FunctionOptions on(std::string backend, std::string mode = "FAST_RUN") {
+  FunctionOptions o;
+  o.backend = std::move(backend);
+  o.mode = std::move(mode);
+  return o;
+}
+
+/// prefix followed by the number (gcc 12 warns, wrongly, about `numbered("x", i)`).
+std::string numbered(const char* prefix, long long i) {
+  std::string r = prefix;
+  r += std::to_string(i);
+  return r;
+}
+
+Function fn(const std::vector<Var>& ins, std::vector<Out> outs, const FunctionOptions& o) {
+  return function(std::vector<In>(ins.begin(), ins.end()), std::move(outs), o);
+}
+
+int count_ops(const Function& f, const std::string& needle) {
+  int n = 0;
+  for (const auto& node : f.toposort()) n += node->op->name().find(needle) != std::string::npos;
+  return n;
+}
+int transfers(const Function& f) { return count_ops(f, "GpuFromHost") + count_ops(f, "HostFromGpu"); }
+
+// ------------------------------------------------------------------------------------------------
+// Without a GPU.
+
+TEST(CudaBackend, IsRegisteredWithTheCpuAsFallback) {
+  const Backend* b = find_backend("cuda");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->device_kind(), DeviceKind::Cuda);
+  ASSERT_NE(b->fallback(), nullptr);
+  EXPECT_EQ(b->fallback()->name(), "cpu");
+}
+
+TEST(CudaBackend, WithoutAGpuCompilingSaysWhy) {
+  if (cuda::available()) GTEST_SKIP() << "a GPU is present";
+  Var x = vector("x", DType::Float32);
+  EXPECT_ERROR(NotImplementedError, function({x}, {exp(x)}, on("cuda")), "the CUDA backend cannot run here");
+}
+
+TEST(CudaCodegen, EveryScalarRowCompilesForEveryDtypeItSupports) {
+  REQUIRE_NVRTC();
+  // One module: every (row, dtype) elementwise loop, each in a namespace of its own, the casts
+  // between every pair of dtypes, and the reductions.
+  const std::vector<DType> dtypes = {DType::Bool,   DType::Int8,    DType::Int16,  DType::Int32,
+                                     DType::Int64,  DType::UInt8,   DType::UInt16, DType::UInt32,
+                                     DType::UInt64, DType::Float32, DType::Float64};
+  std::string src = cuda::table_prefix();
+  int n = 0;
+  auto add = [&](const cuda::ElemSpec& spec) {
+    src += numbered("namespace m", n) + " {\n" + cuda::elementwise_source(spec, numbered("k", n)) + "}\n";
+    ++n;
+  };
+  for (int k = 0; k < kNumScalarOps; ++k) {
+    const auto kind = static_cast<ScalarOpKind>(k);
+    if (kind == ScalarOpKind::Cast) continue;
+    for (DType dt : dtypes) {
+      const int arity = scalar_op_arity(kind);
+      std::vector<DType> in(arity, dt);
+      if (scalar_op_info(kind).rule == ScalarDTypeRule::Select) in[0] = DType::Bool;
+      DType out;
+      try {
+        out = elemwise_output_dtype(kind, in);
+      } catch (const Error&) {
+        continue;  // not defined on this dtype (bitwise ops on floats, neg of bool, ...)
+      }
+      add(cuda::elemwise_spec(kind, in, out));
+    }
+  }
+  for (DType from : dtypes)
+    for (DType to : dtypes) add(cuda::elemwise_spec(ScalarOpKind::Cast, {from}, to));
+  add(cuda::elemwise_spec(ScalarOpKind::Cast, {DType::Float16}, DType::Float32));
+  add(cuda::elemwise_spec(ScalarOpKind::Cast, {DType::Float32}, DType::Float16));
+  for (ReduceKind k :
+       {ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min, ReduceKind::All, ReduceKind::Any})
+    for (DType dt : dtypes)
+      src += cuda::reduce_source(k, cuda::ElemSpec{{dt}, "", {"x0"}, {dt}}, reduce_default_dtype(k, dt),
+                                 numbered("r", n++));
+  // The front end checks every instantiation (code generation for ~1,700 kernels would take
+  // minutes; the GPU tests compile what they run).
+  EXPECT_NO_THROW(cuda::check_source(src)) << n << " loops";
+  // A deliberate error is reported with NVRTC's log and the generated code.
+  const std::string msg = error_of<InternalError>([&] { cuda::check_source(src + "int broken = ;\n"); });
+  EXPECT_NE(msg.find("NVRTC could not compile a generated kernel"), std::string::npos) << msg.substr(0, 300);
+}
+
+TEST(CudaCodegen, AFusedProgramWithFloat16StorageCompiles) {
+  REQUIRE_NVRTC();
+  using S = CompositeStep;
+  // float16 x, float32 y: cast{float32}(x) * y + 1 -> tanh -> cast{float16}.
+  CompositeProgram prog(
+      3, DType::Float32,
+      {S{ScalarOpKind::Cast, {0}, DType::Float32}, S{ScalarOpKind::Mul, {3, 1}}, S{ScalarOpKind::Add, {4, 2}},
+       S{ScalarOpKind::Tanh, {5}}, S{ScalarOpKind::Cast, {6}, DType::Float16}},
+      "test", {DType::Float16, DType::Float32, DType::Float32});
+  const cuda::ElemSpec spec = cuda::composite_spec(prog, {7, 6});
+  EXPECT_EQ(spec.out, (std::vector<DType>{DType::Float16, DType::Float32}));
+  const std::string src = cuda::elementwise_source(spec, "fused");
+  EXPECT_NE(src.find("op_tanh(v5)"), std::string::npos) << src;
+  EXPECT_NE(src.find("convert<hypatia::half>(v6)"), std::string::npos) << src;
+  EXPECT_NO_THROW(cuda::compile_cubin(cuda::table_prefix() + src, 90));
+}
+
+TEST(CudaAllocator, SizeClassesReuseAndPressure) {
+  EXPECT_EQ(cuda::CachingAllocator::size_class(1), 512u);
+  EXPECT_EQ(cuda::CachingAllocator::size_class(513), 1024u);
+  EXPECT_EQ(cuda::CachingAllocator::size_class(1 << 20), size_t{1} << 20);
+  EXPECT_EQ(cuda::CachingAllocator::size_class((1 << 20) + 1), (size_t{1} << 20) + (size_t{1} << 18));
+  EXPECT_EQ(cuda::CachingAllocator::size_class(size_t{3} << 30), size_t{3} << 30);
+  // Host stand-ins with a budget of 4 MiB.
+  struct Pool {
+    size_t used = 0, budget = 4 << 20;
+    int allocs = 0, frees = 0;
+    std::map<void*, size_t> live;
+  } pool;
+  cuda::CachingAllocator a(cuda::CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
+                                                         if (pool.used + n > pool.budget) return nullptr;
+                                                         void* p = std::malloc(n);
+                                                         pool.used += n;
+                                                         pool.live[p] = n;
+                                                         ++pool.allocs;
+                                                         return p;
+                                                       },
+                                                       .free =
+                                                           [&](void* p) {
+                                                             pool.used -= pool.live.at(p);
+                                                             pool.live.erase(p);
+                                                             std::free(p);
+                                                             ++pool.frees;
+                                                           },
+                                                       .free_bytes = [&] { return pool.budget - pool.used; }});
+  {
+    auto b1 = a.allocate(1000);
+    EXPECT_EQ(a.stats().in_use, 1024u);
+  }
+  EXPECT_EQ(a.stats().cached, 1024u);
+  {
+    auto b2 = a.allocate(900);  // the same size class: served from the cache
+    EXPECT_EQ(a.stats().reuses, 1u);
+    EXPECT_EQ(pool.allocs, 1);
+  }
+  {
+    auto big = a.allocate(3 << 20);
+    EXPECT_EQ(pool.allocs, 2);
+  }
+  // 3 MiB cached + 1 KiB: a 2 MiB request only fits once the cache is released.
+  auto c = a.allocate(2 << 20);
+  EXPECT_GE(pool.frees, 1);
+  EXPECT_EQ(a.stats().cached, 0u);
+  std::string msg = error_of<MemoryError>([&] { auto d = a.allocate(3 << 20); });
+  EXPECT_NE(msg.find("3145728 bytes requested"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bytes free on the device"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("in use by Hypatia's arrays"), std::string::npos) << msg;
+  c.reset();
+  a.release_cached();
+  EXPECT_EQ(pool.used, 0u);
+}
+
+// ------------------------------------------------------------------------------------------------
+// On a GPU.
+
+NDArray random_array(const Shape& shape, DType dt, uint64_t seed, double lo = -2, double hi = 2) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  NDArray a = NDArray::empty(shape, DType::Float64);
+  for (int64_t i = 0; i < a.size(); ++i) a.data<double>()[i] = u(rng);
+  return a.astype(dt);
+}
+
+TEST(CudaRun, ElementwiseRowsMatchTheCpu) {
+  REQUIRE_GPU();
+  int checked = 0;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (int k = 0; k < kNumScalarOps; ++k) {
+      const auto kind = static_cast<ScalarOpKind>(k);
+      const ScalarOpInfo& info = scalar_op_info(kind);
+      if (kind == ScalarOpKind::Cast || info.rule == ScalarDTypeRule::Bitwise) continue;
+      std::vector<Var> in;
+      std::vector<NDArray> vals;
+      for (int i = 0; i < info.arity; ++i) {
+        const bool cond = info.rule == ScalarDTypeRule::Select && i == 0;
+        in.push_back(matrix(numbered("x", i), cond ? DType::Bool : dt));
+        vals.push_back(cond ? random_array({7, 33}, DType::Float64, 99).astype(DType::Bool)
+                            : random_array({7, 33}, dt, 1000 + i, 0.1, 3));
+      }
+      Var y = elemwise(kind, in);
+      Function fc = fn(in, {y}, on("cpu", "NONE"));
+      Function fg = fn(in, {y}, on("cuda", "NONE"));
+      EXPECT_EQ(count_ops(fg, "GpuFromHost"), info.arity) << info.name;
+      const NDArray want = fc(vals)[0], got = fg(vals)[0];
+      ASSERT_TRUE(got.on_host());
+      const double rtol = dt == DType::Float32 ? 2e-6 : 1e-13;
+      EXPECT_EQ(testing::compare_arrays(got, want, rtol, 1e-30), "") << info.name << " " << dtype_name(dt);
+      ++checked;
+    }
+  EXPECT_GT(checked, 80);
+}
+
+TEST(CudaRun, BroadcastingStridedAndEmptyOperands) {
+  REQUIRE_GPU();
+  Var x = matrix("x", DType::Float32), r = row("r", DType::Float32), s = scalar("s", DType::Float32);
+  Var y = add(mul(x, r), s);
+  Function fc = function({x, r, s}, {y}, on("cpu", "NONE")), fg = function({x, r, s}, {y}, on("cuda", "NONE"));
+  NDArray big = random_array({9, 12}, DType::Float32, 3);
+  for (const NDArray& xv : {random_array({5, 6}, DType::Float32, 1), big.transpose().slice(0, 1, 6, 1),
+                            NDArray::empty({0, 6}, DType::Float32)}) {
+    const std::vector<NDArray> v = {xv, random_array({1, xv.shape(1)}, DType::Float32, 2),
+                                    NDArray::scalar(0.5, DType::Float32)};
+    EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0]);
+  }
+  // A shape mismatch is the CPU's message.
+  EXPECT_ERROR(ValueError,
+               fg({random_array({5, 6}, DType::Float32, 1), random_array({1, 4}, DType::Float32, 2),
+                   NDArray::scalar(0.5, DType::Float32)}),
+               "shape");
+}
+
+TEST(CudaRun, FusedChainsAreOneKernelWithTransfersAtTheEdges) {
+  REQUIRE_GPU();
+  Var a = vector("a", DType::Float32), b = vector("b", DType::Float32), c = vector("c", DType::Float32);
+  Var y = neg(log(add(mul(exp(mul(a, b)), c), constant(1.0, DType::Float32))));
+  Function fc = function({a, b, c}, {y}, on("cpu")), fg = function({a, b, c}, {y}, on("cuda"));
+  EXPECT_EQ(count_ops(fg, "Composite"), 1);
+  EXPECT_EQ(count_ops(fg, "GpuFromHost"), 3);
+  EXPECT_EQ(count_ops(fg, "HostFromGpu"), 1);
+  const std::vector<NDArray> v = {random_array({100003}, DType::Float32, 1), random_array({100003}, DType::Float32, 2),
+                                  random_array({100003}, DType::Float32, 3, 0.1, 2)};
+  EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0], 1e-5, 1e-6);
+  EXPECT_NE(fg.debugprint().find("GpuFromHost"), std::string::npos);
+}
+
+TEST(CudaRun, ReductionsMatchTheCpu) {
+  REQUIRE_GPU();
+  Var x = tensor3("x", DType::Float32);
+  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min})
+    for (std::vector<int> axes : {std::vector<int>{0}, {1}, {2}, {0, 2}, {0, 1, 2}}) {
+      Var y = apply_op1(std::make_shared<Reduce>(k, axes, DType::Float32), {x});
+      Function fc = function({x}, {y}, on("cpu", "NONE")), fg = function({x}, {y}, on("cuda", "NONE"));
+      const NDArray v = random_array({4, 5, 6}, DType::Float32, 7, 0.5, 1.5);
+      EXPECT_ALLCLOSE(fg({v})[0], fc({v})[0], 1e-5, 1e-6) << reduce_kind_name(k) << " " << axes.size();
+      EXPECT_ALLCLOSE(fg({v.transpose()})[0], fc({v.transpose()})[0], 1e-5, 1e-6);
+    }
+  Var m = matrix("m", DType::Float32);
+  Function fmax = function({m}, {max(m, std::vector<int>{0})}, on("cuda", "NONE"));
+  EXPECT_ERROR(ValueError, fmax({NDArray::empty({0, 3}, DType::Float32)}), "zero-size array");
+}
+
+TEST(CudaRun, ProductsMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Var a = matrix("a", dt), b = matrix("b", dt), v = vector("v", dt);
+    for (const auto& [ys, name] : std::vector<std::pair<std::vector<Var>, std::string>>{
+             {{dot(a, b)}, "mm"}, {{dot(a, v)}, "mv"}, {{dot(v, b)}, "vm"}, {{dot(v, v)}, "vv"}}) {
+      std::vector<Var> ins = {a, b, v};
+      FunctionOptions oc = on("cpu"), og = on("cuda");
+      oc.on_unused_input = og.on_unused_input = "ignore";
+      Function fc = fn(ins, {ys.begin(), ys.end()}, oc), fg = fn(ins, {ys.begin(), ys.end()}, og);
+      for (bool transposed : {false, true}) {
+        NDArray av = random_array({6, 6}, dt, 1), bv = random_array({6, 6}, dt, 2), vv = random_array({6}, dt, 3);
+        if (transposed) av = av.transpose();
+        EXPECT_ALLCLOSE(fg({av, bv, vv})[0], fc({av, bv, vv})[0], dt == DType::Float32 ? 1e-5 : 1e-12) << name;
+      }
+    }
+  }
+}
+
+TEST(CudaRun, SharedVariablesLiveOnTheDeviceAndALoopTransfersNothing) {
+  REQUIRE_GPU();
+  // Seed 000's all-shared variant: y = m x + b with m, x, b shared, y kept as an update.
+  NDArray m0 = random_array({64, 64}, DType::Float32, 1), x0 = random_array({64, 64}, DType::Float32, 2),
+          b0 = random_array({64, 64}, DType::Float32, 3);
+  Var m = shared(m0, "m"), x = shared(x0, "x"), b = shared(b0, "b"), yv = shared(b0, "y");
+  FunctionOptions o = on("cuda");
+  o.updates = {{yv, add(dot(m, x), b)}};
+  Function f = function({}, {}, o);
+  EXPECT_EQ(transfers(f), 0) << f.debugprint();
+  EXPECT_FALSE(get_value(m, true, true).on_host());
+  for (int i = 0; i < 3; ++i) f({});
+  NDArray want = NDArray::empty({64, 64}, DType::Float32);
+  Var hm = matrix("hm", DType::Float32), hx = matrix("hx", DType::Float32), hb = matrix("hb", DType::Float32);
+  Function fc = function({hm, hx, hb}, {add(dot(hm, hx), hb)}, on("cpu"));
+  EXPECT_ALLCLOSE(get_value(yv), fc({m0, x0, b0})[0], 1e-5);
+  EXPECT_TRUE(get_value(yv).on_host());
+  // set_value keeps the variable on the device.
+  set_value(m, NDArray::zeros({64, 64}, DType::Float32));
+  EXPECT_FALSE(get_value(m, true, true).on_host());
+  f({});
+  EXPECT_ALLCLOSE(get_value(yv), b0);
+}
+
+TEST(CudaRun, TransferCountsOfSeed000) {
+  REQUIRE_GPU();
+  // 3, 2, 1 and 0 transfers per call as more of the operands become shared variables.
+  NDArray mv = random_array({8, 8}, DType::Float32, 1), xv = random_array({8, 8}, DType::Float32, 2),
+          bv = random_array({8, 8}, DType::Float32, 3);
+  Var m = matrix("m", DType::Float32), x = matrix("x", DType::Float32), b = matrix("b", DType::Float32);
+  Function f3 = function({m, x, b}, {add(dot(m, x), b)}, on("cuda"));
+  Var ms = shared(mv, "ms");
+  Function f2 = function({x, b}, {add(dot(ms, x), b)}, on("cuda"));
+  Var xs = shared(xv, "xs");
+  Function f1 = function({b}, {add(dot(ms, xs), b)}, on("cuda"));
+  // Variant 4 keeps the result on the device: the output is the user's device_from_host.
+  Var bs = shared(bv, "bs");
+  Function f0 = function({}, {Out(device_from_host(add(dot(ms, xs), bs), Device::cuda(0)), true)}, on("cuda"));
+  EXPECT_EQ(transfers(f3), 4);  // three in, one out
+  EXPECT_EQ(transfers(f2), 3);
+  EXPECT_EQ(transfers(f1), 2);
+  EXPECT_EQ(transfers(f0), 1);  // the user's own (a pass-through on the device)
+  const NDArray want = f3({mv, xv, bv})[0];
+  EXPECT_ALLCLOSE(f2({xv, bv})[0], want, 1e-5);
+  EXPECT_ALLCLOSE(f1({bv})[0], want, 1e-5);
+  const NDArray d = f0({})[0];
+  EXPECT_FALSE(d.on_host());
+  EXPECT_ALLCLOSE(d.to_device(Device::host()), want, 1e-5);
+}
+
+TEST(CudaRun, AFailedCallChangesNoSharedVariable) {
+  REQUIRE_GPU();
+  Var w = shared(random_array({4, 4}, DType::Float32, 1), "w");
+  Var v = matrix("v", DType::Float32);
+  FunctionOptions o = on("cuda");
+  o.updates = {{w, add(w, v)}};
+  Function f = function({v}, {}, o);
+  const NDArray before = get_value(w);
+  EXPECT_ERROR(ValueError, f({random_array({4, 5}, DType::Float32, 2)}), "shape");
+  EXPECT_ALLCLOSE(get_value(w), before);
+  // Out of device memory: the message names the bytes; the variable is unchanged.
+  // Out of device memory: an outer product of two 2^20 vectors is 2^40 float32 (4 TiB), which
+  // no GPU has. The message names the bytes; the variable is unchanged.
+  Var u = shared(random_array({1 << 20, 1}, DType::Float32, 3), "u");
+  Var uv = shared(random_array({1, 1 << 20}, DType::Float32, 4), "uv");
+  FunctionOptions o2 = on("cuda");
+  o2.updates = {{w, add(w, sum(dot(u, uv)))}};
+  Function g = function({}, {}, o2);
+  const std::string msg = error_of<MemoryError>([&] { g({}); });
+  EXPECT_NE(msg.find("4398046511104 bytes requested"), std::string::npos) << msg;
+  EXPECT_ALLCLOSE(get_value(w), before);
+  // The device's own allocator names what was asked, what is free and what is cached.
+  const std::string dmsg =
+      error_of<MemoryError>([&] { NDArray::empty({int64_t{1} << 40}, DType::Float32, Device::cuda(0)); });
+  EXPECT_NE(dmsg.find("4398046511104 bytes requested"), std::string::npos) << dmsg;
+  EXPECT_NE(dmsg.find("bytes free on the device"), std::string::npos) << dmsg;
+}
+
+TEST(CudaRun, ModulesAreCachedOnDiskAndACorruptEntryIsRebuilt) {
+  REQUIRE_GPU();
+  const std::string dir = std::filesystem::temp_directory_path() / (numbered("hypatia_cuda_cache_", getpid()));
+  setenv("HYPATIA_CACHE_DIR", dir.c_str(), 1);
+  // A kernel no other test generates (a constant of its own in the source).
+  const std::string name = numbered("probe_", getpid());
+  const std::string src =
+      cuda::table_prefix() + "extern \"C\" __global__ void " + name + "(float* p) { if (p) p[0] = 42.0f; }\n";
+  const auto s0 = cuda::module_cache_stats();
+  cuda::get_kernel(src, name);
+  const auto s1 = cuda::module_cache_stats();
+  EXPECT_EQ(s1.compiles, s0.compiles + 1);
+  EXPECT_EQ(s1.disk_writes, s0.disk_writes + 1);
+  cuda::get_kernel(src, name);
+  EXPECT_EQ(cuda::module_cache_stats().memory_hits, s1.memory_hits + 1);
+  cuda::get_kernel(src, name, /*memory_cache=*/false);
+  const auto s2 = cuda::module_cache_stats();
+  EXPECT_EQ(s2.disk_hits, s1.disk_hits + 1);
+  EXPECT_EQ(s2.compiles, s1.compiles);
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/cuda")) {
+    ++entries;
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "HYPCUB1";  // a truncated entry
+  }
+  EXPECT_EQ(entries, 1);
+  cuda::get_kernel(src, name, /*memory_cache=*/false);
+  const auto s3 = cuda::module_cache_stats();
+  EXPECT_EQ(s3.compiles, s2.compiles + 1);  // not loaded from the broken entry: compiled again
+  EXPECT_EQ(s3.disk_writes, s2.disk_writes + 1);
+  cuda::get_kernel(src, name, /*memory_cache=*/false);
+  EXPECT_EQ(cuda::module_cache_stats().disk_hits, s3.disk_hits + 1);  // and replaced
+  unsetenv("HYPATIA_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CudaRun, OpInfoTableMatchesTheCpu) {
+  REQUIRE_GPU();
+  std::string failures;
+  int compared = 0, on_gpu = 0;
+  for (const testing::OpInfo& info : testing::op_infos())
+    for (DType dt : info.dtypes)
+      for (const testing::OpSample& s : info.samples(dt)) {
+        std::vector<Var> ins;
+        for (size_t i = 0; i < s.inputs.size(); ++i)
+          ins.push_back(variable(TensorType::of_value(s.inputs[i]), numbered("x", i)));
+        Var y;
+        try {
+          y = info.build(ins);
+        } catch (const Error&) {
+          continue;
+        }
+        FunctionOptions oc = on("cpu"), og = on("cuda");
+        oc.on_unused_input = og.on_unused_input = "ignore";
+        NDArray want, got;
+        std::string err_c, err_g;
+        try {
+          want = fn(ins, {y}, oc)(s.inputs)[0];
+        } catch (const std::exception& e) {
+          err_c = e.what();
+        }
+        try {
+          Function fg = fn(ins, {y}, og);
+          for (const auto& n : fg.toposort()) on_gpu += get_backend("cuda").provider(*n)->name() == "cuda";
+          got = fg(s.inputs)[0];
+        } catch (const std::exception& e) {
+          err_g = e.what();
+        }
+        ++compared;
+        const std::string where = info.name + " " + std::string(dtype_name(dt)) + " [" + s.desc + "]";
+        if (err_c.empty() != err_g.empty()) {
+          failures += where + ": cpu '" + err_c.substr(0, 200) + "' vs cuda '" + err_g.substr(0, 200) + "'\n";
+          continue;
+        }
+        if (!err_c.empty()) continue;
+        // The tolerances of the result's dtype (exp of int8 is float32, the var of int64
+        // float64): transcendental functions differ by an ulp or two, sums by their order.
+        const double rtol = std::max(info.rtol, testing::default_rtol(want.dtype()));
+        const double atol = std::max(info.atol, testing::default_atol(want.dtype()));
+        if (std::string d = testing::compare_arrays(got, want, rtol, atol); !d.empty())
+          failures += where + ": " + d.substr(0, 300) + "\n";
+      }
+  std::printf("OpInfo on CUDA: %d samples compared, %d nodes on the GPU\n", compared, on_gpu);
+  EXPECT_EQ(failures, "");
+}
+
+}  // namespace
+}  // namespace hypatia
