@@ -410,6 +410,66 @@ TEST(CudaRun, ModulesAreCachedOnDiskAndACorruptEntryIsRebuilt) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
+  REQUIRE_GPU();
+  // 20-16-5 tanh, softmax cross-entropy on labels, SGD: products, fused elementwise, log_softmax,
+  // the label gather and its scatter-add gradient all on the GPU; the shapes and the row indices
+  // (Shape_i, ARange, CheckLabels) on the host.
+  auto build = [](const std::string& backend, std::vector<Var>& params) {
+    Var x = matrix("x", DType::Float32);
+    Var y = vector("y", DType::Int64);
+    Var w0 = shared(random_array({20, 16}, DType::Float32, 1, -0.5, 0.5), "w0");
+    Var w1 = shared(random_array({16, 5}, DType::Float32, 2, -0.5, 0.5), "w1");
+    Var b1 = shared(NDArray::zeros({5}, DType::Float32), "b1");
+    params = {w0, w1, b1};
+    Var p = softmax(add(dot(tanh(dot(x, w0)), w1), b1));
+    Var cost = mean(categorical_crossentropy(p, y));
+    std::vector<Var> g = grad(cost, params);
+    FunctionOptions o = on(backend);
+    for (size_t i = 0; i < params.size(); ++i)
+      o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.1, DType::Float32)))});
+    return function({x, y}, {cost}, o);
+  };
+  std::vector<Var> pc, pg;
+  Function fc = build("cpu", pc), fg = build("cuda", pg);
+  std::string on_cpu;
+  for (const auto& n : fg.toposort())
+    if (!n->op->moves_between_devices() && get_backend("cuda").provider(*n)->name() != "cuda")
+      on_cpu += n->op->name() + " ";
+  for (const char* host_op : {"Softmax", "Alloc", "AdvancedSubtensor", "AdvancedIncSubtensor", "dot", "Gemm"})
+    EXPECT_EQ(on_cpu.find(host_op), std::string::npos) << on_cpu;
+  NDArray xv = random_array({8, 20}, DType::Float32, 5);
+  NDArray yv = NDArray::empty({8}, DType::Int64);
+  for (int i = 0; i < 8; ++i) yv.data<int64_t>()[i] = (i * 3) % 5;
+  for (int step = 0; step < 3; ++step) EXPECT_ALLCLOSE(fg({xv, yv})[0], fc({xv, yv})[0], 1e-5, 1e-6);
+  for (size_t i = 0; i < pc.size(); ++i) EXPECT_ALLCLOSE(get_value(pg[i]), get_value(pc[i]), 1e-4, 1e-6);
+  // A label out of range is the CPU's IndexError, and the parameters do not move.
+  const NDArray before = get_value(pg[0]);
+  yv.data<int64_t>()[3] = 7;
+  EXPECT_ERROR(IndexError, fg({xv, yv}), "7");
+  EXPECT_ALLCLOSE(get_value(pg[0]), before);
+}
+
+TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {
+  REQUIRE_GPU();
+  Var x = matrix("x", DType::Float32), i = vector("i", DType::Int64), j = vector("j", DType::Int64);
+  Var v = vector("v", DType::Float32);
+  Var gath = subtensor(x, {Index(i), Index(j)});
+  Var inc = inc_subtensor(subtensor(x, {Index(i), Index(j)}), v);
+  Var rows = subtensor(x, {Index(i)});
+  std::vector<Var> ins = {x, i, j, v};
+  FunctionOptions oc = on("cpu"), og = on("cuda");
+  oc.on_unused_input = og.on_unused_input = "ignore";
+  Function fc = fn(ins, {gath, inc, rows}, oc), fg = fn(ins, {gath, inc, rows}, og);
+  NDArray xv = random_array({6, 7}, DType::Float32, 1);
+  NDArray iv = NDArray::from_vector<int64_t>({0, -1, 2, 2, 5}), jv = NDArray::from_vector<int64_t>({1, 3, 6, 6, 0});
+  NDArray vv = random_array({5}, DType::Float32, 2);
+  const auto want = fc({xv, iv, jv, vv}), got = fg({xv, iv, jv, vv});
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], 1e-6) << k;
+  EXPECT_ERROR(IndexError, fg({xv, NDArray::from_vector<int64_t>({0, 6, 1, 1, 1}), jv, vv}),
+               "index 6 is out of bounds for axis 0 with size 6");
+}
+
 TEST(CudaRun, OpInfoTableMatchesTheCpu) {
   REQUIRE_GPU();
   std::string failures;

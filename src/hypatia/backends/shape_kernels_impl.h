@@ -26,6 +26,10 @@ namespace kernel_util {
 int64_t read_int_scalar(const NDArray& a, const std::string& op, const char* role);
 /// The values of an integer vector; throws ValueError naming `op` otherwise.
 std::vector<int64_t> read_int_vector(const NDArray& a, const std::string& op, const char* role);
+/// The shape of an Alloc node's output from its inputs (value, then one 0-d integer per dim),
+/// checked (negative or oversized shapes, a value that does not broadcast, or broadcasts where its
+/// type's `value_bc` says it may not): ValueError naming Alloc.
+Shape alloc_shape(const KernelArgs& args, const std::vector<bool>& value_bc);
 /// Calls f(idx) for every multi-index of `shape` in C order (nothing for a zero-size shape).
 template <class F>
 void for_each_index(const Shape& shape, F&& f) {

@@ -11,6 +11,7 @@
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/blas.h"
@@ -22,12 +23,7 @@
 
 namespace hypatia {
 
-inline constexpr std::string_view kCudaBackend = "cuda";
-
 namespace cuda {
-namespace {
-
-constexpr int kBlock = 256;
 
 int grid_for(int64_t n) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
@@ -50,77 +46,68 @@ NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype) {
 
 // ---- elementwise launches
 
-/// A compiled elementwise module: its contiguous and strided kernels.
-struct ElemModule {
-  cudaKernel_t contiguous = nullptr, strided = nullptr;
-  std::string what;
+ElemModule::ElemModule(const ElemSpec& spec, const std::string& label) : what(label) {
+  const std::string src = table_prefix() + elementwise_source(spec, "hyp_elem");
+  contiguous = get_kernel(src, "hyp_elem_c");
+  strided = get_kernel(src, "hyp_elem_s");
+}
 
-  ElemModule() = default;
-  ElemModule(const ElemSpec& spec, const std::string& label) : what(label) {
-    const std::string src = table_prefix() + elementwise_source(spec, "hyp_elem");
-    contiguous = get_kernel(src, "hyp_elem_c");
-    strided = get_kernel(src, "hyp_elem_s");
+void ElemModule::run(const Shape& shape, std::span<NDArray* const> outs, std::span<NDArray* const> ins) const {
+  const int64_t n = shape.prod();
+  if (n == 0) return;
+  const int nd = shape.size();
+  bool contiguous_case = true;
+  for (NDArray* o : outs) contiguous_case = contiguous_case && o->is_c_contiguous();
+  for (const NDArray* x : ins)
+    contiguous_case = contiguous_case && ((x->shape() == shape && x->is_c_contiguous()) || x->size() == 1);
+  if (contiguous_case) {
+    // The per-call path: the argument block is written in place into a buffer of this thread
+    // (the launch copies it), no allocation after the first call.
+    static thread_local std::vector<int64_t> args;
+    const size_t no = outs.size(), ni = ins.size();
+    args.assign(2 + kMaxDims + (no + ni) * (1 + kMaxDims), 0);
+    args[0] = n;
+    size_t p = 2 + kMaxDims;
+    for (NDArray* o : outs) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(o->raw()));
+    p += no * kMaxDims;
+    for (const NDArray* x : ins) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x->raw()));
+    for (size_t j = 0; j < ni; ++j) args[p + j * kMaxDims] = ins[j]->shape() == shape ? 1 : 0;
+    launch(contiguous, grid_for(n), args, what.c_str());
+    return;
   }
-
-  /// Runs the loop over `shape` (every output of that shape; inputs of its ndim, broadcasting
-  /// where a dim is 1).
-  void run(const Shape& shape, std::span<NDArray* const> outs, std::span<NDArray* const> ins) const {
-    const int64_t n = shape.prod();
-    if (n == 0) return;
-    const int nd = shape.size();
-    bool contiguous_case = true;
-    for (NDArray* o : outs) contiguous_case = contiguous_case && o->is_c_contiguous();
-    for (const NDArray* x : ins)
-      contiguous_case = contiguous_case && ((x->shape() == shape && x->is_c_contiguous()) || x->size() == 1);
-    if (contiguous_case) {
-      // The per-call path: the argument block is written in place into a buffer of this thread
-      // (the launch copies it), no allocation after the first call.
-      static thread_local std::vector<int64_t> args;
-      const size_t no = outs.size(), ni = ins.size();
-      args.assign(2 + kMaxDims + (no + ni) * (1 + kMaxDims), 0);
-      args[0] = n;
-      size_t p = 2 + kMaxDims;
-      for (NDArray* o : outs) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(o->raw()));
-      p += no * kMaxDims;
-      for (const NDArray* x : ins) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x->raw()));
-      for (size_t j = 0; j < ni; ++j) args[p + j * kMaxDims] = ins[j]->shape() == shape ? 1 : 0;
-      launch(contiguous, grid_for(n), args, what.c_str());
-      return;
-    }
-    std::vector<void*> op;
-    std::vector<const void*> ip;
-    for (NDArray* o : outs) op.push_back(o->raw());
-    for (const NDArray* x : ins) ip.push_back(x->raw());
-    // Strides per operand (0 where an input broadcasts), dims of length 1 dropped and dims merged
-    // where every operand is contiguous across them.
-    std::vector<std::vector<int64_t>> st(outs.size() + ins.size());
-    for (size_t k = 0; k < outs.size(); ++k) st[k].assign(outs[k]->strides().begin(), outs[k]->strides().end());
-    for (size_t j = 0; j < ins.size(); ++j) {
-      const NDArray& x = *ins[j];
-      auto& s = st[outs.size() + j];
-      for (int d = 0; d < nd; ++d) s.push_back(x.shape(d) == shape[d] ? x.strides()[d] : 0);
-    }
-    std::vector<int64_t> cs;
-    std::vector<std::vector<int64_t>> cst(st.size());
-    for (int d = 0; d < nd; ++d) {
-      if (shape[d] == 1) continue;
-      bool merge = !cs.empty();
-      for (size_t o = 0; o < st.size() && merge; ++o) merge = cst[o].back() == st[o][d] * shape[d];
-      if (merge) {
-        cs.back() *= shape[d];
-        for (size_t o = 0; o < st.size(); ++o) cst[o].back() = st[o][d];
-      } else {
-        cs.push_back(shape[d]);
-        for (size_t o = 0; o < st.size(); ++o) cst[o].push_back(st[o][d]);
-      }
-    }
-    if (cs.size() > static_cast<size_t>(kMaxDims)) fail<InternalError>(what, ": too many dimensions");
-    std::vector<std::vector<int64_t>> ost(cst.begin(), cst.begin() + static_cast<std::ptrdiff_t>(outs.size()));
-    std::vector<std::vector<int64_t>> ist(cst.begin() + static_cast<std::ptrdiff_t>(outs.size()), cst.end());
-    std::vector<int64_t> args = elem_args(n, cs, op, ost, ip, ist);
-    launch(strided, grid_for(n), args, what.c_str());
+  std::vector<void*> op;
+  std::vector<const void*> ip;
+  for (NDArray* o : outs) op.push_back(o->raw());
+  for (const NDArray* x : ins) ip.push_back(x->raw());
+  // Strides per operand (0 where an input broadcasts), dims of length 1 dropped and dims merged
+  // where every operand is contiguous across them.
+  std::vector<std::vector<int64_t>> st(outs.size() + ins.size());
+  for (size_t k = 0; k < outs.size(); ++k) st[k].assign(outs[k]->strides().begin(), outs[k]->strides().end());
+  for (size_t j = 0; j < ins.size(); ++j) {
+    const NDArray& x = *ins[j];
+    auto& s = st[outs.size() + j];
+    for (int d = 0; d < nd; ++d) s.push_back(x.shape(d) == shape[d] ? x.strides()[d] : 0);
   }
-};
+  std::vector<int64_t> cs;
+  std::vector<std::vector<int64_t>> cst(st.size());
+  for (int d = 0; d < nd; ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !cs.empty();
+    for (size_t o = 0; o < st.size() && merge; ++o) merge = cst[o].back() == st[o][d] * shape[d];
+    if (merge) {
+      cs.back() *= shape[d];
+      for (size_t o = 0; o < st.size(); ++o) cst[o].back() = st[o][d];
+    } else {
+      cs.push_back(shape[d]);
+      for (size_t o = 0; o < st.size(); ++o) cst[o].push_back(st[o][d]);
+    }
+  }
+  if (cs.size() > static_cast<size_t>(kMaxDims)) fail<InternalError>(what, ": too many dimensions");
+  std::vector<std::vector<int64_t>> ost(cst.begin(), cst.begin() + static_cast<std::ptrdiff_t>(outs.size()));
+  std::vector<std::vector<int64_t>> ist(cst.begin() + static_cast<std::ptrdiff_t>(outs.size()), cst.end());
+  std::vector<int64_t> args = elem_args(n, cs, op, ost, ip, ist);
+  launch(strided, grid_for(n), args, what.c_str());
+}
 
 /// The identity loop of a dtype (device copies: contiguity, in-place targets that cannot be
 /// written).
@@ -152,6 +139,8 @@ NDArray& prepare_device_inplace_output(NDArray& cell, const NDArray& target, con
   cell = target.can_write_in_place() ? target : device_copy(target);
   return cell;
 }
+
+namespace {
 
 /// Elemwise, Composite and MultiComposite: one generated loop.
 class ElemKernel final : public Kernel {
@@ -504,6 +493,10 @@ KernelFactory make() {
 }  // namespace
 }  // namespace cuda
 
+namespace cuda {
+void register_cuda_nnet_kernels();
+}
+
 void register_cuda_backend() {
   using namespace cuda;
   register_cuda_memory();
@@ -562,6 +555,7 @@ void register_cuda_backend() {
   register_kernel(b, typeid(Reshape), make<ReshapeKernel>(), KernelTraits{.host_inputs = {1}});
   register_simple_kernel<DeviceFromHost>(b, device_from_host_kernel);
   register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
+  register_cuda_nnet_kernels();
 }
 
 }  // namespace hypatia

@@ -89,6 +89,17 @@ struct AllocKernel final : Kernel {
   std::vector<bool> value_bc;
   void run(const KernelArgs& args) override {
     const NDArray& v = *args.in[0];
+    const Shape shape = kernel_util::alloc_shape(args, value_bc);
+    NDArray& out = prepare_output(*args.out[0], shape, v.dtype());
+    out.assign(v.broadcast_to(shape));
+  }
+};
+
+}  // namespace
+
+Shape kernel_util::alloc_shape(const KernelArgs& args, const std::vector<bool>& value_bc) {
+  {
+    const NDArray& v = *args.in[0];
     const int nd = static_cast<int>(args.in.size()) - 1;
     Shape shape;
     for (int i = 0; i < nd; ++i) {
@@ -111,10 +122,11 @@ struct AllocKernel final : Kernel {
         fail<ValueError>("Alloc: cannot broadcast the value ", v.describe(), " to the shape ", shape.str(),
                          ": value dimension ", i, " has length 1 but is not broadcastable in the value's type");
     }
-    NDArray& out = prepare_output(*args.out[0], shape, v.dtype());
-    out.assign(v.broadcast_to(shape));
+    return shape;
   }
-};
+}
+
+namespace {
 
 std::unique_ptr<Kernel> make_alloc_kernel(const Apply& node) {
   auto k = std::make_unique<AllocKernel>();

@@ -1,0 +1,54 @@
+// Helpers the CUDA backend's kernel files share (internal to backends/cuda): launches, device
+// outputs, the generated elementwise loop of a spec, device copies.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/registry.h"
+#include "hypatia/core/ndarray.h"
+
+namespace hypatia {
+
+inline constexpr std::string_view kCudaBackend = "cuda";
+
+namespace cuda {
+
+/// Threads per block of the generated kernels (their shared-memory trees assume it).
+inline constexpr int kBlock = 256;
+/// Blocks for a grid-stride loop over n elements (at most 32 per multiprocessor).
+int grid_for(int64_t n);
+/// Launches `k` with kBlock threads and one argument block (its bytes: `args`).
+void launch(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what);
+/// Makes `cell` a C-contiguous device array of `shape` and `dtype`, reusing its buffer when it is
+/// one already and nothing else holds it.
+NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype);
+
+/// The two generated kernels of an elementwise spec (compiled, or found in the module caches).
+struct ElemModule {
+  cudaKernel_t contiguous = nullptr, strided = nullptr;
+  std::string what;
+
+  ElemModule() = default;
+  ElemModule(const ElemSpec& spec, const std::string& label);
+  /// Runs the loop over `shape` (every output of that shape; inputs of its ndim, broadcasting
+  /// where a dim is 1): the contiguous kernel when every operand allows, else the strided one.
+  void run(const Shape& shape, std::span<NDArray* const> outs, std::span<NDArray* const> ins) const;
+};
+
+/// The identity loop of a dtype (device copies).
+const ElemModule& copy_module(DType dt);
+/// A C-contiguous device copy of the device array `x` (any strides).
+NDArray device_copy(const NDArray& x);
+/// The output cell of a node overwriting its input `input` (`target`): the target itself, or a
+/// device copy when it cannot be written in place; ValueError naming `op` on a shape or dtype
+/// mismatch (prepare_inplace_output's device form).
+NDArray& prepare_device_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype,
+                                       const Op& op, int input);
+
+}  // namespace cuda
+}  // namespace hypatia

@@ -1,0 +1,336 @@
+// CUDA kernels of a classifier's training step beyond products and elementwise work: softmax
+// and log_softmax over rows, Alloc, and advanced indexing by integer vectors on the leading axes
+// (x[rows, labels] and its gradient, the scatter-add). Index arrays are read on the host
+// (KernelTraits::host_inputs), checked there as the CPU checks them (negative indices count from
+// the end; out of range is an IndexError naming the axis), and sent to the device in one copy.
+#include <algorithm>
+
+#include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/backends/cuda/cuda_kernel_util.h"
+#include "hypatia/backends/shape_kernels_impl.h"
+#include "hypatia/core/error.h"
+#include "hypatia/ops/nnet.h"
+#include "hypatia/ops/shape.h"
+#include "hypatia/ops/subtensor.h"
+
+namespace hypatia::cuda {
+namespace {
+
+std::string numbered(const char* prefix, long long i) {
+  std::string r = prefix;
+  r += std::to_string(i);
+  return r;
+}
+
+int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); }
+
+bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }
+
+// ---- softmax and log_softmax along the last axis of a matrix or vector
+
+/// One block per row: the row's max (the first one) and whether it is finite, the sum of
+/// exp(x - max) over the other elements (rest), then softmax = exp(x - max) / (1 + rest) or
+/// log_softmax = (x - max) - log1p(rest), the CPU kernel's stable form. A row with a NaN, a +inf
+/// or no finite logit is NaN throughout.
+std::string softmax_source(DType dt, bool log) {
+  const std::string T = cuda_type(dt);
+  std::string s = "struct SmArgs { long long rows, cols, s0, s1; unsigned long long in, out; };\n";
+  s += "extern \"C\" __global__ void hyp_softmax(const SmArgs a) {\n";
+  s += "  __shared__ " + T + " sm[256];\n  __shared__ long long si[256];\n  __shared__ int sbad[256];\n";
+  s += "  const int t = threadIdx.x;\n";
+  s += "  for (long long r = blockIdx.x; r < a.rows; r += gridDim.x) {\n";
+  s += "    const char* row = (const char*)a.in + r * a.s0;\n";
+  s +=
+      "    " + T + " m = -hstd::numeric_limits<" + T + ">::infinity();\n    long long mi = a.cols;\n    int bad = 0;\n";
+  s += "    for (long long j = t; j < a.cols; j += blockDim.x) {\n";
+  s += "      const " + T + " v = *(const " + T + "*)(row + j * a.s1);\n";
+  s += "      if (v != v) bad = 1;\n      if (v > m || (mi == a.cols && v == m)) { m = v; mi = j; }\n    }\n";
+  s += "    sm[t] = m; si[t] = mi; sbad[t] = bad;\n    __syncthreads();\n";
+  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) {\n";
+  s += "        sbad[t] |= sbad[t + w];\n";
+  s += "        if (sm[t + w] > sm[t] || (sm[t + w] == sm[t] && si[t + w] < si[t])) { sm[t] = sm[t + w]; si[t] = "
+       "si[t + w]; }\n";
+  s += "      }\n      __syncthreads();\n    }\n";
+  s += "    m = sm[0]; mi = si[0];\n";
+  s += "    const bool nan_row = sbad[0] || m == hstd::numeric_limits<" + T +
+       ">::infinity() || m == -hstd::numeric_limits<" + T + ">::infinity();\n";
+  s += "    __syncthreads();\n";
+  s += "    " + T + " rest = 0;\n";
+  s += "    for (long long j = t; j < a.cols; j += blockDim.x)\n";
+  s += "      if (j != mi) rest += op_exp(*(const " + T + "*)(row + j * a.s1) - m);\n";
+  s += "    sm[t] = rest;\n    __syncthreads();\n";
+  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) sm[t] += sm[t + w];\n      "
+       "__syncthreads();\n"
+       "    }\n";
+  s += "    rest = sm[0];\n";
+  s += "    " + T + "* out = (" + T + "*)a.out + r * a.cols;\n";
+  s += "    for (long long j = t; j < a.cols; j += blockDim.x) {\n";
+  s += "      const " + T + " d = *(const " + T + "*)(row + j * a.s1) - m;\n";
+  s += std::string("      out[j] = nan_row ? hstd::numeric_limits<") + T +
+       ">::quiet_NaN() : " + (log ? "d - op_log1p(rest)" : "op_exp(d) / (" + T + "(1) + rest)") + ";\n";
+  s += "    }\n    __syncthreads();\n  }\n}\n";
+  return s;
+}
+
+class SoftmaxKernel final : public Kernel {
+ public:
+  explicit SoftmaxKernel(const Apply& node) : op_(static_cast<const Softmax&>(*node.op)) {
+    kernel_ = get_kernel(table_prefix() + softmax_source(node.inputs[0]->type.dtype, op_.log), "hyp_softmax");
+  }
+  void run(const KernelArgs& a) override {
+    const NDArray& x = *a.in[0];
+    NDArray& out = prepare_device_output(*a.out[0], x.shape(), x.dtype());
+    const int64_t cols = x.ndim() == 0 ? 1 : x.shape(x.ndim() - 1);
+    const int64_t rows = x.ndim() == 2 ? x.shape(0) : 1;
+    if (rows == 0 || cols == 0) return;
+    const int64_t s1 = x.ndim() == 0 ? 0 : x.strides()[x.ndim() - 1];
+    const int64_t s0 = x.ndim() == 2 ? x.strides()[0] : 0;
+    std::vector<int64_t> args = {rows, cols, s0, s1, ptr(x.raw()), ptr(out.raw())};
+    launch(kernel_, static_cast<int>(std::min<int64_t>(rows, 65535)), args, op_.name().c_str());
+  }
+
+ private:
+  const Softmax& op_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
+bool softmax_accepts(const Apply& node) {
+  const auto& op = static_cast<const Softmax&>(*node.op);
+  const int nd = node.inputs[0]->type.ndim();
+  return f32_or_f64(node.inputs[0]->type.dtype) && (nd == 1 || nd == 2) && op.axis == nd - 1;
+}
+
+// ---- Alloc
+
+class AllocKernel final : public Kernel {
+ public:
+  explicit AllocKernel(const Apply& node) : value_bc_(node.inputs[0]->type.broadcastable) {}
+  void run(const KernelArgs& a) override {
+    const Shape shape = kernel_util::alloc_shape(a, value_bc_);
+    const NDArray& v = *a.in[0];
+    NDArray& out = prepare_device_output(*a.out[0], shape, v.dtype());
+    NDArray src = v.broadcast_to(shape);
+    NDArray* o[] = {&out};
+    NDArray* i[] = {&src};
+    copy_module(v.dtype()).run(shape, o, i);
+  }
+
+ private:
+  std::vector<bool> value_bc_;
+};
+
+// ---- advanced indexing by integer vectors on the leading axes
+
+/// Whether `spec` is k >= 1 integer-array entries and nothing else, each array a vector.
+bool leading_vectors(const IndexSpec& spec, const std::vector<Var>& index_inputs) {
+  if (spec.empty() || spec.size() != index_inputs.size()) return false;
+  for (size_t i = 0; i < spec.size(); ++i)
+    if (spec[i].kind != IndexEntry::Kind::IntArray || index_inputs[i]->type.ndim() != 1 ||
+        !is_integer(index_inputs[i]->type.dtype))
+      return false;
+  return true;
+}
+
+/// The index vectors (inputs first..), checked against x's leading axes and broadcast to one
+/// length L (numpy: lengths equal or 1), packed k x L as int64 on the device.
+struct Gather {
+  int64_t L = 0;
+  int k = 0;
+  NDArray idx;  // on the device, k * L int64
+};
+Gather gather_indices(const Op& op, const NDArray& x, std::span<NDArray* const> in, size_t first) {
+  Gather g;
+  g.k = static_cast<int>(in.size() - first);
+  if (g.k > x.ndim()) fail<IndexError>(op.name(), ": too many indices for an array of shape ", x.shape().str());
+  g.L = 1;
+  for (int d = 0; d < g.k; ++d) {
+    const int64_t n = in[first + d]->shape(0);
+    if (n != 1 && g.L != 1 && n != g.L)
+      fail<IndexError>(op.name(), ": shape mismatch: indexing arrays could not be broadcast together with shapes ",
+                       in[first]->shape().str(), " ", in[first + d]->shape().str());
+    if (n != 1) g.L = n;
+  }
+  for (int d = 0; d < g.k; ++d)
+    if (in[first + d]->shape(0) == 0) g.L = 0;
+  NDArray host = NDArray::empty({g.k, g.L}, DType::Int64);
+  for (int d = 0; d < g.k; ++d) {
+    const NDArray& a = *in[first + d];
+    a.require_host(op.name());
+    const int64_t n = x.shape(d);
+    for (int64_t l = 0; l < g.L; ++l) {
+      int64_t v = a.get_flat_int(a.shape(0) == 1 ? 0 : l);
+      if (v < -n || v >= n)
+        fail<IndexError>(op.name(), ": index ", v, " is out of bounds for axis ", d, " with size ", n);
+      host.data<int64_t>()[d * g.L + l] = v < 0 ? v + n : v;
+    }
+  }
+  g.idx = g.L > 0 ? host.to_device(Device::cuda(0)) : host;
+  return g;
+}
+
+/// The gather (scatter = false: out[l, rest] = x[i0[l], .., rest]) or scatter-add (out = x, then
+/// x[i0[l], .., rest] += y[l, rest], atomically: repeated indices accumulate).
+std::string index_source(DType dt, bool scatter) {
+  const std::string T = cuda_type(dt), D = std::to_string(kMaxDims);
+  std::string s = "struct IxArgs { long long L, k, nrest, nd_rest, rest_shape[" + D + "], xst[" + D + "], rst[" + D +
+                  "], yst0, yst[" + D + "];\n  unsigned long long x, idx, y; };\n";
+  s += "extern \"C\" __global__ void hyp_index(const IxArgs a) {\n";
+  s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
+  s += "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < a.L * a.nrest; t += step) {\n";
+  s += "    const long long l = t / a.nrest;\n    long long r = t % a.nrest, off = 0, yoff = l * a.yst0;\n";
+  s += "    const long long* idx = (const long long*)a.idx;\n";
+  s += "    for (long long d = 0; d < a.k; ++d) off += idx[d * a.L + l] * a.xst[d];\n";
+  s += "    for (int d = (int)a.nd_rest - 1; d >= 0; --d) {\n      const long long c = r % a.rest_shape[d];\n"
+       "      r /= a.rest_shape[d];\n      off += c * a.rst[d];\n      yoff += c * a.yst[d];\n    }\n";
+  if (scatter)
+    s += "    atomicAdd((" + T + "*)((char*)a.x + off), *(const " + T + "*)((const char*)a.y + yoff));\n";
+  else
+    s += "    *(" + T + "*)((char*)a.y + yoff) = *(const " + T + "*)((const char*)a.x + off);\n";
+  s += "  }\n}\n";
+  return s;
+}
+
+/// The argument block of index_source for x indexed by g; `y` (the gather's output, or the
+/// scatter's values broadcast to (L, rest)) with its strides.
+std::vector<int64_t> index_args(const NDArray& x, const Gather& g, const NDArray& y) {
+  std::vector<int64_t> rest_shape, xst, rst, yst;
+  int64_t nrest = 1;
+  for (int d = g.k; d < x.ndim(); ++d) {
+    rest_shape.push_back(x.shape(d));
+    rst.push_back(x.strides()[d]);
+    yst.push_back(y.strides()[1 + d - g.k]);
+    nrest *= x.shape(d);
+  }
+  for (int d = 0; d < g.k; ++d) xst.push_back(x.strides()[d]);
+  std::vector<int64_t> a = {g.L, g.k, nrest, static_cast<int64_t>(rest_shape.size())};
+  auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
+    for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
+  };
+  put(rest_shape, 1);
+  put(xst, 0);
+  put(rst, 0);
+  a.push_back(y.strides()[0]);
+  put(yst, 0);
+  a.push_back(ptr(x.raw()));
+  a.push_back(ptr(g.idx.raw()));
+  a.push_back(ptr(y.raw()));
+  return a;
+}
+
+class AdvancedSubtensorKernel final : public Kernel {
+ public:
+  explicit AdvancedSubtensorKernel(const Apply& node) : op_(*node.op) {
+    kernel_ = get_kernel(table_prefix() + index_source(node.inputs[0]->type.dtype, false), "hyp_index");
+  }
+  void run(const KernelArgs& a) override {
+    const NDArray& x = *a.in[0];
+    const Gather g = gather_indices(op_, x, a.in, 1);
+    Shape shape{g.L};
+    for (int d = g.k; d < x.ndim(); ++d) shape.push_back(x.shape(d));
+    NDArray& out = prepare_device_output(*a.out[0], shape, x.dtype());
+    if (out.size() == 0) return;
+    std::vector<int64_t> args = index_args(x, g, out);
+    launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
+  }
+
+ private:
+  const Op& op_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
+class AdvancedIncSubtensorKernel final : public Kernel {
+ public:
+  explicit AdvancedIncSubtensorKernel(const Apply& node) : op_(static_cast<const IncSubtensor&>(*node.op)) {
+    kernel_ = get_kernel(table_prefix() + index_source(node.inputs[0]->type.dtype, true), "hyp_index");
+  }
+  void run(const KernelArgs& a) override {
+    const NDArray& x = *a.in[0];
+    const NDArray& y = *a.in[1];
+    const Gather g = gather_indices(op_, x, a.in, 2);
+    NDArray* out;
+    if (op_.inplace) {
+      out = &prepare_device_inplace_output(*a.out[0], x, x.shape(), x.dtype(), op_, 0);
+    } else {
+      out = &prepare_device_output(*a.out[0], x.shape(), x.dtype());
+      NDArray src = x;
+      NDArray* o[] = {out};
+      NDArray* i[] = {&src};
+      copy_module(x.dtype()).run(x.shape(), o, i);
+    }
+    // y broadcasts to the indexed region (L, x.shape[k:]) as numpy's right-aligned rule.
+    Shape region{g.L};
+    for (int d = g.k; d < x.ndim(); ++d) region.push_back(x.shape(d));
+    if (y.ndim() > region.size())
+      fail<ValueError>(op_.name(), ": cannot broadcast the values ", y.describe(), " to the indexed region ",
+                       region.str());
+    Shape ys;
+    Strides yst;
+    for (int d = 0; d < region.size(); ++d) {
+      const int yd = d - (region.size() - y.ndim());
+      const int64_t n = yd < 0 ? 1 : y.shape(yd);
+      if (n != region[d] && n != 1)
+        fail<ValueError>(op_.name(), ": cannot broadcast the values ", y.describe(), " to the indexed region ",
+                         region.str());
+      ys.push_back(region[d]);
+      yst.push_back(yd < 0 || n == 1 ? 0 : y.strides()[yd]);
+    }
+    if (region.prod() == 0) return;
+    const NDArray yb = y.as_strided(ys, yst);
+    std::vector<int64_t> args = index_args(*out, g, yb);
+    launch(kernel_, grid_for(region.prod()), args, op_.name().c_str());
+  }
+
+ private:
+  const IncSubtensor& op_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
+std::vector<Var> tail(const Apply& node, size_t first) {
+  return std::vector<Var>(node.inputs.begin() + static_cast<std::ptrdiff_t>(first), node.inputs.end());
+}
+
+std::vector<int> from(size_t first, size_t n) {
+  std::vector<int> r;
+  for (size_t i = first; i < n; ++i) r.push_back(static_cast<int>(i));
+  return r;
+}
+
+}  // namespace
+
+void register_cuda_nnet_kernels() {
+  const std::string_view b = kCudaBackend;
+  register_kernel(
+      b, typeid(Softmax),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<SoftmaxKernel>(node); },
+      KernelTraits{.accepts = softmax_accepts});
+  // Alloc: the value on the device (a constant's copy is made once), the shape entries on the host.
+  register_kernel(
+      b, typeid(Alloc),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<AllocKernel>(node); },
+      KernelTraits{.accepts = [](const Apply& node) { return node.inputs[0]->type.dtype != DType::Float16; },
+                   .host_inputs = from(1, 1 + kMaxNdim)});
+  // Index vectors on the host (checked there), the arrays on the device (the traits list every
+  // index input a node can have: one per dimension).
+  register_kernel(
+      b, typeid(AdvancedSubtensor),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<AdvancedSubtensorKernel>(node); },
+      KernelTraits{.accepts =
+                       [](const Apply& node) {
+                         const auto& op = static_cast<const AdvancedSubtensor&>(*node.op);
+                         return node.inputs[0]->type.dtype != DType::Float16 && leading_vectors(op.spec, tail(node, 1));
+                       },
+                   .host_inputs = from(1, 1 + kMaxNdim)});
+  register_kernel(
+      b, typeid(IncSubtensor),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<AdvancedIncSubtensorKernel>(node); },
+      KernelTraits{.accepts =
+                       [](const Apply& node) {
+                         const auto& op = static_cast<const IncSubtensor&>(*node.op);
+                         return op.advanced && !op.set_instead_of_inc && f32_or_f64(node.inputs[0]->type.dtype) &&
+                                node.inputs[1]->type.dtype == node.inputs[0]->type.dtype &&
+                                leading_vectors(op.spec, tail(node, 2));
+                       },
+                   .host_inputs = from(2, 2 + kMaxNdim)});
+}
+
+}  // namespace hypatia::cuda
