@@ -65,6 +65,12 @@ TEST(CudaBackend, IsRegisteredWithTheCpuAsFallback) {
   EXPECT_EQ(b->fallback()->name(), "cpu");
 }
 
+TEST(CudaBackend, DebugModeIsRefusedClearly) {
+  Var x = vector("x", DType::Float32);
+  EXPECT_ERROR(NotImplementedError, function({x}, {exp(x)}, on("cuda", "DebugMode")),
+               "DebugMode is not available on backend 'cuda'");
+}
+
 TEST(CudaBackend, WithoutAGpuCompilingSaysWhy) {
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";
   Var x = vector("x", DType::Float32);
@@ -517,6 +523,66 @@ TEST(CudaRun, OpInfoTableMatchesTheCpu) {
           failures += where + ": " + d.substr(0, 300) + "\n";
       }
   std::printf("OpInfo on CUDA: %d samples compared, %d nodes on the GPU\n", compared, on_gpu);
+  EXPECT_EQ(failures, "");
+}
+
+TEST(CudaRun, OpInfoGradientsMatchTheCpu) {
+  REQUIRE_GPU();
+  // The gradient of sum(op(inputs)) with respect to every float input, compiled for the CUDA
+  // backend and for the CPU, on each sample the CPU tests check gradients on.
+  std::string failures;
+  int compared = 0;
+  for (const testing::OpInfo& info : testing::op_infos()) {
+    if (!info.differentiable) continue;
+    for (DType dt : info.dtypes) {
+      if (dt != DType::Float32 && dt != DType::Float64) continue;
+      for (const testing::OpSample& s : info.samples(dt)) {
+        bool empty = false;
+        for (const auto& a : s.inputs) empty |= a.size() == 0;
+        if (!s.check_grad || empty) continue;
+        std::vector<int> wrt = info.grad_inputs;
+        if (wrt.empty())
+          for (size_t i = 0; i < s.inputs.size(); ++i)
+            if (is_float(s.inputs[i].dtype())) wrt.push_back(static_cast<int>(i));
+        std::vector<Var> vars, all;
+        std::vector<NDArray> vals;
+        for (size_t i = 0; i < s.inputs.size(); ++i) {
+          if (std::find(wrt.begin(), wrt.end(), static_cast<int>(i)) != wrt.end()) {
+            vars.push_back(variable(TensorType::of_value(s.inputs[i]), numbered("x", static_cast<long long>(i))));
+            vals.push_back(s.inputs[i]);
+            all.push_back(vars.back());
+          } else {
+            all.push_back(constant(s.inputs[i]));
+          }
+        }
+        std::vector<Var> g;
+        try {
+          Var out = info.build(all);
+          if (!is_float(out->dtype())) out = cast(out, dt);
+          g = grad(sum(out), vars);
+        } catch (const Error&) {
+          continue;
+        }
+        std::vector<Out> outs(g.begin(), g.end());
+        FunctionOptions oc = on("cpu"), og = on("cuda");
+        oc.on_unused_input = og.on_unused_input = "ignore";
+        const std::string where = info.name + " " + std::string(dtype_name(dt)) + " [" + s.desc + "]";
+        try {
+          const auto want = fn(vars, outs, oc)(vals), got = fn(vars, outs, og)(vals);
+          ++compared;
+          for (size_t k = 0; k < want.size(); ++k)
+            if (std::string d = testing::compare_arrays(got[k], want[k], testing::default_rtol(dt) * 10,
+                                                        testing::default_atol(dt) * 10);
+                !d.empty())
+              failures += where + " d/dx" + std::to_string(k) + ": " + d.substr(0, 300) + "\n";
+        } catch (const std::exception& e) {
+          failures += where + ": " + std::string(e.what()).substr(0, 300) + "\n";
+        }
+      }
+    }
+  }
+  std::printf("OpInfo gradients on CUDA: %d samples compared\n", compared);
+  EXPECT_GT(compared, 100);
   EXPECT_EQ(failures, "");
 }
 

@@ -427,8 +427,13 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   program->backend = &backend;
   program->oracle = backend.checked_against() ? backend.checked_against() : &backend;
   const std::string mode_name = opts.mode.value_or(config().mode);
-  program->debug_mode = mode_name == "DebugMode" || mode_name == "DEBUG_MODE" ||
-                        (config().debug_checks && backend.checked_against() != nullptr);
+  const bool debug_mode_asked = mode_name == "DebugMode" || mode_name == "DEBUG_MODE";
+  // DebugMode compares values on the host, node by node; a device backend would need every value
+  // brought back first (not built: its kernels are checked against the CPU by tests instead).
+  if (debug_mode_asked && backend.device_kind() != DeviceKind::Host)
+    fail<NotImplementedError>(label, ": DebugMode is not available on backend '", backend.name(),
+                              "' (device memory); use it with the cpu backend, or mode FAST_RUN");
+  program->debug_mode = debug_mode_asked || (config().debug_checks && backend.checked_against() != nullptr);
 
   program->pre_step = opts.pre_node;
   if (opts.nan_guard) {

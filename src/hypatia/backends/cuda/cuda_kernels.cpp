@@ -19,6 +19,7 @@
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/shape.h"
+#include "hypatia/ops/subtensor.h"
 #include "hypatia/ops/transfer.h"
 
 namespace hypatia {
@@ -550,6 +551,10 @@ void register_cuda_backend() {
   register_simple_kernel<Dot>(b, dot_kernel, KernelTraits{.accepts = [](const Apply& node) {
                                 return same_float(node) && node.inputs[0]->type.dtype == node.inputs[1]->type.dtype;
                               }});
+  // Basic indexing is a view (the index scalars are read on the host).
+  std::vector<int> index_scalars;
+  for (int i = 1; i <= 3 * kMaxNdim; ++i) index_scalars.push_back(i);
+  register_kernel(b, typeid(Subtensor), reference_kernel(), KernelTraits{.host_inputs = index_scalars});
   register_kernel(b, typeid(DimShuffle), reference_kernel());
   register_kernel(b, typeid(Rebroadcast), reference_kernel());
   register_kernel(b, typeid(Reshape), make<ReshapeKernel>(), KernelTraits{.host_inputs = {1}});

@@ -1,6 +1,7 @@
 #include "hypatia/backends/cuda/cuda_memory.h"
 
 #include <bit>
+#include <cstring>
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/core/device.h"
@@ -99,6 +100,61 @@ CachingAllocator& device_allocator() {
   return *a;
 }
 
+namespace {
+
+/// Small host-to-device copies go through a ring of pinned staging slots: the host copies into a
+/// slot and queues the DMA, which then needs no synchronisation with the stream (a copy from
+/// pageable memory may wait for the work queued before it: a call's index vectors or labels would
+/// stall the GPU mid-step). A slot is reused once the event recorded after its copy has passed.
+class Staging {
+ public:
+  static constexpr size_t kSlotBytes = 64 << 10;
+  static constexpr int kSlots = 32;
+
+  /// Queues the copy and returns true, or returns false (too big, or no pinned memory here).
+  bool upload(void* dst, const void* src, size_t n) {
+    if (n > kSlotBytes) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ready_ && !init()) return false;
+    const int slot = next_;
+    next_ = (next_ + 1) % kSlots;
+    check(cudaEventSynchronize(events_[slot]), "staging slot wait");
+    char* buf = base_ + static_cast<size_t>(slot) * kSlotBytes;
+    std::memcpy(buf, src, n);
+    check(cudaMemcpyAsync(dst, buf, n, cudaMemcpyHostToDevice, stream()), "copy to the device (cudaMemcpyAsync)");
+    check(cudaEventRecord(events_[slot], stream()), "staging event");
+    return true;
+  }
+
+ private:
+  bool init() {
+    if (failed_) return false;
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, kSlotBytes * kSlots, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      failed_ = true;
+      return false;
+    }
+    base_ = static_cast<char*>(p);
+    for (auto& e : events_) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "staging event");
+    ready_ = true;
+    return true;
+  }
+
+  std::mutex mu_;
+  bool ready_ = false, failed_ = false;
+  char* base_ = nullptr;
+  cudaEvent_t events_[kSlots] = {};
+  int next_ = 0;
+};
+
+Staging& staging() {
+  static Staging* s = new Staging();  // kept for the process (its pinned buffer too)
+  return *s;
+}
+
+}  // namespace
+
 void register_cuda_memory() {
   DeviceMemory m;
   m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
@@ -107,6 +163,7 @@ void register_cuda_memory() {
   };
   m.copy_from_host = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
+    if (staging().upload(d, s, n)) return;
     // From pageable memory the call returns once the source is staged: the caller may free it.
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, stream()), "copy to the device (cudaMemcpyAsync)");
   };
