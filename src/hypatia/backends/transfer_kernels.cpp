@@ -12,10 +12,10 @@ void device_from_host_kernel(const DeviceFromHost& op, const KernelArgs& a) {
 }
 
 void host_from_device_kernel(const HostFromDevice& op, const KernelArgs& a) {
-  // A host input (a graph built by hand) is passed through as a view, as Theano's HostFromGpu
-  // of a host variable would not exist at all.
+  // A host input (a graph built by hand) is copied: the output is never a view (the op has no
+  // view_map, so a node may overwrite it in place).
   (void)op;
-  *a.out[0] = a.in[0]->on_host() ? *a.in[0] : a.in[0]->to_device(Device::host());
+  *a.out[0] = a.in[0]->to_device(Device::host());
 }
 
 }  // namespace

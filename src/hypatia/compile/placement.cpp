@@ -107,6 +107,7 @@ class Placer {
     if (v->kind == VarKind::Constant) {
       // Copied once, at compile time: a constant in device memory.
       d = constant(v->data.to_device(device_));
+      d->type = v->type;  // (a 1x1 constant's own type may be a matrix, not broadcastable)
       d->name = "GpuArrayConstant{" + constant_text(*v) + "}";
     } else {
       d = device_from_host(v, device_);

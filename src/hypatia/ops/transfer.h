@@ -32,8 +32,9 @@ class HostFromDevice : public OpWithProps<HostFromDevice> {
   /// The gradient goes back to the device the input came from (placed by the device backend).
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& g) const override;
   bool moves_between_devices() const override { return true; }
-  /// A host input passes through as a view.
-  AliasMap view_map() const override { return {{0}}; }
+  // No view_map: the output is always a fresh host array (a host input is copied), so an
+  // in-place host node may overwrite it (placement puts transfers under nodes the in-place
+  // rewrite already made destructive).
 };
 
 /// x copied to `device` / back to the host.

@@ -478,8 +478,9 @@ void device_from_host_kernel(const DeviceFromHost& op, const KernelArgs& a) {
 }
 
 void host_from_device_kernel(const HostFromDevice&, const KernelArgs& a) {
+  // Always a fresh host array (the op has no view_map): a host input is copied.
   if (a.in[0]->on_host()) {
-    *a.out[0] = *a.in[0];
+    *a.out[0] = a.in[0]->copy();
     return;
   }
   const NDArray& x = a.in[0]->is_c_contiguous() ? *a.in[0] : device_copy(*a.in[0]);
