@@ -44,6 +44,12 @@ struct ElemModule {
 const ElemModule& copy_module(DType dt);
 /// A C-contiguous device copy of the device array `x` (any strides).
 NDArray device_copy(const NDArray& x);
+/// Copies the device array `src` into `dst` (same shape; any strides on either side).
+void copy_into(NDArray& dst, const NDArray& src);
+/// The output of a node that updates `target` (Gemm's z, Ger's A, an increment's x): the target
+/// itself when the node is in place and the target can be written there (`layout_ok` too), else
+/// a fresh C-contiguous array, holding a copy of the target when `keep_values`.
+NDArray& update_output(NDArray& cell, const NDArray& target, bool in_place, bool layout_ok, bool keep_values);
 /// The output cell of a node overwriting its input `input` (`target`): the target itself, or a
 /// device copy when it cannot be written in place; ValueError naming `op` on a shape or dtype
 /// mismatch (prepare_inplace_output's device form).

@@ -123,13 +123,27 @@ const ElemModule& copy_module(DType dt) {
 }
 
 /// A C-contiguous device copy of `x`.
+void copy_into(NDArray& dst, const NDArray& src) {
+  NDArray s = src;
+  NDArray* o[] = {&dst};
+  NDArray* i[] = {&s};
+  copy_module(src.dtype()).run(src.shape(), o, i);
+}
+
 NDArray device_copy(const NDArray& x) {
   NDArray out = NDArray::empty(x.shape(), x.dtype(), Device::cuda(0));
-  NDArray src = x;
-  NDArray* o[] = {&out};
-  NDArray* i[] = {&src};
-  copy_module(x.dtype()).run(x.shape(), o, i);
+  copy_into(out, x);
   return out;
+}
+
+NDArray& update_output(NDArray& cell, const NDArray& target, bool in_place, bool layout_ok, bool keep_values) {
+  if (in_place && layout_ok && target.can_write_in_place()) {
+    cell = target;
+    return cell;
+  }
+  prepare_device_output(cell, target.shape(), target.dtype());
+  if (keep_values) copy_into(cell, target);
+  return cell;
 }
 
 NDArray& prepare_device_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype,
@@ -365,19 +379,7 @@ class GemmKernel final : public Kernel {
     const NDArray &z = *a.in[0], &x = *a.in[2], &y = *a.in[3];
     check_gemm_shapes(op_, z, x, y);
     const double alpha = read_scalar(*a.in[1], op_, "alpha"), beta = read_scalar(*a.in[4], op_, "beta");
-    NDArray* out;
-    if (op_.inplace && rows_contiguous(z) && z.can_write_in_place()) {
-      *a.out[0] = z;
-      out = a.out[0];
-    } else {
-      out = &prepare_device_output(*a.out[0], z.shape(), z.dtype());
-      if (beta != 0) {
-        NDArray zz = z;
-        NDArray* o[] = {out};
-        NDArray* i[] = {&zz};
-        copy_module(z.dtype()).run(z.shape(), o, i);
-      }
-    }
+    NDArray* out = &update_output(*a.out[0], z, op_.inplace, rows_contiguous(z), beta != 0);
     gemm(x, y, *out, alpha, beta);
   }
 
@@ -392,19 +394,7 @@ class GemvKernel final : public Kernel {
     const NDArray &z = *a.in[0], &A = *a.in[2], &x = *a.in[3];
     check_gemv_shapes(op_, z, A, x);
     const double alpha = read_scalar(*a.in[1], op_, "alpha"), beta = read_scalar(*a.in[4], op_, "beta");
-    NDArray* out;
-    if (op_.inplace && z.can_write_in_place()) {
-      *a.out[0] = z;
-      out = a.out[0];
-    } else {
-      out = &prepare_device_output(*a.out[0], z.shape(), z.dtype());
-      if (beta != 0) {
-        NDArray zz = z;
-        NDArray* o[] = {out};
-        NDArray* i[] = {&zz};
-        copy_module(z.dtype()).run(z.shape(), o, i);
-      }
-    }
+    NDArray* out = &update_output(*a.out[0], z, op_.inplace, true, beta != 0);
     // z as an (m x 1) column, x as a (k x 1) one: a gemm with n = 1.
     if (out->shape(0) <= 1 || out->strides()[0] == static_cast<int64_t>(out->itemsize())) {
       NDArray Z = as_column(*out);
@@ -414,9 +404,7 @@ class GemvKernel final : public Kernel {
     NDArray tmp = device_copy(*out);
     NDArray T = as_column(tmp);
     gemm(A, as_column(x), T, alpha, beta);
-    NDArray* o[] = {out};
-    NDArray* i[] = {&tmp};
-    copy_module(z.dtype()).run(z.shape(), o, i);
+    copy_into(*out, tmp);
   }
 
  private:
@@ -430,17 +418,7 @@ class GerKernel final : public Kernel {
     const NDArray &A = *a.in[0], &x = *a.in[2], &y = *a.in[3];
     check_ger_shapes(op_, A, x, y);
     const double alpha = read_scalar(*a.in[1], op_, "alpha");
-    NDArray* out;
-    if (op_.inplace && rows_contiguous(A) && A.can_write_in_place()) {
-      *a.out[0] = A;
-      out = a.out[0];
-    } else {
-      out = &prepare_device_output(*a.out[0], A.shape(), A.dtype());
-      NDArray src = A;
-      NDArray* o[] = {out};
-      NDArray* i[] = {&src};
-      copy_module(A.dtype()).run(A.shape(), o, i);
-    }
+    NDArray* out = &update_output(*a.out[0], A, op_.inplace, rows_contiguous(A), true);
     // A + alpha x y^T: a rank-1 gemm with beta = 1.
     gemm(as_column(x), as_row(y), *out, alpha, 1.0);
   }

@@ -108,11 +108,7 @@ class AllocKernel final : public Kernel {
   void run(const KernelArgs& a) override {
     const Shape shape = kernel_util::alloc_shape(a, value_bc_);
     const NDArray& v = *a.in[0];
-    NDArray& out = prepare_device_output(*a.out[0], shape, v.dtype());
-    NDArray src = v.broadcast_to(shape);
-    NDArray* o[] = {&out};
-    NDArray* i[] = {&src};
-    copy_module(v.dtype()).run(shape, o, i);
+    copy_into(prepare_device_output(*a.out[0], shape, v.dtype()), v.broadcast_to(shape));
   }
 
  private:
@@ -247,16 +243,8 @@ class AdvancedIncSubtensorKernel final : public Kernel {
     const NDArray& x = *a.in[0];
     const NDArray& y = *a.in[1];
     const Gather g = gather_indices(op_, x, a.in, 2);
-    NDArray* out;
-    if (op_.inplace) {
-      out = &prepare_device_inplace_output(*a.out[0], x, x.shape(), x.dtype(), op_, 0);
-    } else {
-      out = &prepare_device_output(*a.out[0], x.shape(), x.dtype());
-      NDArray src = x;
-      NDArray* o[] = {out};
-      NDArray* i[] = {&src};
-      copy_module(x.dtype()).run(x.shape(), o, i);
-    }
+    NDArray* out = op_.inplace ? &prepare_device_inplace_output(*a.out[0], x, x.shape(), x.dtype(), op_, 0)
+                               : &update_output(*a.out[0], x, false, true, true);
     // y broadcasts to the indexed region (L, x.shape[k:]) as numpy's right-aligned rule.
     Shape region{g.L};
     for (int d = g.k; d < x.ndim(); ++d) region.push_back(x.shape(d));
