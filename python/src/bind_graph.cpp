@@ -285,6 +285,12 @@ void init_graph(nb::module_& m) {
       "value"_a, "name"_a = "", "borrow"_a = false, "broadcastable"_a = std::vector<bool>{},
       "A shared variable holding the value (copied unless borrow: then a numpy array is used in place).");
   m.def(
+      "device_from_host",
+      [](const Var& x, const std::string& device) { return device_from_host(x, Device::parse(device)); }, "x"_a,
+      "device"_a = "cuda",
+      "x copied to a device (Theano's gpu_from_host): as a function output it keeps the result there.");
+  m.def("host_from_device", &host_from_device, "x"_a, "x copied back to the host (Theano's host_from_gpu).");
+  m.def(
       "get_value",
       [](const Var& v, bool borrow, bool return_internal_type) { return get_value(v, borrow, return_internal_type); },
       "shared_var"_a, "borrow"_a = false, "return_internal_type"_a = false);

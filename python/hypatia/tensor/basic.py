@@ -411,3 +411,17 @@ CumOp = _core.CumOp
 # Shapes and indexing live in shape_ops (which imports nothing from this module).
 from hypatia.tensor.shape_ops import *  # noqa: E402,F401,F403
 from hypatia.tensor.shape_ops import _index_key, _pattern  # noqa: E402,F401
+
+
+def transfer(var, target):
+    """Theano's tensor.transfer: `var` copied to `target`, 'cpu' (the host) or a GPU ('gpu',
+    'cuda', 'cudaN', 'cuda:N'). As a function output, a transfer to the GPU keeps the result there
+    (HYPATIA_FLAGS=device=cuda runs the graph on the CUDA backend)."""
+    from hypatia import _core
+
+    var = as_tensor_variable(var)
+    if target == "cpu":
+        return _core.host_from_device(var)
+    if target in ("gpu", "dev0"):
+        target = "cuda"
+    return _core.device_from_host(var, target)

@@ -20,6 +20,7 @@ struct State {
 State& state() {
   static State s = [] {
     State st;
+    if (!runtime_loaded(&st.why)) return st;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {

@@ -3,7 +3,8 @@
 // loaded when first needed (dlopen), so that a build with the toolkit loads and runs on a machine
 // without them or without a GPU (CI): the backend is then unavailable, and says why.
 //
-// The CUDA runtime is linked statically; it finds the driver (libcuda) at run time.
+// The CUDA runtime is opened at first use too (cudart_stubs.cpp: a statically linked runtime
+// made libhypatia.so unloadable by dlopen, its thread-local storage being initial-exec).
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -13,6 +14,9 @@
 
 namespace hypatia::cuda {
 
+/// Whether the CUDA runtime (libcudart, opened at first use: cudart_stubs.cpp) is loaded; `why`
+/// receives the reason when not.
+bool runtime_loaded(std::string* why);
 /// Whether a CUDA device is present and usable (checked once).
 bool available();
 /// Why not, when !available() ("no CUDA driver", "no CUDA device", ...).

@@ -1,0 +1,4 @@
+"""hypatia.sandbox.cuda: the names Theano's old GPU backend gave its transfers (seed 001 keeps a
+result on the GPU with ``sandbox.cuda.basic_ops.gpu_from_host(T.exp(x))``). The GPU itself is
+the CUDA backend's: ``HYPATIA_FLAGS=device=cuda``."""
+from hypatia.sandbox.cuda import basic_ops  # noqa: F401

@@ -1,0 +1,104 @@
+// The CUDA runtime functions the backend calls, forwarded to libcudart opened at first use.
+//
+// Linking the runtime statically put its initial-exec thread-local storage into libhypatia.so,
+// which then could not be loaded by dlopen (Python's import: "cannot allocate memory in static
+// TLS block"); linking it dynamically would make libhypatia need the toolkit on every machine.
+// So libhypatia defines the few runtime functions it uses itself, hidden (not exported: a program
+// that links the real runtime is not interposed), each calling the function of the same name in
+// libcudart.so, opened on first use. Where it cannot be opened, each returns
+// cudaErrorInsufficientDriver and the backend reports why (cuda_api.h: available()).
+#pragma GCC visibility push(hidden)
+#include <cuda_runtime_api.h>
+#pragma GCC visibility pop
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace hypatia::cuda {
+
+namespace {
+
+struct Runtime {
+  void* lib = nullptr;
+  std::string why;
+#define HYP_RT_FN(name) decltype(&::name) name = nullptr;
+#define HYP_RT_LIST(X)                                                                                               \
+  X(cudaGetDeviceCount)                                                                                              \
+  X(cudaGetDeviceProperties)                                                                                         \
+  X(cudaSetDevice) X(cudaStreamCreateWithFlags) X(cudaStreamSynchronize) X(cudaGetErrorName) X(cudaGetErrorString)   \
+      X(cudaGetLastError) X(cudaPeekAtLastError) X(cudaLaunchKernel) X(cudaMalloc) X(cudaFree) X(cudaMemGetInfo)     \
+          X(cudaMemcpyAsync) X(cudaHostAlloc) X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaEventSynchronize) \
+              X(cudaLibraryLoadData) X(cudaLibraryGetKernel)
+  HYP_RT_LIST(HYP_RT_FN)
+#undef HYP_RT_FN
+};
+
+const Runtime& rt() {
+  static const Runtime r = [] {
+    Runtime x;
+    for (const char* n : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"})
+      if ((x.lib = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!x.lib) {
+      x.why =
+          "libcudart could not be loaded (tried libcudart.so.13, .12 and libcudart.so; put the CUDA toolkit's "
+          "lib64 on LD_LIBRARY_PATH)";
+      return x;
+    }
+#define HYP_RT_BIND(name)                                            \
+  x.name = reinterpret_cast<decltype(&::name)>(dlsym(x.lib, #name)); \
+  if (!x.name && x.why.empty()) x.why = "libcudart has no " #name " (an older CUDA?)";
+    HYP_RT_LIST(HYP_RT_BIND)
+#undef HYP_RT_BIND
+    return x;
+  }();
+  return r;
+}
+
+}  // namespace
+
+/// Whether libcudart is loaded with every function the backend calls; `why` says what is missing.
+bool runtime_loaded(std::string* why) {
+  const Runtime& r = rt();
+  if (why) *why = r.why;
+  return r.why.empty();
+}
+
+}  // namespace hypatia::cuda
+
+using hypatia::cuda::rt;
+
+#define HYP_FORWARD(name, params, args)                                     \
+  extern "C" cudaError_t CUDARTAPI name params {                            \
+    return rt().why.empty() ? rt().name args : cudaErrorInsufficientDriver; \
+  }
+
+HYP_FORWARD(cudaGetDeviceCount, (int* count), (count))
+HYP_FORWARD(cudaGetDeviceProperties, (cudaDeviceProp * prop, int device), (prop, device))
+HYP_FORWARD(cudaSetDevice, (int device), (device))
+HYP_FORWARD(cudaStreamCreateWithFlags, (cudaStream_t * s, unsigned int flags), (s, flags))
+HYP_FORWARD(cudaStreamSynchronize, (cudaStream_t s), (s))
+HYP_FORWARD(cudaGetLastError, (), ())
+HYP_FORWARD(cudaPeekAtLastError, (), ())
+HYP_FORWARD(cudaLaunchKernel, (const void* f, dim3 g, dim3 b, void** args, size_t shm, cudaStream_t s),
+            (f, g, b, args, shm, s))
+HYP_FORWARD(cudaMalloc, (void** p, size_t n), (p, n))
+HYP_FORWARD(cudaFree, (void* p), (p))
+HYP_FORWARD(cudaMemGetInfo, (size_t * f, size_t* t), (f, t))
+HYP_FORWARD(cudaMemcpyAsync, (void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st), (d, s, n, k, st))
+HYP_FORWARD(cudaHostAlloc, (void** p, size_t n, unsigned int flags), (p, n, flags))
+HYP_FORWARD(cudaEventCreateWithFlags, (cudaEvent_t * e, unsigned int flags), (e, flags))
+HYP_FORWARD(cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))
+HYP_FORWARD(cudaEventSynchronize, (cudaEvent_t e), (e))
+HYP_FORWARD(cudaLibraryLoadData,
+            (cudaLibrary_t * lib, const void* code, cudaJitOption* jo, void** jv, unsigned int nj,
+             cudaLibraryOption* lo, void** lv, unsigned int nl),
+            (lib, code, jo, jv, nj, lo, lv, nl))
+HYP_FORWARD(cudaLibraryGetKernel, (cudaKernel_t * k, cudaLibrary_t lib, const char* name), (k, lib, name))
+
+extern "C" const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
+  return rt().why.empty() ? rt().cudaGetErrorName(e) : "cudaErrorInsufficientDriver";
+}
+extern "C" const char* CUDARTAPI cudaGetErrorString(cudaError_t e) {
+  return rt().why.empty() ? rt().cudaGetErrorString(e) : "the CUDA runtime library (libcudart) could not be loaded";
+}

@@ -1,0 +1,62 @@
+"""The transfers' Python names (Theano's gpu_from_host, host_from_gpu, tensor.transfer) and the
+CUDA backend from Python. Without a GPU, compiling for it is a clear error; with one, the values
+match the CPU's and a gpu_from_host output stays on the device."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hypatia
+import hypatia.tensor as T
+from hypatia import sandbox
+
+
+def test_transfer_nodes_have_theanos_names():
+    x = T.fvector("x")
+    y = sandbox.cuda.basic_ops.gpu_from_host(T.exp(x))
+    assert str(y.owner.op) == "GpuFromHost<cuda:0>"
+    back = sandbox.cuda.basic_ops.host_from_gpu(y)
+    assert str(back.owner.op) == "HostFromGpu"
+    assert str(T.transfer(x, "cuda1").owner.op) == "GpuFromHost<cuda:1>"
+    assert str(T.transfer(y, "cpu").owner.op) == "HostFromGpu"
+    with pytest.raises(ValueError, match="expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'"):
+        T.transfer(x, "tpu")
+    # The gradient of a transfer is the transfer back.
+    g = hypatia.grad(T.sum(back), x)
+    assert g.type.dtype == "float32"
+
+
+def test_seed_001_runs_with_device_cuda_or_says_why():
+    # Seed 001's GPU-result variant under device=cuda, in a fresh interpreter.
+    code = (
+        "import numpy as np, hypatia\n"
+        "import hypatia.tensor as T\n"
+        "from hypatia import function, shared, sandbox, Out\n"
+        "x = shared(np.arange(6, dtype='float32'))\n"
+        "f = function([], Out(sandbox.cuda.basic_ops.gpu_from_host(T.exp(x)), borrow=True))\n"
+        "print(np.asarray(f()).tolist())\n"
+        "print(x.get_value().tolist())\n"
+    )
+    env = dict(os.environ, HYPATIA_FLAGS="device=cuda")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode == 0:  # a GPU: the device result comes to Python as a host copy
+        lines = r.stdout.strip().splitlines()
+        np.testing.assert_allclose(eval(lines[0]), np.exp(np.arange(6, dtype="float32")), rtol=1e-6)
+        assert eval(lines[1]) == list(range(6))
+    else:
+        assert "CUDA backend cannot run here" in r.stderr and "Segmentation" not in r.stderr, r.stderr[-2000:]
+
+
+def test_one_function_on_the_cuda_backend_through_its_mode():
+    x = T.fvector("x")
+    mode = hypatia.Mode(linker="cuda")
+    try:
+        f = hypatia.function([x], T.exp(x), mode=mode)
+    except NotImplementedError as e:  # no GPU here
+        assert "the CUDA backend cannot run here" in str(e)
+        return
+    v = np.linspace(-1, 1, 7).astype("float32")
+    np.testing.assert_allclose(f(v), np.exp(v), rtol=1e-6)
+    assert any("GpuFromHost" in str(n.op) for n in f.maker.fgraph.toposort())
