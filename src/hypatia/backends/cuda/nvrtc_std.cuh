@@ -1,7 +1,8 @@
 // The part of the C++ standard library that ops/scalar_functors.h and core/half.h use, for NVRTC
 // (which has no <cmath> or <type_traits> unless libcu++'s headers are pulled in, ~1 s of compile
-// time). The prototype's generator renames `std::` to `hstd::` in the table's text and prepends
-// this file. Every function here is a device function (NVRTC runs with -default-device).
+// time). The CUDA backend's kernel generator (cuda_codegen.cpp; CMakeLists.txt embeds this file's
+// text) renames `std::` to `hstd::` in the table's text and prepends this file. Every function
+// here is a device function (NVRTC runs with -default-device).
 typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
