@@ -1,8 +1,9 @@
 // The CUDA backend: its registration and its kernels. Elementwise and fused programs are
 // generated from the scalar-op table and compiled by NVRTC (cuda_codegen.h), reductions by the
-// same generator, products go to cuBLAS, views (DimShuffle, Rebroadcast, Reshape of contiguous
-// data) are the reference kernels' own (they touch no element). Ops without a kernel here run on
-// the CPU backend, its fallback: the placement step of function() moves values across with
+// same generator, products go to cuBLAS, views (DimShuffle, Rebroadcast, basic Subtensor,
+// Reshape of contiguous data) are the reference kernels' own (they touch no element); softmax,
+// Alloc and advanced indexing are in cuda_nnet_kernels.cpp. Ops without a kernel here run on the
+// CPU backend, its fallback: the placement step of function() moves values across with
 // transfers (compile/placement.cpp).
 #include <algorithm>
 #include <mutex>
