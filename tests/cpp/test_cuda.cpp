@@ -27,6 +27,7 @@ using testing::error_of;
   cuda::register_cuda_memory(); /* a test of the stand-in device may have replaced it */ \
   DebugChecks no_debug_(false)
 
+using cuda::numbered;
 using testing::DebugChecks;
 
 FunctionOptions on(std::string backend, std::string mode = "FAST_RUN") {
@@ -34,13 +35,6 @@ FunctionOptions on(std::string backend, std::string mode = "FAST_RUN") {
   o.backend = std::move(backend);
   o.mode = std::move(mode);
   return o;
-}
-
-/// prefix followed by the number (gcc 12 warns, wrongly, about `numbered("x", i)`).
-std::string numbered(const char* prefix, long long i) {
-  std::string r = prefix;
-  r += std::to_string(i);
-  return r;
 }
 
 Function fn(const std::vector<Var>& ins, std::vector<Out> outs, const FunctionOptions& o) {

@@ -168,8 +168,8 @@ void rewrite_step(Program& program, const Backend& backend, const std::string& l
 
 /// 4. Place: every node runs on the function's backend (or the fallback it declares); a node
 /// none of them has a kernel for is refused here, at compile time, naming the op and the backend.
-/// A device backend's graph was split between the device and the host just before
-/// (compile/placement.h).
+/// A device backend's graph is then split between the device and the host
+/// (compile/placement.h), with transfers, which every backend has kernels for.
 void place(const FunctionGraph& fg, const Backend& backend, const std::string& label) {
   for (const auto& n : fg.toposort())
     if (!backend.supports(*n)) {
@@ -450,8 +450,8 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   lower_storage(*program, backend);
   rewrite_step(*program, backend, label, inputs, opts);
   lower_storage(*program, backend);
-  place_on_devices(*program->fgraph, backend, outputs.size(), label);
   place(*program->fgraph, backend, label);
+  place_on_devices(*program->fgraph, backend, outputs.size());
   const auto order = schedule(*program->fgraph, label);
   plan_memory(*program, order, inputs, outputs, opts);
   build_program(*program, opts, label);

@@ -5,7 +5,6 @@
 #include <unordered_set>
 
 #include "hypatia/backends/backend.h"
-#include "hypatia/core/error.h"
 #include "hypatia/ops/transfer.h"
 
 namespace hypatia {
@@ -15,8 +14,7 @@ enum class Side : uint8_t { Host, Device };
 
 class Placer {
  public:
-  Placer(FunctionGraph& fg, const Backend& backend, const std::string& label)
-      : fg_(fg), backend_(backend), device_{backend.device_kind(), 0}, label_(label) {}
+  Placer(FunctionGraph& fg, const Backend& backend) : fg_(fg), backend_(backend), device_{backend.device_kind(), 0} {}
 
   void run(size_t n_outputs) {
     const auto order = fg_.toposort();
@@ -43,24 +41,21 @@ class Placer {
     return v->owner && dynamic_cast<const DeviceFromHost*>(v->owner->op.get()) != nullptr;
   }
 
-  bool on_device(const Apply& node) const {
+  /// Where a node's kernel runs and how it reads its inputs (function()'s place step checked that
+  /// every node has a provider before this runs).
+  struct Kernel {
+    bool dev;
+    const KernelTraits* traits;
+    /// Whether input i is read on the device.
+    bool reads_on_device(int i) const {
+      return dev && std::find(traits->host_inputs.begin(), traits->host_inputs.end(), i) == traits->host_inputs.end();
+    }
+    /// Whether the kernel reads only its inputs' shapes (they stay where they are).
+    bool any_device() const { return traits->any_device_inputs; }
+  };
+  Kernel kernel(const Apply& node) const {
     const Backend* p = backend_.provider(node);
-    if (!p)
-      fail<NotImplementedError>(label_, ": ", node.op->name(), " has no kernel on backend ", backend_.chain_str(),
-                                "; compile with another backend, or register a kernel for this op");
-    return p->device_kind() != DeviceKind::Host;
-  }
-
-  /// Whether input i of `node` (placed on `dev`) is read on the device.
-  bool reads_on_device(const Apply& node, bool dev, int i) const {
-    if (!dev) return false;
-    const KernelTraits* t = backend_.traits(node);
-    return !t || std::find(t->host_inputs.begin(), t->host_inputs.end(), i) == t->host_inputs.end();
-  }
-
-  bool any_device_inputs(const Apply& node) const {
-    const KernelTraits* t = backend_.traits(node);
-    return t && t->any_device_inputs;
+    return {p->device_kind() != DeviceKind::Host, p->traits(node)};
   }
 
   Side side_of_leaf(const Variable& v) const {
@@ -78,16 +73,17 @@ class Placer {
   void move_shared_values(const std::vector<std::shared_ptr<Apply>>& order) {
     std::unordered_set<Variable*> to_move;
     for (const auto& node : order) {
-      if (node->op->moves_between_devices() || any_device_inputs(*node)) continue;
-      const bool dev = on_device(*node);
+      if (node->op->moves_between_devices()) continue;
+      const Kernel k = kernel(*node);
+      if (k.any_device()) continue;
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         Variable* in = node->inputs[i].get();
-        if (in->is_shared() && reads_on_device(*node, dev, static_cast<int>(i))) to_move.insert(in);
+        if (in->is_shared() && k.reads_on_device(static_cast<int>(i))) to_move.insert(in);
       }
     }
     for (const auto& [var, idx] : fg_.update_outputs) {
       const Var& value = fg_.outputs().at(idx);
-      if (value->owner && !value->owner->op->moves_between_devices() && on_device(*value->owner))
+      if (value->owner && !value->owner->op->moves_between_devices() && kernel(*value->owner).dev)
         to_move.insert(const_cast<Variable*>(var));
     }
     for (Variable* v : to_move) {
@@ -141,32 +137,31 @@ class Placer {
       return;
     }
     if (dynamic_cast<const HostFromDevice*>(node.op.get())) {
-      side_[node.output_ptr(0)] = Side::Host;  // a host input passes through
+      side_[node.output_ptr(0)] = Side::Host;  // (a host input is copied)
       return;
     }
-    const bool dev = on_device(node);
-    if (!any_device_inputs(node))
+    const Kernel k = kernel(node);
+    if (!k.any_device())
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         const Var in = node.inputs[i];
-        const Var moved = reads_on_device(node, dev, static_cast<int>(i)) ? to_device(in) : to_host(in);
+        const Var moved = k.reads_on_device(static_cast<int>(i)) ? to_device(in) : to_host(in);
         if (moved.get() != in.get()) fg_.change_input(&node, static_cast<int>(i), moved);
       }
-    for (int o = 0; o < node.nout(); ++o) side_[node.output_ptr(o)] = dev ? Side::Device : Side::Host;
+    for (int o = 0; o < node.nout(); ++o) side_[node.output_ptr(o)] = k.dev ? Side::Device : Side::Host;
   }
 
   FunctionGraph& fg_;
   const Backend& backend_;
   Device device_;
-  const std::string& label_;
   std::unordered_map<const Variable*, Side> side_;
   std::unordered_map<const Variable*, Var> on_device_, on_host_;
 };
 
 }  // namespace
 
-void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs, const std::string& label) {
+void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs) {
   if (backend.device_kind() == DeviceKind::Host) return;
-  Placer(fg, backend, label).run(n_outputs);
+  Placer(fg, backend).run(n_outputs);
 }
 
 }  // namespace hypatia

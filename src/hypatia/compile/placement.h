@@ -25,8 +25,8 @@ class Backend;
 /// - a function output computed on the device is copied to the host, unless it is the user's own
 ///   device_from_host() (Theano's way to keep a result on the GPU); an update's value goes to its
 ///   shared variable's device.
-/// Does nothing for a host backend. A node that no backend of the chain runs is a
-/// NotImplementedError naming `label`, the op and the backends.
-void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs, const std::string& label);
+/// Does nothing for a host backend. Every node must have a kernel on the backend's chain
+/// (function()'s place step checks that first, naming the op and the backends).
+void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs);
 
 }  // namespace hypatia

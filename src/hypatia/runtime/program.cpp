@@ -225,15 +225,13 @@ void Program::finalize() {
     for (int c : steps[t].out) producer_[c] = static_cast<int>(t);
   any_deferred_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.deferred; });
   any_lazy_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.lazy; });
-  // Arguments are host arrays (a device backend's placement transfers them where needed).
-  device_kind_ = DeviceKind::Host;
   // Steps that read a transfer's output (and are not transfers themselves) check their inputs'
   // devices on each call.
   std::vector<bool> from_transfer(cell_kind.size(), false);
   for (Step& s : steps) {
     if (const Backend* p = backend->provider(*s.node)) {
       s.device = p->device_kind();
-      if (const KernelTraits* t = backend->traits(*s.node)) {
+      if (const KernelTraits* t = p->traits(*s.node)) {
         s.any_device = t->any_device_inputs;
         for (int i : t->host_inputs)
           if (i < 64) s.host_inputs |= uint64_t{1} << i;
@@ -258,10 +256,10 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
     return os.str();
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
-  if (arg.device().kind != device_kind_) [[unlikely]]
-    fail<TypeError>(where(), ": expected an array in ", Device{device_kind_, 0}.str(), " memory (backend '",
-                    backend->name(), "') but got one on ", arg.device().str(), " (", arg.describe(),
-                    "); transfer it first");
+  // Arguments are host arrays (a device backend's placement transfers them where needed).
+  if (!arg.on_host()) [[unlikely]]
+    fail<TypeError>(where(), ": expected an array in ", Device::host().str(), " memory (backend '", backend->name(),
+                    "') but got one on ", arg.device().str(), " (", arg.describe(), "); transfer it first");
   if (arg.ndim() != s.type.ndim())
     fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(),
                     " dimensions) but got an array of shape ", arg.shape().str(), " (", arg.ndim(), " dimensions)");

@@ -170,8 +170,6 @@ class Program final : public InnerProgram {
   /// step is deferred.
   std::vector<int> producer_;
   bool any_deferred_ = false, any_lazy_ = false;
-  /// The backend's device kind (arguments must be in its memory).
-  DeviceKind device_kind_ = DeviceKind::Host;
   /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.
   std::vector<int> release_cells_;
   /// The shared variables the call reads, and those it updates, in one global lock order.

@@ -2,7 +2,8 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include <initializer_list>
+#include <string>
 
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
@@ -47,18 +48,29 @@ State& state() {
   return s;
 }
 
-void* open_first(std::initializer_list<const char*> names, std::string& tried) {
+/// Opens the first of `names` that loads and runs `bind_all(lib)` once; returns "" or why not
+/// (the library missing, a symbol missing, the device refusing).
+template <class F>
+std::string load_library(std::initializer_list<const char*> names, F&& bind_all) {
+  std::string tried;
   for (const char* n : names) {
-    if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
+    if (void* lib = dlopen(n, RTLD_NOW | RTLD_LOCAL)) {
+      try {
+        bind_all(lib);
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return "";
+    }
     tried += std::string(tried.empty() ? "" : ", ") + n;
   }
-  return nullptr;
+  return "could not load " + tried + " (put the CUDA toolkit's lib64 on LD_LIBRARY_PATH)";
 }
 
 template <class F>
-void bind(void* lib, F& f, const char* sym, const char* libname) {
+void bind(void* lib, F& f, const char* sym) {
   f = reinterpret_cast<F>(dlsym(lib, sym));
-  if (!f) fail<NotImplementedError>("CUDA backend: ", libname, " has no symbol ", sym, " (version mismatch?)");
+  if (!f) fail<NotImplementedError>("CUDA backend: the library has no symbol ", sym, " (an older CUDA?)");
 }
 
 }  // namespace
@@ -106,29 +118,17 @@ bool nvrtc_loadable() {
 }
 
 const Nvrtc& nvrtc() {
-  static std::once_flag once;
   static Nvrtc n{};
-  static std::string error;
-  std::call_once(once, [] {
-    std::string tried;
-    void* lib = open_first({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, tried);
-    if (!lib) {
-      error = "libnvrtc could not be loaded (tried " + tried + "; put the CUDA toolkit's lib64 on LD_LIBRARY_PATH)";
-      return;
-    }
-    try {
-      bind(lib, n.create, "nvrtcCreateProgram", "libnvrtc");
-      bind(lib, n.compile, "nvrtcCompileProgram", "libnvrtc");
-      bind(lib, n.log_size, "nvrtcGetProgramLogSize", "libnvrtc");
-      bind(lib, n.log, "nvrtcGetProgramLog", "libnvrtc");
-      bind(lib, n.cubin_size, "nvrtcGetCUBINSize", "libnvrtc");
-      bind(lib, n.cubin, "nvrtcGetCUBIN", "libnvrtc");
-      bind(lib, n.destroy, "nvrtcDestroyProgram", "libnvrtc");
-      bind(lib, n.error_string, "nvrtcGetErrorString", "libnvrtc");
-      bind(lib, n.version, "nvrtcVersion", "libnvrtc");
-    } catch (const Error& e) {
-      error = e.what();
-    }
+  static const std::string error = load_library({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, [](void* lib) {
+    bind(lib, n.create, "nvrtcCreateProgram");
+    bind(lib, n.compile, "nvrtcCompileProgram");
+    bind(lib, n.log_size, "nvrtcGetProgramLogSize");
+    bind(lib, n.log, "nvrtcGetProgramLog");
+    bind(lib, n.cubin_size, "nvrtcGetCUBINSize");
+    bind(lib, n.cubin, "nvrtcGetCUBIN");
+    bind(lib, n.destroy, "nvrtcDestroyProgram");
+    bind(lib, n.error_string, "nvrtcGetErrorString");
+    bind(lib, n.version, "nvrtcVersion");
   });
   if (!error.empty()) fail<NotImplementedError>("CUDA backend: ", error);
   return n;
@@ -142,38 +142,20 @@ void check_cublas(cublasStatus_t s, const char* what) {
 }
 
 const Cublas& cublas() {
-  static std::once_flag once;
   static Cublas c{};
-  static std::string error;
-  std::call_once(once, [] {
-    std::string tried;
-    void* lib = open_first({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, tried);
-    if (!lib) {
-      error = "libcublas could not be loaded (tried " + tried + "; put the CUDA toolkit's lib64 on LD_LIBRARY_PATH)";
-      return;
-    }
-    try {
-      bind(lib, c.create, "cublasCreate_v2", "libcublas");
-      bind(lib, c.set_stream, "cublasSetStream_v2", "libcublas");
-      bind(lib, c.set_math_mode, "cublasSetMathMode", "libcublas");
-      bind(lib, c.set_pointer_mode, "cublasSetPointerMode_v2", "libcublas");
-      bind(lib, c.sgemm, "cublasSgemm_v2", "libcublas");
-      bind(lib, c.dgemm, "cublasDgemm_v2", "libcublas");
-      bind(lib, c.sgemv, "cublasSgemv_v2", "libcublas");
-      bind(lib, c.dgemv, "cublasDgemv_v2", "libcublas");
-      bind(lib, c.sger, "cublasSger_v2", "libcublas");
-      bind(lib, c.dger, "cublasDger_v2", "libcublas");
-      bind(lib, c.sgemm_batched, "cublasSgemmStridedBatched", "libcublas");
-      bind(lib, c.dgemm_batched, "cublasDgemmStridedBatched", "libcublas");
-      require_available("cuBLAS");
-      check_cublas(c.create(&c.handle), "cublasCreate");
-      check_cublas(c.set_stream(c.handle, stream()), "cublasSetStream");
-      // float32 products in float32 (no TF32), as the CPU computes them.
-      check_cublas(c.set_math_mode(c.handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
-      check_cublas(c.set_pointer_mode(c.handle, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
-    } catch (const Error& e) {
-      error = e.what();
-    }
+  static const std::string error = load_library({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, [](void* lib) {
+    bind(lib, c.create, "cublasCreate_v2");
+    bind(lib, c.set_stream, "cublasSetStream_v2");
+    bind(lib, c.set_math_mode, "cublasSetMathMode");
+    bind(lib, c.set_pointer_mode, "cublasSetPointerMode_v2");
+    bind(lib, c.sgemm, "cublasSgemm_v2");
+    bind(lib, c.dgemm, "cublasDgemm_v2");
+    require_available("cuBLAS");
+    check_cublas(c.create(&c.handle), "cublasCreate");
+    check_cublas(c.set_stream(c.handle, stream()), "cublasSetStream");
+    // float32 products in float32 (no TF32), as the CPU computes them.
+    check_cublas(c.set_math_mode(c.handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    check_cublas(c.set_pointer_mode(c.handle, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
   });
   if (!error.empty()) fail<NotImplementedError>("CUDA backend: ", error);
   return c;

@@ -61,14 +61,8 @@ struct Cublas {
   decltype(&cublasSetStream_v2) set_stream;
   decltype(&cublasSetMathMode) set_math_mode;
   decltype(&cublasSetPointerMode_v2) set_pointer_mode;
-  decltype(&cublasSgemm_v2) sgemm;
+  decltype(&cublasSgemm_v2) sgemm;  // (Gemv and Ger are gemms with a side of 1)
   decltype(&cublasDgemm_v2) dgemm;
-  decltype(&cublasSgemv_v2) sgemv;
-  decltype(&cublasDgemv_v2) dgemv;
-  decltype(&cublasSger_v2) sger;
-  decltype(&cublasDger_v2) dger;
-  decltype(&cublasSgemmStridedBatched) sgemm_batched;
-  decltype(&cublasDgemmStridedBatched) dgemm_batched;
   cublasHandle_t handle = nullptr;
 };
 const Cublas& cublas();

@@ -97,13 +97,6 @@ uint64_t fnv1a(const std::string& s, uint64_t h) {
   return h;
 }
 
-/// prefix followed by the number (gcc 12 warns, wrongly, about `numbered("v", i)`).
-std::string numbered(const char* prefix, long long i) {
-  std::string r = prefix;
-  r += std::to_string(i);
-  return r;
-}
-
 std::string hex(uint64_t v) {
   char b[17];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
@@ -111,6 +104,12 @@ std::string hex(uint64_t v) {
 }
 
 }  // namespace
+
+std::string numbered(const char* prefix, long long i) {
+  std::string r = prefix;
+  r += std::to_string(i);
+  return r;
+}
 
 const std::string& table_prefix() {
   static const std::string p = build_prefix();

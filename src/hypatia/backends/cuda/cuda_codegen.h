@@ -24,6 +24,10 @@ enum class ReduceKind : uint8_t;
 
 namespace hypatia::cuda {
 
+/// `prefix` followed by the number: the generators' names ("v3", "x0"). (gcc 12 warns, wrongly,
+/// of overlapping memcpy in `"v" + std::to_string(i)`.)
+std::string numbered(const char* prefix, long long i);
+
 /// The text every generated module starts with: the shim, core/half.h, scalar_math and one
 /// device function per row of the table, `op_<name>` (op_add, op_tanh, op_switch, ...).
 const std::string& table_prefix();

@@ -16,12 +16,6 @@
 namespace hypatia::cuda {
 namespace {
 
-std::string numbered(const char* prefix, long long i) {
-  std::string r = prefix;
-  r += std::to_string(i);
-  return r;
-}
-
 int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); }
 
 bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }

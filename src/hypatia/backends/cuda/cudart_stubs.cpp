@@ -23,13 +23,29 @@ struct Runtime {
   void* lib = nullptr;
   std::string why;
 #define HYP_RT_FN(name) decltype(&::name) name = nullptr;
-#define HYP_RT_LIST(X)                                                                                               \
-  X(cudaGetDeviceCount)                                                                                              \
-  X(cudaGetDeviceProperties)                                                                                         \
-  X(cudaSetDevice) X(cudaStreamCreateWithFlags) X(cudaStreamSynchronize) X(cudaGetErrorName) X(cudaGetErrorString)   \
-      X(cudaGetLastError) X(cudaPeekAtLastError) X(cudaLaunchKernel) X(cudaMalloc) X(cudaFree) X(cudaMemGetInfo)     \
-          X(cudaMemcpyAsync) X(cudaHostAlloc) X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaEventSynchronize) \
-              X(cudaLibraryLoadData) X(cudaLibraryGetKernel)
+// clang-format off (one entry per line; clang-format reflows a macro list differently on each pass)
+#define HYP_RT_LIST(X)         \
+  X(cudaGetDeviceCount)        \
+  X(cudaGetDeviceProperties)   \
+  X(cudaSetDevice)             \
+  X(cudaStreamCreateWithFlags) \
+  X(cudaStreamSynchronize)     \
+  X(cudaGetErrorName)          \
+  X(cudaGetErrorString)        \
+  X(cudaGetLastError)          \
+  X(cudaPeekAtLastError)       \
+  X(cudaLaunchKernel)          \
+  X(cudaMalloc)                \
+  X(cudaFree)                  \
+  X(cudaMemGetInfo)            \
+  X(cudaMemcpyAsync)           \
+  X(cudaHostAlloc)             \
+  X(cudaEventCreateWithFlags)  \
+  X(cudaEventRecord)           \
+  X(cudaEventSynchronize)      \
+  X(cudaLibraryLoadData)       \
+  X(cudaLibraryGetKernel)
+  // clang-format on
   HYP_RT_LIST(HYP_RT_FN)
 #undef HYP_RT_FN
 };
