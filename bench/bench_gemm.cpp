@@ -2,7 +2,8 @@
 // measured, or forced to OpenBLAS / oneDNN, cut into panels on Hypatia's thread pool) against the
 // two libraries called directly with their own threads (OpenBLAS's pthreads, oneDNN's OpenMP),
 // in the same run. Shape sets: 1000^3; the eight GEMMs of a 784-500-500-10 MLP training step at
-// batch 256; the per-step products of an RNN (batch 32, hidden 256: forward and both gradients).
+// batch 256; the per-step products of an RNN (batch 32, hidden 256: forward and both gradients);
+// the RNN's products over its whole sequence (the input projection and the weights' gradients).
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -40,12 +41,13 @@ const std::vector<std::pair<std::string, ShapeSet>>& shape_sets() {
         {256, 500, 500, false, true},
         {256, 10, 500, false, true}}},
       {"rnn_step", {{32, 256, 256, false, false}, {32, 256, 256, false, true}, {256, 32, 256, true, false}}},
+      {"rnn_seq", {{3200, 256, 256, false, false}, {256, 3200, 256, true, false}, {256, 3200, 256, true, false}}},
   };
   return s;
 }
 
 std::vector<Product>& products(int set) {
-  static std::array<std::vector<Product>, 3> all;
+  static std::array<std::vector<Product>, 4> all;
   std::vector<Product>& p = all[set];
   if (p.empty()) {
     uint64_t seed = 1;
@@ -128,7 +130,7 @@ BENCHMARK(BM_hypatia_onednn)->Apply(shapes);
 
 int main(int argc, char** argv) {
   std::vector<hypatia::bench::Ratio> ratios;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     std::string a = "/";  // (not "/" + std::string: GCC 12 warns -Wrestrict falsely)
     a += std::to_string(i);
     a += "/real_time";
@@ -140,7 +142,8 @@ int main(int argc, char** argv) {
   const int rc = hypatia::bench::run_with_ratios(argc, argv, ratios);
   std::printf(
       "\nshape sets: 0 = 1000^3, 1 = MLP 784-500-500-10 step (8 GEMMs, batch 256), 2 = RNN step products "
-      "(32x256x256, three layouts)\nblas=auto measured:\n");
+      "(32x256x256, three layouts), 3 = an RNN's products over its whole sequence (100 steps of batch 32, hidden "
+      "256: x U, h^T dz, x^T dz)\nblas=auto measured:\n");
   for (const hypatia::GemmChoice& c : hypatia::gemm_choices())
     std::printf("  %-6s (calls up to %lld MACs, timed %lldx%lldx%lld): openblas %.1f GFLOP/s, onednn %.1f -> %s\n",
                 c.size_class.c_str(), static_cast<long long>(c.max_macs), static_cast<long long>(c.m),

@@ -1,7 +1,15 @@
 // scan's per-step cost from C++: x_t = x_{t-1} + 1 on a float64 scalar, 10^6 steps, reported per
 // step. Baselines in the same run: the same recurrence as a plain C++ loop (the floor), and one
 // call of a compiled x + 1 function per step (what a loop around a function would pay).
+// Also seed 002's recurrence as an RNN (h_t = tanh(h_{t-1} W + x_t U), hidden 256, batch 32, 100
+// steps, float32): forward, and forward + BPTT (gradients of sum(h_T) w.r.t. W and U), beside the
+// same products called directly through cblas_sgemm with OpenBLAS's own threads (the floor: the
+// 2.1 GFLOP of products alone, no tanh, no copies).
+#include <cblas.h>
+
 #include "bench_util.h"
+
+extern "C" void openblas_set_num_threads(int);
 
 namespace hypatia::bench {
 namespace {
@@ -49,10 +57,77 @@ void BM_plain_loop_per_step(benchmark::State& state) {
 }
 BENCHMARK(BM_plain_loop_per_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+constexpr int64_t kH = 256, kB = 32, kT = 100;
+
+/// The two functions of the RNN, compiled once.
+struct Rnn {
+  std::vector<Function> f;  // forward, forward + BPTT
+  std::vector<NDArray> args{random_f32({kT, kB, kH}, -1, 1, 1), NDArray::zeros({kB, kH}, DType::Float32)};
+  Rnn() {
+    Var W = shared(random_f32({kH, kH}, -0.06f, 0.06f, 2), "W"),
+        U = shared(random_f32({kH, kH}, -0.06f, 0.06f, 3), "U");
+    Var xs = tensor3("X", DType::Float32), h0 = matrix("h0", DType::Float32);
+    auto hs = scan([&](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[1], W) + dot(a[0], U))}; }, {xs},
+                   {h0});
+    Var cost = sum(subtensor(hs[0], {Index(int64_t{-1})}));
+    auto g = grad(cost, std::vector<Var>{W, U});
+    f.push_back(function({In(xs), In(h0)}, {cost}));
+    f.push_back(function({In(xs), In(h0)}, {cost, g[0], g[1]}));
+  }
+};
+
+Rnn& rnn() {
+  static Rnn r;
+  return r;
+}
+
+void BM_rnn_forward(benchmark::State& state) {
+  Rnn& r = rnn();
+  std::vector<NDArray> res(1);
+  for (auto _ : state) r.f[0].call(r.args, res);
+}
+BENCHMARK(BM_rnn_forward)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+void BM_rnn_bptt(benchmark::State& state) {
+  Rnn& r = rnn();
+  std::vector<NDArray> res(3);
+  for (auto _ : state) r.f[1].call(r.args, res);
+}
+BENCHMARK(BM_rnn_bptt)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+/// The forward + BPTT's products alone through cblas_sgemm on OpenBLAS's own two threads: x U over
+/// the sequence, h W and dz W^T per step, then h^T dz and x^T dz over the sequence. Last: its
+/// threads would spin into the benchmarks after it.
+void BM_rnn_products_floor(benchmark::State& state) {
+  openblas_set_num_threads(0);  // OpenBLAS's default: every core
+  const NDArray x = random_f32({kT * kB, kH}, -1, 1, 1), w = random_f32({kH, kH}, -0.06f, 0.06f, 2);
+  NDArray xu = NDArray::empty({kT * kB, kH}, DType::Float32), h = random_f32({kT * kB, kH}, -1, 1, 4);
+  NDArray dz = random_f32({kT * kB, kH}, -1, 1, 5), dw = NDArray::empty({kH, kH}, DType::Float32);
+  const float *X = x.data<float>(), *Wp = w.data<float>();
+  float *XU = xu.data<float>(), *Hp = h.data<float>(), *DZ = dz.data<float>(), *DW = dw.data<float>();
+  const int n = static_cast<int>(kH), m = static_cast<int>(kT * kB), b = static_cast<int>(kB);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, n, 1.f, X, n, Wp, n, 0.f, XU, n);
+    for (int64_t t = 1; t < kT; ++t)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, n, n, 1.f, Hp + (t - 1) * kB * kH, n, Wp, n, 1.f,
+                  XU + t * kB * kH, n);
+    for (int64_t t = kT - 1; t > 0; --t)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, n, n, 1.f, DZ + t * kB * kH, n, Wp, n, 0.f,
+                  Hp + (t - 1) * kB * kH, n);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, m, 1.f, Hp, n, DZ, n, 0.f, DW, n);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, m, 1.f, X, n, DZ, n, 1.f, DW, n);
+    benchmark::DoNotOptimize(DW);
+  }
+}
+BENCHMARK(BM_rnn_products_floor)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
 }  // namespace
 }  // namespace hypatia::bench
 
 int main(int argc, char** argv) {
-  return hypatia::bench::run_with_ratios(argc, argv,
-                                         {{"BM_scan_trivial_per_step/real_time", "BM_plain_loop_per_step/real_time"}});
+  return hypatia::bench::run_with_ratios(
+      argc, argv,
+      {{"BM_scan_trivial_per_step/real_time", "BM_plain_loop_per_step/real_time"},
+       {"BM_rnn_bptt/min_time:1.000/real_time", "BM_rnn_forward/min_time:1.000/real_time"},
+       {"BM_rnn_bptt/min_time:1.000/real_time", "BM_rnn_products_floor/min_time:1.000/real_time"}});
 }

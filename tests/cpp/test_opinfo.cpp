@@ -162,7 +162,10 @@ TEST(OpInfoCoverage, EveryOpWithAKernelHasAnEntry) {
     if (!covered.count(t) && !elsewhere.count(t)) {
       int status = 0;
       std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
-      missing.push_back(status == 0 ? name.get() : t.name());
+      const std::string n = status == 0 ? name.get() : t.name();
+      // Ops local to other test files (test_lazy.cpp's Count) register kernels too when the whole
+      // suite runs in one process; no library op lives in an anonymous namespace.
+      if (n.find("(anonymous namespace)") == std::string::npos) missing.push_back(n);
     }
   EXPECT_TRUE(missing.empty()) << "ops with kernels but no OpInfo entry: " << ::testing::PrintToString(missing);
 }

@@ -250,7 +250,9 @@ TEST(Scan, WeightGradientsArePushedOutOfTheBackwardLoop) {
     size_t pushed = 0;
     for (const auto& node : f.toposort())
       if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) pushed = sg->step_of.size();
-    EXPECT_EQ(pushed, 4u);  // (h_{t-1}, dz_t) for W, (x_t, dz_t) for U
+    // (h_{t-1}, dz_t) for W, (x_t, dz_t) for U: dz_t traced once; under truncate_gradient the
+    // inputs are traced too (their skipped rows must be zeros).
+    EXPECT_EQ(pushed, 3u);
     const auto [dW, dU] = hand_bptt(xv, hv, Wv, Uv, T, K);
     auto r = f({xv, hv, Wv, Uv, make_array({T}, {}, DType::Int64)});
     EXPECT_ALLCLOSE(r[0], make_array(dW, {H, H}, DType::Float64), 1e-10, 1e-12);
@@ -261,6 +263,65 @@ TEST(Scan, WeightGradientsArePushedOutOfTheBackwardLoop) {
     auto z = f2({xv, hv, Wv, Uv, make_array({0}, {}, DType::Int64)});
     EXPECT_ALLCLOSE(z[0], NDArray::zeros({H, H}, DType::Float64), 0, 0);
     EXPECT_ALLCLOSE(z[1], NDArray::zeros({H, H}, DType::Float64), 0, 0);
+  }
+}
+
+TEST(Scan, PushedOutProductsReadTheInputsWhereTheyLie) {
+  // Without truncation the products read x_t from the sequence and h_{t-1} from the initial value
+  // and the forward trace: the backward loop traces dz_t alone, once for both weights. Several
+  // taps (h_{t-2}: two steps from the window; x_{t+1}) and loops shorter than the window.
+  const int T = 7, B = 3, H = 4;
+  const NDArray xv = random_array({T + 1, B, H}, DType::Float64, -1, 1, 31),
+                hv = random_array({2, B, H}, DType::Float64, -1, 1, 32);
+  const NDArray Wv = random_array({H, H}, DType::Float64, -0.6, 0.6, 33),
+                Vv = random_array({H, H}, DType::Float64, -0.6, 0.6, 34),
+                Uv = random_array({H, H}, DType::Float64, -0.6, 0.6, 35);
+  {
+    Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64);
+    Var W = matrix("W", DType::Float64), U = matrix("U", DType::Float64);
+    auto hs = scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[1], a[2]) + dot(a[0], a[3]))}; },
+                   {xs}, {h0}, {W, U});
+    auto g = grad(sum(subtensor(hs[0], {Index(int64_t{-1})})), std::vector<Var>{W, U});
+    Function f = function({In(xs), In(h0), In(W), In(U)}, {g[0], g[1]});
+    size_t pushed = 0;
+    for (const auto& node : f.toposort())
+      if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) pushed = sg->step_of.size();
+    EXPECT_EQ(pushed, 1u);
+    const NDArray x7 = xv.slice(0, 0, T, 1).copy(), h1 = hv.select(0, 0).copy();
+    const auto [dW, dU] = hand_bptt(x7, h1, Wv, Uv, T);
+    auto r = f({x7, h1, Wv, Uv});
+    EXPECT_ALLCLOSE(r[0], make_array(dW, {H, H}, DType::Float64), 1e-10, 1e-12);
+    EXPECT_ALLCLOSE(r[1], make_array(dU, {H, H}, DType::Float64), 1e-10, 1e-12);
+  }
+  // h_t = tanh(h_{t-2} W + h_{t-1} V + x_{t+1} U) over n steps, n = 0, 1 (shorter than the
+  // window of 2), 2 and 7: against finite differences.
+  for (int64_t n : {0, 1, 2, 7}) {
+    SCOPED_TRACE(n);
+    ScanInfo info;
+    info.seq_taps = {{0, 1}};
+    info.state_taps = {{-2, -1}};
+    info.state_traced = {true};
+    Var x0 = matrix("", DType::Float64), x1 = matrix("", DType::Float64);
+    Var h2 = matrix("", DType::Float64), h1 = matrix("", DType::Float64);
+    Var Wi = matrix("", DType::Float64), Vi = matrix("", DType::Float64), Ui = matrix("", DType::Float64);
+    const Var body = tanh(dot(h2, Wi) + dot(h1, Vi) + dot(x1, Ui) + x0 * 0.5);
+    const NDArray xn = xv.slice(0, 0, n + 1, 1).copy();
+    verify_grad(
+        [&](const std::vector<Var>& v) {
+          auto hs = scan_node(info, {x0, x1, h2, h1, Wi, Vi, Ui}, {body}, int_constant(n), {v[0]}, {v[1]},
+                              {v[2], v[3], v[4]});
+          return sum(hs[0] * hs[0]);
+        },
+        {xn, hv, Wv, Vv, Uv});
+    Var xs = tensor3("xs", DType::Float64), hw = tensor3("hw", DType::Float64);
+    Var W = matrix("W", DType::Float64), V = matrix("V", DType::Float64), U = matrix("U", DType::Float64);
+    auto hs = scan_node(info, {x0, x1, h2, h1, Wi, Vi, Ui}, {body}, int_constant(n), {xs}, {hw}, {W, V, U});
+    auto gw = grad(sum(hs[0]), std::vector<Var>{W, V, U});
+    Function f = function({In(xs), In(hw), In(W), In(V), In(U)}, {gw[0], gw[1], gw[2]});
+    size_t pushed = 0;
+    for (const auto& node : f.toposort())
+      if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) pushed = sg->step_of.size();
+    EXPECT_EQ(pushed, 1u);
   }
 }
 
