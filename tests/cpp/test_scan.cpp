@@ -693,6 +693,72 @@ TEST(Scan, ScalarBodiesMatchTheArrayPathBitForBit) {
   }
 }
 
+TEST(Scan, ScalarStepsOverRingsOfDifferentWindowsTracedStatesAndSequenceTaps) {
+  // The element pointers of a scalar loop are laid out before it: rings (untraced states, of
+  // windows 1 and 3: one period of 4), a traced state reading two steps back, a sequence at taps
+  // [0, 2], a non-sequence, a nit-sot and an until condition. Against the same loop on
+  // 1-element vectors (bit for bit) and a plain C++ loop.
+  const int T = 40;
+  const NDArray xv = random_array({T + 2}, DType::Float64, -1, 1, 41);
+  for (double limit : {1e9, 0.92}) {  // the condition never holds / stops the loop early
+    SCOPED_TRACE(limit);
+    auto run = [&](int ndim) {
+      auto v = [&](const char* name) {
+        return ndim == 0 ? scalar(name, DType::Float64) : vector(name, DType::Float64);
+      };
+      ScanInfo info;
+      info.seq_taps = {{0, 2}};
+      info.state_taps = {{-1}, {-3, -1}, {-2}};
+      info.state_traced = {false, false, true};
+      info.n_nitsot = 1;
+      info.until = true;
+      Var x0 = v("x0"), x2 = v("x2"), a1 = v("a1"), b3 = v("b3"), b1 = v("b1"), c2 = v("c2"), w = v("w");
+      Var na = a1 * 0.5 + x0, nb = b3 - b1 * 0.25 + x2 * w, nc = c2 + na * nb * 0.125;
+      Var xs = ndim == 0 ? vector("xs", DType::Float64) : matrix("xs", DType::Float64);
+      Var ia = ndim == 0 ? vector("ia", DType::Float64) : matrix("ia", DType::Float64);
+      Var ib = ndim == 0 ? vector("ib", DType::Float64) : matrix("ib", DType::Float64);
+      Var ic = ndim == 0 ? vector("ic", DType::Float64) : matrix("ic", DType::Float64);
+      Var wv = v("w");
+      auto outs = scan_node(info, {x0, x2, a1, b3, b1, c2, w},
+                            {na, nb, nc, na + c2, gt(ndim == 0 ? nc : sum(nc), constant(limit, DType::Float64))},
+                            int_constant(T), {xs}, {ia, ib, ic}, {wv});
+      Function f = function({In(xs), In(ia), In(ib), In(ic), In(wv)}, {outs[0], outs[1], outs[2], outs[3]});
+      auto shaped = [&](const NDArray& a) { return ndim == 0 ? a : a.reshape({a.size(), 1}); };
+      const NDArray w0 = make_array({0.75}, {}, DType::Float64);
+      return f({shaped(xv), shaped(make_array({0.2}, {1}, DType::Float64)),
+                shaped(make_array({0.1, -0.3, 0.4}, {3}, DType::Float64)),
+                shaped(make_array({0.5, -0.5}, {2}, DType::Float64)), ndim == 0 ? w0 : w0.reshape({1})});
+    };
+    const auto r0 = run(0), r1 = run(1);
+    for (size_t k = 0; k < r0.size(); ++k) EXPECT_EQ(bytes_of(r0[k]), bytes_of(r1[k])) << k;
+    // The plain loop.
+    std::vector<double> a{0.2}, b{0.1, -0.3, 0.4}, c{0.5, -0.5}, y;
+    int steps = 0;
+    for (int t = 0; t < T; ++t) {
+      const double na = a.back() * 0.5 + xv.get_flat(t);
+      const double nb = b[b.size() - 3] - b.back() * 0.25 + xv.get_flat(t + 2) * 0.75;
+      const double nc = c[c.size() - 2] + na * nb * 0.125;
+      y.push_back(na + c[c.size() - 2]);
+      a.push_back(na);
+      b.push_back(nb);
+      c.push_back(nc);
+      ++steps;
+      if (nc > limit) break;
+    }
+    if (limit < 1e9) {
+      EXPECT_LT(steps, T);
+    }
+    EXPECT_DOUBLE_EQ(r0[0].get_flat(0), a.back());
+    EXPECT_DOUBLE_EQ(r0[1].get_flat(0), b.back());
+    ASSERT_EQ(r0[2].shape(), (Shape{steps}));
+    ASSERT_EQ(r0[3].shape(), (Shape{steps}));
+    for (int t = 0; t < steps; ++t) {
+      EXPECT_DOUBLE_EQ(r0[2].get_flat(t), c[static_cast<size_t>(t) + 2]) << t;
+      EXPECT_DOUBLE_EQ(r0[3].get_flat(t), y[static_cast<size_t>(t)]) << t;
+    }
+  }
+}
+
 TEST(Scan, FunctionRunnerOnScalarsAndArrays) {
   // Function::runner(): a function of 0-d values runs on elements, others on arrays with their
   // buffers kept from one run to the next.

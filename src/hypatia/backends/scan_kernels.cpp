@@ -91,15 +91,19 @@ class ScanKernel final : public Kernel {
     const size_t n_state = info.state_taps.size();
     const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
     // State buffers: the initial window then one row per step; an untraced state keeps a ring of
-    // window + 1 rows (step t writes row (window + t) mod L and reads the window before it).
+    // window + 1 rows (step t writes row (window + t) mod L and reads the window before it). On
+    // elements every ring has the longest such length, so that the loop's element pointers repeat
+    // with one period (scalar_steps).
     Loop L;
     L.buf.resize(n_state);
     L.win.resize(n_state);
     L.len.resize(n_state);
+    int64_t ring = 1;
+    for (size_t k = 0; k < n_state; ++k) ring = std::max<int64_t>(ring, info.window(static_cast<int>(k)) + 1);
     for (size_t k = 0; k < n_state; ++k) {
       const NDArray w = window_of(who, info, a, k);
       L.win[k] = info.window(static_cast<int>(k));
-      L.len[k] = info.state_traced[k] ? L.win[k] + n : L.win[k] + 1;
+      L.len[k] = info.state_traced[k] ? L.win[k] + n : runner_->scalar() ? ring : L.win[k] + 1;
       L.buf[k] = NDArray::empty(with_length(L.len[k], element_shape(w)), w.dtype());
       L.buf[k].slice(0, 0, L.win[k], 1).assign(w);
     }
@@ -190,57 +194,86 @@ class ScanKernel final : public Kernel {
 
   /// Steps on elements, for a body of 0-d values whose kernels all have a scalar path: each step
   /// reads its inputs where they lie (sequence entries, state rows) and writes its outputs into
-  /// the buffers' rows, with no array built per step. Returns the number of steps run.
+  /// the buffers' rows, with no array built per step. The element pointers are laid out before
+  /// the loop: one table per phase of the rings (they share one length, so the pointers into them
+  /// repeat with that period), and the pointers that advance with t (sequences, traced states,
+  /// nit-sots) as base + t * stride. Returns the number of steps run.
   int64_t scalar_steps(const KernelArgs& a, int64_t n, Loop& L) {
     const ScanInfo& info = op_.info;
     const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
     const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
-    std::vector<const std::byte*> in(op_.inner_inputs.size());
-    std::vector<std::byte*> out(op_.inner_outputs.size());
-    // Sequence taps: (base at step 0, stride per step); state taps: (state, tap).
-    std::vector<std::pair<const std::byte*, int64_t>> seq_at;
+    const size_t n_in = op_.inner_inputs.size(), n_out = op_.inner_outputs.size();
+    int64_t period = 1;
+    for (size_t k = 0; k < n_state; ++k)
+      if (!info.state_traced[k]) period = L.len[k];
+    std::vector<const std::byte*> in_tab(static_cast<size_t>(period) * n_in);
+    std::vector<std::byte*> out_tab(static_cast<size_t>(period) * n_out);
+    struct Moving {
+      uint32_t slot;
+      const std::byte* base;
+      int64_t stride;
+    };
+    std::vector<Moving> in_moving, out_moving;
+    size_t i = 0;
     for (size_t s = 0; s < n_seq; ++s) {
       const NDArray& x = *a.in[1 + s];
       for (int tap : info.seq_taps[s])
-        seq_at.emplace_back(x.raw() + (tap - info.seq_taps[s].front()) * x.strides()[0], x.strides()[0]);
+        in_moving.push_back(
+            {static_cast<uint32_t>(i++), x.raw() + (tap - info.seq_taps[s].front()) * x.strides()[0], x.strides()[0]});
     }
-    std::vector<std::pair<size_t, int>> state_at;
-    for (size_t k = 0; k < n_state; ++k)
-      for (int tap : info.state_taps[k]) state_at.emplace_back(k, tap);
-    const size_t n_ins = seq_at.size() + state_at.size();
-    for (int j = 0; j < info.n_nonseq; ++j) in[n_ins + static_cast<size_t>(j)] = a.in[1 + n_seq + n_state + j]->raw();
-    std::vector<std::byte*> base(n_state);
-    std::vector<int64_t> isz(n_state), head(n_state);
-    std::vector<bool> ring(n_state);
     for (size_t k = 0; k < n_state; ++k) {
-      base[k] = L.buf[k].raw();
-      isz[k] = static_cast<int64_t>(L.buf[k].itemsize());
-      head[k] = L.win[k] % L.len[k];  // the row step t writes: (window + t) mod length
-      ring[k] = !info.state_traced[k];
+      std::byte* base = L.buf[k].raw();
+      const int64_t isz = static_cast<int64_t>(L.buf[k].itemsize()), head = L.win[k] % L.len[k];
+      for (int tap : info.state_taps[k]) {
+        if (info.state_traced[k]) {
+          in_moving.push_back({static_cast<uint32_t>(i), base + (head + tap) * isz, isz});
+        } else {
+          for (int64_t p = 0; p < period; ++p)
+            in_tab[static_cast<size_t>(p) * n_in + i] = base + ((head + p + tap + L.len[k]) % L.len[k]) * isz;
+        }
+        ++i;
+      }
+      if (info.state_traced[k]) {
+        out_moving.push_back({static_cast<uint32_t>(k), base + head * isz, isz});
+      } else {
+        for (int64_t p = 0; p < period; ++p)
+          out_tab[static_cast<size_t>(p) * n_out + k] = base + ((head + p) % L.len[k]) * isz;
+      }
     }
-    std::vector<int64_t> nsz(n_nitsot);
+    for (int j = 0; j < info.n_nonseq; ++j, ++i)
+      for (int64_t p = 0; p < period; ++p)
+        in_tab[static_cast<size_t>(p) * n_in + i] = a.in[1 + n_seq + n_state + static_cast<size_t>(j)]->raw();
     for (size_t j = 0; j < n_nitsot; ++j) {
       const DType dt = op_.inner_outputs[n_state + j]->type.dtype;
       if (n > 0) L.nitsot[j] = NDArray::empty({n}, dt);
-      nsz[j] = static_cast<int64_t>(itemsize(dt));
+      out_moving.push_back({static_cast<uint32_t>(n_state + j), L.nitsot[j].raw(), static_cast<int64_t>(itemsize(dt))});
     }
     uint64_t cond = 0;
     const DType cond_dtype = op_.inner_outputs.back()->type.dtype;
-    if (info.until) out.back() = reinterpret_cast<std::byte*>(&cond);
+    if (info.until)
+      for (int64_t p = 0; p < period; ++p)
+        out_tab[static_cast<size_t>(p) * n_out + n_out - 1] = reinterpret_cast<std::byte*>(&cond);
+    // Locals the loop keeps in registers across the body's calls.
+    const Moving *in_m = in_moving.data(), *in_m_end = in_m + in_moving.size();
+    const Moving *out_m = out_moving.data(), *out_m_end = out_m + out_moving.size();
+    const std::byte** in = in_tab.data();
+    std::byte** out = out_tab.data();
+    const bool until = info.until;
+    InnerRunner& body = *runner_;
+    int64_t p = 0;
     for (int64_t t = 0; t < n; ++t) {
-      for (size_t i = 0; i < seq_at.size(); ++i) in[i] = seq_at[i].first + t * seq_at[i].second;
-      for (size_t i = 0; i < state_at.size(); ++i) {
-        const auto [k, tap] = state_at[i];
-        int64_t r = head[k] + tap;
-        if (r < 0) r += L.len[k];
-        in[seq_at.size() + i] = base[k] + r * isz[k];
+      for (const Moving* m = in_m; m != in_m_end; ++m) in[m->slot] = m->base + t * m->stride;
+      for (const Moving* m = out_m; m != out_m_end; ++m) out[m->slot] = const_cast<std::byte*>(m->base) + t * m->stride;
+      body.run_scalars(in, out);
+      if (++p == period) {
+        p = 0;
+        in = in_tab.data();
+        out = out_tab.data();
+      } else {
+        in += n_in;
+        out += n_out;
       }
-      for (size_t k = 0; k < n_state; ++k) out[k] = base[k] + head[k] * isz[k];
-      for (size_t j = 0; j < n_nitsot; ++j) out[n_state + j] = L.nitsot[j].raw() + t * nsz[j];
-      runner_->run_scalars(in.data(), out.data());
-      for (size_t k = 0; k < n_state; ++k)
-        if (++head[k] == L.len[k] && ring[k]) head[k] = 0;
-      if (info.until && element_true(reinterpret_cast<const std::byte*>(&cond), cond_dtype)) return t + 1;
+      if (until && element_true(reinterpret_cast<const std::byte*>(&cond), cond_dtype)) return t + 1;
       check_cancelled();
     }
     return n;

@@ -52,22 +52,23 @@ class Program::Runner final : public InnerRunner {
 
   void run_scalars(const std::byte* const* in, std::byte* const* out) override {
     // The nodes read the inputs where they lie and write the outputs where they go.
-    for (const auto& [idx, i] : in_patch_) ptr_in_[idx] = in[i];
-    for (const auto& [idx, k] : out_patch_in_) ptr_in_[idx] = out[k];
-    for (const auto& [idx, k] : out_patch_out_) ptr_out_[idx] = out[k];
-    const size_t n = kernels_.size();
-    size_t t = 0;
+    for (const Patch& q : patches_) {
+      const std::byte* v = q.from_output ? out[q.src] : in[q.src];
+      std::memcpy(q.dst, &v, sizeof v);  // a slot of ptr_in_ or ptr_out_
+    }
+    const Call* c = calls_.data();
+    const Call* const end = c + calls_.size();
     try {
-      for (; t < n; ++t) kernels_[t]->run_scalars(ptr_in_.data() + first_in_[t], ptr_out_.data() + first_out_[t]);
+      for (; c != end; ++c) c->kernel->run_scalars(c->in, c->out);
     } catch (const Cancelled&) {
       throw;
     } catch (...) {
-      rethrow_with_context(t);
+      rethrow_with_context(static_cast<size_t>(c - calls_.data()));
       throw;
     }
     // Outputs that are inputs, constants or another output's value.
-    for (const OutCopy& c : out_copies_)
-      copy_element(out[c.k], c.input >= 0 ? in[c.input] : c.output >= 0 ? out[c.output] : c.slot, c.size);
+    for (const OutCopy& o : out_copies_)
+      copy_element(out[o.k], o.input >= 0 ? in[o.input] : o.output >= 0 ? out[o.output] : o.slot, o.size);
   }
 
   void release() override {
@@ -154,8 +155,13 @@ class Program::Runner final : public InnerRunner {
           out_patch_out_.emplace_back(static_cast<uint32_t>(ptr_out_.size()), static_cast<uint32_t>(output_of[c]));
         ptr_out_.push_back(slot(c));
       }
-      kernels_.push_back(f_->kernels[t].get());
     }
+    // Pointers into ptr_in_ and ptr_out_ are taken once both are laid out.
+    for (size_t t = 0; t < p.steps.size(); ++t)
+      calls_.push_back({f_->kernels[t].get(), ptr_in_.data() + first_in_[t], ptr_out_.data() + first_out_[t]});
+    for (const auto& [idx, i] : in_patch_) patches_.push_back({&ptr_in_[idx], i, false});
+    for (const auto& [idx, k] : out_patch_in_) patches_.push_back({&ptr_in_[idx], k, true});
+    for (const auto& [idx, k] : out_patch_out_) patches_.push_back({&ptr_out_[idx], k, true});
     return true;
   }
 
@@ -183,9 +189,22 @@ class Program::Runner final : public InnerRunner {
   std::vector<const std::byte*> ptr_in_;
   std::vector<std::byte*> ptr_out_;
   std::vector<uint32_t> first_in_, first_out_;
-  std::vector<Kernel*> kernels_;
   /// (index in ptr_in_ or ptr_out_, argument or output number) to point at on each run.
   std::vector<std::pair<uint32_t, uint32_t>> in_patch_, out_patch_in_, out_patch_out_;
+  /// The same as the slots to write: argument (or output) src's element pointer goes to *dst.
+  struct Patch {
+    void* dst;
+    uint32_t src;
+    bool from_output;
+  };
+  std::vector<Patch> patches_;
+  /// Per step: its kernel and its pointer lists.
+  struct Call {
+    Kernel* kernel;
+    const std::byte* const* in;
+    std::byte* const* out;
+  };
+  std::vector<Call> calls_;
   /// An output copied at the end of a run: from argument `input`, else from output `output`,
   /// else from its slot (a constant).
   struct OutCopy {

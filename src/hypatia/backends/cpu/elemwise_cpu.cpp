@@ -108,6 +108,27 @@ void elemwise_inner(std::byte* out, int64_t os, const std::byte* const* in, cons
   }
 }
 
+/// One element, as elemwise_inner computes it for n = 1 on contiguous operands (the same SIMD call
+/// for a float unary op, the scalar function otherwise): a loop body's step on elements
+/// (Kernel::run_scalars) without the loop's set-up.
+template <ScalarOpKind Kd, class T>
+void elemwise_one(std::byte* out, const std::byte* const* in, bool simd) {
+  using Fn = ScalarFn<Kd>;
+  using R = scalar_result_t<Kd, T>;
+  using I0 = scalar_input_t<Kd, T, 0>;
+  constexpr int N = Fn::arity;
+  if constexpr (std::is_floating_point_v<T> && std::is_same_v<R, T> && N == 1)
+    if (simd) return simd_unary(Kd, dtype_of<T>(), in[0], out, 1);
+  R r;
+  if constexpr (N == 1)
+    r = Fn::apply(load_element<T>(in[0]));
+  else if constexpr (N == 2)
+    r = Fn::apply(load_element<T>(in[0]), load_element<T>(in[1]));
+  else
+    r = Fn::apply(load_element<I0>(in[0]), load_element<T>(in[1]), load_element<T>(in[2]));
+  *reinterpret_cast<R*>(out) = r;
+}
+
 template <class From, class To>
 void cast_inner(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n, bool) {
   if (os == static_cast<int64_t>(sizeof(To)) && is[0] == static_cast<int64_t>(sizeof(From)) &&
@@ -147,6 +168,23 @@ std::pair<InnerFn, DType> pick_inner(const Elemwise& op, DType compute) {
   });
 }
 
+using OneFn = void (*)(std::byte* out, const std::byte* const* in, bool simd);
+
+/// elemwise_one for `op` and `compute` (a cast: its n = 1 loop).
+OneFn pick_one(const Elemwise& op, DType compute) {
+  if (op.scalar == ScalarOpKind::Cast) return nullptr;
+  return dispatch_scalar_kind(op.scalar, [&](auto kc) {
+    constexpr ScalarOpKind Kd = decltype(kc)::value;
+    return dispatch_dtype(compute, [&](auto t) -> OneFn {
+      using T = decltype(t);
+      if constexpr (ScalarFn<Kd>::template supports<T>)
+        return &elemwise_one<Kd, T>;
+      else
+        return nullptr;
+    });
+  });
+}
+
 }  // namespace
 
 std::pair<InnerFn, DType> elemwise_inner_fn(const Elemwise& op, DType compute) { return pick_inner(op, compute); }
@@ -165,6 +203,7 @@ class ElemwiseCpuKernel final : public Kernel {
     HYP_ASSERT(writes == out_dtype_, op_.name(), ": scalar function writes ", dtype_name(writes), ", node says ",
                dtype_name(out_dtype_));
     inner_ = fn;
+    one_ = pick_one(op_, compute);
     simd_ = simd_supports(op_.scalar, compute);
     cost_ = scalar_op_cost(op_.scalar);
     scalar_path_ = true;
@@ -179,6 +218,7 @@ class ElemwiseCpuKernel final : public Kernel {
   bool has_scalar_path() const override { return scalar_path_; }
   // The path run() takes for 0-d operands (one element, contiguous strides).
   void run_scalars(const std::byte* const* in, std::byte* const* out) override {
+    if (one_) return one_(out[0], in, simd_);
     inner_(out[0], static_cast<int64_t>(itemsize(out_dtype_)), in, elem_size_.data(), 1, simd_);
   }
 
@@ -252,6 +292,7 @@ class ElemwiseCpuKernel final : public Kernel {
   std::array<DType, 3> want_{};
   std::array<NDArray, 3> scratch_;
   InnerFn inner_ = nullptr;
+  OneFn one_ = nullptr;  // one element (run_scalars); a cast runs inner_ on one
   bool simd_ = false;
   bool scalar_path_ = false;
   std::array<int64_t, 3> elem_size_{};
