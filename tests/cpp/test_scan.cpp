@@ -361,6 +361,91 @@ TEST(Scan, GradientOfAGatedRecurrenceWithTapsBackwardsAndUntil) {
       {av});
 }
 
+/// A small LSTM step (gates of width H from one product z = x Wx + h Wh), as a scan body.
+std::vector<Var> lstm_step(const std::vector<Var>& a, const Var& Wx, const Var& Wh, int64_t H) {
+  Var z = dot(a[0], Wx) + dot(a[1], Wh);
+  auto gate = [&](int64_t k) { return subtensor(z, {all(), sl(k * H, (k + 1) * H)}); };
+  Var c = sigmoid(gate(1)) * a[2] + sigmoid(gate(0)) * tanh(gate(3));
+  return {sigmoid(gate(2)) * tanh(c), c};
+}
+
+TEST(Scan, GradientReadsTheForwardLoopsResiduals) {
+  // An LSTM's gate gradients read z = x Wx + h Wh. The forward loop traces z (a residual) and the
+  // backward loop reads it: one Scan runs (local_scan_twin merges the user's loop and the twin
+  // that traces z), the backward body has one product (dz Wh^T) instead of three, and the
+  // gradients match finite differences in every mode, with until, and at second order.
+  const int64_t T = testing::kSanitizerBuild ? 3 : 5, B = 2, I = 3, H = 2;
+  const NDArray xv = random_array({T, B, I}, DType::Float64, -1, 1, 61);
+  const NDArray hv = random_array({B, H}, DType::Float64, -1, 1, 62),
+                cv = random_array({B, H}, DType::Float64, -1, 1, 63);
+  const NDArray Wxv = random_array({I, 4 * H}, DType::Float64, -0.8, 0.8, 64),
+                Whv = random_array({H, 4 * H}, DType::Float64, -0.8, 0.8, 65);
+  auto loop = [&](const std::vector<Var>& v) {
+    return scan([&](const std::vector<Var>& a) { return lstm_step(a, v[3], v[4], H); }, {v[0]}, {v[1], v[2]});
+  };
+  verify_grad(
+      [&](const std::vector<Var>& v) {
+        auto o = loop(v);
+        return sum(o[0] * o[0]) + sum(subtensor(o[1], {Index(int64_t{-1})}));
+      },
+      {xv, hv, cv, Wxv, Whv});
+  Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64), c0 = matrix("c0", DType::Float64);
+  Var Wx = matrix("Wx", DType::Float64), Wh = matrix("Wh", DType::Float64);
+  auto o = loop({xs, h0, c0, Wx, Wh});
+  Var cost = sum(subtensor(o[0], {Index(int64_t{-1})}));
+  auto g = grad(cost, std::vector<Var>{Wx, Wh});
+  std::vector<NDArray> want;
+  for (const char* mode : {"FAST_RUN", "FAST_COMPILE"}) {
+    SCOPED_TRACE(mode);
+    FunctionOptions opts;
+    opts.mode = mode;
+    Function f = function({In(xs), In(h0), In(c0), In(Wx), In(Wh)}, {cost, g[0], g[1]}, opts);
+    int scans = 0, products = -1;
+    for (const auto& node : f.toposort()) {
+      scans += typeid(*node->op) == typeid(Scan);
+      if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) {
+        EXPECT_EQ(sg->info.n_nitsot, 1);  // z
+        products = 0;
+        for (const auto& n : toposort(sg->vjp_outputs)) products += typeid(*n->op) == typeid(Dot);
+      }
+    }
+    if (std::string(mode) == "FAST_RUN") {
+      EXPECT_EQ(scans, 1);
+    }
+    EXPECT_EQ(products, 1);
+    auto r = f({xv, hv, cv, Wxv, Whv});
+    if (want.empty()) {
+      want = r;
+    } else {
+      for (size_t k = 0; k < r.size(); ++k) EXPECT_ALLCLOSE(r[k], want[k], 1e-12, 1e-12);
+    }
+  }
+  // Until: the loop stops once sum(c) > 0.2 (at a step the data decides); second order: the
+  // gradient of <grad(cost, Wh), V>.
+  ScanInfo info;
+  info.seq_taps = {{0}};
+  info.state_taps = {{-1}, {-1}};
+  info.state_traced = {true, true};
+  info.until = true;
+  const NDArray Vv = random_array({H, 4 * H}, DType::Float64, -1, 1, 66);
+  for (bool second : {false, true}) {
+    SCOPED_TRACE(second ? "second order" : "until");
+    verify_grad(
+        [&](const std::vector<Var>& v) {
+          Var x = matrix("", DType::Float64), h = matrix("", DType::Float64), c = matrix("", DType::Float64);
+          Var wx = matrix("", DType::Float64), wh = matrix("", DType::Float64);
+          auto body = lstm_step({x, h, c}, wx, wh, H);
+          body.push_back(gt(sum(body[1]), constant(0.2, DType::Float64)));
+          auto hs = second ? loop(v)
+                           : scan_node(info, {x, h, c, wx, wh}, body, int_constant(T), {v[0]},
+                                       {expand_dims(v[1], 0), expand_dims(v[2], 0)}, {v[3], v[4]});
+          Var c2 = sum(hs[0] * hs[0]);
+          return second ? sum(grad(c2, v[4]) * constant(Vv)) : c2;
+        },
+        {xv, hv, cv, Wxv, Whv});
+  }
+}
+
 TEST(Scan, SecondDerivativesThroughScan) {
   // Hessian-vector products: the gradient of <grad(cost, W), V> differentiates the backward pass
   // (ScanGrad::grad, through the Scan it equals). An RNN whose weight gradients are pushed out of

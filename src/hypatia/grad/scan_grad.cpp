@@ -4,6 +4,7 @@
 #include <array>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "hypatia/core/error.h"
 #include "hypatia/grad/grad.h"
@@ -46,38 +47,6 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   const size_t n_nitsot = static_cast<size_t>(info.n_nitsot);
   const size_t n_fwd = node.inputs.size();
   const int n_seq_in = info.n_seq_inputs(), n_state_in = info.n_state_inputs();
-  // Every state's trace: the node's own outputs when traced, else those of a twin that traces all
-  // of them (the forward pass runs twice then; untraced states are rare under a gradient).
-  std::vector<Var> traces(n_state);
-  bool all_traced = true;
-  for (size_t k = 0; k < n_state; ++k) all_traced = all_traced && info.state_traced[k];
-  std::vector<Var> twin;
-  if (!all_traced) {
-    ScanInfo ti = info;
-    std::fill(ti.state_traced.begin(), ti.state_traced.end(), true);
-    twin = apply_op(std::make_shared<Scan>(ti, inner_inputs, inner_outputs), node.inputs);
-  }
-  for (size_t k = 0; k < n_state; ++k)
-    traces[k] = info.state_traced[k] ? const_cast<Apply&>(node).output(static_cast<int>(k)) : twin[k];
-  // Output gradients as traces (zeros where the cost does not reach; an untraced state's
-  // gradient lands on the trace's last row).
-  std::vector<Var> g(n_state + n_nitsot);
-  for (size_t o = 0; o < n_state + n_nitsot; ++o) {
-    const Var out = const_cast<Apply&>(node).output(static_cast<int>(o));
-    const Var& trace = o < n_state ? traces[o] : out;
-    if (!is_float(trace->dtype())) {
-      g[o] = zeros_like(trace);
-      continue;
-    }
-    const Var& go = output_grads[o];
-    if (!go || is_null_grad(go)) {
-      g[o] = zeros_like(trace);
-    } else if (o < n_state && !info.state_traced[o]) {
-      g[o] = set_subtensor(subtensor(zeros_like(trace), {Index(int64_t{-1})}), cast(go, trace->dtype()));
-    } else {
-      g[o] = go->dtype() == trace->dtype() ? go : cast(go, trace->dtype());
-    }
-  }
   // The body's vector-Jacobian product: one cotangent per float output, gradients of the float
   // inner inputs.
   std::vector<Var> vjp_inputs = inner_inputs;
@@ -116,6 +85,12 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   // The body's outputs are known at every step (the traces hold them): the gradient reads them
   // instead of recomputing them (tanh's gradient reads tanh's output, so an RNN's backward step
   // does not redo its forward matrix products).
+  // Residuals: values of the forward body that the gradient would otherwise recompute with
+  // matrix products (an LSTM's gate pre-activations z = x Wx + h Wh, which the gates' gradients
+  // read) are traced by the forward loop and read here the same way (JAX's residuals; Theano
+  // recomputed them). A residual is a product's value or an elementwise node reading one, kept
+  // when the gradient still reads it once the others are substituted.
+  std::vector<Var> residuals;
   if (!vjp_outputs.empty()) {
     std::vector<std::pair<Var, Var>> known;
     for (size_t o = 0; o < n_state + n_nitsot; ++o) {
@@ -123,10 +98,76 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
       known.emplace_back(inner_outputs[o], v);
       vjp_inputs.push_back(v);
     }
-    vjp_outputs = clone_graph(vjp_outputs, known);
+    std::unordered_set<const Variable*> is_output;
+    for (const Var& v : inner_outputs) is_output.insert(v.get());
+    auto is_product = [](const Var& v) { return v->owner && typeid(*v->owner->op) == typeid(Dot); };
+    std::vector<std::pair<Var, Var>> candidates;
+    for (const auto& n : toposort(inner_outputs)) {
+      if (n->nout() != 1 || is_output.count(n->output_ptr(0))) continue;
+      bool costly = typeid(*n->op) == typeid(Dot);
+      if (!costly && dynamic_cast<const Elemwise*>(n->op.get()))
+        for (const Var& x : n->inputs) costly = costly || is_product(x);
+      if (!costly) continue;
+      std::string name = "res_";
+      name += std::to_string(candidates.size());
+      candidates.emplace_back(n->output(0), variable(n->output(0)->type, name));
+    }
+    std::vector<std::pair<Var, Var>> subst = known;
+    subst.insert(subst.end(), candidates.begin(), candidates.end());
+    vjp_outputs = clone_graph(vjp_outputs, subst);
+    std::unordered_set<const Variable*> read;
+    for (const Var& v : vjp_outputs) read.insert(v.get());
+    for (const auto& n : toposort(vjp_outputs))
+      for (const Var& x : n->inputs) read.insert(x.get());
+    for (const auto& [v, r] : candidates)
+      if (read.count(r.get())) {
+        residuals.push_back(v);
+        vjp_inputs.push_back(r);
+      }
   } else {
     for (size_t o = 0; o < n_state + n_nitsot; ++o) vjp_inputs.push_back(variable(inner_outputs[o]->type));
   }
+  const size_t n_res = residuals.size();
+  // Every state's trace: the node's own outputs when traced, else those of a twin that traces all
+  // of them (the forward pass runs twice then; untraced states are rare under a gradient).
+  std::vector<Var> traces(n_state);
+  bool all_traced = true;
+  for (size_t k = 0; k < n_state; ++k) all_traced = all_traced && info.state_traced[k];
+  // The twin also traces the residuals (after the nit-sots); local_scan_twin then runs one loop
+  // for both.
+  std::vector<Var> twin;
+  if (!all_traced || n_res > 0) {
+    ScanInfo ti = info;
+    std::fill(ti.state_traced.begin(), ti.state_traced.end(), true);
+    ti.n_nitsot += static_cast<int>(n_res);
+    std::vector<Var> outs = inner_outputs;  // states, nit-sots, residuals, the until condition
+    outs.insert(outs.begin() + static_cast<long>(n_state + n_nitsot), residuals.begin(), residuals.end());
+    twin = apply_op(std::make_shared<Scan>(ti, inner_inputs, outs), node.inputs);
+  }
+  for (size_t k = 0; k < n_state; ++k)
+    traces[k] = info.state_traced[k] ? const_cast<Apply&>(node).output(static_cast<int>(k)) : twin[k];
+  // Output gradients as traces (zeros where the cost does not reach; an untraced state's
+  // gradient lands on the trace's last row).
+  std::vector<Var> g(n_state + n_nitsot);
+  for (size_t o = 0; o < n_state + n_nitsot; ++o) {
+    const Var out = const_cast<Apply&>(node).output(static_cast<int>(o));
+    const Var& trace = o < n_state ? traces[o] : out;
+    if (!is_float(trace->dtype())) {
+      g[o] = zeros_like(trace);
+      continue;
+    }
+    const Var& go = output_grads[o];
+    if (!go || is_null_grad(go)) {
+      g[o] = zeros_like(trace);
+    } else if (o < n_state && !info.state_traced[o]) {
+      g[o] = set_subtensor(subtensor(zeros_like(trace), {Index(int64_t{-1})}), cast(go, trace->dtype()));
+    } else {
+      g[o] = go->dtype() == trace->dtype() ? go : cast(go, trace->dtype());
+    }
+  }
+  // The residuals take no cotangent: their slots among the output gradients hold the residuals'
+  // traces themselves (never read).
+  for (size_t r = 0; r < n_res; ++r) g.push_back(twin[n_state + n_nitsot + r]);
   // A matrix non-sequence W read as dot(a_t, W) has the gradient sum_t a_t^T b_t: a sum of
   // rank-(batch) updates, slow as small matrix products. Its a_t and b_t become per-step outputs
   // instead (traces of the ScanGrad) and the sum one matrix product over the whole sequence after
@@ -215,10 +256,14 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   inputs.insert(inputs.end(), traces.begin(), traces.end());
   for (size_t j = 0; j < n_nitsot; ++j)
     inputs.push_back(const_cast<Apply&>(node).output(static_cast<int>(n_state + j)));
+  for (size_t r = 0; r < n_res; ++r) inputs.push_back(twin[n_state + n_nitsot + r]);
   inputs.insert(inputs.end(), g.begin(), g.end());
   vjp_outputs.insert(vjp_outputs.end(), step_outputs.begin(), step_outputs.end());
+  ScanInfo grad_info = info;  // the residuals are nit-sots of the forward loop it differentiates
+  grad_info.n_nitsot += static_cast<int>(n_res);
   std::vector<Var> d = apply_op(
-      std::make_shared<ScanGrad>(info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of, acc_of, step_of), inputs);
+      std::make_shared<ScanGrad>(grad_info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of, acc_of, step_of),
+      inputs);
   // The pushed-out sums: per product, sum_t a_t^T b_t as matrix products over rows (n, batch, d).
   for (size_t p = 0; p < factors.size(); ++p) {
     const auto& f = factors[p];

@@ -13,6 +13,9 @@
 // - scan_merge (a pass, phase scan_merge, just before control_flow): scans of the same n_steps
 //   and truncation, without until, none depending on another, become one loop running every body
 //   (one pass over the steps instead of several).
+// - local_scan_twin: a Scan whose loop another Scan runs too (Scan::grad's twin: the same inputs
+//   and body, also tracing the residuals its gradient reads) takes that Scan's outputs, so the
+//   forward pass runs once. The two rules above wait for it (they would rebuild the bodies apart).
 // - local_scan_grad_unused: a ScanGrad computes per step only the gradients the function reads
 //   (a gradient output without readers is dropped from its body, so a model that asks for the
 //   weights' gradients does not also pay for the inputs' each step).
@@ -112,10 +115,57 @@ std::vector<Var> frontier_of(const std::vector<Var>& inner_outputs, const std::u
   return frontier;
 }
 
-std::optional<std::vector<Var>> scan_push_out_seq(FunctionGraph&, Apply& n) {
+/// Whether Scan b runs Scan a's loop and more: the same outer inputs and inner inputs, a's outputs
+/// first among b's (the same variables; an until condition last in both), the same taps, tracing
+/// and stopping, more nit-sots allowed (Scan::grad's twin, which also traces residuals).
+bool runs_loop_of(const Apply& a, const Apply& b) {
+  if (&a == &b || typeid(*b.op) != typeid(Scan) || a.inputs.size() != b.inputs.size()) return false;
+  for (size_t i = 0; i < a.inputs.size(); ++i)
+    if (a.inputs[i].get() != b.inputs[i].get()) return false;
+  const auto& oa = static_cast<const Scan&>(*a.op);
+  const auto& ob = static_cast<const Scan&>(*b.op);
+  const ScanInfo &ia = oa.info, &ib = ob.info;
+  if (ia.seq_taps != ib.seq_taps || ia.state_taps != ib.state_taps || ia.state_traced != ib.state_traced ||
+      ia.until != ib.until || ia.truncate_gradient != ib.truncate_gradient || ia.n_nonseq != ib.n_nonseq ||
+      ia.n_nitsot > ib.n_nitsot || oa.inner_inputs.size() != ob.inner_inputs.size() ||
+      oa.inner_outputs.size() > ob.inner_outputs.size())
+    return false;
+  for (size_t i = 0; i < oa.inner_inputs.size(); ++i)
+    if (oa.inner_inputs[i].get() != ob.inner_inputs[i].get()) return false;
+  // States and nit-sots, then the until condition (the last inner output of both).
+  const size_t own = oa.inner_outputs.size() - (ia.until ? 1 : 0);
+  for (size_t i = 0; i < own; ++i)
+    if (oa.inner_outputs[i].get() != ob.inner_outputs[i].get()) return false;
+  return !ia.until || oa.inner_outputs.back().get() == ob.inner_outputs.back().get();
+}
+
+/// The Scan that runs n's loop and more (runs_loop_of), if the graph has one.
+const Apply* twin_of(const FunctionGraph& fg, const Apply& n) {
+  for (const Client& c : fg.clients(n.inputs[0].get()))
+    if (c.node && runs_loop_of(n, *c.node)) return c.node;
+  return nullptr;
+}
+
+/// Whether n is the larger of a twin pair not merged yet: the loop rules wait until
+/// scan_twin has merged the pair (they would give the two different bodies).
+bool has_smaller_twin(const FunctionGraph& fg, const Apply& n) {
+  for (const Client& c : fg.clients(n.inputs[0].get()))
+    if (c.node && typeid(*c.node->op) == typeid(Scan) && runs_loop_of(*c.node, n)) return true;
+  return false;
+}
+
+std::optional<std::vector<Var>> scan_twin(FunctionGraph& fg, Apply& n) {
+  const Apply* b = twin_of(fg, n);
+  if (!b) return std::nullopt;
+  std::vector<Var> outs;
+  for (int o = 0; o < n.nout(); ++o) outs.push_back(const_cast<Apply*>(b)->output(o));
+  return outs;
+}
+
+std::optional<std::vector<Var>> scan_push_out_seq(FunctionGraph& fg, Apply& n) {
   const auto& op = static_cast<const Scan&>(*n.op);
   const ScanInfo& info = op.info;
-  if (info.until) return std::nullopt;
+  if (info.until || twin_of(fg, n) || has_smaller_twin(fg, n)) return std::nullopt;
   const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
   const Var& n_steps = n.inputs[0];
   // Inner value -> its value at every step, outside (a leading time axis); inner non-sequence ->
@@ -190,7 +240,8 @@ std::optional<std::vector<Var>> scan_push_out_seq(FunctionGraph&, Apply& n) {
   return scan_node(ni, inputs, outputs, n_steps, seqs, windows, nonseqs);
 }
 
-std::optional<std::vector<Var>> scan_push_out_non_seq(FunctionGraph&, Apply& n) {
+std::optional<std::vector<Var>> scan_push_out_non_seq(FunctionGraph& fg, Apply& n) {
+  if (twin_of(fg, n) || has_smaller_twin(fg, n)) return std::nullopt;
   const auto& op = static_cast<const Scan&>(*n.op);
   const ScanInfo& info = op.info;
   const size_t n_seq = info.seq_taps.size(), n_state = info.state_taps.size();
@@ -367,7 +418,8 @@ bool control_flow_pass(FunctionGraph& fg) {
 }
 
 std::vector<LocalRewrite> scan_rules() {
-  return {{"local_scan_push_out_non_seq", {typeid(Scan)}, scan_push_out_non_seq},
+  return {{"local_scan_twin", {typeid(Scan)}, scan_twin},
+          {"local_scan_push_out_non_seq", {typeid(Scan)}, scan_push_out_non_seq},
           {"local_scan_push_out_seq", {typeid(Scan)}, scan_push_out_seq},
           {"local_scan_grad_unused", {typeid(ScanGrad)}, scan_grad_unused}};
 }
