@@ -358,6 +358,40 @@ TEST(CanonicalExtra, UselessAllocAndAllocOfAlloc) {
   }
 }
 
+TEST(CanonicalExtra, AddOfIncSubtensorsOfZeros) {
+  // The gradient of several slices of one matrix (an LSTM's gates): one buffer of zeros with each
+  // slice's gradient added in turn, no sum of four zero-filled matrices. Against the graph as
+  // written, with overlapping slices, a slice out of range for some widths and widths of 0.
+  Var z = dmatrix("z");
+  Var n = lscalar("n");
+  auto gate = [&](int64_t lo, int64_t hi) { return subtensor(z, {all(), sl(lo, hi)}); };
+  struct Case {
+    std::string what;
+    Var out;
+    int adds;  // Elemwise adds left in the rewritten graph
+  };
+  auto grad_of = [&](const Var& cost) { return grad(cost, z); };
+  const std::vector<Case> cases = {
+      {"four gates",
+       grad_of(sum(tanh(gate(0, 2))) + sum(exp(gate(2, 4)) * 2.0) + sum(sqr(gate(4, 6))) +
+               sum(gate(6, 8) * gate(6, 8) * 3.0)),
+       0},
+      {"overlapping slices", grad_of(sum(tanh(gate(0, 5))) + sum(exp(gate(3, 8)))), 0},
+      // Must not fire: zeros of another variable's shape (a different shape at run time raises).
+      {"zeros of another shape",
+       inc_subtensor(subtensor(zeros({n, shape_i(z, 1)}, DType::Float64), {all(), sl(0, 2)}), gate(0, 2)) +
+           inc_subtensor(subtensor(zeros_like(z), {all(), sl(2, 4)}), gate(2, 4)),
+       1},
+  };
+  for (const auto& cs : cases) {
+    SCOPED_TRACE(cs.what);
+    Compiled c = compile({z, n}, {cs.out});
+    EXPECT_EQ(count_scalar(c.opt, ScalarOpKind::Add), cs.adds) << c.opt.debugprint();
+    for (int64_t w : {0, 3, 8, 10})
+      for (int64_t rows : {0, 2}) check(c, {iota({rows, w}), i64(rows == 2 ? 2 : 1)});
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Switch
 

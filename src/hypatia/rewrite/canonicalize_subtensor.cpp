@@ -1,5 +1,8 @@
 // Subtensor of Subtensor -> one Subtensor (phase canonicalize). A local rule on Subtensor
 // nodes whose input is a Subtensor, with constant or symbolic bounds and steps of any sign.
+// Also local_add_of_inc_subtensor_of_zeros: p + (zeros with v added at idx), where p is itself
+// zeros of the same shape variables with values added elsewhere, is p with v added at idx (the
+// gradient of several slices of one value, an LSTM's four gates: one buffer, no sum).
 // Guarantees: the replacement has the exact type of what it replaces and the same values wherever
 // the replaced graph runs without an error; an index out of range still raises IndexError (the
 // merged index is one past the axis there). Nothing overflows for any int64 bounds and steps
@@ -368,10 +371,45 @@ std::optional<std::vector<Var>> subtensor_merge(FunctionGraph&, Apply& node) {
   return one(retype(build_subtensor(x, merged), node.output_ptr(0)->type));
 }
 
+/// The Alloc of zeros that v is, or that a chain of basic IncSubtensors starts from.
+const Apply* zeros_base(Var v) {
+  while (v->owner && typeid(*v->owner->op) == typeid(IncSubtensor) &&
+         !static_cast<const IncSubtensor&>(*v->owner->op).advanced)
+    v = v->owner->inputs[0];
+  const Apply* a = v->owner;
+  return a && typeid(*a->op) == typeid(Alloc) && is_constant_value(a->inputs[0], 0) ? a : nullptr;
+}
+
+std::optional<std::vector<Var>> add_of_inc_subtensor_of_zeros(FunctionGraph&, Apply& node) {
+  const auto* e = dynamic_cast<const Elemwise*>(node.op.get());
+  if (!e || e->scalar != ScalarOpKind::Add || node.inputs.size() != 2) return std::nullopt;
+  const TensorType& t = node.output_ptr(0)->type;
+  for (size_t k = 0; k < 2; ++k) {
+    const Var& q = node.inputs[k];
+    const Var& p = node.inputs[1 - k];
+    const Apply* inc = q->owner;
+    if (!inc || typeid(*inc->op) != typeid(IncSubtensor) || !(q->type == t) || !(p->type == t)) continue;
+    const auto& op = static_cast<const IncSubtensor&>(*inc->op);
+    const Apply* zq = inc->inputs[0]->owner;
+    if (op.advanced || !zq || zeros_base(inc->inputs[0]) != zq) continue;  // q: zeros with v at idx
+    const Apply* zp = zeros_base(p);
+    if (!zp || zp->inputs.size() != zq->inputs.size()) continue;
+    bool same_shape = true;  // the same shape variables (merged), so the same shape at run time
+    for (size_t i = 1; i < zp->inputs.size(); ++i)
+      same_shape = same_shape && zp->inputs[i].get() == zq->inputs[i].get();
+    if (!same_shape) continue;
+    std::vector<Var> ins(inc->inputs.begin(), inc->inputs.end());
+    ins[0] = p;
+    return one(retype(apply_op(std::make_shared<IncSubtensor>(op.spec, false), ins)[0], t));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<LocalRewrite> canonicalize_subtensor_rules() {
-  return {{"local_subtensor_merge", {typeid(Subtensor)}, subtensor_merge}};
+  return {{"local_subtensor_merge", {typeid(Subtensor)}, subtensor_merge},
+          {"local_add_of_inc_subtensor_of_zeros", {typeid(Elemwise)}, add_of_inc_subtensor_of_zeros}};
 }
 
 }  // namespace hypatia::rewrite
