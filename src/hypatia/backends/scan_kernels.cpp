@@ -301,6 +301,31 @@ void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
   if (d.data<std::byte>() != dst.data<std::byte>()) dst.assign(d);
 }
 
+/// cot = row + g and row = 0 (a state's pending gradient taken for the step), in one pass when
+/// all three are contiguous of one dtype; cot is (re)allocated to row's shape when it differs.
+void take_pending(const std::string& who, NDArray& cot, const NDArray& row, const NDArray& g) {
+  if (!cot.valid() || !(cot.shape() == row.shape()) || cot.dtype() != row.dtype())
+    cot = NDArray::empty(row.shape(), row.dtype());
+  if (g.dtype() == row.dtype() && g.shape() == row.shape() && row.is_c_contiguous() && g.is_c_contiguous() &&
+      row.writeable()) {
+    const int64_t n = row.size();
+    dispatch_dtype(row.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* __restrict r = row.data<T>();
+      const T* __restrict x = g.data<T>();
+      T* __restrict c = cot.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        c[i] = static_cast<T>(r[i] + x[i]);
+        r[i] = T(0);
+      }
+    });
+    return;
+  }
+  cot.assign(row);
+  add_into(who, cot, g);
+  row.fill(0.0);
+}
+
 /// The body returned the new sum of an accumulated gradient: usually `sum` itself, overwritten in
 /// place; else a buffer of its own that becomes the sum (the old one goes back to the body as its
 /// next output buffer), or a value that is copied.
@@ -389,20 +414,24 @@ class ScanGradKernel final : public Kernel {
     const int64_t stop = info.truncate_gradient >= 0 ? std::max<int64_t>(0, n - info.truncate_gradient) : 0;
     const size_t n_grad = op_.grad_of.size(), n_step = op_.step_of.size();
     std::vector<NDArray> traces(n_step);  // the step outputs' traces, allocated at the first step
+    std::vector<NDArray> cot_buf(op_.cot_of.size());
+    std::vector<bool> consumed(n_state);
     for (int64_t t = n - 1; t >= stop; --t) {
       for (size_t i = 0; i < n_inner - n_nonseq; ++i) {
         const Slot& sl = slots[i];
         args_[i] = sl.kind == 0 ? a.in[1 + sl.index]->select(0, t + sl.tap - info.seq_taps[sl.index].front())
                                 : value_at(sl.index, win[sl.index] + t + sl.tap);
       }
+      std::fill(consumed.begin(), consumed.end(), false);
       for (size_t c = 0; c < op_.cot_of.size(); ++c) {
         const size_t o = static_cast<size_t>(op_.cot_of[c]);
         const NDArray g = a.in[g_base + o]->select(0, t);
         if (o < n_state) {
-          const NDArray pending = acc_at(o, win[o] + t);  // what later steps sent back
-          NDArray cot = pending.copy();
-          add_into(who, cot, g);
-          args_[n_inner + c] = cot;
+          // What later steps sent back plus the output's own gradient, in the cotangent's buffer
+          // (the body reads it during the step only); the pending row is cleared for reuse.
+          take_pending(who, cot_buf[c], acc_at(o, win[o] + t), g);
+          consumed[o] = true;
+          args_[n_inner + c] = cot_buf[c];
         } else {
           args_[n_inner + c] = g;
         }
@@ -411,7 +440,7 @@ class ScanGradKernel final : public Kernel {
       const size_t known = n_inner + op_.cot_of.size();
       for (size_t k = 0; k < n_state; ++k) {
         args_[known + k] = value_at(k, win[k] + t);
-        acc_at(k, win[k] + t).fill(0.0);  // consumed (copied into the cotangent above)
+        if (!consumed[k]) acc_at(k, win[k] + t).fill(0.0);
       }
       for (size_t j = 0; j < n_nitsot; ++j) args_[known + n_state + j] = a.in[n_fwd + n_state + j]->select(0, t);
       for (size_t m = 0; m < op_.grad_of.size(); ++m)
