@@ -267,9 +267,9 @@ TEST(Scan, WeightGradientsArePushedOutOfTheBackwardLoop) {
 }
 
 TEST(Scan, PushedOutProductsReadTheInputsWhereTheyLie) {
-  // Without truncation the products read x_t from the sequence and h_{t-1} from the initial value
-  // and the forward trace: the backward loop traces dz_t alone, once for both weights. Several
-  // taps (h_{t-2}: two steps from the window; x_{t+1}) and loops shorter than the window.
+  // Without truncation the products read x_t from the sequence: the backward loop traces h_{t-1}
+  // and dz_t, the latter once for both weights. Several taps (h_{t-2}, h_{t-1}; x_{t+1}) and
+  // loops shorter than the window.
   const int T = 7, B = 3, H = 4;
   const NDArray xv = random_array({T + 1, B, H}, DType::Float64, -1, 1, 31),
                 hv = random_array({2, B, H}, DType::Float64, -1, 1, 32);
@@ -286,7 +286,7 @@ TEST(Scan, PushedOutProductsReadTheInputsWhereTheyLie) {
     size_t pushed = 0;
     for (const auto& node : f.toposort())
       if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) pushed = sg->step_of.size();
-    EXPECT_EQ(pushed, 1u);
+    EXPECT_EQ(pushed, 2u);
     const NDArray x7 = xv.slice(0, 0, T, 1).copy(), h1 = hv.select(0, 0).copy();
     const auto [dW, dU] = hand_bptt(x7, h1, Wv, Uv, T);
     auto r = f({x7, h1, Wv, Uv});
@@ -321,7 +321,7 @@ TEST(Scan, PushedOutProductsReadTheInputsWhereTheyLie) {
     size_t pushed = 0;
     for (const auto& node : f.toposort())
       if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) pushed = sg->step_of.size();
-    EXPECT_EQ(pushed, 1u);
+    EXPECT_EQ(pushed, 3u);  // h_{t-2}, h_{t-1}, dz_t
   }
 }
 

@@ -2,7 +2,6 @@
 // forward body) and R_op (a Scan over the forward body and its Jacobian-vector product). They
 // differentiate the body, so they live in grad/ although the ops are in ops/scan.h.
 #include <array>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -210,14 +209,16 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
     vjp_inputs.push_back(acc);
     vjp_outputs[m] = acc + vjp_outputs[m];
   }
-  // Where each factor of a pushed-out product comes from. A forward inner input (x_t of a
-  // sequence, h_{t-1} of a state) is read after the loop from the outer sequence, or from the
-  // state's initial window and forward trace, instead of being copied into a trace at every step;
+  // Where each factor of a pushed-out product comes from. A sequence's inner input x_t is read
+  // after the loop from the outer sequence instead of being copied into a trace at every step, and
   // a value that several products read (dz_t for both weights of an RNN) is emitted once. Not
   // under truncate_gradient: there a trace's skipped rows are zeros, which an input's are not.
+  // (A state's h_{t-1} stays a trace: reading it from the initial window and the forward trace
+  // splits the sum at a symbolic step, ~50 index nodes that cost a small loop more per call than
+  // the copies they save.)
   struct Factor {
     int trace = -1;  // its index among the emitted step outputs, or
-    int inner = -1;  // the forward inner input it is
+    int inner = -1;  // the sequence inner input it is
   };
   std::vector<std::array<Factor, 2>> factors;  // per product
   std::vector<size_t> product_of;              // per product: the non-sequence
@@ -226,7 +227,7 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
     std::vector<int> emitted_of;
     auto inner_index = [&](const Var& v) {
       if (info.truncate_gradient >= 0) return -1;
-      for (int i = 0; i < n_seq_in + n_state_in; ++i)
+      for (int i = 0; i < n_seq_in; ++i)
         if (inner_inputs[static_cast<size_t>(i)].get() == v.get()) return i;
       return -1;
     };
@@ -264,59 +265,28 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   std::vector<Var> d = apply_op(
       std::make_shared<ScanGrad>(grad_info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of, acc_of, step_of),
       inputs);
-  // The pushed-out sums: per product, sum_t a_t^T b_t as matrix products over rows (n, batch, d).
+  // The pushed-out sums: per product, sum_t a_t^T b_t as one matrix product over rows (n, batch, d).
   for (size_t p = 0; p < factors.size(); ++p) {
     const auto& f = factors[p];
     auto rows = [](const Var& tr) {
       return reshape(tr, make_vector({shape_i(tr, 0) * shape_i(tr, 1), shape_i(tr, 2)}), 2);
     };
     const Var n = shape_i(d[n_fwd - 1 + static_cast<size_t>(f[0].trace >= 0 ? f[0].trace : f[1].trace)], 0);
-    // A state input with tap tau reads the initial window at steps [0, c), c = min(-tau, n), and
-    // the forward trace's row t + tau after: the sum splits there.
-    struct Input {
-      size_t outer = 0;  // the outer input (sequence or initial value)
-      int tap = 0;       // sequence: the row offset; state: the tap
-      bool state = false;
-    };
-    auto input_of = [&](int i) {
+    // Factor x's values at every step run: its trace, or the rows of the sequence its tap reads.
+    auto values = [&](const Factor& x) {
+      if (x.trace >= 0) return d[n_fwd - 1 + static_cast<size_t>(x.trace)];
       int at = 0;
       for (size_t s = 0; s < n_seq; ++s)
         for (int tap : info.seq_taps[s])
-          if (at++ == i) return Input{1 + s, tap - info.seq_taps[s].front(), false};
-      for (size_t k = 0; k < n_state; ++k)
-        for (int tap : info.state_taps[k])
-          if (at++ == i) return Input{k, tap, true};
-      HYP_ASSERT(false, "ScanGrad: a pushed-out factor is a sequence or state input");
-      return Input{};
-    };
-    std::optional<Var> split;
-    for (const Factor& x : f)
-      if (x.inner >= 0 && input_of(x.inner).state) split = minimum(int_constant(-input_of(x.inner).tap), n);
-    // Factor x's values at steps [lo, hi) (one segment).
-    auto values = [&](const Factor& x, const Var& lo, const Var& hi, bool whole, bool in_window) {
-      if (x.trace >= 0) {
-        const Var& tr = d[n_fwd - 1 + static_cast<size_t>(x.trace)];
-        return whole ? tr : subtensor(tr, {sl(lo, hi)});
-      }
-      const Input in = input_of(x.inner);
-      if (!in.state)
-        return subtensor(node.inputs[in.outer], {sl(lo + int_constant(in.tap), hi + int_constant(in.tap))});
-      if (!in_window) return subtensor(traces[in.outer], {sl(lo + int_constant(in.tap), hi + int_constant(in.tap))});
-      const Var& init = node.inputs[1 + n_seq + in.outer];
-      const Var first = shape_i(init, 0) + int_constant(in.tap);  // the window's row for step 0
-      return subtensor(init, {sl(first + lo, first + hi)});
+          if (at++ == x.inner) {
+            const Var off = int_constant(tap - info.seq_taps[s].front());
+            return subtensor(node.inputs[1 + s], {sl(off, n + off)});
+          }
+      HYP_ASSERT(false, "ScanGrad: a pushed-out factor is a sequence input");
+      return Var();
     };
     Var& g_ns = d[n_seq + n_state + product_of[p]];
-    const Var zero = int_constant(0);
-    if (!split) {
-      g_ns = g_ns + dot(transpose(rows(values(f[0], zero, n, true, false))), rows(values(f[1], zero, n, true, false)));
-    } else {
-      for (bool in_window : {true, false}) {
-        const Var lo = in_window ? zero : *split, hi = in_window ? *split : n;
-        g_ns = g_ns + dot(transpose(rows(values(f[0], lo, hi, false, in_window))),
-                          rows(values(f[1], lo, hi, false, in_window)));
-      }
-    }
+    g_ns = g_ns + dot(transpose(rows(values(f[0]))), rows(values(f[1])));
   }
   // Outer inputs covered: an outer input is undefined when any inner input reading it is.
   std::vector<Var> result(n_fwd);
