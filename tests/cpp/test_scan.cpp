@@ -420,6 +420,20 @@ TEST(Scan, GradientReadsTheForwardLoopsResiduals) {
       for (size_t k = 0; k < r.size(); ++k) EXPECT_ALLCLOSE(r[k], want[k], 1e-12, 1e-12);
     }
   }
+  {
+    // Two gradients taken apart (two ScanGrads, two twins): still one forward loop.
+    Var gx = grad(cost, Wx), gh = grad(sum(o[1]), Wh);
+    Function f = function({In(xs), In(h0), In(c0), In(Wx), In(Wh)}, {gx, gh});
+    int scans = 0, grads = 0;
+    for (const auto& node : f.toposort()) {
+      scans += typeid(*node->op) == typeid(Scan);
+      grads += typeid(*node->op) == typeid(ScanGrad);
+    }
+    EXPECT_EQ(scans, 1);
+    EXPECT_EQ(grads, 2);
+    auto r = f({xv, hv, cv, Wxv, Whv});
+    EXPECT_ALLCLOSE(r[0], want[1], 1e-12, 1e-12);
+  }
   // Until: the loop stops once sum(c) > 0.2 (at a step the data decides); second order: the
   // gradient of <grad(cost, Wh), V>.
   ScanInfo info;
