@@ -15,7 +15,7 @@
 //   (one pass over the steps instead of several).
 // - local_scan_twin: a Scan whose loop another Scan runs too (Scan::grad's twin: the same inputs
 //   and body, also tracing the residuals its gradient reads) takes that Scan's outputs, so the
-//   forward pass runs once. The two rules above wait for it (they would rebuild the bodies apart).
+//   forward pass runs once. The push-out rules wait for it (they would rebuild the bodies apart).
 // - local_scan_grad_unused: a ScanGrad computes per step only the gradients the function reads
 //   (a gradient output without readers is dropped from its body, so a model that asks for the
 //   weights' gradients does not also pay for the inputs' each step).

@@ -140,28 +140,30 @@ class Program::Runner final : public InnerRunner {
       else
         out_copies_.push_back(copy);
     }
+    // (index in ptr_in_ or ptr_out_, argument or output number) to point at on each run.
+    std::vector<std::pair<uint32_t, uint32_t>> in_patch, out_patch_in, out_patch_out;
     for (size_t t = 0; t < p.steps.size(); ++t) {
       const Step& st = p.steps[t];
       first_in_.push_back(static_cast<uint32_t>(ptr_in_.size()));
       first_out_.push_back(static_cast<uint32_t>(ptr_out_.size()));
       for (int c : st.in) {
         const auto idx = static_cast<uint32_t>(ptr_in_.size());
-        if (input_of[c] >= 0) in_patch_.emplace_back(idx, static_cast<uint32_t>(input_of[c]));
-        if (output_of[c] >= 0) out_patch_in_.emplace_back(idx, static_cast<uint32_t>(output_of[c]));
+        if (input_of[c] >= 0) in_patch.emplace_back(idx, static_cast<uint32_t>(input_of[c]));
+        if (output_of[c] >= 0) out_patch_in.emplace_back(idx, static_cast<uint32_t>(output_of[c]));
         ptr_in_.push_back(slot(c));
       }
       for (int c : st.out) {
         if (output_of[c] >= 0)
-          out_patch_out_.emplace_back(static_cast<uint32_t>(ptr_out_.size()), static_cast<uint32_t>(output_of[c]));
+          out_patch_out.emplace_back(static_cast<uint32_t>(ptr_out_.size()), static_cast<uint32_t>(output_of[c]));
         ptr_out_.push_back(slot(c));
       }
     }
     // Pointers into ptr_in_ and ptr_out_ are taken once both are laid out.
     for (size_t t = 0; t < p.steps.size(); ++t)
       calls_.push_back({f_->kernels[t].get(), ptr_in_.data() + first_in_[t], ptr_out_.data() + first_out_[t]});
-    for (const auto& [idx, i] : in_patch_) patches_.push_back({&ptr_in_[idx], i, false});
-    for (const auto& [idx, k] : out_patch_in_) patches_.push_back({&ptr_in_[idx], k, true});
-    for (const auto& [idx, k] : out_patch_out_) patches_.push_back({&ptr_out_[idx], k, true});
+    for (const auto& [idx, i] : in_patch) patches_.push_back({&ptr_in_[idx], i, false});
+    for (const auto& [idx, k] : out_patch_in) patches_.push_back({&ptr_in_[idx], k, true});
+    for (const auto& [idx, k] : out_patch_out) patches_.push_back({&ptr_out_[idx], k, true});
     return true;
   }
 
@@ -189,9 +191,8 @@ class Program::Runner final : public InnerRunner {
   std::vector<const std::byte*> ptr_in_;
   std::vector<std::byte*> ptr_out_;
   std::vector<uint32_t> first_in_, first_out_;
-  /// (index in ptr_in_ or ptr_out_, argument or output number) to point at on each run.
-  std::vector<std::pair<uint32_t, uint32_t>> in_patch_, out_patch_in_, out_patch_out_;
-  /// The same as the slots to write: argument (or output) src's element pointer goes to *dst.
+  /// Per run: argument (or output) src's element pointer goes to *dst, a slot of ptr_in_ or
+  /// ptr_out_.
   struct Patch {
     void* dst;
     uint32_t src;
