@@ -1,7 +1,8 @@
 // Scan's gradient: BPTT against finite differences (verify_grad) and hand-written loops on an RNN,
 // an LSTM, a gated recurrence with several taps, go_backwards and until; the weights' sums in the
 // body or pushed out of the loop as products (their traces counted), residuals read from the
-// forward loop, truncate_gradient, second derivatives, ScanGrad as the Scan it equals, and R_op.
+// forward loop, truncate_gradient, second derivatives, ScanGrad as the Scan it equals, output
+// gradients given as one step, and R_op.
 // The forward loops are in test_scan.cpp.
 #include <cmath>
 
@@ -468,6 +469,117 @@ TEST(Scan, ScanGradAsScanWithAndWithoutSumsInTheBody) {
   for (size_t i = 0; i < k; ++i) {
     EXPECT_ALLCLOSE(r[k + i], r[i], 1e-12, 1e-14) << i;
     EXPECT_ALLCLOSE(r[2 * k + i], r[i], 1e-12, 1e-14) << i;
+  }
+}
+
+TEST(Scan, OutputGradientsOfZerosButOneStepAreGivenAsThatStep) {
+  // local_scan_grad_zero_rows: a cost reading h[k] of a state and y[j] of a nit-sot gives the
+  // ScanGrad their gradients as that one step (Row), and none for a state the cost does not reach
+  // (c); the gradients equal those of the graph compiled without the rule (traces of zeros), at
+  // either end and inside, truncated or not. Two steps of one output stay a trace. The node with
+  // those forms equals the Scan it stands for (as_scan), and a step out of range is an IndexError.
+  const int T = 5, B = 2, H = 3;
+  const NDArray xv = random_array({T, B, H}, DType::Float64, -1, 1, 71),
+                hv = random_array({B, H}, DType::Float64, -1, 1, 72),
+                cv = random_array({B, H}, DType::Float64, -1, 1, 73),
+                Wv = random_array({H, H}, DType::Float64, -0.7, 0.7, 74);
+  Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64), c0 = matrix("c0", DType::Float64);
+  Var W = matrix("W", DType::Float64);
+  using Form = ScanGrad::OutputGradient::Form;
+  auto forms_of = [](const Function& f) {
+    std::vector<ScanGrad::OutputGradient> r;
+    for (const auto& node : f.toposort())
+      if (const auto* sg = dynamic_cast<const ScanGrad*>(node->op.get())) r = sg->g_form;
+    return r;
+  };
+  struct Case {
+    int64_t k, j;
+    int truncate;
+    bool twice;  // the cost also reads h[0]: h's gradient has two rows
+  };
+  for (const Case& c : {Case{-1, -1, -1, false}, Case{0, 2, -1, false}, Case{2, -T, -1, false},
+                        Case{T - 1, 0, 2, false}, Case{-1, 1, -1, true}}) {
+    SCOPED_TRACE(::testing::Message() << "k " << c.k << " j " << c.j << " truncate " << c.truncate << " twice "
+                                      << c.twice);
+    ScanInfo info;
+    info.seq_taps = {{0}};
+    info.state_taps = {{-1}, {-1}};
+    info.state_traced = {true, true};
+    info.n_nitsot = 1;
+    info.truncate_gradient = c.truncate;
+    Var x_t = matrix("", DType::Float64), h_p = matrix("", DType::Float64), c_p = matrix("", DType::Float64);
+    Var Wi = matrix("", DType::Float64);
+    Var h = tanh(dot(h_p, Wi) + x_t);
+    auto outs = scan_node(info, {x_t, h_p, c_p, Wi}, {h, c_p + x_t, h * h}, shape_i(xs, 0), {xs},
+                          {expand_dims(h0, 0), expand_dims(c0, 0)}, {W});
+    Var cost = sum(subtensor(outs[0], {Index(c.k)}) * 0.5) + sum(subtensor(outs[2], {Index(c.j)}));
+    if (c.twice) cost = cost + sum(subtensor(outs[0], {Index(int64_t{0})}));
+    auto g = grad(cost, std::vector<Var>{xs, h0, c0, W});
+    std::vector<Out> wanted(g.begin(), g.end());
+    Function with = function({In(xs), In(h0), In(c0), In(W)}, wanted);
+    const std::string saved = config().optimizer_excluding;
+    config().optimizer_excluding = "local_scan_grad_zero_rows";
+    Function without = function({In(xs), In(h0), In(c0), In(W)}, wanted);
+    config().optimizer_excluding = saved;
+    const auto forms = forms_of(with);
+    ASSERT_EQ(forms.size(), 3u);
+    EXPECT_EQ(forms[0].form, c.twice ? Form::Trace : Form::Row);
+    if (!c.twice) {
+      EXPECT_EQ(forms[0].row, c.k);
+    }
+    EXPECT_EQ(forms[1].form, Form::None);
+    EXPECT_EQ(forms[2].form, Form::Row);
+    EXPECT_EQ(forms[2].row, c.j);
+    for (const auto& f : forms_of(without)) EXPECT_EQ(f.form, Form::Trace);
+    for (int rep = 0; rep < 2; ++rep) {  // the second call reuses the first's buffers
+      auto a = with({xv, hv, cv, Wv});
+      auto b = without({xv, hv, cv, Wv});
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_ALLCLOSE(a[i], b[i], 1e-12, 1e-14) << i;
+    }
+  }
+  // By hand: the ScanGrad of sum(h[-1]) + sum(c) with h's gradient as its last row, c's as a
+  // trace, y's as none; against the node of traces, its as_scan, and a row out of range.
+  ScanInfo info;
+  info.seq_taps = {{0}};
+  info.state_taps = {{-1}, {-1}};
+  info.state_traced = {true, true};
+  info.n_nitsot = 1;
+  Var x_t = matrix("", DType::Float64), h_p = matrix("", DType::Float64), c_p = matrix("", DType::Float64);
+  Var Wi = matrix("", DType::Float64);
+  Var h = tanh(dot(h_p, Wi) + x_t);
+  auto outs = scan_node(info, {x_t, h_p, c_p, Wi}, {h, c_p * h, h * h}, shape_i(xs, 0), {xs},
+                        {expand_dims(h0, 0), expand_dims(c0, 0)}, {W});
+  auto g = grad(sum(subtensor(outs[0], {Index(int64_t{-1})})) + sum(outs[1]), std::vector<Var>{xs, h0, c0, W});
+  const Apply* node = nullptr;
+  for (const auto& n : toposort(g))
+    if (dynamic_cast<const ScanGrad*>(n->op.get())) node = n.get();
+  ASSERT_NE(node, nullptr);
+  const auto& op = static_cast<const ScanGrad&>(*node->op);
+  const size_t g_base = op.forward_input_types.size() + 3;
+  for (int64_t row : {int64_t{-1}, int64_t{T - 1}, int64_t{T}, int64_t{-T - 1}}) {
+    SCOPED_TRACE(row);
+    std::vector<Var> ins(node->inputs.begin(), node->inputs.end());
+    ins[g_base] = ones({int_constant(H)}, DType::Float64);  // broadcast over the batch
+    ins[g_base + 2] = constant(0.0, DType::Float64);
+    auto sparse = std::make_shared<ScanGrad>(
+        op.info, op.forward_input_types, op.vjp_inputs, op.vjp_outputs, op.cot_of, op.grad_of, op.acc_of, op.step_of,
+        std::vector<ScanGrad::OutputGradient>{{Form::Row, row}, {Form::Trace, 0}, {Form::None, 0}});
+    const std::vector<Var> got = apply_op(sparse, ins);
+    std::vector<Var> all(got.begin(), got.end());
+    for (const Var& v : sparse->as_scan(*got[0]->owner)) all.push_back(v);
+    for (int o = 0; o < node->nout(); ++o) all.push_back(const_cast<Apply*>(node)->output(o));
+    std::vector<Out> fo(all.begin(), all.end());
+    Function f = function({In(xs), In(h0), In(c0), In(W)}, fo);
+    if (row >= T || row < -T) {
+      EXPECT_THROW(f({xv, hv, cv, Wv}), IndexError);
+      continue;
+    }
+    auto r = f({xv, hv, cv, Wv});
+    const size_t k = got.size();
+    for (size_t i = 0; i < k; ++i) {
+      EXPECT_ALLCLOSE(r[k + i], r[2 * k + i], 1e-12, 1e-14) << i;
+      EXPECT_ALLCLOSE(r[i], r[2 * k + i], 1e-12, 1e-14) << i;
+    }
   }
 }
 

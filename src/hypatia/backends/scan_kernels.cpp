@@ -301,31 +301,6 @@ void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
   if (d.data<std::byte>() != dst.data<std::byte>()) dst.assign(d);
 }
 
-/// cot = row + g and row = 0 (a state's pending gradient taken for the step), in one pass when
-/// all three are contiguous of one dtype; cot is (re)allocated to row's shape when it differs.
-void take_pending(const std::string& who, NDArray& cot, const NDArray& row, const NDArray& g) {
-  if (!cot.valid() || !(cot.shape() == row.shape()) || cot.dtype() != row.dtype())
-    cot = NDArray::empty(row.shape(), row.dtype());
-  if (g.dtype() == row.dtype() && g.shape() == row.shape() && row.is_c_contiguous() && g.is_c_contiguous() &&
-      row.writeable()) {
-    const int64_t n = row.size();
-    dispatch_dtype(row.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* __restrict r = row.data<T>();
-      const T* __restrict x = g.data<T>();
-      T* __restrict c = cot.data<T>();
-      for (int64_t i = 0; i < n; ++i) {
-        c[i] = static_cast<T>(r[i] + x[i]);
-        r[i] = T(0);
-      }
-    });
-    return;
-  }
-  cot.assign(row);
-  add_into(who, cot, g);
-  row.fill(0.0);
-}
-
 /// The body returned the new sum of an accumulated gradient: usually `sum` itself, overwritten in
 /// place; else a buffer of its own that becomes the sum (the old one goes back to the body as its
 /// next output buffer), or a value that is copied.
@@ -359,22 +334,80 @@ class ScanGradKernel final : public Kernel {
     const size_t g_base = n_fwd + n_outs;  // the output gradients follow the traces
     // The steps the forward pass ran: the traces' length (until may stop early).
     int64_t n = a.in[0]->get_flat_int(0);
-    if (n_outs > 0) n = a.in[g_base]->shape(0);
+    if (n_outs > 0) n = a.in[n_fwd]->shape(0);
     check_sequences(who, info, a, n);
+    // Per output, the step whose gradient a Row form gives (-1: none in range).
+    using Form = ScanGrad::OutputGradient::Form;
+    std::vector<int64_t> g_step(n_outs, -1);
+    std::vector<NDArray> g_row(n_outs);  // that gradient, broadcast to a step's shape
+    for (size_t o = 0; o < n_outs; ++o) {
+      const ScanGrad::OutputGradient& f = op_.g_form[o];
+      if (f.form != Form::Row) continue;
+      const int64_t k = f.row < 0 ? f.row + n : f.row;
+      if (k < 0 || k >= n)
+        fail<IndexError>(who, ": the gradient of output ", o, " is given at step ", f.row,
+                         ", out of bounds for a trace of ", n, " steps");
+      g_step[o] = k;
+      const NDArray& v = *a.in[g_base + o];
+      const Shape elem = element_shape(*a.in[n_fwd + o]);
+      bool fits = v.ndim() <= static_cast<int>(elem.size());
+      for (int d = 1; fits && d <= v.ndim(); ++d)
+        fits = v.shape(v.ndim() - d) == 1 || v.shape(v.ndim() - d) == elem[static_cast<int>(elem.size()) - d];
+      if (!fits)
+        fail<ValueError>(who, ": the gradient of output ", o, " at step ", f.row, " has shape ", v.shape().str(),
+                         "; the output's steps have shape ", elem.str());
+      g_row[o] = v.broadcast_to(elem);
+    }
     // State values: position p < window is the initial window's row p, else trace row p - window.
-    // Their gradient accumulators: a ring of window + 1 rows (step t consumes position window + t
-    // and adds into the window before it; the consumed row is cleared for position t - 1).
-    std::vector<NDArray> windows(n_state), acc(n_state);
+    // Their pending gradients: a ring of window + 1 cells (step t consumes position window + t
+    // and adds into the window before it; the consumed cell serves position t - 1). A cell is an
+    // array of its own, or empty for zeros: a step's gradient lands in an empty cell by taking
+    // over the body's output buffer, and a consumed cell becomes the step's cotangent as it is,
+    // so an RNN's state gradient is neither added to zeros nor copied between steps.
+    std::vector<NDArray> windows(n_state);
+    std::vector<std::vector<NDArray>> pend(n_state);
     std::vector<int64_t> win(n_state);
     for (size_t k = 0; k < n_state; ++k) {
       windows[k] = window_of(who, info, a, k);
       win[k] = info.window(static_cast<int>(k));
-      acc[k] = NDArray::zeros(with_length(win[k] + 1, element_shape(windows[k])), windows[k].dtype());
+      pend[k].resize(static_cast<size_t>(win[k] + 1));
     }
     auto value_at = [&](size_t k, int64_t p) {
       return p < win[k] ? windows[k].select(0, p) : a.in[n_fwd + k]->select(0, p - win[k]);
     };
-    auto acc_at = [&](size_t k, int64_t p) { return acc[k].select(0, p % (win[k] + 1)); };
+    auto cell = [&](size_t k, int64_t p) -> NDArray& { return pend[k][static_cast<size_t>(p % (win[k] + 1))]; };
+    std::vector<NDArray> spare;  // buffers of consumed cells, for the body's next outputs
+    auto recycle = [&](NDArray& x) {
+      if (x.valid() && x.unique() && spare.size() < 8) spare.push_back(std::move(x));
+      x = NDArray();
+    };
+    auto take_spare = [&](const Shape& shape, DType dt) {
+      for (auto it = spare.begin(); it != spare.end(); ++it)
+        if (it->shape() == shape && it->dtype() == dt) {
+          NDArray r = std::move(*it);
+          spare.erase(it);
+          return r;
+        }
+      return NDArray();
+    };
+    // Adds the body's output `out` (which it may take over) into state k's pending cell c.
+    auto add_pending = [&](NDArray& c, NDArray& out, size_t k) {
+      if (c.valid()) {
+        add_into(who, c, out);
+        return;
+      }
+      const Shape shape = element_shape(windows[k]);
+      if (!(out.shape() == shape))
+        fail<ValueError>(who, ": a gradient of shape ", out.shape().str(), " for a value of shape ", shape.str());
+      if (out.unique() && out.writeable() && out.is_c_contiguous() && out.dtype() == windows[k].dtype()) {
+        c = std::move(out);
+        out = take_spare(shape, c.dtype());  // the body's next output buffer
+        return;
+      }
+      c = take_spare(shape, windows[k].dtype());
+      if (!c.valid()) c = NDArray::empty(shape, windows[k].dtype());
+      c.assign(out);
+    };
     // Gradients of the outer inputs (sequences, non-sequences), zero to start; a sequence whose
     // gradient the body does not compute (pruned: nothing reads it) gets a broadcast zero.
     std::vector<bool> seq_needed(n_seq, false);
@@ -414,33 +447,51 @@ class ScanGradKernel final : public Kernel {
     const int64_t stop = info.truncate_gradient >= 0 ? std::max<int64_t>(0, n - info.truncate_gradient) : 0;
     const size_t n_grad = op_.grad_of.size(), n_step = op_.step_of.size();
     std::vector<NDArray> traces(n_step);  // the step outputs' traces, allocated at the first step
-    std::vector<NDArray> cot_buf(op_.cot_of.size());
-    std::vector<bool> consumed(n_state);
+    // The cotangents: per output, its gradient at step t (or none), plus for a state what later
+    // steps sent back (its pending cell, taken). Zeros where neither is.
+    std::vector<NDArray> held(op_.cot_of.size()), zero_rows(op_.cot_of.size());
+    auto gradient_at = [&](size_t o, int64_t t) {
+      const NDArray& g = *a.in[g_base + o];
+      switch (op_.g_form[o].form) {
+        case Form::Trace:
+          return g.select(0, t);
+        case Form::Row:
+          return t == g_step[o] ? g_row[o] : NDArray();
+        case Form::None:
+          break;
+      }
+      return NDArray();
+    };
     for (int64_t t = n - 1; t >= stop; --t) {
       for (size_t i = 0; i < n_inner - n_nonseq; ++i) {
         const Slot& sl = slots[i];
         args_[i] = sl.kind == 0 ? a.in[1 + sl.index]->select(0, t + sl.tap - info.seq_taps[sl.index].front())
                                 : value_at(sl.index, win[sl.index] + t + sl.tap);
       }
-      std::fill(consumed.begin(), consumed.end(), false);
       for (size_t c = 0; c < op_.cot_of.size(); ++c) {
         const size_t o = static_cast<size_t>(op_.cot_of[c]);
-        const NDArray g = a.in[g_base + o]->select(0, t);
-        if (o < n_state) {
-          // What later steps sent back plus the output's own gradient, in the cotangent's buffer
-          // (the body reads it during the step only); the pending row is cleared for reuse.
-          take_pending(who, cot_buf[c], acc_at(o, win[o] + t), g);
-          consumed[o] = true;
-          args_[n_inner + c] = cot_buf[c];
-        } else {
+        const NDArray g = gradient_at(o, t);
+        if (o < n_state) held[c] = std::move(cell(o, win[o] + t));
+        NDArray& p = held[c];
+        if (p.valid() && g.valid()) add_into(who, p, g);
+        if (p.valid()) {
+          args_[n_inner + c] = p;
+        } else if (g.valid()) {
           args_[n_inner + c] = g;
+        } else {
+          if (!zero_rows[c].valid()) {
+            const NDArray& like = o < n_state ? windows[o] : *a.in[n_fwd + o];
+            zero_rows[c] = NDArray::zeros(element_shape(like), like.dtype());
+          }
+          args_[n_inner + c] = zero_rows[c];
         }
       }
-      // The body's outputs at step t: state rows, nit-sot rows.
+      // The body's outputs at step t: state rows, nit-sot rows. A state without a cotangent (not
+      // a float) has its cell emptied all the same.
       const size_t known = n_inner + op_.cot_of.size();
       for (size_t k = 0; k < n_state; ++k) {
         args_[known + k] = value_at(k, win[k] + t);
-        if (!consumed[k]) acc_at(k, win[k] + t).fill(0.0);
+        recycle(cell(k, win[k] + t));
       }
       for (size_t j = 0; j < n_nitsot; ++j) args_[known + n_state + j] = a.in[n_fwd + n_state + j]->select(0, t);
       for (size_t m = 0; m < op_.grad_of.size(); ++m)
@@ -455,7 +506,7 @@ class ScanGradKernel final : public Kernel {
         } else if (sl.kind == 0) {
           add_into(who, dseq[sl.index].select(0, t + sl.tap - info.seq_taps[sl.index].front()), outs_[m]);
         } else if (sl.kind == 1) {
-          add_into(who, acc_at(sl.index, win[sl.index] + t + sl.tap), outs_[m]);
+          add_pending(cell(sl.index, win[sl.index] + t + sl.tap), outs_[m], sl.index);
         } else {
           add_into(who, dns[sl.index], outs_[m]);
         }
@@ -468,6 +519,10 @@ class ScanGradKernel final : public Kernel {
           fail<ValueError>(who, ": at step ", t, " the body's step output ", k, " has shape ", v.shape().str(),
                            "; later steps gave ", row.shape().str());
         copy_row(row, v);
+      }
+      for (size_t c = 0; c < held.size(); ++c) {  // the consumed cells' buffers, free again
+        args_[n_inner + c] = NDArray();
+        recycle(held[c]);
       }
       check_cancelled();
     }
@@ -492,7 +547,8 @@ class ScanGradKernel final : public Kernel {
       const NDArray& w = *a.in[1 + n_seq + k];
       NDArray d = NDArray::zeros(w.shape(), w.dtype());
       if (stop == 0)  // truncated: no gradient reaches the initial values
-        for (int64_t p = 0; p < win[k]; ++p) d.select(0, w.shape(0) - win[k] + p).assign(acc_at(k, p));
+        for (int64_t p = 0; p < win[k]; ++p)
+          if (cell(k, p).valid()) d.select(0, w.shape(0) - win[k] + p).assign(cell(k, p));
       *a.out[n_seq + k] = d;
     }
     for (size_t j = 0; j < n_nonseq; ++j) *a.out[n_seq + n_state + j] = dns[j];

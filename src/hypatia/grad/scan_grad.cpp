@@ -420,7 +420,23 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
   const size_t n_inner = static_cast<size_t>(n_seq_in + n_state_in) + n_nonseq;
   const auto& in = node.inputs;
   // Steps: the traces' length; the loop runs the last m of them, from the last back.
-  Var n = n_outs > 0 ? shape_i(in[g_base], 0) : in[0];
+  Var n = n_outs > 0 ? shape_i(in[n_fwd], 0) : in[0];
+  // The output gradients as traces (g_form: a row or nothing stands for zeros elsewhere).
+  std::vector<Var> g_trace(n_outs);
+  for (size_t o = 0; o < n_outs; ++o) {
+    const Var& trace = in[n_fwd + o];
+    switch (g_form[o].form) {
+      case OutputGradient::Form::Trace:
+        g_trace[o] = in[g_base + o];
+        break;
+      case OutputGradient::Form::None:
+        g_trace[o] = zeros_like(trace);
+        break;
+      case OutputGradient::Form::Row:
+        g_trace[o] = inc_subtensor(subtensor(zeros_like(trace), {Index(g_form[o].row)}), in[g_base + o]);
+        break;
+    }
+  }
   Var m = info.truncate_gradient >= 0 ? minimum(n, int_constant(info.truncate_gradient)) : n;
   Var stop = n - m;
   auto reversed = [&](const Var& x, Var begin) {  // x[begin : begin + n][::-1]
@@ -462,7 +478,7 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
   std::vector<Var> g_step(n_outs);
   for (size_t c = 0; c < cot_of.size(); ++c) {
     const size_t o = static_cast<size_t>(cot_of[c]);
-    g_step[o] = add_seq(reversed(in[g_base + o], int_constant(0)), vjp_inputs[n_inner + c]);
+    g_step[o] = add_seq(reversed(g_trace[o], int_constant(0)), vjp_inputs[n_inner + c]);
   }
   // States: per float state its pending gradients (window rows: row j is position t + 1 + j
   // before step t), per accumulated non-sequence its sum so far.

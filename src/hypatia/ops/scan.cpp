@@ -144,7 +144,7 @@ std::vector<std::vector<bool>> Scan::connection_pattern(const Apply& node) const
 
 ScanGrad::ScanGrad(ScanInfo info_, std::vector<TensorType> fwd, std::vector<Var> in, std::vector<Var> out,
                    std::vector<int> cot_of_, std::vector<int> grad_of_, std::vector<int> acc_of_,
-                   std::vector<int> step_of_)
+                   std::vector<int> step_of_, std::vector<OutputGradient> g_form_)
     : info(std::move(info_)),
       forward_input_types(std::move(fwd)),
       vjp_inputs(std::move(in)),
@@ -152,8 +152,12 @@ ScanGrad::ScanGrad(ScanInfo info_, std::vector<TensorType> fwd, std::vector<Var>
       cot_of(std::move(cot_of_)),
       grad_of(std::move(grad_of_)),
       acc_of(std::move(acc_of_)),
-      step_of(std::move(step_of_)) {
+      step_of(std::move(step_of_)),
+      g_form(std::move(g_form_)) {
   if (acc_of.empty()) acc_of.assign(grad_of.size(), -1);
+  if (g_form.empty()) g_form.resize(info.state_taps.size() + static_cast<size_t>(info.n_nitsot));
+  HYP_ASSERT(g_form.size() == info.state_taps.size() + static_cast<size_t>(info.n_nitsot),
+             "ScanGrad: one g_form entry per forward output");
   HYP_ASSERT(acc_of.size() == grad_of.size() && grad_of.size() + step_of.size() == vjp_outputs.size(),
              "ScanGrad: one grad_of and one acc_of entry per gradient output, one step_of per step output");
 }

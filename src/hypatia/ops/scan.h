@@ -4,6 +4,7 @@
 // Scan::grad and Scan::rop differentiate the body, so they are defined in grad/scan_grad.cpp.
 // Kernels: backends/scan_kernels.cpp.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -80,9 +81,20 @@ class Scan : public Op {
 /// matrix product accumulates in place (Gemm with beta 1) instead of being written and added.
 class ScanGrad : public Op {
  public:
+  /// How a forward output's gradient is given among the node's inputs: as a trace (n, ...) like the
+  /// output; as one row, the gradient at step `row` (negative: counted from the end, as out[row]),
+  /// zeros at the other steps (a cost that reads out[-1]); or not at all (zeros: the cost does not
+  /// reach the output; the input is a 0-d placeholder, never read). local_scan_grad_zero_rows
+  /// makes the last two from traces of zeros.
+  struct OutputGradient {
+    enum class Form : uint8_t { Trace, Row, None };
+    Form form = Form::Trace;
+    int64_t row = 0;
+    bool operator==(const OutputGradient&) const = default;
+  };
   ScanGrad(ScanInfo info, std::vector<TensorType> forward_input_types, std::vector<Var> vjp_inputs,
            std::vector<Var> vjp_outputs, std::vector<int> cot_of, std::vector<int> grad_of,
-           std::vector<int> acc_of = {}, std::vector<int> step_of = {});
+           std::vector<int> acc_of = {}, std::vector<int> step_of = {}, std::vector<OutputGradient> g_form = {});
   ScanInfo info;
   std::vector<TensorType> forward_input_types;
   std::vector<Var> vjp_inputs;
@@ -98,6 +110,9 @@ class ScanGrad : public Op {
   /// the loop: entry 2j for a_t, 2j + 1 for b_t (each a matrix; when no step runs the trace is
   /// (n, 0, d) with d the non-sequence's dimension 0 or 1).
   std::vector<int> step_of;
+  /// Per forward output (states, nit-sots): how its gradient input is given (all traces when
+  /// built; empty means that too).
+  std::vector<OutputGradient> g_form;
 
   std::string name() const override;
   bool equals(const Op& o) const override { return this == &o; }

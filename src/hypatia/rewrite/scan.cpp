@@ -19,6 +19,10 @@
 // - local_scan_grad_unused: a ScanGrad computes per step only the gradients the function reads
 //   (a gradient output without readers is dropped from its body, so a model that asks for the
 //   weights' gradients does not also pay for the inputs' each step).
+// - local_scan_grad_zero_rows: an output gradient that is zeros of the trace's shape (the cost
+//   does not reach the output) or zeros with a value at one constant step (the cost reads
+//   out[-1]) is given to the ScanGrad as nothing or as that value alone (ScanGrad::g_form): no
+//   trace-sized buffer is filled and read per step.
 // Expect Scan and ScanGrad nodes as scan_node and Scan::grad build them; guarantee replacements of
 // the same output types and, for every output that is read, the same values (unread ones of a
 // pruned ScanGrad become zeros).
@@ -95,9 +99,59 @@ std::optional<std::vector<Var>> scan_grad_unused(FunctionGraph& fg, Apply& n) {
     }
   for (int& a : acc_of)
     if (a >= 0) a = new_index[static_cast<size_t>(a)];
-  auto pruned =
-      std::make_shared<ScanGrad>(op.info, op.forward_input_types, ins, outs, op.cot_of, grad_of, acc_of, op.step_of);
+  auto pruned = std::make_shared<ScanGrad>(op.info, op.forward_input_types, ins, outs, op.cot_of, grad_of, acc_of,
+                                           op.step_of, op.g_form);
   return apply_op(pruned, n.inputs);
+}
+
+/// Whether v is Alloc(0, Shape_i{0}(trace), Shape_i{1}(trace), ...): zeros of trace's shape.
+bool zeros_of_shape_of(const Var& v, const Var& trace) {
+  const Apply* a = v->owner;
+  if (!a || typeid(*a->op) != typeid(Alloc) || !is_constant_value(a->inputs[0], 0) ||
+      a->inputs.size() != static_cast<size_t>(trace->ndim()) + 1)
+    return false;
+  for (int d = 0; d < trace->ndim(); ++d) {
+    const Apply* s = a->inputs[static_cast<size_t>(d) + 1]->owner;
+    const auto* si = s ? dynamic_cast<const ShapeI*>(s->op.get()) : nullptr;
+    if (!si || si->i != d || s->inputs[0].get() != trace.get()) return false;
+  }
+  return true;
+}
+
+std::optional<std::vector<Var>> scan_grad_zero_rows(FunctionGraph&, Apply& n) {
+  const auto& op = static_cast<const ScanGrad&>(*n.op);
+  const size_t n_fwd = op.forward_input_types.size(), n_outs = op.g_form.size(), g_base = n_fwd + n_outs;
+  using Form = ScanGrad::OutputGradient::Form;
+  std::vector<ScanGrad::OutputGradient> form = op.g_form;
+  std::vector<Var> ins(n.inputs.begin(), n.inputs.end());
+  bool changed = false;
+  for (size_t o = 0; o < n_outs; ++o) {
+    const Var& g = n.inputs[g_base + o];
+    const Var& trace = n.inputs[n_fwd + o];
+    if (form[o].form != Form::Trace || !(g->type == trace->type) || trace->ndim() < 1) continue;
+    if (zeros_of_shape_of(g, trace)) {  // no gradient reaches this output
+      form[o].form = Form::None;
+      ins[g_base + o] = g->owner->inputs[0];
+      changed = true;
+      continue;
+    }
+    // zeros with a value set or added at one constant step: out[k]'s gradient alone
+    const Apply* inc = g->owner;
+    if (!inc || typeid(*inc->op) != typeid(IncSubtensor)) continue;
+    const auto& io = static_cast<const IncSubtensor&>(*inc->op);
+    if (io.advanced || io.spec.size() != 1 || io.spec[0].kind != IndexEntry::Kind::Int ||
+        io.spec[0].a != IndexEntry::Bound::Const || !zeros_of_shape_of(inc->inputs[0], trace))
+      continue;
+    const Var& v = inc->inputs[1];
+    if (v->ndim() >= trace->ndim()) continue;
+    form[o] = {Form::Row, io.spec[0].av};
+    ins[g_base + o] = v->dtype() == trace->dtype() ? v : cast(v, trace->dtype());
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  auto sparse = std::make_shared<ScanGrad>(op.info, op.forward_input_types, op.vjp_inputs, op.vjp_outputs, op.cot_of,
+                                           op.grad_of, op.acc_of, op.step_of, form);
+  return apply_op(sparse, ins);
 }
 
 /// The values of moved nodes that the rest of the body (or its outputs) reads: what the loop must
@@ -421,7 +475,8 @@ std::vector<LocalRewrite> scan_rules() {
   return {{"local_scan_twin", {typeid(Scan)}, scan_twin},
           {"local_scan_push_out_non_seq", {typeid(Scan)}, scan_push_out_non_seq},
           {"local_scan_push_out_seq", {typeid(Scan)}, scan_push_out_seq},
-          {"local_scan_grad_unused", {typeid(ScanGrad)}, scan_grad_unused}};
+          {"local_scan_grad_unused", {typeid(ScanGrad)}, scan_grad_unused},
+          {"local_scan_grad_zero_rows", {typeid(ScanGrad)}, scan_grad_zero_rows}};
 }
 
 }  // namespace hypatia::rewrite
