@@ -472,6 +472,69 @@ TEST(Scan, ScanGradAsScanWithAndWithoutSumsInTheBody) {
   }
 }
 
+TEST(Scan, AnUntracedStateUnderAGradientStillRunsOneLoop) {
+  // A state that keeps only its final value (a shared variable's update, a counter) beside an RNN
+  // whose gradient is taken: Scan::grad's twin traces every state, and local_scan_twin gives the
+  // user's loop the twin's outputs (the untraced one as the trace's last row, or the initial
+  // value when no step ran), so one Scan runs one copy of the body. Values against FAST_COMPILE
+  // (two loops), over 5 steps and none.
+  const int T = 5, B = 2, H = 3;
+  const NDArray xv = random_array({T, B, H}, DType::Float64, -1, 1, 81),
+                hv = random_array({B, H}, DType::Float64, -1, 1, 82),
+                Wv = random_array({H, H}, DType::Float64, -0.7, 0.7, 83);
+  Var xs = tensor3("xs", DType::Float64), h0 = matrix("h0", DType::Float64), W = matrix("W", DType::Float64);
+  Var s0 = scalar("s0", DType::Float64), n = scalar("n", DType::Int64);
+  ScanInfo info;
+  info.seq_taps = {{0}};
+  info.state_taps = {{-1}, {-1}};
+  info.state_traced = {true, false};
+  Var x_t = matrix("", DType::Float64), h_p = matrix("", DType::Float64), s_p = scalar("", DType::Float64);
+  Var Wi = matrix("", DType::Float64);
+  Var h = tanh(dot(h_p, Wi) + x_t);
+  auto outs =
+      scan_node(info, {x_t, h_p, s_p, Wi}, {h, s_p + sum(h)}, n, {xs}, {expand_dims(h0, 0), expand_dims(s0, 0)}, {W});
+  auto g = grad(sum(outs[0]), std::vector<Var>{W, h0});
+  std::vector<Out> wanted{g[0], g[1], outs[1]};
+  Function fast = function({In(xs), In(h0), In(s0), In(W), In(n)}, wanted);
+  FunctionOptions o;
+  o.mode = "FAST_COMPILE";
+  Function plain = function({In(xs), In(h0), In(s0), In(W), In(n)}, wanted, o);
+  size_t scans = 0, body_outputs = 0;
+  for (const auto& node : fast.toposort())
+    if (const auto* sc = dynamic_cast<const Scan*>(node->op.get())) {
+      ++scans;
+      body_outputs = sc->inner_outputs.size();
+    }
+  EXPECT_EQ(scans, 1u);
+  EXPECT_EQ(body_outputs, 2u);
+  for (int64_t steps : {int64_t{T}, int64_t{0}}) {
+    SCOPED_TRACE(steps);
+    const NDArray sv = make_array({0.25}, {}, DType::Float64),
+                  nv = make_array({static_cast<double>(steps)}, {}, DType::Int64);
+    auto a = fast({xv, hv, sv, Wv, nv});
+    auto b = plain({xv, hv, sv, Wv, nv});
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_ALLCLOSE(a[i], b[i], 1e-12, 1e-14) << i;
+    if (steps == 0) {
+      EXPECT_EQ(a[2].get_flat(0), 0.25);
+    }
+  }
+  // A cost that reads the untraced state's final value: its gradient reaches s0 through every
+  // step, or directly when no step ran (the final value is then s0).
+  for (int64_t steps : {int64_t{T}, int64_t{0}}) {
+    SCOPED_TRACE(steps);
+    verify_grad(
+        [&info, steps](const std::vector<Var>& v) {
+          Var x_t = matrix("", DType::Float64), h_p = matrix("", DType::Float64), s_p = scalar("", DType::Float64);
+          Var Wi = matrix("", DType::Float64);
+          Var h = tanh(dot(h_p, Wi) + x_t);
+          auto outs = scan_node(info, {x_t, h_p, s_p, Wi}, {h, s_p * 0.5 + sum(h * h)}, int_constant(steps), {v[0]},
+                                {expand_dims(v[1], 0), expand_dims(v[2], 0)}, {v[3]});
+          return sum(outs[0]) + outs[1] * 2.0;
+        },
+        {xv, hv, make_array({0.25}, {}, DType::Float64), Wv});
+  }
+}
+
 TEST(Scan, OutputGradientsOfZerosButOneStepAreGivenAsThatStep) {
   // local_scan_grad_zero_rows: a cost reading h[k] of a state and y[j] of a nit-sot gives the
   // ScanGrad their gradients as that one step (Row), and none for a state the cost does not reach

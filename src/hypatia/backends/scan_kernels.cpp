@@ -336,15 +336,15 @@ class ScanGradKernel final : public Kernel {
     int64_t n = a.in[0]->get_flat_int(0);
     if (n_outs > 0) n = a.in[n_fwd]->shape(0);
     check_sequences(who, info, a, n);
-    // Per output, the step whose gradient a Row form gives (-1: none in range).
+    // Per output, the step whose gradient a Row or Last form gives (-1: none, or no step ran).
     using Form = ScanGrad::OutputGradient::Form;
     std::vector<int64_t> g_step(n_outs, -1);
     std::vector<NDArray> g_row(n_outs);  // that gradient, broadcast to a step's shape
     for (size_t o = 0; o < n_outs; ++o) {
       const ScanGrad::OutputGradient& f = op_.g_form[o];
-      if (f.form != Form::Row) continue;
-      const int64_t k = f.row < 0 ? f.row + n : f.row;
-      if (k < 0 || k >= n)
+      if (f.form != Form::Row && f.form != Form::Last) continue;
+      const int64_t k = f.form == Form::Last ? n - 1 : f.row < 0 ? f.row + n : f.row;
+      if (f.form == Form::Row && (k < 0 || k >= n))
         fail<IndexError>(who, ": the gradient of output ", o, " is given at step ", f.row,
                          ", out of bounds for a trace of ", n, " steps");
       g_step[o] = k;
@@ -445,6 +445,13 @@ class ScanGradKernel final : public Kernel {
     for (size_t j = 0; j < n_nonseq; ++j) args_[n_inner - n_nonseq + j] = *a.in[1 + n_seq + n_state + j];
     ReleaseRunner release{runner_.get()};
     const int64_t stop = info.truncate_gradient >= 0 ? std::max<int64_t>(0, n - info.truncate_gradient) : 0;
+    if (n == 0)  // no step ran: a final value's gradient is its initial value's
+      for (size_t k = 0; k < n_state; ++k)
+        if (op_.g_form[k].form == Form::Last) {
+          NDArray& c = cell(k, win[k] - 1);
+          c = NDArray::empty(element_shape(windows[k]), windows[k].dtype());
+          c.assign(g_row[k]);
+        }
     const size_t n_grad = op_.grad_of.size(), n_step = op_.step_of.size();
     std::vector<NDArray> traces(n_step);  // the step outputs' traces, allocated at the first step
     // The cotangents: per output, its gradient at step t (or none), plus for a state what later
@@ -456,6 +463,7 @@ class ScanGradKernel final : public Kernel {
         case Form::Trace:
           return g.select(0, t);
         case Form::Row:
+        case Form::Last:
           return t == g_step[o] ? g_row[o] : NDArray();
         case Form::None:
           break;

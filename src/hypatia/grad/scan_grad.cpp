@@ -145,9 +145,10 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   }
   for (size_t k = 0; k < n_state; ++k)
     traces[k] = info.state_traced[k] ? const_cast<Apply&>(node).output(static_cast<int>(k)) : twin[k];
-  // Output gradients as traces (zeros where the cost does not reach; an untraced state's
-  // gradient lands on the trace's last row).
+  // Output gradients as traces (zeros where the cost does not reach), an untraced state's as the
+  // gradient of its final value (Last).
   std::vector<Var> g(n_state + n_nitsot);
+  std::vector<ScanGrad::OutputGradient> g_form(n_state + n_nitsot);
   for (size_t o = 0; o < n_state + n_nitsot; ++o) {
     const Var out = const_cast<Apply&>(node).output(static_cast<int>(o));
     const Var& trace = o < n_state ? traces[o] : out;
@@ -159,7 +160,8 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
     if (!go || is_null_grad(go)) {
       g[o] = zeros_like(trace);
     } else if (o < n_state && !info.state_traced[o]) {
-      g[o] = set_subtensor(subtensor(zeros_like(trace), {Index(int64_t{-1})}), cast(go, trace->dtype()));
+      g[o] = go->dtype() == trace->dtype() ? go : cast(go, trace->dtype());
+      g_form[o].form = ScanGrad::OutputGradient::Form::Last;
     } else {
       g[o] = go->dtype() == trace->dtype() ? go : cast(go, trace->dtype());
     }
@@ -167,6 +169,7 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   // The residuals take no cotangent: their slots among the output gradients hold the residuals'
   // traces themselves (never read).
   for (size_t r = 0; r < n_res; ++r) g.push_back(twin[n_state + n_nitsot + r]);
+  g_form.resize(g.size());
   // A matrix non-sequence W read as dot(a_t, W) has the gradient sum_t a_t^T b_t: a sum of
   // rank-(batch) updates, slow as small matrix products. Its a_t and b_t become per-step outputs
   // instead (traces of the ScanGrad) and the sum one matrix product over the whole sequence after
@@ -262,9 +265,9 @@ std::vector<Var> Scan::grad(const Apply& node, const std::vector<Var>& output_gr
   vjp_outputs.insert(vjp_outputs.end(), step_outputs.begin(), step_outputs.end());
   ScanInfo grad_info = info;  // the residuals are nit-sots of the forward loop it differentiates
   grad_info.n_nitsot += static_cast<int>(n_res);
-  std::vector<Var> d = apply_op(
-      std::make_shared<ScanGrad>(grad_info, fwd_types, vjp_inputs, vjp_outputs, cot_of, grad_of, acc_of, step_of),
-      inputs);
+  std::vector<Var> d = apply_op(std::make_shared<ScanGrad>(grad_info, fwd_types, vjp_inputs, vjp_outputs, cot_of,
+                                                           grad_of, acc_of, step_of, g_form),
+                                inputs);
   // The pushed-out sums: per product, sum_t a_t^T b_t as one matrix product over rows (n, batch, d).
   for (size_t p = 0; p < factors.size(); ++p) {
     const auto& f = factors[p];
@@ -435,6 +438,9 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
       case OutputGradient::Form::Row:
         g_trace[o] = inc_subtensor(subtensor(zeros_like(trace), {Index(g_form[o].row)}), in[g_base + o]);
         break;
+      case OutputGradient::Form::Last:  // the last row ([-1:]: none when no step ran, see below)
+        g_trace[o] = inc_subtensor(subtensor(zeros_like(trace), {sl(int64_t{-1})}), in[g_base + o]);
+        break;
     }
   }
   Var m = info.truncate_gradient >= 0 ? minimum(n, int_constant(info.truncate_gradient)) : n;
@@ -587,6 +593,8 @@ std::vector<Var> ScanGrad::as_scan(const Apply& node) const {
       Var got = r[st++];
       d = inc_subtensor(subtensor(d, {sl(-win)}), got * cast(eq(stop, int_constant(0)), got->dtype()));
     }
+    if (g_form[k].form == OutputGradient::Form::Last)  // no step ran: the final value is w[-1]
+      d = inc_subtensor(subtensor(d, {Index(int64_t{-1})}), in[g_base + k] * cast(eq(n, int_constant(0)), w->dtype()));
     result[n_seq + k] = d;
   }
   {

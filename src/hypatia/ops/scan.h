@@ -83,11 +83,12 @@ class ScanGrad : public Op {
  public:
   /// How a forward output's gradient is given among the node's inputs: as a trace (n, ...) like the
   /// output; as one row, the gradient at step `row` (negative: counted from the end, as out[row]),
-  /// zeros at the other steps (a cost that reads out[-1]); or not at all (zeros: the cost does not
-  /// reach the output; the input is a 0-d placeholder, never read). local_scan_grad_zero_rows
-  /// makes the last two from traces of zeros.
+  /// zeros at the other steps (a cost that reads out[-1]); as the gradient of an untraced state's
+  /// final value (the last step's, or the initial value's when no step ran); or not at all (zeros:
+  /// the cost does not reach the output; the input is a 0-d placeholder, never read).
+  /// local_scan_grad_zero_rows makes Row and None from traces of zeros; Scan::grad gives Last.
   struct OutputGradient {
-    enum class Form : uint8_t { Trace, Row, None };
+    enum class Form : uint8_t { Trace, Row, Last, None };
     Form form = Form::Trace;
     int64_t row = 0;
     bool operator==(const OutputGradient&) const = default;

@@ -14,8 +14,10 @@
 //   and truncation, without until, none depending on another, become one loop running every body
 //   (one pass over the steps instead of several).
 // - local_scan_twin: a Scan whose loop another Scan runs too (Scan::grad's twin: the same inputs
-//   and body, also tracing the residuals its gradient reads) takes that Scan's outputs, so the
-//   forward pass runs once. The push-out rules wait for it (they would rebuild the bodies apart).
+//   and body, also tracing the residuals its gradient reads and every state) takes that Scan's
+//   outputs, so the forward pass runs once (an untraced state, a shared variable's update or a
+//   random state, takes the trace's last row). The push-out rules wait for it (they would
+//   rebuild the bodies apart).
 // - local_scan_grad_unused: a ScanGrad computes per step only the gradients the function reads
 //   (a gradient output without readers is dropped from its body, so a model that asks for the
 //   weights' gradients does not also pay for the inputs' each step).
@@ -36,6 +38,7 @@
 #include "hypatia/graph/fgraph.h"
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
 #include "hypatia/rewrite/passes.h"
@@ -170,8 +173,9 @@ std::vector<Var> frontier_of(const std::vector<Var>& inner_outputs, const std::u
 }
 
 /// Whether Scan b runs Scan a's loop and more: the same outer inputs and inner inputs, a's outputs
-/// first among b's (the same variables; an until condition last in both), the same taps, tracing
-/// and stopping, more nit-sots allowed (Scan::grad's twin, which also traces residuals).
+/// first among b's (the same variables; an until condition last in both), the same taps and
+/// stopping, every state a traces traced by b too, more nit-sots allowed (Scan::grad's twin, which
+/// traces every state and the residuals).
 bool runs_loop_of(const Apply& a, const Apply& b) {
   if (&a == &b || typeid(*b.op) != typeid(Scan) || a.inputs.size() != b.inputs.size()) return false;
   for (size_t i = 0; i < a.inputs.size(); ++i)
@@ -179,10 +183,12 @@ bool runs_loop_of(const Apply& a, const Apply& b) {
   const auto& oa = static_cast<const Scan&>(*a.op);
   const auto& ob = static_cast<const Scan&>(*b.op);
   const ScanInfo &ia = oa.info, &ib = ob.info;
-  if (ia.seq_taps != ib.seq_taps || ia.state_taps != ib.state_taps || ia.state_traced != ib.state_traced ||
-      ia.until != ib.until || ia.truncate_gradient != ib.truncate_gradient || ia.n_nonseq != ib.n_nonseq ||
-      ia.n_nitsot > ib.n_nitsot || oa.inner_inputs.size() != ob.inner_inputs.size() ||
-      oa.inner_outputs.size() > ob.inner_outputs.size())
+  for (size_t k = 0; k < ia.state_traced.size() && k < ib.state_traced.size(); ++k)
+    if (ia.state_traced[k] && !ib.state_traced[k]) return false;
+  if (ia.seq_taps != ib.seq_taps || ia.state_taps != ib.state_taps ||
+      ia.state_traced.size() != ib.state_traced.size() || ia.until != ib.until ||
+      ia.truncate_gradient != ib.truncate_gradient || ia.n_nonseq != ib.n_nonseq || ia.n_nitsot > ib.n_nitsot ||
+      oa.inner_inputs.size() != ob.inner_inputs.size() || oa.inner_outputs.size() > ob.inner_outputs.size())
     return false;
   for (size_t i = 0; i < oa.inner_inputs.size(); ++i)
     if (oa.inner_inputs[i].get() != ob.inner_inputs[i].get()) return false;
@@ -211,8 +217,24 @@ bool has_smaller_twin(const FunctionGraph& fg, const Apply& n) {
 std::optional<std::vector<Var>> scan_twin(FunctionGraph& fg, Apply& n) {
   const Apply* b = twin_of(fg, n);
   if (!b) return std::nullopt;
+  const ScanInfo& info = static_cast<const Scan&>(*n.op).info;
+  const size_t n_seq = info.seq_taps.size();
   std::vector<Var> outs;
-  for (int o = 0; o < n.nout(); ++o) outs.push_back(const_cast<Apply*>(b)->output(o));
+  for (int o = 0; o < n.nout(); ++o) {
+    Var v = const_cast<Apply*>(b)->output(o);
+    const size_t k = static_cast<size_t>(o);
+    if (k < info.state_traced.size() && !info.state_traced[k]) {
+      // n keeps only the final value, b the trace: its last row, or the initial value's last row
+      // when no step ran (unless n's output stood for trace[-1]: then its IndexError too).
+      const bool last_of_trace = k < info.state_last_of_trace.size() && info.state_last_of_trace[k];
+      const TensorType& t = n.output_ptr(o)->type;
+      v = retype(subtensor(v, {Index(int64_t{-1})}), t);
+      if (!last_of_trace)
+        v = ifelse(gt(shape_i(const_cast<Apply*>(b)->output(o), 0), int_constant(0)), v,
+                   retype(subtensor(n.inputs[1 + n_seq + k], {Index(int64_t{-1})}), t));
+    }
+    outs.push_back(v);
+  }
   return outs;
 }
 
