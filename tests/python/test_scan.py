@@ -107,6 +107,48 @@ def test_shared_updates_and_random_draws_in_the_body():
         assert np.all((a > 0) & (a < 1))
 
 
+def test_dropout_in_the_body_under_a_gradient_runs_one_loop():
+    # An RNN with a dropout mask drawn per step (the random state is an untraced state of the loop)
+    # and a shared counter updated per step: its gradient's twin traces every state, and the
+    # user's loop takes the twin's outputs, so one Scan runs one copy of the body. The cost and the
+    # counter equal those of the function without the gradient from the same seed, and the
+    # gradient matches finite differences (the same draws each time: the generator reseeded).
+    Wv = rng.uniform(-0.5, 0.5, (4, 4))
+    xv, hv = rng.randn(6, 3, 4), rng.randn(3, 4)
+    for make in (RandomStreams, MRG_RandomStreams):
+        W = theano.shared(Wv.copy(), name="W")
+        counter = theano.shared(np.float64(0.0), name="counter")
+        srng = make(5)
+        X, h0 = T.tensor3("X"), T.dmatrix("h0")
+
+        def step(x, h):
+            m = srng.binomial(size=h.shape, p=0.7, dtype="float64")
+            return T.tanh(T.dot(h * m, W) + x), {counter: counter + 1}
+
+        hs, upd = theano.scan(step, sequences=X, outputs_info=h0)
+        cost = hs[-1].sum()
+        f = theano.function([X, h0], [cost, T.grad(cost, W)], updates=upd)
+        plain = theano.function([X, h0], cost, updates=upd)
+        scans = [n for n in f.maker.fgraph.toposort() if type(n.op).__name__ == "Scan"]
+        assert len(scans) == 1 and len(scans[0].op.outputs) == 3  # h, the counter, the random state
+        srng.seed(11)
+        c, g = f(xv, hv)
+        assert counter.get_value() == 6.0
+        srng.seed(11)
+        assert plain(xv, hv) == c
+        assert counter.get_value() == 12.0
+        eps, fd = 1e-6, np.zeros_like(Wv)
+        for i in range(4):
+            for j in range(4):
+                for sign in (1, -1):
+                    w = Wv.copy()
+                    w[i, j] += sign * eps
+                    W.set_value(w)
+                    srng.seed(11)
+                    fd[i, j] += sign * plain(xv, hv) / (2 * eps)
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
 def test_random_draws_match_numpy_per_step():
     srng = RandomStreams(7)
     x = T.dvector("x")
