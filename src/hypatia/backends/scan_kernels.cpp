@@ -376,14 +376,16 @@ class ScanGradKernel final : public Kernel {
       return p < win[k] ? windows[k].select(0, p) : a.in[n_fwd + k]->select(0, p - win[k]);
     };
     auto cell = [&](size_t k, int64_t p) -> NDArray& { return pend[k][static_cast<size_t>(p % (win[k] + 1))]; };
-    std::vector<NDArray> spare;  // buffers of consumed cells, for the body's next outputs
+    // Buffers of consumed cells, for the body's next outputs: one is taken once nothing else
+    // holds it (the runner keeps its last arguments until its next run).
+    std::vector<NDArray> spare;
     auto recycle = [&](NDArray& x) {
-      if (x.valid() && x.unique() && spare.size() < 8) spare.push_back(std::move(x));
+      if (x.valid() && spare.size() < 8) spare.push_back(std::move(x));
       x = NDArray();
     };
     auto take_spare = [&](const Shape& shape, DType dt) {
       for (auto it = spare.begin(); it != spare.end(); ++it)
-        if (it->shape() == shape && it->dtype() == dt) {
+        if (it->unique() && it->shape() == shape && it->dtype() == dt) {
           NDArray r = std::move(*it);
           spare.erase(it);
           return r;
