@@ -68,7 +68,7 @@ class Scan : public Op {
 
 /// The backward pass of a Scan node (BPTT). Inputs: the forward node's inputs, then each state's
 /// trace (n, ...) as the forward pass computed it, each nit-sot's trace, then one gradient per
-/// forward output (states as traces, then nit-sots; zeros where the cost does not reach).
+/// forward output (states, then nit-sots; each a trace or as g_form says).
 /// Outputs: the gradients of the sequences, the initial windows and the non-sequences (zeros for
 /// those `grad_of` does not cover). The body: the forward body's inner inputs, one cotangent per
 /// float forward output (`cot_of`: which), then the body's outputs at the step (read from the
