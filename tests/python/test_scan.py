@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import hypatia as theano
 import hypatia.tensor as T
@@ -207,6 +208,46 @@ def test_gradient_rnn_lstm_taps_backwards_until():
         return out
 
     T.verify_grad(until_loop, [np.array(0.7)], rng=rng)
+
+
+@given(st.data())
+def test_gradient_of_costs_reading_rows_traces_or_nothing(data):
+    # Random loops (a state with one or two taps, a second state, a nit-sot) and costs that read
+    # each output whole, at one or two steps, or not at all: the ScanGrad gets each output's
+    # gradient as a trace, as one step or as nothing (local_scan_grad_zero_rows), and its pending
+    # state gradients pass between steps as cells. verify_grad against finite differences.
+    n = data.draw(st.integers(1, 4), label="steps")
+    two_taps = data.draw(st.booleans(), label="two taps")
+    reads = [data.draw(st.sampled_from(["none", "whole", "row", "rows"]), label=f"output {o}") for o in range(3)]
+    if reads == ["none"] * 3:
+        reads[0] = "row"
+    rows = [sorted({data.draw(st.integers(-n, n - 1)) for _ in range(2 if r == "rows" else 1)}) for r in reads]
+    window = 2 if two_taps else 1
+
+    def cost(x, a0, b0, w):
+        def step(xt, *args):
+            if two_taps:
+                a2, a1, b, w = args
+                a = T.tanh(a1 * w + a2 * 0.5 + xt)
+            else:
+                a1, b, w = args
+                a = T.tanh(a1 * w + xt)
+            return a, b * 0.9 + a.sum(), a * a
+
+        outs, _ = theano.scan(step, sequences=x,
+                              outputs_info=[dict(initial=a0, taps=[-2, -1]) if two_taps else a0, b0, None],
+                              non_sequences=w)
+        total = 0
+        for out, r, ks in zip(outs, reads, rows):
+            if r == "whole":
+                total = total + (out * out).sum()
+            elif r != "none":
+                for k in ks:
+                    total = total + (out[k] * (k + 2.5)).sum()
+        return total
+
+    a0 = rng.randn(window, 3) if two_taps else rng.randn(3)
+    T.verify_grad(cost, [rng.randn(n, 3), a0, np.array(0.3), rng.randn(3) * 0.5], rng=rng)
 
 
 def test_truncate_gradient():
