@@ -14,6 +14,8 @@ void Kernel::run_scalars(const std::byte* const*, std::byte* const*) {
   throw InternalError("Kernel::run_scalars: this kernel has no scalar path");
 }
 
+void InnerRunner::run_bound() { throw InternalError("InnerRunner::run_bound: this body has no scalar slots"); }
+
 void InnerRunner::run_scalars(const std::byte* const*, std::byte* const*) {
   throw InternalError("InnerRunner::run_scalars: this body is not all scalars");
 }

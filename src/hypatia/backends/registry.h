@@ -1,6 +1,7 @@
 // Kernels: the interface a backend's kernels implement, and registration by backend name
 // (the backends themselves: backends/backend.h).
 #pragma once
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
@@ -41,6 +42,14 @@ class InnerRunner {
   /// One run on elements: in[i] points at inner input i's element, out[k] at where inner output
   /// k's element is written (no output element overlaps an input's). Only when scalar().
   virtual void run_scalars(const std::byte* const* in, std::byte* const* out);
+  /// For a loop that places the element pointers itself (only when scalar()): per inner input and
+  /// per inner output, the slots its element pointer goes to (each slot holds a pointer, written
+  /// with bind_scalar); false when the body needs run_scalars (an output that is an input or a
+  /// constant is copied after its nodes). Then run_bound() runs the nodes on what the slots hold.
+  /// Saves run_scalars' copying of every pointer through its argument lists on each step.
+  virtual bool scalar_slots(std::vector<std::vector<void*>>& in, std::vector<std::vector<void*>>& out) { return false; }
+  static void bind_scalar(void* slot, const std::byte* p) { std::memcpy(slot, &p, sizeof p); }
+  virtual void run_bound();
   /// Drops the references to the last run's arguments and outputs (the loop is over).
   virtual void release() {}
 };

@@ -208,11 +208,6 @@ class ScanKernel final : public Kernel {
       if (!info.state_traced[k]) period = L.len[k];
     std::vector<const std::byte*> in_tab(static_cast<size_t>(period) * n_in);
     std::vector<std::byte*> out_tab(static_cast<size_t>(period) * n_out);
-    struct Moving {
-      uint32_t slot;
-      const std::byte* base;
-      int64_t stride;
-    };
     std::vector<Moving> in_moving, out_moving;
     size_t i = 0;
     for (size_t s = 0; s < n_seq; ++s) {
@@ -253,13 +248,16 @@ class ScanKernel final : public Kernel {
     if (info.until)
       for (int64_t p = 0; p < period; ++p)
         out_tab[static_cast<size_t>(p) * n_out + n_out - 1] = reinterpret_cast<std::byte*>(&cond);
+    InnerRunner& body = *runner_;
+    std::vector<std::vector<void*>> in_slots, out_slots;
+    if (body.scalar_slots(in_slots, out_slots))
+      return bound_steps(n, period, in_tab, out_tab, in_moving, out_moving, in_slots, out_slots, cond, cond_dtype);
     // Locals the loop keeps in registers across the body's calls.
     const Moving *in_m = in_moving.data(), *in_m_end = in_m + in_moving.size();
     const Moving *out_m = out_moving.data(), *out_m_end = out_m + out_moving.size();
     const std::byte** in = in_tab.data();
     std::byte** out = out_tab.data();
     const bool until = info.until;
-    InnerRunner& body = *runner_;
     int64_t p = 0;
     for (int64_t t = 0; t < n; ++t) {
       for (const Moving* m = in_m; m != in_m_end; ++m) in[m->slot] = m->base + t * m->stride;
@@ -273,6 +271,72 @@ class ScanKernel final : public Kernel {
         in += n_in;
         out += n_out;
       }
+      if (until && element_true(reinterpret_cast<const std::byte*>(&cond), cond_dtype)) return t + 1;
+      check_cancelled();
+    }
+    return n;
+  }
+
+  struct Moving {
+    uint32_t slot;
+    const std::byte* base;
+    int64_t stride;
+  };
+
+  /// scalar_steps when the body takes its element pointers in slots of its own
+  /// (InnerRunner::scalar_slots): each step writes only the pointers that change into those
+  /// slots (the moving ones, and the ring entries that differ between phases; the rest once).
+  int64_t bound_steps(int64_t n, int64_t period, const std::vector<const std::byte*>& in_tab,
+                      const std::vector<std::byte*>& out_tab, const std::vector<Moving>& in_moving,
+                      const std::vector<Moving>& out_moving, const std::vector<std::vector<void*>>& in_slots,
+                      const std::vector<std::vector<void*>>& out_slots, const uint64_t& cond, DType cond_dtype) {
+    const size_t n_in = in_slots.size(), n_out = out_slots.size();
+    struct Move {
+      void* slot;
+      const std::byte* base;
+      int64_t stride;
+    };
+    struct Put {
+      void* slot;
+      const std::byte* ptr;
+    };
+    std::vector<Move> moves;
+    std::vector<std::vector<Put>> puts(static_cast<size_t>(period));
+    std::vector<bool> in_moves(n_in, false), out_moves(n_out, false);
+    for (const Moving& m : in_moving) {
+      in_moves[m.slot] = true;
+      for (void* s : in_slots[m.slot]) moves.push_back({s, m.base, m.stride});
+    }
+    for (const Moving& m : out_moving) {
+      out_moves[m.slot] = true;
+      for (void* s : out_slots[m.slot]) moves.push_back({s, m.base, m.stride});
+    }
+    // A table entry: bound once when every phase has the same pointer, else per phase.
+    auto place = [&](const std::vector<void*>& slots, auto at) {
+      bool same = true;
+      for (int64_t p = 1; p < period; ++p) same = same && at(p) == at(0);
+      for (void* s : slots) {
+        if (same) {
+          InnerRunner::bind_scalar(s, at(0));
+        } else {
+          for (int64_t p = 0; p < period; ++p) puts[static_cast<size_t>(p)].push_back({s, at(p)});
+        }
+      }
+    };
+    for (size_t i = 0; i < n_in; ++i)
+      if (!in_moves[i]) place(in_slots[i], [&](int64_t p) { return in_tab[static_cast<size_t>(p) * n_in + i]; });
+    for (size_t k = 0; k < n_out; ++k)
+      if (!out_moves[k])
+        place(out_slots[k], [&](int64_t p) -> const std::byte* { return out_tab[static_cast<size_t>(p) * n_out + k]; });
+    const Move *mv = moves.data(), *mv_end = mv + moves.size();
+    const bool until = op_.info.until;
+    InnerRunner& body = *runner_;
+    int64_t p = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      for (const Move* m = mv; m != mv_end; ++m) InnerRunner::bind_scalar(m->slot, m->base + t * m->stride);
+      for (const Put& q : puts[static_cast<size_t>(p)]) InnerRunner::bind_scalar(q.slot, q.ptr);
+      body.run_bound();
+      if (++p == period) p = 0;
       if (until && element_true(reinterpret_cast<const std::byte*>(&cond), cond_dtype)) return t + 1;
       check_cancelled();
     }

@@ -56,6 +56,21 @@ class Program::Runner final : public InnerRunner {
       const std::byte* v = q.from_output ? out[q.src] : in[q.src];
       std::memcpy(q.dst, &v, sizeof v);  // a slot of ptr_in_ or ptr_out_
     }
+    run_bound();
+    // Outputs that are inputs, constants or another output's value.
+    for (const OutCopy& o : out_copies_)
+      copy_element(out[o.k], o.input >= 0 ? in[o.input] : o.output >= 0 ? out[o.output] : o.slot, o.size);
+  }
+
+  bool scalar_slots(std::vector<std::vector<void*>>& in, std::vector<std::vector<void*>>& out) override {
+    if (!scalar_ || !out_copies_.empty()) return false;
+    in.assign(p_.inputs.size(), {});
+    out.assign(p_.outputs.size(), {});
+    for (const Patch& q : patches_) (q.from_output ? out : in)[q.src].push_back(q.dst);
+    return true;
+  }
+
+  void run_bound() override {
     const Call* c = calls_.data();
     const Call* const end = c + calls_.size();
     try {
@@ -66,9 +81,6 @@ class Program::Runner final : public InnerRunner {
       rethrow_with_context(static_cast<size_t>(c - calls_.data()));
       throw;
     }
-    // Outputs that are inputs, constants or another output's value.
-    for (const OutCopy& o : out_copies_)
-      copy_element(out[o.k], o.input >= 0 ? in[o.input] : o.output >= 0 ? out[o.output] : o.slot, o.size);
   }
 
   void release() override {
