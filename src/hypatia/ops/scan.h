@@ -85,13 +85,12 @@ class ScanGrad : public Op {
   /// output; as one row, the gradient at step `row` (negative: counted from the end, as out[row]),
   /// zeros at the other steps (a cost that reads out[-1]); as the gradient of an untraced state's
   /// final value (the last step's, or the initial value's when no step ran); or not at all (zeros:
-  /// the cost does not reach the output; the input is a 0-d placeholder, never read).
+  /// the cost does not reach the output; the input is the 0-d zero those zeros were made of, never read).
   /// local_scan_grad_zero_rows makes Row and None from traces of zeros; Scan::grad gives Last.
   struct OutputGradient {
     enum class Form : uint8_t { Trace, Row, Last, None };
     Form form = Form::Trace;
     int64_t row = 0;
-    bool operator==(const OutputGradient&) const = default;
   };
   ScanGrad(ScanInfo info, std::vector<TensorType> forward_input_types, std::vector<Var> vjp_inputs,
            std::vector<Var> vjp_outputs, std::vector<int> cot_of, std::vector<int> grad_of,
