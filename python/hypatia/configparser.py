@@ -14,7 +14,7 @@ from hypatia import _core
 for _message in _core.config_load():
     warnings.warn(_message, stacklevel=2)
 
-_BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites", "debug_checks", "cuda_sync"})
+_BOOL_KEYS = frozenset({"allow_gc", "profile", "print_rewrites", "debug_checks", "cuda_sync", "cuda_graphs"})
 _INT_KEYS = frozenset({"openmp_elemwise_minsize", "num_threads"})
 _KEYS = (
     "floatX",
@@ -34,6 +34,7 @@ _KEYS = (
     "blas",
     "conv",
     "cuda_sync",
+    "cuda_graphs",
 )
 
 

@@ -410,28 +410,30 @@ TEST(CudaRun, ModulesAreCachedOnDiskAndACorruptEntryIsRebuilt) {
   std::filesystem::remove_all(dir);
 }
 
+/// A 20-16-5 tanh classifier's SGD step (softmax cross-entropy on labels) on `backend`; its
+/// parameters in `params`.
+Function classifier_step(const std::string& backend, std::vector<Var>& params) {
+  Var x = matrix("x", DType::Float32);
+  Var y = vector("y", DType::Int64);
+  Var w0 = shared(random_array({20, 16}, DType::Float32, 1, -0.5, 0.5), "w0");
+  Var w1 = shared(random_array({16, 5}, DType::Float32, 2, -0.5, 0.5), "w1");
+  Var b1 = shared(NDArray::zeros({5}, DType::Float32), "b1");
+  params = {w0, w1, b1};
+  Var p = softmax(add(dot(tanh(dot(x, w0)), w1), b1));
+  Var cost = mean(categorical_crossentropy(p, y));
+  std::vector<Var> g = grad(cost, params);
+  FunctionOptions o = on(backend);
+  for (size_t i = 0; i < params.size(); ++i)
+    o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.1, DType::Float32)))});
+  return function({x, y}, {cost}, o);
+}
+
 TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   REQUIRE_GPU();
-  // 20-16-5 tanh, softmax cross-entropy on labels, SGD: products, fused elementwise, log_softmax,
-  // the label gather and its scatter-add gradient all on the GPU; the shapes and the row indices
-  // (Shape_i, ARange, CheckLabels) on the host.
-  auto build = [](const std::string& backend, std::vector<Var>& params) {
-    Var x = matrix("x", DType::Float32);
-    Var y = vector("y", DType::Int64);
-    Var w0 = shared(random_array({20, 16}, DType::Float32, 1, -0.5, 0.5), "w0");
-    Var w1 = shared(random_array({16, 5}, DType::Float32, 2, -0.5, 0.5), "w1");
-    Var b1 = shared(NDArray::zeros({5}, DType::Float32), "b1");
-    params = {w0, w1, b1};
-    Var p = softmax(add(dot(tanh(dot(x, w0)), w1), b1));
-    Var cost = mean(categorical_crossentropy(p, y));
-    std::vector<Var> g = grad(cost, params);
-    FunctionOptions o = on(backend);
-    for (size_t i = 0; i < params.size(); ++i)
-      o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.1, DType::Float32)))});
-    return function({x, y}, {cost}, o);
-  };
+  // Products, fused elementwise, log_softmax, the label gather and its scatter-add gradient all
+  // on the GPU; the shapes and the row indices (Shape_i, ARange, CheckLabels) on the host.
   std::vector<Var> pc, pg;
-  Function fc = build("cpu", pc), fg = build("cuda", pg);
+  Function fc = classifier_step("cpu", pc), fg = classifier_step("cuda", pg);
   std::string on_cpu;
   for (const auto& n : fg.toposort())
     if (!n->op->moves_between_devices() && get_backend("cuda").provider(*n)->name() != "cuda")
@@ -448,6 +450,78 @@ TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   yv.data<int64_t>()[3] = 7;
   EXPECT_ERROR(IndexError, fg({xv, yv}), "7");
   EXPECT_ALLCLOSE(get_value(pg[0]), before);
+}
+
+/// Sets config().cuda_graphs for a scope.
+class CudaGraphs {
+ public:
+  explicit CudaGraphs(bool on) : saved_(config().cuda_graphs) { config().cuda_graphs = on; }
+  ~CudaGraphs() { config().cuda_graphs = saved_; }
+  CudaGraphs(const CudaGraphs&) = delete;
+  CudaGraphs& operator=(const CudaGraphs&) = delete;
+
+ private:
+  bool saved_;
+};
+
+TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
+  REQUIRE_GPU();
+  // Two copies of the step, one with graphs and one without: the same costs and parameters over
+  // twelve calls whose batch changes values in the same host buffer.
+  std::vector<Var> pa, pb;
+  Function fa = classifier_step("cuda", pa), fb = classifier_step("cuda", pb);
+  NDArray xv = random_array({8, 20}, DType::Float32, 5);
+  NDArray yv = NDArray::empty({8}, DType::Int64);
+  for (int i = 0; i < 8; ++i) yv.data<int64_t>()[i] = (i * 3) % 5;
+  const cuda::GraphStats s0 = cuda::graph_stats();
+  for (int step = 0; step < 12; ++step) {
+    xv.data<float>()[step] += 0.5f;
+    NDArray ca = fa({xv, yv})[0];
+    NDArray cb;
+    {
+      CudaGraphs off(false);
+      cb = fb({xv, yv})[0];
+    }
+    EXPECT_ALLCLOSE(ca, cb, 1e-5, 1e-6) << "step " << step;
+  }
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_ALLCLOSE(get_value(pa[i]), get_value(pb[i]), 1e-4, 1e-6);
+  const cuda::GraphStats s1 = cuda::graph_stats();
+  EXPECT_GT(s1.recorded, s0.recorded);
+  EXPECT_EQ(s1.failed, s0.failed);
+  EXPECT_GE(s1.replays - s0.replays, 10) << fa.debugprint();
+  // With cuda_graphs=False nothing is recorded.
+  CudaGraphs off(false);
+  std::vector<Var> pc;
+  Function fc = classifier_step("cuda", pc);
+  for (int step = 0; step < 4; ++step) fc({xv, yv});
+  EXPECT_EQ(cuda::graph_stats().recorded, s1.recorded);
+}
+
+TEST(CudaRun, DeviceResultsTheCallerKeepsAreNotOverwrittenByReplays) {
+  REQUIRE_GPU();
+  Var s = shared(NDArray::zeros({1000}, DType::Float32), "s");
+  Var y = add(mul(exp(mul(s, constant(0.01, DType::Float32))), constant(2.0, DType::Float32)), sum(s));
+  FunctionOptions o = on("cuda");
+  o.updates = {{s, add(s, constant(1.0, DType::Float32))}};
+  Function f = function({}, {Out(device_from_host(y, Device::cuda(0)), true)}, o);
+  const cuda::GraphStats s0 = cuda::graph_stats();
+  std::vector<NDArray> kept;
+  for (int i = 0; i < 8; ++i) kept.push_back(f({})[0]);
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_FALSE(kept[i].on_host());
+    const NDArray h = kept[i].to_device(Device::host());
+    const double want = 2 * std::exp(0.01 * i) + 1000.0 * i;
+    EXPECT_NEAR(h.get_flat(0), want, 1e-4 * want + 1e-5) << "call " << i;
+    EXPECT_NEAR(h.get_flat(999), want, 1e-4 * want + 1e-5) << "call " << i;
+  }
+  // Dropped results free their recordings: the loop then replays.
+  kept.clear();
+  for (int i = 8; i < 14; ++i) {
+    const NDArray h = f({})[0].to_device(Device::host());
+    const double want = 2 * std::exp(0.01 * i) + 1000.0 * i;
+    EXPECT_NEAR(h.get_flat(500), want, 1e-4 * want + 1e-5) << "call " << i;
+  }
+  EXPECT_GE(cuda::graph_stats().replays - s0.replays, 4) << f.debugprint();
 }
 
 TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {

@@ -25,6 +25,35 @@
 
 namespace hypatia {
 
+/// The device work of a run of kernels, recorded once (Recorder) and queued again by replay()
+/// with the same arguments: the same buffers, shapes and parameters (a CUDA graph).
+class Recording {
+ public:
+  virtual ~Recording() = default;
+  /// Queues the recorded work again (on the backend's stream, after everything queued before).
+  virtual void replay() = 0;
+};
+
+/// A backend that can record its kernels' device work (Description::recorder). The runtime
+/// (runtime/program_replay.cpp) records runs of steps whose kernels are
+/// KernelTraits::recordable once their inputs repeat, and then replays them instead of running
+/// their kernels: one launch instead of one per kernel, none of the kernels' host work.
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  /// Whether recordings are made and replayed now (a configuration may turn them off: then every
+  /// call runs the kernels, recordings already made included).
+  virtual bool enabled() const { return true; }
+  /// Starts recording the calling thread's work: until end(), the backend's kernels queue their
+  /// device work into the recording instead of running it, and every buffer allocated meanwhile
+  /// is kept by the recording (replays write them). False: not now (another thread records, or
+  /// the configuration says no).
+  virtual bool begin() = 0;
+  /// Ends what begin() started: the recording, or null when the work could not be recorded or
+  /// `keep` is false (after an exception). Either way nothing of it has run yet.
+  virtual std::unique_ptr<Recording> end(bool keep) = 0;
+};
+
 class Backend {
  public:
   struct Description {
@@ -46,6 +75,8 @@ class Backend {
     /// Dtypes its kernels store but do not compute in, each with the one they compute in instead
     /// (function() lowers the graph accordingly: rewrite/storage_dtype.h).
     std::vector<rewrite::StorageDType> storage_dtypes;
+    /// Records and replays device work (null: the backend cannot).
+    std::shared_ptr<Recorder> recorder;
   };
 
   explicit Backend(Description d);
@@ -61,6 +92,7 @@ class Backend {
   const std::string& default_mode() const { return desc_.default_mode; }
   bool default_for_device() const { return desc_.default_for_device; }
   const std::vector<rewrite::StorageDType>& storage_dtypes() const { return desc_.storage_dtypes; }
+  Recorder* recorder() const { return desc_.recorder.get(); }
 
   /// An uninitialized C-contiguous array on the backend's device (device 0 of its kind).
   virtual NDArray allocate(const Shape& shape, DType dtype) const;

@@ -1,7 +1,6 @@
 // Kernels: the interface a backend's kernels implement, and registration by backend name
 // (the backends themselves: backends/backend.h).
 #pragma once
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
@@ -44,11 +43,10 @@ class InnerRunner {
   virtual void run_scalars(const std::byte* const* in, std::byte* const* out);
   /// For a loop that places the element pointers itself (only when scalar()): per inner input and
   /// per inner output, the slots its element pointer goes to (each slot holds a pointer, written
-  /// with bind_scalar); false when the body needs run_scalars (an output that is an input or a
+  /// with memcpy: a slot need not be aligned); false when the body needs run_scalars (an output that is an input or a
   /// constant is copied after its nodes). Then run_bound() runs the nodes on what the slots hold.
   /// Saves run_scalars' copying of every pointer through its argument lists on each step.
   virtual bool scalar_slots(std::vector<std::vector<void*>>& in, std::vector<std::vector<void*>>& out) { return false; }
-  static void bind_scalar(void* slot, const std::byte* p) { std::memcpy(slot, &p, sizeof p); }
   virtual void run_bound();
   /// Drops the references to the last run's arguments and outputs (the loop is over).
   virtual void release() {}
@@ -100,6 +98,10 @@ struct KernelTraits {
   std::vector<int> host_inputs;
   /// The kernel reads only its inputs' shapes (Shape, Shape_i): they may be on any device.
   bool any_device_inputs = false;
+  /// The kernel's run() only queues device work on its backend's stream (through its
+  /// Recorder), whose arguments depend on nothing but its inputs' buffers, shapes and strides and
+  /// the values of its host inputs: a recording of it replays what run() would do again.
+  bool recordable = false;
 };
 
 /// Registers the kernel factory of op type `op_type` on the backend named `backend` (replacing an

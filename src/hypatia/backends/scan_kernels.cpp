@@ -12,6 +12,9 @@
 namespace hypatia {
 namespace {
 
+/// Writes the element pointer p into a kernel's pointer slot (InnerRunner::scalar_slots).
+void bind_scalar(void* slot, const std::byte* p) { std::memcpy(slot, &p, sizeof p); }
+
 std::string who_of(const ScanInfo& info, const char* what) {
   return std::string(what) + (info.name.empty() ? "" : "{" + info.name + "}");
 }
@@ -317,7 +320,7 @@ class ScanKernel final : public Kernel {
       for (int64_t p = 1; p < period; ++p) same = same && at(p) == at(0);
       for (void* s : slots) {
         if (same) {
-          InnerRunner::bind_scalar(s, at(0));
+          bind_scalar(s, at(0));
         } else {
           for (int64_t p = 0; p < period; ++p) puts[static_cast<size_t>(p)].push_back({s, at(p)});
         }
@@ -333,8 +336,8 @@ class ScanKernel final : public Kernel {
     InnerRunner& body = *runner_;
     int64_t p = 0;
     for (int64_t t = 0; t < n; ++t) {
-      for (const Move* m = mv; m != mv_end; ++m) InnerRunner::bind_scalar(m->slot, m->base + t * m->stride);
-      for (const Put& q : puts[static_cast<size_t>(p)]) InnerRunner::bind_scalar(q.slot, q.ptr);
+      for (const Move* m = mv; m != mv_end; ++m) bind_scalar(m->slot, m->base + t * m->stride);
+      for (const Put& q : puts[static_cast<size_t>(p)]) bind_scalar(q.slot, q.ptr);
       body.run_bound();
       if (++p == period) p = 0;
       if (until && element_true(reinterpret_cast<const std::byte*>(&cond), cond_dtype)) return t + 1;

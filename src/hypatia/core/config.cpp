@@ -88,10 +88,13 @@ void Config::set(std::string_view key, std::string_view value) {
     conv = v;
   } else if (key == "cuda_sync") {
     cuda_sync = parse_bool(key, v);
+  } else if (key == "cuda_graphs") {
+    cuda_graphs = parse_bool(key, v);
   } else {
     fail<ValueError>("config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
                      "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
-                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv, cuda_sync)");
+                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv, cuda_sync, ",
+                     "cuda_graphs)");
   }
 }
 
@@ -113,6 +116,7 @@ std::string Config::get(std::string_view key) const {
   if (key == "blas") return blas;
   if (key == "conv") return conv;
   if (key == "cuda_sync") return cuda_sync ? "True" : "False";
+  if (key == "cuda_graphs") return cuda_graphs ? "True" : "False";
   fail<ValueError>("config: unknown option '", key, "'");
 }
 

@@ -49,6 +49,10 @@ struct Config {
   /// The CUDA backend waits for every kernel to finish (like CUDA_LAUNCH_BLOCKING=1), so that a
   /// kernel's error is reported by the node that launched it.
   bool cuda_sync = false;
+  /// The CUDA backend records a function's runs of device kernels as CUDA graphs once their
+  /// inputs repeat and replays them (one launch instead of one per kernel); False runs every
+  /// kernel from the host on every call.
+  bool cuda_graphs = true;
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Applies "key=value,key=value" (the HYPATIA_FLAGS format). `source` names the text in

@@ -6,7 +6,10 @@
 // other readers can run first, inputs marked mutable, and shared variables updated with the node's
 // own result. Guarantees: each replacement is the same op in its in-place form, of the same type
 // and values, accepted by destroy_refusal and destroy_keeps_order (destroy_order's answer, found by
-// one search); intermediates are taken before leaves.
+// one search); the shared variable a node computes the update of is taken first, then
+// intermediates, then other leaves.
+#include <algorithm>
+
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/subtensor.h"
@@ -43,11 +46,20 @@ bool inplace_pass(FunctionGraph& fg) {
   bool changed = false;
   for (const auto& n : fg.toposort()) {
     if (!fg.contains(n.get()) || !n->op->destroy_map().empty()) continue;
-    // Intermediates first: overwriting them saves an allocation; leaves only when nothing else fits.
+    // The shared variable whose new value the node computes first: its buffer stays the
+    // variable's from call to call (what the CUDA backend's recorded graphs are keyed on).
+    // Then intermediates: overwriting them saves an allocation; other leaves only when nothing
+    // else fits.
     std::vector<int> order;
+    for (int i = 0; i < static_cast<int>(n->inputs.size()); ++i) {
+      const Var& v = n->inputs[i];
+      auto it = v->is_shared() ? fg.update_outputs.find(v.get()) : fg.update_outputs.end();
+      if (it != fg.update_outputs.end() && fg.outputs()[it->second].get() == n->output_ptr(0)) order.push_back(i);
+    }
     for (int pass = 0; pass < 2; ++pass)
       for (int i = 0; i < static_cast<int>(n->inputs.size()); ++i)
-        if ((n->inputs[i]->owner != nullptr) == (pass == 0)) order.push_back(i);
+        if ((n->inputs[i]->owner != nullptr) == (pass == 0) && std::find(order.begin(), order.end(), i) == order.end())
+          order.push_back(i);
     for (int i : order) {
       std::shared_ptr<const Op> op = inplace_form(*n, i);
       if (!op || !destroy_refusal(fg, *n, i).empty() || !destroy_keeps_order(fg, *n, i)) continue;

@@ -208,6 +208,7 @@ std::unique_ptr<Program::Frame> Program::make_frame() const {
     f->cell_desc.assign(constants.size(), std::string());
   }
   if (any_deferred_) f->done.assign(steps.size(), 0);
+  f->segments.resize(segments_.size());
   return f;
 }
 
@@ -233,6 +234,7 @@ void Program::finalize() {
       s.device = p->device_kind();
       if (const KernelTraits* t = p->traits(*s.node)) {
         s.any_device = t->any_device_inputs;
+        s.recordable = t->recordable && p == backend && !s.any_device;
         for (int i : t->host_inputs)
           if (i < 64) s.host_inputs |= uint64_t{1} << i;
       }
@@ -242,6 +244,7 @@ void Program::finalize() {
       for (int c : s.in) s.check_devices = s.check_devices || from_transfer[c];
     for (int c : s.out) from_transfer[c] = transfer;
   }
+  plan_segments();
   primary_ = make_frame();
 }
 
@@ -362,10 +365,16 @@ void Program::run_step(Frame& f, size_t t) {
     for (int c : st.free_after) f.storage[c].reset();
 }
 
-void Program::run_steps(Frame& f, size_t begin, size_t end) {
+void Program::run_steps(Frame& f, size_t begin, size_t end, bool replay) {
   if (!any_lazy_) {
+    replay = replay && !segments_.empty();
     for (size_t t = begin; t < end; ++t) {
       check_cancelled();
+      if (replay && segment_at_[t] >= 0) {
+        run_segment(f, static_cast<size_t>(segment_at_[t]));
+        t = segments_[static_cast<size_t>(segment_at_[t])].end - 1;
+        continue;
+      }
       run_step(f, t);
     }
     return;
@@ -525,7 +534,9 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
         cell = std::move(outs[i]);
       outs[i].reset();
     }
-    run_steps(f, 0, first_shared_destroyer);
+    // Recorded device work is replayed only where no hook or profile needs each step run.
+    const bool replay = !profile && !pre_step && !post_step && !debug_mode;
+    run_steps(f, 0, first_shared_destroyer, replay);
     check_cancelled();
     // Updates: check every new value before committing any, so a failure changes nothing. The
     // nodes that overwrite shared variables run after the other values are checked, and after
@@ -549,7 +560,14 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       // variables run to the end whatever the cancel flag says.
       CancelScope uncancellable(nullptr);
       prepare_shared_destroyers(f);
-      for (size_t t = first_shared_destroyer; t < steps.size(); ++t) run_step(f, t);
+      for (size_t t = first_shared_destroyer; t < steps.size(); ++t) {
+        if (const int s = segments_.empty() || !replay ? -1 : segment_at_[t]; s >= 0) {
+          run_segment(f, static_cast<size_t>(s));
+          t = segments_[static_cast<size_t>(s)].end - 1;
+          continue;
+        }
+        run_step(f, t);
+      }
       for (size_t i = 0; i < updates.size(); ++i)
         if (updates[i].in_place) new_values[i] = f.storage[updates[i].value_cell];
     }

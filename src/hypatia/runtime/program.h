@@ -55,6 +55,9 @@ class Program final : public InnerProgram {
     DeviceKind device = DeviceKind::Host;
     uint64_t host_inputs = 0;
     bool any_device = false;
+    /// The program's backend runs the node with a kernel whose device work can be recorded and
+    /// replayed (KernelTraits::recordable).
+    bool recordable = false;
   };
   struct InputSlot {
     int cell;
@@ -152,7 +155,8 @@ class Program final : public InnerProgram {
 
   std::unique_ptr<Frame> make_frame() const;
   void bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const NDArray> args) const;
-  void run_steps(Frame& f, size_t begin, size_t end);
+  /// Runs steps [begin, end); `replay`: runs of recordable steps go through run_segment.
+  void run_steps(Frame& f, size_t begin, size_t end, bool replay = false);
   void run_step(Frame& f, size_t t);
   void check_input_devices(const Step& st, const KernelArgs& a) const;
   /// Runs step t's lazy kernel, computing the inputs it asks for.
@@ -166,10 +170,36 @@ class Program final : public InnerProgram {
   void run_debug(Frame& f, size_t t);
   void release(Frame& f) const;
 
+  // Recording and replay of device work (runtime/program_replay.cpp).
+  /// A run of recordable steps [begin, end) that the backend's Recorder records once its inputs
+  /// repeat, and replays instead of running its kernels.
+  struct Segment {
+    size_t begin = 0, end = 0;
+    /// Cells the steps read and no step of the run writes (the recording's key: their buffers,
+    /// shapes and strides), and which of them are read on the host (their values join the key).
+    std::vector<int> inputs;
+    std::vector<uint8_t> reads;  ///< 1: read in device memory, 2: on the host, 3: both
+    /// Cells the steps write, and those of them read after the run (later steps, outputs,
+    /// updates): the values a replay gives back.
+    std::vector<int> written, live_out;
+    /// Cells freed after the run's steps (with gc).
+    std::vector<int> freed;
+  };
+  /// Finds the segments (at finalize; none without a Recorder, with DebugMode, profiling, step
+  /// hooks or lazy steps).
+  void plan_segments();
+  /// Runs segment s: replays a recording whose key the cells match, records one when the key
+  /// repeats the previous call's, or runs the steps.
+  void run_segment(Frame& f, size_t s);
+
   /// The step that writes each cell (-1: an input, shared or constant cell), and whether any
   /// step is deferred.
   std::vector<int> producer_;
   bool any_deferred_ = false, any_lazy_ = false;
+  Recorder* recorder_ = nullptr;
+  std::vector<Segment> segments_;
+  /// Per step: the segment that begins there, or -1.
+  std::vector<int> segment_at_;
   /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.
   std::vector<int> release_cells_;
   /// The shared variables the call reads, and those it updates, in one global lock order.

@@ -35,6 +35,43 @@ struct Program::Frame {
   /// A runner's frame: intermediates stay between runs (their buffers are reused).
   bool keep_intermediates = false;
 
+  /// One recording of a segment (Program::Segment) in this frame: the key its inputs had, and
+  /// the values its replays give back.
+  struct SegmentRecording {
+    std::vector<int64_t> key;
+    std::unique_ptr<Recording> work;
+    /// A live-out value in buffers the recording wrote, with the references to its buffer that
+    /// are not the frame's cells (this one, the recording's other values, the allocations the
+    /// recording keeps): more means somebody else holds it, and a replay would change it.
+    struct Held {
+      int cell;
+      NDArray value;
+      long refs;
+    };
+    std::vector<Held> held;
+    /// A live-out view of one of the segment's inputs (the in-place product into a shared
+    /// variable): rebuilt over that input's buffer, `delta` bytes from its element 0.
+    struct Alias {
+      int cell;
+      size_t input;
+      int64_t delta;
+      Shape shape;
+      Strides strides;
+      DType dtype;
+      bool writeable;
+    };
+    std::vector<Alias> aliases;
+  };
+  /// Per segment: its recordings, the keys of the last calls that ran its steps (newest first),
+  /// whether recording failed (the steps then always run), and the key being built.
+  struct SegmentState {
+    std::vector<std::unique_ptr<SegmentRecording>> recordings;
+    std::vector<std::vector<int64_t>> recent;
+    std::vector<int64_t> key;
+    bool off = false;
+  };
+  std::vector<SegmentState> segments;
+
   KernelArgs args(const Step& s, size_t t) const {
     NDArray* const* p = ptrs.data() + first[t];
     return KernelArgs{std::span<NDArray* const>(p, s.in.size()),

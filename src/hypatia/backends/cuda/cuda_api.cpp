@@ -73,13 +73,27 @@ void bind(void* lib, F& f, const char* sym) {
   if (!f) fail<NotImplementedError>("CUDA backend: the library has no symbol ", sym, " (an older CUDA?)");
 }
 
+thread_local bool t_recording = false;
+
 }  // namespace
 
 bool available() { return state().ok; }
 const std::string& unavailable_reason() { return state().why; }
 int arch() { return state().arch; }
 int sm_count() { return state().sms; }
-cudaStream_t stream() { return state().stream; }
+cudaStream_t stream() { return t_recording ? recording_stream() : state().stream; }
+
+cudaStream_t recording_stream() {
+  static const cudaStream_t s = [] {
+    cudaStream_t r = nullptr;
+    check(cudaStreamCreateWithFlags(&r, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (recording stream)");
+    return r;
+  }();
+  return s;
+}
+
+void set_recording(bool on) { t_recording = on; }
+bool recording() { return t_recording; }
 
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) [[likely]]
@@ -159,6 +173,21 @@ const Cublas& cublas() {
   });
   if (!error.empty()) fail<NotImplementedError>("CUDA backend: ", error);
   return c;
+}
+
+cublasHandle_t cublas_handle() {
+  const Cublas& c = cublas();
+  if (!t_recording) return c.handle;
+  // A handle of its own, so that the main handle's stream never changes under another thread.
+  static const cublasHandle_t h = [&c] {
+    cublasHandle_t r = nullptr;
+    check_cublas(c.create(&r), "cublasCreate (recording handle)");
+    check_cublas(c.set_stream(r, recording_stream()), "cublasSetStream");
+    check_cublas(c.set_math_mode(r, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    check_cublas(c.set_pointer_mode(r, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+    return r;
+  }();
+  return h;
 }
 
 }  // namespace hypatia::cuda

@@ -31,7 +31,21 @@ int arch();
 int sm_count();
 /// The stream every kernel, copy and cuBLAS call of device 0 is queued on (one per process:
 /// work is ordered, and a buffer freed by the host may be reused by the next queued work).
+/// While the calling thread records (set_recording), the recording stream instead.
 cudaStream_t stream();
+/// The stream recordings capture from (cuda_graphs.cpp; made on first use; its work never runs:
+/// the recorded graph is launched on stream()).
+cudaStream_t recording_stream();
+/// Makes stream() and cublas_handle() the recording ones on the calling thread (or not).
+void set_recording(bool on);
+/// Whether the calling thread records.
+bool recording();
+/// What the backend's Recorder did in this process (cuda_graphs.cpp): graphs made, recordings
+/// that failed (the steps ran instead), and replays.
+struct GraphStats {
+  int64_t recorded = 0, failed = 0, replays = 0;
+};
+GraphStats graph_stats();
 /// Waits for the stream (a host transfer's end; HYPATIA_FLAGS=cuda_sync=True after every kernel).
 void synchronize();
 /// After a kernel launch: its launch error, and with cuda_sync=True its execution error.
@@ -66,6 +80,8 @@ struct Cublas {
   cublasHandle_t handle = nullptr;
 };
 const Cublas& cublas();
+/// The cuBLAS handle bound to stream(): the recording one while this thread records.
+cublasHandle_t cublas_handle();
 /// Throws hypatia::Error naming `what` unless `s` is CUBLAS_STATUS_SUCCESS.
 void check_cublas(cublasStatus_t s, const char* what);
 

@@ -313,13 +313,13 @@ void gemm(const NDArray& A, const NDArray& B, NDArray& C, double alpha, double b
   const int ik = static_cast<int>(std::max<int64_t>(k, 0));
   if (C.dtype() == DType::Float32) {
     const float al = static_cast<float>(alpha), be = static_cast<float>(beta);
-    check_cublas(cb.sgemm(cb.handle, opb, opa, static_cast<int>(n), static_cast<int>(m), ik, &al,
+    check_cublas(cb.sgemm(cublas_handle(), opb, opa, static_cast<int>(n), static_cast<int>(m), ik, &al,
                           static_cast<const float*>(b->ptr), static_cast<int>(b->ld), static_cast<const float*>(a->ptr),
                           static_cast<int>(a->ld), &be, C.data<float>(), static_cast<int>(ldc)),
                  "cublasSgemm");
   } else {
     check_cublas(
-        cb.dgemm(cb.handle, opb, opa, static_cast<int>(n), static_cast<int>(m), ik, &alpha,
+        cb.dgemm(cublas_handle(), opb, opa, static_cast<int>(n), static_cast<int>(m), ik, &alpha,
                  static_cast<const double*>(b->ptr), static_cast<int>(b->ld), static_cast<const double*>(a->ptr),
                  static_cast<int>(a->ld), &beta, C.data<double>(), static_cast<int>(ldc)),
         "cublasDgemm");
@@ -476,7 +476,8 @@ KernelFactory make() {
 
 namespace cuda {
 void register_cuda_nnet_kernels();
-}
+std::shared_ptr<Recorder> make_cuda_recorder();
+}  // namespace cuda
 
 void register_cuda_backend() {
   using namespace cuda;
@@ -495,7 +496,8 @@ void register_cuda_backend() {
       .max_fusion_inputs = 16,
       .max_fusion_outputs = 8,
       .default_for_device = true,
-      .storage_dtypes = {rewrite::StorageDType{DType::Float16, DType::Float32}}}));
+      .storage_dtypes = {rewrite::StorageDType{DType::Float16, DType::Float32}},
+      .recorder = make_cuda_recorder()}));
   const std::string_view b = kCudaBackend;
   register_kernel(
       b, typeid(Elemwise),
@@ -504,15 +506,21 @@ void register_cuda_backend() {
         return std::make_unique<ElemKernel>(
             node, elemwise_spec(op.scalar, input_dtypes(node), node.output_ptr(0)->type.dtype), op.inplace);
       },
-      KernelTraits{.accepts = elemwise_accepts});
-  register_kernel(b, typeid(Composite), [](const Apply& node) -> std::unique_ptr<Kernel> {
-    const auto& op = static_cast<const Composite&>(*node.op);
-    return std::make_unique<ElemKernel>(node, composite_spec(op, {op.nvalues() - 1}), op.inplace);
-  });
-  register_kernel(b, typeid(MultiComposite), [](const Apply& node) -> std::unique_ptr<Kernel> {
-    const auto& op = static_cast<const MultiComposite&>(*node.op);
-    return std::make_unique<ElemKernel>(node, composite_spec(op, op.outputs), -1);
-  });
+      KernelTraits{.accepts = elemwise_accepts, .recordable = true});
+  register_kernel(
+      b, typeid(Composite),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        const auto& op = static_cast<const Composite&>(*node.op);
+        return std::make_unique<ElemKernel>(node, composite_spec(op, {op.nvalues() - 1}), op.inplace);
+      },
+      KernelTraits{.recordable = true});
+  register_kernel(
+      b, typeid(MultiComposite),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        const auto& op = static_cast<const MultiComposite&>(*node.op);
+        return std::make_unique<ElemKernel>(node, composite_spec(op, op.outputs), -1);
+      },
+      KernelTraits{.recordable = true});
   register_kernel(
       b, typeid(Reduce),
       [](const Apply& node) -> std::unique_ptr<Kernel> {
@@ -520,24 +528,38 @@ void register_cuda_backend() {
         const DType in = node.inputs[0]->type.dtype;
         return std::make_unique<ReduceKernel>(node, op.kind, op.axes, ElemSpec{{in}, "", {"x0"}, {in}}, op.dtype);
       },
-      KernelTraits{.accepts = reduce_accepts});
-  register_kernel(b, typeid(CompositeReduce), [](const Apply& node) -> std::unique_ptr<Kernel> {
-    const auto& op = static_cast<const CompositeReduce&>(*node.op);
-    return std::make_unique<ReduceKernel>(node, op.kind, op.axes, composite_spec(op, {op.nvalues() - 1}), op.out_dtype);
-  });
-  register_kernel(b, typeid(Gemm), make<GemmKernel>(), KernelTraits{.accepts = same_float, .host_inputs = {1, 4}});
-  register_kernel(b, typeid(Gemv), make<GemvKernel>(), KernelTraits{.accepts = same_float, .host_inputs = {1, 4}});
-  register_kernel(b, typeid(Ger), make<GerKernel>(), KernelTraits{.accepts = same_float, .host_inputs = {1}});
-  register_simple_kernel<Dot>(b, dot_kernel, KernelTraits{.accepts = [](const Apply& node) {
-                                return same_float(node) && node.inputs[0]->type.dtype == node.inputs[1]->type.dtype;
-                              }});
+      KernelTraits{.accepts = reduce_accepts, .recordable = true});
+  register_kernel(
+      b, typeid(CompositeReduce),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        const auto& op = static_cast<const CompositeReduce&>(*node.op);
+        return std::make_unique<ReduceKernel>(node, op.kind, op.axes, composite_spec(op, {op.nvalues() - 1}),
+                                              op.out_dtype);
+      },
+      KernelTraits{.recordable = true});
+  // Every kernel below but the transfers only queues device work (its host inputs are keyed by
+  // value when recorded): KernelTraits::recordable.
+  register_kernel(b, typeid(Gemm), make<GemmKernel>(),
+                  KernelTraits{.accepts = same_float, .host_inputs = {1, 4}, .recordable = true});
+  register_kernel(b, typeid(Gemv), make<GemvKernel>(),
+                  KernelTraits{.accepts = same_float, .host_inputs = {1, 4}, .recordable = true});
+  register_kernel(b, typeid(Ger), make<GerKernel>(),
+                  KernelTraits{.accepts = same_float, .host_inputs = {1}, .recordable = true});
+  register_simple_kernel<Dot>(b, dot_kernel,
+                              KernelTraits{.accepts =
+                                               [](const Apply& node) {
+                                                 return same_float(node) &&
+                                                        node.inputs[0]->type.dtype == node.inputs[1]->type.dtype;
+                                               },
+                                           .recordable = true});
   // Basic indexing is a view (the index scalars are read on the host).
   std::vector<int> index_scalars;
   for (int i = 1; i <= 3 * kMaxNdim; ++i) index_scalars.push_back(i);
-  register_kernel(b, typeid(Subtensor), reference_kernel(), KernelTraits{.host_inputs = index_scalars});
-  register_kernel(b, typeid(DimShuffle), reference_kernel());
-  register_kernel(b, typeid(Rebroadcast), reference_kernel());
-  register_kernel(b, typeid(Reshape), make<ReshapeKernel>(), KernelTraits{.host_inputs = {1}});
+  register_kernel(b, typeid(Subtensor), reference_kernel(),
+                  KernelTraits{.host_inputs = index_scalars, .recordable = true});
+  register_kernel(b, typeid(DimShuffle), reference_kernel(), KernelTraits{.recordable = true});
+  register_kernel(b, typeid(Rebroadcast), reference_kernel(), KernelTraits{.recordable = true});
+  register_kernel(b, typeid(Reshape), make<ReshapeKernel>(), KernelTraits{.host_inputs = {1}, .recordable = true});
   register_simple_kernel<DeviceFromHost>(b, device_from_host_kernel);
   register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
   register_cuda_nnet_kernels();

@@ -153,22 +153,32 @@ Staging& staging() {
   return *s;
 }
 
+thread_local std::vector<std::shared_ptr<void>>* t_sink = nullptr;
+
 }  // namespace
+
+void set_allocation_sink(std::vector<std::shared_ptr<void>>* sink) { t_sink = sink; }
 
 void register_cuda_memory() {
   DeviceMemory m;
   m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
     require_available("CUDA allocation");
-    return device_allocator().allocate(bytes);
+    std::shared_ptr<void> p = device_allocator().allocate(bytes);
+    if (t_sink) t_sink->push_back(p);
+    return p;
   };
+  // A recording cannot hold a transfer (its host side would not be read again when replayed):
+  // the recording fails and the steps run instead (a kernel that transfers is not recordable).
   m.copy_from_host = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
+    if (recording()) fail<Error>("CUDA: a copy to the device cannot be recorded");
     if (staging().upload(d, s, n)) return;
     // From pageable memory the call returns once the source is staged: the caller may free it.
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, stream()), "copy to the device (cudaMemcpyAsync)");
   };
   m.copy_to_host = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
+    if (recording()) fail<Error>("CUDA: a copy to the host cannot be recorded");
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToHost, stream()), "copy to the host (cudaMemcpyAsync)");
     synchronize();
   };

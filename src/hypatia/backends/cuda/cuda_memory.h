@@ -58,6 +58,9 @@ class CachingAllocator {
 /// The allocator of CUDA device 0 (made on first use; never destroyed, so that arrays freed at
 /// exit still find it).
 CachingAllocator& device_allocator();
+/// While set, every device allocation the calling thread makes is also kept in `sink` (a
+/// recording keeps the buffers its replays write: cuda_graphs.cpp); null ends it.
+void set_allocation_sink(std::vector<std::shared_ptr<void>>* sink);
 /// Registers the DeviceMemory of the Cuda kind (allocation through device_allocator(), copies on
 /// the backend's stream; a copy to the host waits for it).
 void register_cuda_memory();

@@ -284,13 +284,14 @@ void register_cuda_nnet_kernels() {
   register_kernel(
       b, typeid(Softmax),
       [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<SoftmaxKernel>(node); },
-      KernelTraits{.accepts = softmax_accepts});
+      KernelTraits{.accepts = softmax_accepts, .recordable = true});
   // Alloc: the value on the device (a constant's copy is made once), the shape entries on the host.
   register_kernel(
       b, typeid(Alloc),
       [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<AllocKernel>(node); },
       KernelTraits{.accepts = [](const Apply& node) { return node.inputs[0]->type.dtype != DType::Float16; },
-                   .host_inputs = from(1, 1 + kMaxNdim)});
+                   .host_inputs = from(1, 1 + kMaxNdim),
+                   .recordable = true});
   // Index vectors on the host (checked there), the arrays on the device (the traits list every
   // index input a node can have: one per dimension).
   register_kernel(

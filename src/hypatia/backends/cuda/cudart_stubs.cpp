@@ -44,7 +44,13 @@ struct Runtime {
   X(cudaEventRecord)           \
   X(cudaEventSynchronize)      \
   X(cudaLibraryLoadData)       \
-  X(cudaLibraryGetKernel)
+  X(cudaLibraryGetKernel)      \
+  X(cudaStreamBeginCapture)    \
+  X(cudaStreamEndCapture)      \
+  X(cudaGraphInstantiate)      \
+  X(cudaGraphLaunch)           \
+  X(cudaGraphDestroy)          \
+  X(cudaGraphExecDestroy)
   // clang-format on
   HYP_RT_LIST(HYP_RT_FN)
 #undef HYP_RT_FN
@@ -111,6 +117,12 @@ HYP_FORWARD(cudaLibraryLoadData,
              cudaLibraryOption* lo, void** lv, unsigned int nl),
             (lib, code, jo, jv, nj, lo, lv, nl))
 HYP_FORWARD(cudaLibraryGetKernel, (cudaKernel_t * k, cudaLibrary_t lib, const char* name), (k, lib, name))
+HYP_FORWARD(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode))
+HYP_FORWARD(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t * g), (s, g))
+HYP_FORWARD(cudaGraphInstantiate, (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long flags), (e, g, flags))
+HYP_FORWARD(cudaGraphLaunch, (cudaGraphExec_t e, cudaStream_t s), (e, s))
+HYP_FORWARD(cudaGraphDestroy, (cudaGraph_t g), (g))
+HYP_FORWARD(cudaGraphExecDestroy, (cudaGraphExec_t e), (e))
 
 extern "C" const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
   return rt().why.empty() ? rt().cudaGetErrorName(e) : "cudaErrorInsufficientDriver";

@@ -1,0 +1,108 @@
+// The CUDA backend's Recorder (backends/backend.h): CUDA graphs by stream capture.
+//
+// begin() captures from a stream of its own (recording_stream), never the one kernels run on,
+// so that work other threads queue meanwhile runs as usual and is not captured; the capturing
+// thread's stream() and cuBLAS handle point at it (cuda_api.h: set_recording). Capture is
+// relaxed (the kernels' first-use allocations call cudaMalloc) and one thread records at a time
+// (another's begin() says not now). Every allocation made while recording is kept by the
+// recording (cuda_memory.h: set_allocation_sink), so no buffer a replay writes goes back to the
+// cache while the recording lives. Replays launch the instantiated graph on stream(): ordered
+// after the work queued before, as the steps' own launches would be.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "hypatia/backends/backend.h"
+#include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/core/config.h"
+
+namespace hypatia::cuda {
+namespace {
+
+std::atomic<int64_t> g_recorded{0}, g_failed{0}, g_replays{0};
+
+class CudaRecording final : public Recording {
+ public:
+  CudaRecording(cudaGraphExec_t exec, std::vector<std::shared_ptr<void>> buffers)
+      : exec_(exec), buffers_(std::move(buffers)) {}
+  ~CudaRecording() override {
+    // A launch still queued finishes first (the executable is freed when it completes); the
+    // buffers return to the cache, whose reuse is ordered on the same stream.
+    if (cudaGraphExecDestroy(exec_) != cudaSuccess) cudaGetLastError();
+  }
+  void replay() override {
+    check(cudaGraphLaunch(exec_, stream()), "cudaGraphLaunch (a replay of recorded kernels)");
+    after_launch("a replay of recorded kernels (CUDA graph)");
+    ++g_replays;
+  }
+
+ private:
+  cudaGraphExec_t exec_;
+  std::vector<std::shared_ptr<void>> buffers_;
+};
+
+class CudaRecorder final : public Recorder {
+ public:
+  bool enabled() const override { return config().cuda_graphs && !config().cuda_sync; }
+
+  bool begin() override {
+    if (!enabled() || !available()) return false;
+    if (!mu_.try_lock()) return false;
+    cudaStream_t s = nullptr;
+    try {
+      s = recording_stream();
+    } catch (const Error&) {
+      mu_.unlock();
+      return false;
+    }
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+      cudaGetLastError();
+      mu_.unlock();
+      return false;
+    }
+    buffers_.clear();
+    set_allocation_sink(&buffers_);
+    set_recording(true);
+    return true;
+  }
+
+  std::unique_ptr<Recording> end(bool keep) override {
+    set_recording(false);
+    set_allocation_sink(nullptr);
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(recording_stream(), &graph);
+    std::vector<std::shared_ptr<void>> buffers;
+    buffers.swap(buffers_);
+    mu_.unlock();
+    if (e != cudaSuccess || !graph || !keep) {
+      if (e != cudaSuccess) cudaGetLastError();
+      if (graph) cudaGraphDestroy(graph);
+      if (keep) ++g_failed;
+      return nullptr;
+    }
+    cudaGraphExec_t exec = nullptr;
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      ++g_failed;
+      return nullptr;
+    }
+    ++g_recorded;
+    return std::make_unique<CudaRecording>(exec, std::move(buffers));
+  }
+
+ private:
+  std::mutex mu_;  // held from begin() to end(), by the recording thread
+  std::vector<std::shared_ptr<void>> buffers_;
+};
+
+}  // namespace
+
+std::shared_ptr<Recorder> make_cuda_recorder() { return std::make_shared<CudaRecorder>(); }
+
+GraphStats graph_stats() { return GraphStats{g_recorded.load(), g_failed.load(), g_replays.load()}; }
+
+}  // namespace hypatia::cuda
