@@ -230,6 +230,15 @@ def torch_part():
     flops = 2 * 32 * 64 * 56 * 56 * 64 * 9
     line("ResNet 3x3 layer forward torch (per call)", tf * 1e3, f"{flops / tf / 1e12:.1f} TFLOP/s")
     line("ResNet 3x3 layer forward+backward torch (per call)", tfb * 1e3, f"{3 * flops / tfb / 1e12:.1f} TFLOP/s")
+    # torch lets cuDNN use TF32 for float32 convolutions by default; Hypatia computes them in float32
+    # (as the CPU does): the same layers with TF32 off, for the like-for-like comparison.
+    torch.backends.cudnn.allow_tf32 = False
+    line("LeNet b128 forward+backward torch, no TF32 (per call)", wall(lenet_fb) / 100 * 1e3)
+    tf, tfb = wall(res_f) / 50, wall(res_fb) / 50
+    line("ResNet 3x3 layer forward torch, no TF32 (per call)", tf * 1e3, f"{flops / tf / 1e12:.1f} TFLOP/s")
+    line("ResNet 3x3 layer forward+backward torch, no TF32 (per call)", tfb * 1e3,
+         f"{3 * flops / tfb / 1e12:.1f} TFLOP/s")
+    torch.backends.cudnn.allow_tf32 = True
 
 
 def jax_part():

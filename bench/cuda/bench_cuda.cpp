@@ -5,6 +5,7 @@
 // device session (bench/cuda/device_check.sh runs both).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -12,6 +13,7 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/hypatia.h"
 
@@ -176,6 +178,20 @@ void per_call() {
   row("Function::call from C++ (per call, us)", t * 1000 / kCalls, "bare kernel launch (us)", raw * 1000 / kCalls);
 }
 
+/// The counts of nodes on the GPU and on the CPU, and the CPU ones' names.
+std::string placement_summary(const Function& f) {
+  int gpu = 0, cpu = 0;
+  std::string on_cpu;
+  for (const auto& node : f.toposort()) {
+    if (node->op->moves_between_devices()) continue;
+    const bool on_gpu = get_backend("cuda").provider(*node)->name() == "cuda";
+    (on_gpu ? gpu : cpu)++;
+    if (!on_gpu) on_cpu += " " + node->op->name();
+  }
+  return std::to_string(gpu) + " nodes on the GPU, " + std::to_string(cpu) + " on the CPU" +
+         (on_cpu.empty() ? "" : ":" + on_cpu) + ", " + std::to_string(transfers(f)) + " transfers";
+}
+
 /// The 784-500-500-10 MLP training step of anchors.py (tanh, softmax cross-entropy, SGD 0.01),
 /// batch 256: with the batch in a shared variable (on the device, as torch's and JAX's) and the
 /// labels passed per step, the cost kept on the device; and with the batch passed from the host.
@@ -222,28 +238,102 @@ void mlp() {
       for (int i = 0; i < kSteps; ++i) f.call(args, out);
     });
     config().cuda_graphs = true;
-    int gpu = 0, cpu = 0;
-    std::string on_cpu;
-    for (const auto& node : f.toposort()) {
-      if (node->op->moves_between_devices()) continue;
-      const bool on_gpu = get_backend("cuda").provider(*node)->name() == "cuda";
-      (on_gpu ? gpu : cpu)++;
-      if (!on_gpu) {
-        on_cpu += ' ';
-        on_cpu += node->op->name();
-      }
-    }
-    std::printf(
-        "\nMLP 784-500-500-10 training step, batch %d, batch %s: %.3f ms per step (%d nodes on the GPU, %d "
-        "on the CPU, %d transfers)\n",
-        kBatch, batch_shared ? "in a shared variable" : "passed from the host", t / kSteps, gpu, cpu, transfers(f));
-    std::printf("  on the CPU:%s\n", on_cpu.c_str());
+    std::printf("\nMLP 784-500-500-10 training step, batch %d, batch %s: %.3f ms per step (%s)\n", kBatch,
+                batch_shared ? "in a shared variable" : "passed from the host", t / kSteps,
+                placement_summary(f).c_str());
     std::printf(
         "  CUDA graphs: %lld recorded, %lld failed, %.1f replays per step; %.3f ms per step with every kernel "
         "launched from the host (%.2fx)\n",
         static_cast<long long>(g1.recorded - g0.recorded), static_cast<long long>(g1.failed - g0.failed),
         static_cast<double>(g1.replays - g0.replays) / (4.0 * kSteps), t_launched / kSteps, t_launched / t);
   }
+}
+
+NDArray scaled_f32(const Shape& shape, uint64_t seed) {
+  NDArray a = random_f32(shape, seed);
+  double fan_in = 1;
+  for (int d = 1; d < shape.size(); ++d) fan_in *= static_cast<double>(shape[d]);
+  const float k = static_cast<float>(std::sqrt(3.0 / fan_in));
+  for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] *= k;
+  return a;
+}
+
+/// anchors.py's LeNet (batch 128: conv 5x5 pad 2, tanh, 2x2 max pool, conv 5x5, tanh, pool, three
+/// dense layers, softmax cross-entropy) forward, and forward + backward (the ten gradients kept on
+/// the device, as torch.autograd.grad gives them); and the ResNet 3x3 layer (32x64x56x56, 64
+/// filters, pad 1) forward, and forward + backward (the gradient of 0.5 sum(out^2), whose output
+/// gradient is out: anchors.py's grad(out, [act, kern], out)).
+void convolutions() {
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) {
+    std::printf("\nconvolutions: not run (%s)\n", why.c_str());
+    return;
+  }
+  NDArray digits = random_f32({128, 1, 28, 28}, 40);
+  for (int64_t i = 0; i < digits.size(); ++i) digits.data<float>()[i] = 0.5f * (digits.data<float>()[i] + 1);
+  NDArray labels = NDArray::empty({128}, DType::Int64);
+  for (int i = 0; i < 128; ++i) labels.data<int64_t>()[i] = (i * 7) % 10;
+  Var x = shared(digits, "digits");
+  Var y = vector("labels", DType::Int64);
+  std::vector<Var> ps = {
+      shared(scaled_f32({6, 1, 5, 5}, 41), "c1"),  shared(NDArray::zeros({6}, DType::Float32), "cb1"),
+      shared(scaled_f32({16, 6, 5, 5}, 42), "c2"), shared(NDArray::zeros({16}, DType::Float32), "cb2"),
+      shared(scaled_f32({400, 120}, 43), "d1"),    shared(NDArray::zeros({120}, DType::Float32), "db1"),
+      shared(scaled_f32({120, 84}, 44), "d2"),     shared(NDArray::zeros({84}, DType::Float32), "db2"),
+      shared(scaled_f32({84, 10}, 45), "d3"),      shared(NDArray::zeros({10}, DType::Float32), "db3")};
+  PoolParams pool2;
+  pool2.ws = {2, 2, 1};
+  pool2.stride = {2, 2, 1};
+  pool2.ignore_border = true;
+  auto conv_block = [&](Var h, Var k, Var b, const std::string& border) {
+    Conv2dParams cp;
+    cp.border = border;
+    cp.flip = false;  // torch's conv2d is a correlation
+    return pool(tanh(add(conv2d(h, k, cp), dimshuffle(b, {-1, 0, -1, -1}))), pool2);
+  };
+  Var h = conv_block(x, ps[0], ps[1], "half");
+  h = flatten(conv_block(h, ps[2], ps[3], "valid"), 2);
+  h = tanh(add(dot(h, ps[4]), ps[5]));
+  h = tanh(add(dot(h, ps[6]), ps[7]));
+  Var loss = mean(categorical_crossentropy(softmax(add(dot(h, ps[8]), ps[9])), y));
+  Function fwd = function({y}, {Out(device_from_host(loss, Device::cuda(0)), true)}, cuda_opts());
+  std::vector<Out> gouts;
+  for (const Var& g : grad(loss, ps)) gouts.push_back(Out(device_from_host(g, Device::cuda(0)), true));
+  Function fb = function({y}, gouts, cuda_opts());
+  std::vector<NDArray> args = {labels}, o1(1), o10(ps.size());
+  constexpr int kCalls = 100;
+  const double tf = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i) fwd.call(args, o1);
+  });
+  const double tfb = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i) fb.call(args, o10);
+  });
+  std::printf("\nLeNet batch 128 (%s)\n", placement_summary(fb).c_str());
+  std::printf("  forward %.3f ms per call; forward+backward %.3f ms per call\n", tf / kCalls, tfb / kCalls);
+
+  Var act = shared(random_f32({32, 64, 56, 56}, 46), "act");
+  Var kern = shared(scaled_f32({64, 64, 3, 3}, 47), "kern");
+  Conv2dParams cp;
+  cp.border = "half";
+  cp.flip = false;
+  Var out = conv2d(act, kern, cp);
+  Function rf = function({}, {Out(device_from_host(out, Device::cuda(0)), true)}, cuda_opts());
+  std::vector<Var> rg = grad(mul(sum(mul(out, out)), constant(0.5, DType::Float32)), {act, kern});
+  Function rfb = function(
+      {}, {Out(device_from_host(rg[0], Device::cuda(0)), true), Out(device_from_host(rg[1], Device::cuda(0)), true)},
+      cuda_opts());
+  std::vector<NDArray> none, r1(1), r2(2);
+  constexpr int kRes = 50;
+  const double rt = best_ms(5, [&] {
+    for (int i = 0; i < kRes; ++i) rf.call(none, r1);
+  });
+  const double rtb = best_ms(5, [&] {
+    for (int i = 0; i < kRes; ++i) rfb.call(none, r2);
+  });
+  const double flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9;
+  std::printf("\nResNet 3x3 layer 32x64x56x56, 64 filters (%s)\n", placement_summary(rfb).c_str());
+  std::printf("  forward %.3f ms per call (%.1f TFLOP/s); forward+backward %.3f ms per call (%.1f TFLOP/s)\n",
+              rt / kRes, flops / (rt / kRes) / 1e9, rtb / kRes, 3 * flops / (rtb / kRes) / 1e9);
 }
 
 }  // namespace
@@ -262,6 +352,7 @@ int main() {
   seed000();
   fused_chain();
   mlp();
+  convolutions();
   const auto st = cuda::module_cache_stats();
   const auto al = cuda::device_allocator().stats();
   std::printf(

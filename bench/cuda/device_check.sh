@@ -8,11 +8,13 @@ mkdir -p "$OUT" /tmp/h
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 tar -xzf .devcarry/pack.tgz -C /tmp/h
 CUDALIB=$(dirname "$(find /usr/local /usr/lib /opt -name 'libnvrtc.so.13*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=/tmp/h/lib:$CUDALIB:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# cuDNN (the convolutions): the toolkit's, or the one PyTorch's wheels carry.
+CUDNNLIB=$(dirname "$(find /usr/local /usr/lib /opt -name 'libcudnn.so.9' 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH=/tmp/h/lib:$CUDALIB:$CUDNNLIB:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export HYPATIA_CACHE_DIR=/tmp/hypatia_cache
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -1
-  echo "nvrtc from: $CUDALIB"; nproc
+  echo "nvrtc from: $CUDALIB"; echo "cudnn from: $CUDNNLIB"; nproc
 } 2>&1 | tee "$OUT/env.txt"
 t0=$(date +%s)
 timeout 300 /tmp/h/bin/hypatia_tests --gtest_filter="${FILTER:-Cuda*}" 2>&1 | tee "$OUT/tests.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -150

@@ -3,14 +3,18 @@
 // caching allocator on host stand-ins, the clear refusal); the rest skip, and run on a GPU
 // machine (DEVELOPERS.md: bench/cuda/device_check.sh).
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/ops/composite.h"
+#include "hypatia/ops/conv.h"
+#include "hypatia/ops/pool.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/transfer.h"
 #include "test_util.h"
@@ -115,6 +119,28 @@ TEST(CudaCodegen, EveryScalarRowCompilesForEveryDtypeItSupports) {
   // A deliberate error is reported with NVRTC's log and the generated code.
   const std::string msg = error_of<InternalError>([&] { cuda::check_source(src + "int broken = ;\n"); });
   EXPECT_NE(msg.find("NVRTC could not compile a generated kernel"), std::string::npos) << msg.substr(0, 300);
+}
+
+TEST(CudaCodegen, PoolingKernelsCompileForEveryModeAndDtype) {
+  REQUIRE_NVRTC();
+  std::string src = cuda::table_prefix();
+  int n = 0;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (const char* mode : {"max", "sum", "average_inc_pad", "average_exc_pad"})
+      for (cuda::PoolKernel k : {cuda::PoolKernel::Forward, cuda::PoolKernel::MaxGrad, cuda::PoolKernel::AverageGrad}) {
+        if ((k == cuda::PoolKernel::MaxGrad) != (std::string(mode) == "max") && k != cuda::PoolKernel::Forward)
+          continue;
+        // One module: each kernel renamed, its argument struct and helper too.
+        std::string one = cuda::pool_source(dt, mode, k);
+        const std::string tag = numbered("_", n++);
+        for (const char* name : {"hyp_pool", "PoolArgs", "window"}) {
+          for (size_t at = one.find(name); at != std::string::npos; at = one.find(name, at + 1))
+            one.insert(at + std::strlen(name), tag);
+        }
+        src += one;
+      }
+  cuda::check_source(src);
+  EXPECT_EQ(n, 16);
 }
 
 TEST(CudaCodegen, AFusedProgramWithFloat16StorageCompiles) {
@@ -522,6 +548,101 @@ TEST(CudaRun, DeviceResultsTheCallerKeepsAreNotOverwrittenByReplays) {
     EXPECT_NEAR(h.get_flat(500), want, 1e-4 * want + 1e-5) << "call " << i;
   }
   EXPECT_GE(cuda::graph_stats().replays - s0.replays, 4) << f.debugprint();
+}
+
+/// The provider of every node of `op` in f's graph is the CUDA backend.
+bool all_on_gpu(const Function& f, const std::string& op) {
+  for (const auto& n : f.toposort())
+    if (n->op->name().find(op) != std::string::npos && get_backend("cuda").provider(*n)->name() != "cuda") return false;
+  return true;
+}
+
+TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
+  REQUIRE_GPU();
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  auto params = [](std::string border, int64_t s, int64_t d, int64_t g, bool flip, int64_t pad = 0) {
+    Conv2dParams p;
+    p.border = std::move(border);
+    p.stride_h = p.stride_w = s;
+    p.dil_h = p.dil_w = d;
+    p.groups = g;
+    p.flip = flip;
+    p.pad_h = p.pad_w = pad;
+    return p;
+  };
+  struct Case {
+    Conv2dParams p;
+    Shape img, kern;
+  };
+  const std::vector<Case> cases = {
+      {params("valid", 1, 1, 1, true), {2, 3, 9, 8}, {4, 3, 3, 3}},
+      {params("full", 1, 1, 1, false), {2, 3, 7, 7}, {5, 3, 3, 2}},
+      {params("half", 2, 1, 1, true), {3, 4, 11, 10}, {6, 4, 5, 5}},
+      {params("pad", 2, 2, 1, false, 2), {2, 2, 12, 13}, {3, 2, 3, 3}},
+      {params("valid", 1, 1, 2, true), {2, 4, 8, 8}, {6, 2, 3, 3}},
+      {params("half", 1, 3, 1, true), {1, 3, 15, 15}, {2, 3, 3, 3}},
+  };
+  uint64_t seed = 60;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.p.str() + " " + c.img.str() + " " + c.kern.str() + " " + std::string(dtype_name(dt)));
+      Var img = tensor4("img", dt), kern = tensor4("kern", dt);
+      Var out = conv2d(img, kern, c.p);
+      const NDArray iv = random_array(c.img, dt, seed++), kv = random_array(c.kern, dt, seed++);
+      Function probe = function({img, kern}, {out}, on("cpu"));
+      const NDArray want = probe({iv, kv})[0];
+      const NDArray r = random_array(want.shape(), dt, seed++);
+      Var cost = sum(mul(out, constant(r)));
+      std::vector<Var> g = grad(cost, {img, kern});
+      Function fc = function({img, kern}, {out, g[0], g[1]}, on("cpu"));
+      Function fg = function({img, kern}, {out, g[0], g[1]}, on("cuda"));
+      EXPECT_TRUE(all_on_gpu(fg, "Conv2d")) << fg.debugprint();
+      const auto a = fc({iv, kv}), b = fg({iv, kv});
+      const double rtol = dt == DType::Float32 ? 1e-4 : 1e-10, atol = dt == DType::Float32 ? 1e-4 : 1e-10;
+      for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], rtol, atol) << "output " << k;
+    }
+}
+
+TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
+  REQUIRE_GPU();
+  struct Case {
+    int nd;
+    std::array<int64_t, 3> ws, st, pad;
+    bool ignore_border;
+    Shape x;
+  };
+  const std::vector<Case> cases = {
+      {2, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, true, {2, 3, 9, 10}},
+      {2, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}, true, {2, 2, 11, 9}},
+      {2, {3, 2, 1}, {1, 2, 1}, {0, 0, 0}, false, {3, 7, 9}},
+      {2, {2, 2, 1}, {3, 3, 1}, {0, 0, 0}, false, {2, 2, 10, 11}},
+      {3, {2, 2, 2}, {1, 2, 2}, {0, 1, 1}, true, {2, 2, 5, 6, 7}},
+  };
+  uint64_t seed = 80;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (const char* mode : {"max", "sum", "average_inc_pad", "average_exc_pad"})
+      for (const Case& c : cases) {
+        PoolParams p;
+        p.nd = c.nd;
+        p.ws = c.ws;
+        p.stride = c.st;
+        p.pad = c.pad;
+        p.ignore_border = c.ignore_border;
+        p.mode = mode;
+        SCOPED_TRACE(p.str() + " " + c.x.str() + " " + std::string(dtype_name(dt)));
+        Var x = tensor(dt, std::vector<bool>(static_cast<size_t>(c.x.size()), false), "x");
+        Var y = pool(x, p);
+        const NDArray xv = random_array(c.x, dt, seed++);
+        Function probe = function({x}, {y}, on("cpu"));
+        const NDArray r = random_array(probe({xv})[0].shape(), dt, seed++);
+        Var gx = grad(sum(mul(y, constant(r))), std::vector<Var>{x})[0];
+        Function fc = function({x}, {y, gx}, on("cpu")), fg = function({x}, {y, gx}, on("cuda"));
+        EXPECT_TRUE(all_on_gpu(fg, "Pool")) << fg.debugprint();
+        const auto a = fc({xv}), b = fg({xv});
+        EXPECT_ALLCLOSE(b[0], a[0], 1e-6, 1e-7);
+        EXPECT_ALLCLOSE(b[1], a[1], 1e-6, 1e-7);
+      }
 }
 
 TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {

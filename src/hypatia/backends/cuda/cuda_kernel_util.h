@@ -56,5 +56,13 @@ NDArray& update_output(NDArray& cell, const NDArray& target, bool in_place, bool
 NDArray& prepare_device_inplace_output(NDArray& cell, const NDArray& target, const Shape& shape, DType dtype,
                                        const Op& op, int input);
 
+/// The generated pooling kernels (cuda_pool_kernels.cpp): the forward pass and the two gradients,
+/// for a dtype and a PoolParams mode (max, sum, average_inc_pad, average_exc_pad).
+enum class PoolKernel { Forward, MaxGrad, AverageGrad };
+std::string pool_source(DType dt, const std::string& mode, PoolKernel which);
+/// Whether libcudnn can be opened (cuda_conv_kernels.cpp: the 2-d convolutions run through it);
+/// `why` receives the reason when not.
+bool cudnn_loadable(std::string* why);
+
 }  // namespace cuda
 }  // namespace hypatia

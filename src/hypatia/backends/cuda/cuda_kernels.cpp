@@ -476,6 +476,8 @@ KernelFactory make() {
 
 namespace cuda {
 void register_cuda_nnet_kernels();
+void register_cuda_pool_kernels();
+void register_cuda_conv_kernels();
 std::shared_ptr<Recorder> make_cuda_recorder();
 }  // namespace cuda
 
@@ -563,6 +565,8 @@ void register_cuda_backend() {
   register_simple_kernel<DeviceFromHost>(b, device_from_host_kernel);
   register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
   register_cuda_nnet_kernels();
+  register_cuda_pool_kernels();
+  register_cuda_conv_kernels();
 }
 
 }  // namespace hypatia
