@@ -15,6 +15,7 @@
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/conv.h"
 #include "hypatia/ops/pool.h"
+#include "hypatia/ops/random.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/transfer.h"
 #include "test_util.h"
@@ -141,6 +142,15 @@ TEST(CudaCodegen, PoolingKernelsCompileForEveryModeAndDtype) {
       }
   cuda::check_source(src);
   EXPECT_EQ(n, 16);
+}
+
+TEST(CudaCodegen, TheMrgGeneratorCompilesFromTheCpuKernelsText) {
+  REQUIRE_NVRTC();
+  for (DType dt : {DType::Float32, DType::Float64}) cuda::check_source(cuda::mrg_source(dt));
+  // The step is the CPU's own (backends/mrg_generate.h between its markers), not a second copy.
+  const std::string src = cuda::mrg_source(DType::Float32);
+  EXPECT_NE(src.find("inline int32_t next(int32_t* x)"), std::string::npos);
+  EXPECT_NE(src.find("MULT2 = 21069"), std::string::npos);
 }
 
 TEST(CudaCodegen, AFusedProgramWithFloat16StorageCompiles) {
@@ -643,6 +653,33 @@ TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
         EXPECT_ALLCLOSE(b[0], a[0], 1e-6, 1e-7);
         EXPECT_ALLCLOSE(b[1], a[1], 1e-6, 1e-7);
       }
+}
+
+TEST(CudaRun, MrgStreamsGiveTheCpusBitsOnTheDevice) {
+  REQUIRE_GPU();
+  // The same state on either backend: the same samples, bit for bit, and the same next state,
+  // over three calls (the state a shared variable updated in place), for 1 and 37 streams.
+  for (int64_t streams : {1, 37})
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      NDArray seed_state = NDArray::empty({streams, 6}, DType::Int32);
+      for (int64_t i = 0; i < seed_state.size(); ++i)
+        seed_state.data<int32_t>()[i] = static_cast<int32_t>(12345 + 7919 * i % 1000003);
+      auto build = [&](const std::string& backend, Var& st) {
+        st = shared(seed_state, "rstate");
+        Var size = constant(NDArray::from_vector(std::vector<int64_t>{5, 41}));
+        auto [next_state, sample] = mrg_uniform(st, size, dt, 2);
+        FunctionOptions o = on(backend);
+        o.updates = {{st, next_state}};
+        return function({}, {sample}, o);
+      };
+      Var sc, sg;
+      Function fc = build("cpu", sc), fg = build("cuda", sg);
+      EXPECT_TRUE(all_on_gpu(fg, "mrg_uniform")) << fg.debugprint();
+      for (int call = 0; call < 3; ++call) {
+        EXPECT_ALLCLOSE(fg({})[0], fc({})[0], 0.0, 0.0) << "call " << call;
+        EXPECT_ALLCLOSE(get_value(sg), get_value(sc), 0.0, 0.0) << "call " << call;
+      }
+    }
 }
 
 TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {

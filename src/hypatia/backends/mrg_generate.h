@@ -7,6 +7,9 @@
 
 namespace hypatia::mrg {
 
+// ---- [shared with the CUDA backend: begin] The CUDA backend compiles the text from here to the
+// end marker with NVRTC (backends/cuda/cuda_random_kernels.cpp), so its generator is this code.
+
 /// Advances the state x (6 int32) one step and returns the combined integer in [1, M1]: Theano's
 /// cpu_rng_mrg_uniform (int32 arithmetic whose shifts and sums stay in range by construction).
 inline int32_t next(int32_t* x) {
@@ -49,6 +52,8 @@ inline T to_unit(int32_t k) {
   else
     return static_cast<double>(k) * 4.656612873077392578125e-10;  // 2^-31
 }
+
+// ---- [shared with the CUDA backend: end]
 
 /// Draws elements i in [0, n) with i % n_streams in [s0, s1) into out (C order), each from stream
 /// i % n_streams of `states` ((n_streams, 6), C-contiguous), which advance.

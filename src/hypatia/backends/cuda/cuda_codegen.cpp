@@ -16,15 +16,17 @@
 #include "hypatia/core/error.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/random.h"
 #include "hypatia/ops/reduce.h"
 
 namespace hypatia::cuda {
 
-// The texts of nvrtc_std.cuh, core/half.h and ops/scalar_functors.h, embedded at build time
-// (CMakeLists.txt writes them into a generated source).
+// The texts of nvrtc_std.cuh, core/half.h, ops/scalar_functors.h and backends/mrg_generate.h,
+// embedded at build time (CMakeLists.txt writes them into a generated source).
 extern const char* const kNvrtcStdText;
 extern const char* const kHalfText;
 extern const char* const kScalarFunctorsText;
+extern const char* const kMrgText;
 
 namespace {
 
@@ -114,6 +116,21 @@ std::string numbered(const char* prefix, long long i) {
 const std::string& table_prefix() {
   static const std::string p = build_prefix();
   return p;
+}
+
+std::string mrg_prefix() {
+  std::string s = kNvrtcStdText;
+  s += "\nnamespace hypatia {\n";
+  s += numbered("constexpr int32_t kMrgM1 = ", kMrgM1) + ";\n";
+  s += numbered("constexpr int32_t kMrgM2 = ", kMrgM2) + ";\n";
+  s += "namespace mrg {\n";
+  // From the line after the begin marker (the rest of its comment) to the end marker.
+  std::string shared =
+      inside(kMrgText, "[shared with the CUDA backend: begin]", "// ---- [shared with the CUDA backend: end]");
+  shared.erase(0, shared.find('\n') + 1);
+  s += replace_all(shared, "std::", "hstd::");
+  s += "\n}  // namespace mrg\n}  // namespace hypatia\n";
+  return s;
 }
 
 const char* cuda_type(DType dt) {

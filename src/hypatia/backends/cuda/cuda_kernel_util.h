@@ -60,6 +60,8 @@ NDArray& prepare_device_inplace_output(NDArray& cell, const NDArray& target, con
 /// for a dtype and a PoolParams mode (max, sum, average_inc_pad, average_exc_pad).
 enum class PoolKernel { Forward, MaxGrad, AverageGrad };
 std::string pool_source(DType dt, const std::string& mode, PoolKernel which);
+/// MRG31k3p's generator kernel for samples of dtype dt (cuda_random_kernels.cpp).
+std::string mrg_source(DType dt);
 /// Whether libcudnn can be opened (cuda_conv_kernels.cpp: the 2-d convolutions run through it);
 /// `why` receives the reason when not.
 bool cudnn_loadable(std::string* why);

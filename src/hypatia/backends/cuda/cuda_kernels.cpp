@@ -478,6 +478,7 @@ namespace cuda {
 void register_cuda_nnet_kernels();
 void register_cuda_pool_kernels();
 void register_cuda_conv_kernels();
+void register_cuda_random_kernels();
 std::shared_ptr<Recorder> make_cuda_recorder();
 }  // namespace cuda
 
@@ -567,6 +568,7 @@ void register_cuda_backend() {
   register_cuda_nnet_kernels();
   register_cuda_pool_kernels();
   register_cuda_conv_kernels();
+  register_cuda_random_kernels();
 }
 
 }  // namespace hypatia
