@@ -18,6 +18,7 @@
 #include "hypatia/ops/random.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/transfer.h"
+#include "pool_cases.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -488,18 +489,6 @@ TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   EXPECT_ALLCLOSE(get_value(pg[0]), before);
 }
 
-/// Sets config().cuda_graphs for a scope.
-class CudaGraphs {
- public:
-  explicit CudaGraphs(bool on) : saved_(config().cuda_graphs) { config().cuda_graphs = on; }
-  ~CudaGraphs() { config().cuda_graphs = saved_; }
-  CudaGraphs(const CudaGraphs&) = delete;
-  CudaGraphs& operator=(const CudaGraphs&) = delete;
-
- private:
-  bool saved_;
-};
-
 TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
   REQUIRE_GPU();
   // Two copies of the step, one with graphs and one without: the same costs and parameters over
@@ -515,7 +504,7 @@ TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
     NDArray ca = fa({xv, yv})[0];
     NDArray cb;
     {
-      CudaGraphs off(false);
+      testing::ScopedSetting<bool> off(config().cuda_graphs, false);
       cb = fb({xv, yv})[0];
     }
     EXPECT_ALLCLOSE(ca, cb, 1e-5, 1e-6) << "step " << step;
@@ -526,7 +515,7 @@ TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
   EXPECT_EQ(s1.failed, s0.failed);
   EXPECT_GE(s1.replays - s0.replays, 10) << fa.debugprint();
   // With cuda_graphs=False nothing is recorded.
-  CudaGraphs off(false);
+  testing::ScopedSetting<bool> off(config().cuda_graphs, false);
   std::vector<Var> pc;
   Function fc = classifier_step("cuda", pc);
   for (int step = 0; step < 4; ++step) fc({xv, yv});
@@ -616,40 +605,17 @@ TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
 
 TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
   REQUIRE_GPU();
-  struct Case {
-    int nd;
-    std::array<int64_t, 3> ws, st, pad;
-    bool ignore_border;
-    Shape x;
-  };
-  const std::vector<Case> cases = {
-      {2, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, true, {2, 3, 9, 10}},
-      {2, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}, true, {2, 2, 11, 9}},
-      {2, {3, 2, 1}, {1, 2, 1}, {0, 0, 0}, false, {3, 7, 9}},
-      {2, {2, 2, 1}, {3, 3, 1}, {0, 0, 0}, false, {2, 2, 10, 11}},
-      {3, {2, 2, 2}, {1, 2, 2}, {0, 1, 1}, true, {2, 2, 5, 6, 7}},
-  };
   uint64_t seed = 80;
   for (DType dt : {DType::Float32, DType::Float64})
-    for (const char* mode : {"max", "sum", "average_inc_pad", "average_exc_pad"})
-      for (const Case& c : cases) {
-        PoolParams p;
-        p.nd = c.nd;
-        p.ws = c.ws;
-        p.stride = c.st;
-        p.pad = c.pad;
-        p.ignore_border = c.ignore_border;
-        p.mode = mode;
+    for (const char* mode : testing::kPoolModes)
+      for (const testing::PoolCase& c : testing::pool_cases()) {
+        const PoolParams p = c.params(mode);
         SCOPED_TRACE(p.str() + " " + c.x.str() + " " + std::string(dtype_name(dt)));
-        Var x = tensor(dt, std::vector<bool>(static_cast<size_t>(c.x.size()), false), "x");
-        Var y = pool(x, p);
-        const NDArray xv = random_array(c.x, dt, seed++);
-        Function probe = function({x}, {y}, on("cpu"));
-        const NDArray r = random_array(probe({xv})[0].shape(), dt, seed++);
-        Var gx = grad(sum(mul(y, constant(r))), std::vector<Var>{x})[0];
-        Function fc = function({x}, {y, gx}, on("cpu")), fg = function({x}, {y, gx}, on("cuda"));
+        const testing::PoolGraph pg = testing::pool_graph(p, c.x, dt, seed);
+        seed += 2;
+        Function fc = function({pg.x}, {pg.y, pg.gx}, on("cpu")), fg = function({pg.x}, {pg.y, pg.gx}, on("cuda"));
         EXPECT_TRUE(all_on_gpu(fg, "Pool")) << fg.debugprint();
-        const auto a = fc({xv}), b = fg({xv});
+        const auto a = fc({pg.xv}), b = fg({pg.xv});
         EXPECT_ALLCLOSE(b[0], a[0], 1e-6, 1e-7);
         EXPECT_ALLCLOSE(b[1], a[1], 1e-6, 1e-7);
       }
@@ -679,6 +645,26 @@ TEST(CudaRun, MrgStreamsGiveTheCpusBitsOnTheDevice) {
         EXPECT_ALLCLOSE(fg({})[0], fc({})[0], 0.0, 0.0) << "call " << call;
         EXPECT_ALLCLOSE(get_value(sg), get_value(sc), 0.0, 0.0) << "call " << call;
       }
+    }
+}
+
+TEST(CudaRun, JoinCopiesEachInputIntoItsSlice) {
+  REQUIRE_GPU();
+  for (int axis : {0, 1})
+    for (DType dt : {DType::Float32, DType::Int64}) {
+      Var a = matrix("a", dt), b = matrix("b", dt), c = matrix("c", dt);
+      Var y = concatenate({a, transpose(b), c}, axis);
+      Function fc = function({a, b, c}, {y}, on("cpu")), fg = function({a, b, c}, {y}, on("cuda"));
+      EXPECT_TRUE(all_on_gpu(fg, "Join")) << fg.debugprint();
+      // b enters transposed (a strided view); c is empty along the axis.
+      const Shape sa = {3, 4}, sb = axis == 0 ? Shape{4, 2} : Shape{5, 3}, sc = axis == 0 ? Shape{0, 4} : Shape{3, 0};
+      const std::vector<NDArray> v = {random_array(sa, dt, 1), random_array(sb, dt, 2), random_array(sc, dt, 3)};
+      EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0], 0.0, 0.0);
+      // The CPU's error for inputs that do not line up.
+      const std::vector<NDArray> bad = {random_array({3, 4}, dt, 4), random_array({7, 7}, dt, 5),
+                                        random_array(sc, dt, 6)};
+      const std::string want = error_of<ValueError>([&] { fc(bad); });
+      EXPECT_NE(error_of<ValueError>([&] { fg(bad); }).find(want.substr(0, want.find('\n'))), std::string::npos);
     }
 }
 

@@ -9,6 +9,7 @@
 #include "hypatia/ops/pool.h"
 #include "hypatia/ops/random.h"
 #include "hypatia/testing/opinfo.h"
+#include "pool_cases.h"
 #include "test_util.h"
 
 // What the generated code expects of CUDA: the thread coordinates, __device__ (empty here), and
@@ -71,42 +72,19 @@ void (*pool_kernel(DType dt, const std::string& mode, int which))(const void*) {
 }
 
 TEST(CudaKernelsOnHost, PoolingAndItsGradientsAreTheCpusBitForBit) {
-  struct Case {
-    int nd;
-    std::array<int64_t, 3> ws, st, pad;
-    bool ignore_border;
-    Shape x;
-  };
-  const std::vector<Case> cases = {
-      {2, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, true, {2, 3, 9, 10}},    // the usual 2x2 / 2
-      {2, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}, true, {2, 2, 11, 9}},    // overlapping, padded
-      {2, {3, 2, 1}, {1, 2, 1}, {0, 0, 0}, false, {3, 7, 9}},       // partial windows kept
-      {2, {2, 2, 1}, {3, 3, 1}, {0, 0, 0}, false, {2, 2, 10, 11}},  // gaps between windows
-      {2, {3, 3, 1}, {1, 1, 1}, {2, 2, 0}, true, {1, 1, 6, 5}},     // padding as wide as the window - 1
-      {3, {2, 2, 2}, {1, 2, 2}, {0, 1, 1}, true, {2, 2, 5, 6, 7}},  // pool_3d
-  };
   uint64_t seed = 1;
   int checked = 0;
   for (DType dt : {DType::Float32, DType::Float64})
-    for (const char* mode : {"max", "sum", "average_inc_pad", "average_exc_pad"})
-      for (const Case& c : cases) {
-        PoolParams p;
-        p.nd = c.nd;
-        p.ws = c.ws;
-        p.stride = c.st;
-        p.pad = c.pad;
-        p.ignore_border = c.ignore_border;
-        p.mode = mode;
+    for (const char* mode : testing::kPoolModes)
+      for (const testing::PoolCase& c : testing::pool_cases()) {
+        const PoolParams p = c.params(mode);
         SCOPED_TRACE(p.str() + " " + c.x.str() + " " + std::string(dtype_name(dt)));
-        Var x = tensor(dt, std::vector<bool>(static_cast<size_t>(c.x.size()), false), "x");
-        Var y = pool(x, p);
-        const NDArray xv = testing::random_array(c.x, dt, -2, 2, seed++);
+        const testing::PoolGraph pg = testing::pool_graph(p, c.x, dt, seed);
+        seed += 2;
         FunctionOptions cpu;
         cpu.backend = "cpu";
-        const NDArray want_y = function({x}, {y}, cpu)({xv})[0];
-        const NDArray r = testing::random_array(want_y.shape(), dt, -1, 1, seed++);
-        Var gx = grad(sum(mul(y, constant(r))), std::vector<Var>{x})[0];
-        const NDArray want_g = function({x}, {gx}, cpu)({xv})[0];
+        const auto want = function({pg.x}, {pg.y, pg.gx}, cpu)({pg.xv});
+        const NDArray &xv = pg.xv, &r = pg.r, &want_y = want[0], &want_g = want[1];
 
         NDArray got_y = NDArray::zeros(want_y.shape(), dt), got_g = NDArray::zeros(xv.shape(), dt);
         PoolArgs a = pool_args(p, xv.shape());

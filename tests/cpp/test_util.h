@@ -24,18 +24,26 @@ inline constexpr bool kSanitizerBuild =
     false;
 #endif
 
+/// Sets a setting (a field of config()) for a scope, and restores it after.
+template <class T>
+class ScopedSetting {
+ public:
+  ScopedSetting(T& setting, T value) : setting_(setting), saved_(setting) { setting_ = std::move(value); }
+  ~ScopedSetting() { setting_ = saved_; }
+  ScopedSetting(const ScopedSetting&) = delete;
+  ScopedSetting& operator=(const ScopedSetting&) = delete;
+
+ private:
+  T& setting_;
+  T saved_;
+};
+
 /// Sets config().debug_checks for a scope. The suite runs with it on (every function in DebugMode,
 /// checked against the reference kernels); tests of the fast paths that DebugMode replaces (the
 /// scalar loop of scan, Function::runner) turn it off.
-class DebugChecks {
+class DebugChecks : public ScopedSetting<bool> {
  public:
-  explicit DebugChecks(bool on) : saved_(config().debug_checks) { config().debug_checks = on; }
-  ~DebugChecks() { config().debug_checks = saved_; }
-  DebugChecks(const DebugChecks&) = delete;
-  DebugChecks& operator=(const DebugChecks&) = delete;
-
- private:
-  bool saved_;
+  explicit DebugChecks(bool on) : ScopedSetting<bool>(config().debug_checks, on) {}
 };
 
 /// Expects a and b to have the same shape and values within tolerance (compare_arrays).

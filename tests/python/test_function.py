@@ -331,6 +331,12 @@ def test_config_roundtrip():
         cfg.floatX = "int32"  # float16 is accepted (test_float16.py)
     with pytest.raises(AttributeError):
         cfg.no_such_option
+    # The CUDA backend's graphs (on by default) and its synchronous mode, read by the engine.
+    assert cfg.cuda_graphs is True and cfg.cuda_sync is False
+    with hypatia.change_flags(cuda_graphs=False):
+        assert cfg.cuda_graphs is False
+        assert hypatia._core.config_get("cuda_graphs") == "False"
+    assert cfg.cuda_graphs is True
     with hypatia.change_flags(allow_gc=False):
         x = T.dvector()
         f = function([x], T.exp(x) * 2)

@@ -186,7 +186,11 @@ void Program::run_segment(Frame& f, size_t s) {
     }
     return run_steps_here();
   }
-  // Record: the kernels run on the host and queue their device work into the recording.
+  // Record: the kernels run on the host and queue their device work into the recording. The
+  // inputs' buffers as they are now (gc may empty an input's cell during the steps): a live-out
+  // value in one of them is a view of that input.
+  std::vector<std::pair<const void*, const std::byte*>> in_bufs;
+  for (int c : sg.inputs) in_bufs.emplace_back(f.storage[c].storage().get(), f.storage[c].raw());
   std::unique_ptr<Recording> work;
   try {
     for (size_t t = sg.begin; t < sg.end; ++t) run_step(f, t);
@@ -219,10 +223,10 @@ void Program::run_segment(Frame& f, size_t s) {
     if (!v.valid()) continue;
     size_t input = sg.inputs.size();
     for (size_t i = 0; i < sg.inputs.size() && input == sg.inputs.size(); ++i)
-      if (v.shares_buffer(f.storage[sg.inputs[i]])) input = i;
+      if (v.storage().get() == in_bufs[i].first) input = i;
     if (input < sg.inputs.size()) {
-      const NDArray& base = f.storage[sg.inputs[input]];
-      rec->aliases.push_back({c, input, v.raw() - base.raw(), v.shape(), v.strides(), v.dtype(), v.writeable()});
+      rec->aliases.push_back(
+          {c, input, v.raw() - in_bufs[input].second, v.shape(), v.strides(), v.dtype(), v.writeable()});
     } else {
       rec->held.push_back({c, v, 0});
     }

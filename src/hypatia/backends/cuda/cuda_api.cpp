@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <initializer_list>
 #include <string>
 
@@ -74,6 +75,7 @@ void bind(void* lib, F& f, const char* sym) {
 }
 
 thread_local bool t_recording = false;
+std::atomic<bool> g_cublas_loaded{false};
 
 }  // namespace
 
@@ -166,19 +168,21 @@ const Cublas& cublas() {
     bind(lib, c.dgemm, "cublasDgemm_v2");
     require_available("cuBLAS");
     check_cublas(c.create(&c.handle), "cublasCreate");
-    check_cublas(c.set_stream(c.handle, stream()), "cublasSetStream");
+    check_cublas(c.set_stream(c.handle, state().stream), "cublasSetStream");
     // float32 products in float32 (no TF32), as the CPU computes them.
     check_cublas(c.set_math_mode(c.handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
     check_cublas(c.set_pointer_mode(c.handle, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
   });
   if (!error.empty()) fail<NotImplementedError>("CUDA backend: ", error);
+  g_cublas_loaded.store(true, std::memory_order_relaxed);
   return c;
 }
 
-cublasHandle_t cublas_handle() {
-  const Cublas& c = cublas();
-  if (!t_recording) return c.handle;
-  // A handle of its own, so that the main handle's stream never changes under another thread.
+namespace {
+
+/// The handle recordings capture cuBLAS calls with: a handle of its own, bound to the recording
+/// stream, so that the main handle's stream never changes under another thread.
+cublasHandle_t recording_cublas(const Cublas& c) {
   static const cublasHandle_t h = [&c] {
     cublasHandle_t r = nullptr;
     check_cublas(c.create(&r), "cublasCreate (recording handle)");
@@ -188,6 +192,17 @@ cublasHandle_t cublas_handle() {
     return r;
   }();
   return h;
+}
+
+}  // namespace
+
+cublasHandle_t cublas_handle() {
+  const Cublas& c = cublas();
+  return t_recording ? recording_cublas(c) : c.handle;
+}
+
+void prepare_cublas_recording() {
+  if (g_cublas_loaded.load(std::memory_order_relaxed)) recording_cublas(cublas());
 }
 
 }  // namespace hypatia::cuda

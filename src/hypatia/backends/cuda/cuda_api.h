@@ -82,6 +82,9 @@ struct Cublas {
 const Cublas& cublas();
 /// The cuBLAS handle bound to stream(): the recording one while this thread records.
 cublasHandle_t cublas_handle();
+/// Makes the recording cuBLAS handle now if cuBLAS is in use (a recorder calls it before it
+/// starts capturing: creating a handle while capturing could break the capture).
+void prepare_cublas_recording();
 /// Throws hypatia::Error naming `what` unless `s` is CUBLAS_STATUS_SUCCESS.
 void check_cublas(cublasStatus_t s, const char* what);
 

@@ -8,6 +8,7 @@
 // The algorithm is cuDNN's first heuristic choice (cudnnGet*Algorithm_v7) that computes in that
 // math and whose workspace can be allocated, chosen once per shape and kept by the kernel. Inputs
 // are made C-contiguous first (cuDNN's packed NCHW).
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -87,19 +88,28 @@ struct DnnHandle {
   cudnnHandle_t h;
   std::unique_lock<std::mutex> lock;
 };
+std::atomic<bool> g_main_made{false};
+
+cudnnHandle_t make_handle(cudaStream_t s) {
+  cudnnHandle_t h = nullptr;
+  check_dnn(dnn().cudnnCreate(&h), "cudnnCreate");
+  check_dnn(dnn().cudnnSetStream(h, s), "cudnnSetStream");
+  return h;
+}
+
+cudnnHandle_t recording_handle() {
+  static const cudnnHandle_t rec = make_handle(recording_stream());
+  return rec;
+}
+
 DnnHandle handle() {
   static std::mutex mu;
-  auto make = [](cudaStream_t s) {
-    cudnnHandle_t h = nullptr;
-    check_dnn(dnn().cudnnCreate(&h), "cudnnCreate");
-    check_dnn(dnn().cudnnSetStream(h, s), "cudnnSetStream");
+  if (recording()) return {recording_handle(), {}};
+  static const cudnnHandle_t main = [] {
+    cudnnHandle_t h = make_handle(stream());
+    g_main_made = true;
     return h;
-  };
-  if (recording()) {
-    static const cudnnHandle_t rec = make(recording_stream());
-    return {rec, {}};
-  }
-  static const cudnnHandle_t main = make(stream());
+  }();
   return {main, std::unique_lock<std::mutex>(mu)};
 }
 
@@ -294,6 +304,10 @@ bool cudnn_loadable(std::string* why) {
   return dnn().why.empty();
 }
 
+void prepare_cudnn_recording() {
+  if (g_main_made) recording_handle();
+}
+
 void register_cuda_conv_kernels() {
   auto add = [](std::type_index op, Which which, auto params_of, std::vector<int> host) {
     register_kernel(
@@ -320,6 +334,7 @@ bool cudnn_loadable(std::string* why) {
   return false;
 }
 void register_cuda_conv_kernels() {}
+void prepare_cudnn_recording() {}
 }  // namespace hypatia::cuda
 
 #endif

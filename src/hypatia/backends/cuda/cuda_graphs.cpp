@@ -15,6 +15,7 @@
 
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/core/config.h"
 
@@ -53,6 +54,9 @@ class CudaRecorder final : public Recorder {
     cudaStream_t s = nullptr;
     try {
       s = recording_stream();
+      // The libraries' recording handles, made before capturing (not while).
+      prepare_cublas_recording();
+      prepare_cudnn_recording();
     } catch (const Error&) {
       mu_.unlock();
       return false;

@@ -65,6 +65,8 @@ std::string mrg_source(DType dt);
 /// Whether libcudnn can be opened (cuda_conv_kernels.cpp: the 2-d convolutions run through it);
 /// `why` receives the reason when not.
 bool cudnn_loadable(std::string* why);
+/// Makes the recording cuDNN handle now if convolutions have run (before a capture starts).
+void prepare_cudnn_recording();
 
 }  // namespace cuda
 }  // namespace hypatia

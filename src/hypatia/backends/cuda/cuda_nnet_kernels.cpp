@@ -1,5 +1,5 @@
 // CUDA kernels of a classifier's training step beyond products and elementwise work: softmax
-// and log_softmax over rows, Alloc, and advanced indexing by integer vectors on the leading axes
+// and log_softmax over rows, Alloc, Join, and advanced indexing by integer vectors on the leading axes
 // (x[rows, labels] and its gradient, the scatter-add). Index arrays are read on the host
 // (KernelTraits::host_inputs), checked there as the CPU checks them (negative indices count from
 // the end; out of range is an IndexError naming the axis), and sent to the device in one copy.
@@ -108,6 +108,39 @@ class AllocKernel final : public Kernel {
  private:
   std::vector<bool> value_bc_;
 };
+
+// ---- Join: each input copied into its slice of the output (the CPU's checks and messages)
+
+class JoinKernel final : public Kernel {
+ public:
+  explicit JoinKernel(const Apply& node) : op_(static_cast<const Join&>(*node.op)) {}
+  void run(const KernelArgs& a) override {
+    DType dt;
+    const Shape shape = kernel_util::join_output_shape(op_.name(), op_.axis, a, &dt);
+    NDArray& out = prepare_device_output(*a.out[0], shape, dt);
+    int64_t off = 0;
+    for (NDArray* x : a.in) {
+      const int64_t n = x->shape(op_.axis);
+      if (n > 0 && x->size() > 0) {
+        NDArray dst = out.slice(op_.axis, off, off + n, 1);
+        copy_into(dst, *x);
+      }
+      off += n;
+    }
+  }
+
+ private:
+  const Join& op_;
+};
+
+/// Inputs of the output's dtype (no casts), a numeric one.
+bool join_accepts(const Apply& node) {
+  const DType dt = node.output_ptr(0)->type.dtype;
+  if (dt != DType::Float32 && dt != DType::Float64 && dt != DType::Int32 && dt != DType::Int64) return false;
+  for (const Var& v : node.inputs)
+    if (v->type.dtype != dt) return false;
+  return true;
+}
 
 // ---- advanced indexing by integer vectors on the leading axes
 
@@ -292,6 +325,9 @@ void register_cuda_nnet_kernels() {
       KernelTraits{.accepts = [](const Apply& node) { return node.inputs[0]->type.dtype != DType::Float16; },
                    .host_inputs = from(1, 1 + kMaxNdim),
                    .recordable = true});
+  register_kernel(
+      b, typeid(Join), [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<JoinKernel>(node); },
+      KernelTraits{.accepts = join_accepts, .recordable = true});
   // Index vectors on the host (checked there), the arrays on the device (the traits list every
   // index input a node can have: one per dimension).
   register_kernel(

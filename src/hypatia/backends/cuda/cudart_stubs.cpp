@@ -118,7 +118,7 @@ HYP_FORWARD(cudaLibraryLoadData,
             (lib, code, jo, jv, nj, lo, lv, nl))
 HYP_FORWARD(cudaLibraryGetKernel, (cudaKernel_t * k, cudaLibrary_t lib, const char* name), (k, lib, name))
 HYP_FORWARD(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode))
-HYP_FORWARD(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t * g), (s, g))
+HYP_FORWARD(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g))
 HYP_FORWARD(cudaGraphInstantiate, (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long flags), (e, g, flags))
 HYP_FORWARD(cudaGraphLaunch, (cudaGraphExec_t e, cudaStream_t s), (e, s))
 HYP_FORWARD(cudaGraphDestroy, (cudaGraph_t g), (g))
