@@ -512,7 +512,7 @@ TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
   for (size_t i = 0; i < pa.size(); ++i) EXPECT_ALLCLOSE(get_value(pa[i]), get_value(pb[i]), 1e-4, 1e-6);
   const cuda::GraphStats s1 = cuda::graph_stats();
   EXPECT_GT(s1.recorded, s0.recorded);
-  EXPECT_EQ(s1.failed, s0.failed);
+  EXPECT_EQ(s1.failed, s0.failed) << s1.last_error;
   EXPECT_GE(s1.replays - s0.replays, 10) << fa.debugprint();
   // With cuda_graphs=False nothing is recorded.
   testing::ScopedSetting<bool> off(config().cuda_graphs, false);

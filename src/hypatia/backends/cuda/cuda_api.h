@@ -41,9 +41,10 @@ void set_recording(bool on);
 /// Whether the calling thread records.
 bool recording();
 /// What the backend's Recorder did in this process (cuda_graphs.cpp): graphs made, recordings
-/// that failed (the steps ran instead), and replays.
+/// that failed (the steps ran instead) and the last failure's CUDA error, and replays.
 struct GraphStats {
   int64_t recorded = 0, failed = 0, replays = 0;
+  std::string last_error;
 };
 GraphStats graph_stats();
 /// Waits for the stream (a host transfer's end; HYPATIA_FLAGS=cuda_sync=True after every kernel).

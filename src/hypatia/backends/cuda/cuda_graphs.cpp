@@ -11,6 +11,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "hypatia/backends/backend.h"
@@ -23,6 +24,14 @@ namespace hypatia::cuda {
 namespace {
 
 std::atomic<int64_t> g_recorded{0}, g_failed{0}, g_replays{0};
+std::mutex g_error_mu;
+std::string g_last_error;  // the last failure's CUDA error (GraphStats)
+
+void count_failure(cudaError_t e) {
+  ++g_failed;
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  g_last_error = e == cudaSuccess ? "no graph was captured" : std::string(cudaGetErrorName(e));
+}
 
 class CudaRecording final : public Recording {
  public:
@@ -81,17 +90,19 @@ class CudaRecorder final : public Recorder {
     buffers.swap(buffers_);
     mu_.unlock();
     if (e != cudaSuccess || !graph || !keep) {
+      // A capture a call broke (a synchronisation, say) counts as failed, also when the steps
+      // threw; a user's error thrown before any CUDA call leaves a valid capture, dropped.
+      if (e != cudaSuccess || keep) count_failure(e);
       if (e != cudaSuccess) cudaGetLastError();
       if (graph) cudaGraphDestroy(graph);
-      if (keep) ++g_failed;
       return nullptr;
     }
     cudaGraphExec_t exec = nullptr;
     e = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     if (e != cudaSuccess) {
+      count_failure(e);
       cudaGetLastError();
-      ++g_failed;
       return nullptr;
     }
     ++g_recorded;
@@ -107,6 +118,9 @@ class CudaRecorder final : public Recorder {
 
 std::shared_ptr<Recorder> make_cuda_recorder() { return std::make_shared<CudaRecorder>(); }
 
-GraphStats graph_stats() { return GraphStats{g_recorded.load(), g_failed.load(), g_replays.load()}; }
+GraphStats graph_stats() {
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  return GraphStats{g_recorded.load(), g_failed.load(), g_replays.load(), g_last_error};
+}
 
 }  // namespace hypatia::cuda
