@@ -15,6 +15,8 @@ export HYPATIA_CACHE_DIR=/tmp/hypatia_cache
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -1
   echo "nvrtc from: $CUDALIB"; echo "cudnn from: $CUDNNLIB"; nproc
+  # Whether the Python package could be built here (its headers), for the Python suite on a GPU.
+  python3 -c "import sys, sysconfig, os; i = sysconfig.get_paths()['include']; print(sys.version.split()[0], i, 'Python.h:', os.path.exists(os.path.join(i, 'Python.h')))"
 } 2>&1 | tee "$OUT/env.txt"
 t0=$(date +%s)
 timeout 300 /tmp/h/bin/hypatia_tests --gtest_filter="${FILTER:-Cuda*}" 2>&1 | tee "$OUT/tests.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -150
