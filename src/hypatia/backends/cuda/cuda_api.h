@@ -47,6 +47,8 @@ struct GraphStats {
   std::string last_error;
 };
 GraphStats graph_stats();
+/// Counts a recording that a call refused to be part of (a host transfer), with `why`.
+void recording_refused(const char* why);
 /// Waits for the stream (a host transfer's end; HYPATIA_FLAGS=cuda_sync=True after every kernel).
 void synchronize();
 /// After a kernel launch: its launch error, and with cuda_sync=True its execution error.

@@ -27,10 +27,13 @@ std::atomic<int64_t> g_recorded{0}, g_failed{0}, g_replays{0};
 std::mutex g_error_mu;
 std::string g_last_error;  // the last failure's CUDA error (GraphStats)
 
-void count_failure(cudaError_t e) {
+void count_failure(const std::string& why) {
   ++g_failed;
   std::lock_guard<std::mutex> lock(g_error_mu);
-  g_last_error = e == cudaSuccess ? "no graph was captured" : std::string(cudaGetErrorName(e));
+  g_last_error = why;
+}
+void count_failure(cudaError_t e) {
+  count_failure(e == cudaSuccess ? std::string("no graph was captured") : std::string(cudaGetErrorName(e)));
 }
 
 class CudaRecording final : public Recording {
@@ -117,6 +120,8 @@ class CudaRecorder final : public Recorder {
 }  // namespace
 
 std::shared_ptr<Recorder> make_cuda_recorder() { return std::make_shared<CudaRecorder>(); }
+
+void recording_refused(const char* why) { count_failure(std::string(why)); }
 
 GraphStats graph_stats() {
   std::lock_guard<std::mutex> lock(g_error_mu);

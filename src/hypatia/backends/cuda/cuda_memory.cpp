@@ -171,14 +171,20 @@ void register_cuda_memory() {
   // the recording fails and the steps run instead (a kernel that transfers is not recordable).
   m.copy_from_host = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
-    if (recording()) fail<Error>("CUDA: a copy to the device cannot be recorded");
+    if (recording()) {
+      recording_refused("a copy to the device");
+      fail<Error>("CUDA: a copy to the device cannot be recorded");
+    }
     if (staging().upload(d, s, n)) return;
     // From pageable memory the call returns once the source is staged: the caller may free it.
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, stream()), "copy to the device (cudaMemcpyAsync)");
   };
   m.copy_to_host = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
-    if (recording()) fail<Error>("CUDA: a copy to the host cannot be recorded");
+    if (recording()) {
+      recording_refused("a copy to the host");
+      fail<Error>("CUDA: a copy to the host cannot be recorded");
+    }
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToHost, stream()), "copy to the host (cudaMemcpyAsync)");
     synchronize();
   };
