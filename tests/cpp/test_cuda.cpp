@@ -1,4 +1,5 @@
 // The CUDA backend (backends/cuda, compile/placement): built wherever CMake finds the toolkit.
+// (Convolutions, pooling, random numbers and Join: test_cuda_nn.cpp.)
 // Without a GPU only the parts that need none run here (the kernel generator through NVRTC, the
 // caching allocator on host stand-ins, the clear refusal); the rest skip, and run on a GPU
 // machine (DEVELOPERS.md: bench/cuda/device_check.sh).
@@ -13,46 +14,24 @@
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/ops/composite.h"
-#include "hypatia/ops/conv.h"
-#include "hypatia/ops/pool.h"
-#include "hypatia/ops/random.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/transfer.h"
-#include "pool_cases.h"
-#include "test_util.h"
+#include "test_cuda_util.h"
 
 namespace hypatia {
 namespace {
 
-using testing::error_of;
-
-#define REQUIRE_NVRTC() \
-  if (!cuda::nvrtc_loadable()) GTEST_SKIP() << "libnvrtc cannot be loaded here"
-#define REQUIRE_GPU()                                                                    \
-  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();      \
-  cuda::register_cuda_memory(); /* a test of the stand-in device may have replaced it */ \
-  DebugChecks no_debug_(false)
-
 using cuda::numbered;
+using testing::count_ops;
 using testing::DebugChecks;
+using testing::error_of;
+using testing::fn;
+using testing::on;
+using testing::transfers;
 
-FunctionOptions on(std::string backend, std::string mode = "FAST_RUN") {
-  FunctionOptions o;
-  o.backend = std::move(backend);
-  o.mode = std::move(mode);
-  return o;
+NDArray random_array(const Shape& shape, DType dt, uint64_t seed, double lo = -2, double hi = 2) {
+  return testing::seeded_array(shape, dt, seed, lo, hi);
 }
-
-Function fn(const std::vector<Var>& ins, std::vector<Out> outs, const FunctionOptions& o) {
-  return function(std::vector<In>(ins.begin(), ins.end()), std::move(outs), o);
-}
-
-int count_ops(const Function& f, const std::string& needle) {
-  int n = 0;
-  for (const auto& node : f.toposort()) n += node->op->name().find(needle) != std::string::npos;
-  return n;
-}
-int transfers(const Function& f) { return count_ops(f, "GpuFromHost") + count_ops(f, "HostFromGpu"); }
 
 // ------------------------------------------------------------------------------------------------
 // Without a GPU.
@@ -228,14 +207,6 @@ TEST(CudaAllocator, SizeClassesReuseAndPressure) {
 
 // ------------------------------------------------------------------------------------------------
 // On a GPU.
-
-NDArray random_array(const Shape& shape, DType dt, uint64_t seed, double lo = -2, double hi = 2) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  NDArray a = NDArray::empty(shape, DType::Float64);
-  for (int64_t i = 0; i < a.size(); ++i) a.data<double>()[i] = u(rng);
-  return a.astype(dt);
-}
 
 TEST(CudaRun, ElementwiseRowsMatchTheCpu) {
   REQUIRE_GPU();
@@ -547,125 +518,6 @@ TEST(CudaRun, DeviceResultsTheCallerKeepsAreNotOverwrittenByReplays) {
     EXPECT_NEAR(h.get_flat(500), want, 1e-4 * want + 1e-5) << "call " << i;
   }
   EXPECT_GE(cuda::graph_stats().replays - s0.replays, 4) << f.debugprint();
-}
-
-/// The provider of every node of `op` in f's graph is the CUDA backend.
-bool all_on_gpu(const Function& f, const std::string& op) {
-  for (const auto& n : f.toposort())
-    if (n->op->name().find(op) != std::string::npos && get_backend("cuda").provider(*n)->name() != "cuda") return false;
-  return true;
-}
-
-TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
-  REQUIRE_GPU();
-  std::string why;
-  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
-  auto params = [](std::string border, int64_t s, int64_t d, int64_t g, bool flip, int64_t pad = 0) {
-    Conv2dParams p;
-    p.border = std::move(border);
-    p.stride_h = p.stride_w = s;
-    p.dil_h = p.dil_w = d;
-    p.groups = g;
-    p.flip = flip;
-    p.pad_h = p.pad_w = pad;
-    return p;
-  };
-  struct Case {
-    Conv2dParams p;
-    Shape img, kern;
-  };
-  const std::vector<Case> cases = {
-      {params("valid", 1, 1, 1, true), {2, 3, 9, 8}, {4, 3, 3, 3}},
-      {params("full", 1, 1, 1, false), {2, 3, 7, 7}, {5, 3, 3, 2}},
-      {params("half", 2, 1, 1, true), {3, 4, 11, 10}, {6, 4, 5, 5}},
-      {params("pad", 2, 2, 1, false, 2), {2, 2, 12, 13}, {3, 2, 3, 3}},
-      {params("valid", 1, 1, 2, true), {2, 4, 8, 8}, {6, 2, 3, 3}},
-      {params("half", 1, 3, 1, true), {1, 3, 15, 15}, {2, 3, 3, 3}},
-  };
-  uint64_t seed = 60;
-  for (DType dt : {DType::Float32, DType::Float64})
-    for (const Case& c : cases) {
-      SCOPED_TRACE(c.p.str() + " " + c.img.str() + " " + c.kern.str() + " " + std::string(dtype_name(dt)));
-      Var img = tensor4("img", dt), kern = tensor4("kern", dt);
-      Var out = conv2d(img, kern, c.p);
-      const NDArray iv = random_array(c.img, dt, seed++), kv = random_array(c.kern, dt, seed++);
-      Function probe = function({img, kern}, {out}, on("cpu"));
-      const NDArray want = probe({iv, kv})[0];
-      const NDArray r = random_array(want.shape(), dt, seed++);
-      Var cost = sum(mul(out, constant(r)));
-      std::vector<Var> g = grad(cost, {img, kern});
-      Function fc = function({img, kern}, {out, g[0], g[1]}, on("cpu"));
-      Function fg = function({img, kern}, {out, g[0], g[1]}, on("cuda"));
-      EXPECT_TRUE(all_on_gpu(fg, "Conv2d")) << fg.debugprint();
-      const auto a = fc({iv, kv}), b = fg({iv, kv});
-      const double rtol = dt == DType::Float32 ? 1e-4 : 1e-10, atol = dt == DType::Float32 ? 1e-4 : 1e-10;
-      for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], rtol, atol) << "output " << k;
-    }
-}
-
-TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
-  REQUIRE_GPU();
-  uint64_t seed = 80;
-  for (DType dt : {DType::Float32, DType::Float64})
-    for (const char* mode : testing::kPoolModes)
-      for (const testing::PoolCase& c : testing::pool_cases()) {
-        const PoolParams p = c.params(mode);
-        SCOPED_TRACE(p.str() + " " + c.x.str() + " " + std::string(dtype_name(dt)));
-        const testing::PoolGraph pg = testing::pool_graph(p, c.x, dt, seed);
-        seed += 2;
-        Function fc = function({pg.x}, {pg.y, pg.gx}, on("cpu")), fg = function({pg.x}, {pg.y, pg.gx}, on("cuda"));
-        EXPECT_TRUE(all_on_gpu(fg, "Pool")) << fg.debugprint();
-        const auto a = fc({pg.xv}), b = fg({pg.xv});
-        EXPECT_ALLCLOSE(b[0], a[0], 1e-6, 1e-7);
-        EXPECT_ALLCLOSE(b[1], a[1], 1e-6, 1e-7);
-      }
-}
-
-TEST(CudaRun, MrgStreamsGiveTheCpusBitsOnTheDevice) {
-  REQUIRE_GPU();
-  // The same state on either backend: the same samples, bit for bit, and the same next state,
-  // over three calls (the state a shared variable updated in place), for 1 and 37 streams.
-  for (int64_t streams : {1, 37})
-    for (DType dt : {DType::Float32, DType::Float64}) {
-      NDArray seed_state = NDArray::empty({streams, 6}, DType::Int32);
-      for (int64_t i = 0; i < seed_state.size(); ++i)
-        seed_state.data<int32_t>()[i] = static_cast<int32_t>(12345 + 7919 * i % 1000003);
-      auto build = [&](const std::string& backend, Var& st) {
-        st = shared(seed_state, "rstate");
-        Var size = constant(NDArray::from_vector(std::vector<int64_t>{5, 41}));
-        auto [next_state, sample] = mrg_uniform(st, size, dt, 2);
-        FunctionOptions o = on(backend);
-        o.updates = {{st, next_state}};
-        return function({}, {sample}, o);
-      };
-      Var sc, sg;
-      Function fc = build("cpu", sc), fg = build("cuda", sg);
-      EXPECT_TRUE(all_on_gpu(fg, "mrg_uniform")) << fg.debugprint();
-      for (int call = 0; call < 3; ++call) {
-        EXPECT_ALLCLOSE(fg({})[0], fc({})[0], 0.0, 0.0) << "call " << call;
-        EXPECT_ALLCLOSE(get_value(sg), get_value(sc), 0.0, 0.0) << "call " << call;
-      }
-    }
-}
-
-TEST(CudaRun, JoinCopiesEachInputIntoItsSlice) {
-  REQUIRE_GPU();
-  for (int axis : {0, 1})
-    for (DType dt : {DType::Float32, DType::Int64}) {
-      Var a = matrix("a", dt), b = matrix("b", dt), c = matrix("c", dt);
-      Var y = concatenate({a, transpose(b), c}, axis);
-      Function fc = function({a, b, c}, {y}, on("cpu")), fg = function({a, b, c}, {y}, on("cuda"));
-      EXPECT_TRUE(all_on_gpu(fg, "Join")) << fg.debugprint();
-      // b enters transposed (a strided view); c is empty along the axis.
-      const Shape sa = {3, 4}, sb = axis == 0 ? Shape{4, 2} : Shape{5, 3}, sc = axis == 0 ? Shape{0, 4} : Shape{3, 0};
-      const std::vector<NDArray> v = {random_array(sa, dt, 1), random_array(sb, dt, 2), random_array(sc, dt, 3)};
-      EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0], 0.0, 0.0);
-      // The CPU's error for inputs that do not line up.
-      const std::vector<NDArray> bad = {random_array({3, 4}, dt, 4), random_array({7, 7}, dt, 5),
-                                        random_array(sc, dt, 6)};
-      const std::string want = error_of<ValueError>([&] { fc(bad); });
-      EXPECT_NE(error_of<ValueError>([&] { fg(bad); }).find(want.substr(0, want.find('\n'))), std::string::npos);
-    }
 }
 
 TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {

@@ -5,6 +5,7 @@
 // order. This tests their arithmetic and indexing where no GPU is; test_cuda.cpp runs them on one.
 #include <cmath>
 
+#include "hypatia/backends/pool_geometry.h"
 #include "hypatia/hypatia.h"
 #include "hypatia/ops/pool.h"
 #include "hypatia/ops/random.h"
@@ -47,20 +48,17 @@ struct MrgArgs {
 
 unsigned long long ptr(const NDArray& a) { return reinterpret_cast<unsigned long long>(a.raw()); }
 
-/// The launch arguments the CUDA backend builds for x (pool_geometry in cuda_pool_kernels.cpp).
+/// The launch arguments the CUDA backend builds for x (cuda_pool_kernels.cpp: the pooling geometry).
 PoolArgs pool_args(const PoolParams& p, const Shape& x) {
+  const pool_geometry::Geometry g = pool_geometry::geometry(p, x);
   PoolArgs a{};
-  a.slices = 1;
-  for (int i = 0; i < 3; ++i) a.in[i] = a.out[i] = a.ws[i] = a.st[i] = 1;
-  const int lead = x.size() - p.nd;
-  for (int d = 0; d < lead; ++d) a.slices *= x[d];
-  for (int d = 0; d < p.nd; ++d) {
-    const int ax = 3 - p.nd + d;
-    a.in[ax] = x[lead + d];
-    a.out[ax] = a.in[ax] == 0 ? 0 : p.out_size(d, a.in[ax]);
-    a.ws[ax] = p.ws[d];
-    a.st[ax] = p.stride[d];
-    a.pad[ax] = p.pad[d];
+  a.slices = g.slices;
+  for (int i = 0; i < 3; ++i) {
+    a.in[i] = g.in[i];
+    a.out[i] = g.out[i];
+    a.ws[i] = g.ws[i];
+    a.st[i] = g.st[i];
+    a.pad[i] = g.pad[i];
   }
   return a;
 }

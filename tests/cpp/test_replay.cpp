@@ -97,15 +97,7 @@ NDArray fake_empty(const Shape& shape, DType dt) {
     std::lock_guard<std::mutex> lock(mu);
     (*cache)[n].push_back(q);
   });
-  std::vector<int64_t> st(static_cast<size_t>(shape.size()));
-  int64_t s = static_cast<int64_t>(itemsize(dt));
-  for (int d = shape.size() - 1; d >= 0; --d) {
-    st[static_cast<size_t>(d)] = s;
-    s *= std::max<int64_t>(shape[d], 1);
-  }
-  Strides strides;
-  for (int64_t v : st) strides.push_back(v);
-  return NDArray::wrap(std::move(owner), p, shape, strides, dt);
+  return NDArray::wrap(std::move(owner), p, shape, c_strides(shape, itemsize(dt)), dt);
 }
 
 /// The CPU kernel of the node on the fake device's memory: run at once, or (while recording) its

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hypatia/backends/cpu/thread_pool.h"
+#include "hypatia/backends/pool_geometry.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/pool.h"
@@ -14,35 +15,9 @@
 namespace hypatia {
 namespace {
 
-/// A pooled tensor as (slices, D, H, W): the pooled axes last (D = 1 for pool_2d).
-struct Geometry {
-  int64_t slices = 1;
-  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1};
-  std::array<int64_t, 3> ws{1, 1, 1}, st{1, 1, 1}, pad{0, 0, 0};
-  int64_t in_size() const { return in[0] * in[1] * in[2]; }
-  int64_t out_size() const { return out[0] * out[1] * out[2]; }
-};
-
-Geometry geometry(const PoolParams& p, const Shape& x) {
-  Geometry g;
-  const int lead = static_cast<int>(x.size()) - p.nd;
-  for (int d = 0; d < lead; ++d) g.slices *= x[d];
-  for (int d = 0; d < p.nd; ++d) {
-    const int a = 3 - p.nd + d;  // pool_2d uses axes 1, 2 of the (D, H, W) triple
-    g.in[a] = x[lead + d];
-    g.out[a] = g.in[a] == 0 ? 0 : p.out_size(d, g.in[a]);
-    g.ws[a] = p.ws[d];
-    g.st[a] = p.stride[d];
-    g.pad[a] = p.pad[d];
-  }
-  return g;
-}
-
-Shape pooled_shape(const PoolParams& p, const Shape& x, const Geometry& g) {
-  Shape s = x;
-  for (int d = 0; d < p.nd; ++d) s[s.size() - p.nd + d] = g.out[3 - p.nd + d];
-  return s;
-}
+using pool_geometry::Geometry;
+using pool_geometry::geometry;
+using pool_geometry::pooled_shape;
 
 /// One window: [lo, hi) per axis within the image, and its size for the averages.
 struct Window {

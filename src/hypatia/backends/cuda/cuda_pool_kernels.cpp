@@ -9,6 +9,7 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
+#include "hypatia/backends/pool_geometry.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/pool.h"
 
@@ -89,41 +90,17 @@ std::string pool_source(DType dt, const std::string& mode, PoolKernel which) {
 
 namespace {
 
-/// The pooled tensor as (slices, D, H, W), as the CPU kernels see it (D = 1 for pool_2d).
-struct PoolGeometry {
-  int64_t slices = 1;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, ws[3] = {1, 1, 1}, st[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
-  Shape pooled;
-};
-
-PoolGeometry pool_geometry(const PoolParams& p, const Shape& x) {
-  PoolGeometry g;
-  const int lead = x.size() - p.nd;
-  for (int d = 0; d < lead; ++d) g.slices *= x[d];
-  g.pooled = x;
-  for (int d = 0; d < p.nd; ++d) {
-    const int a = 3 - p.nd + d;
-    g.in[a] = x[lead + d];
-    g.out[a] = g.in[a] == 0 ? 0 : p.out_size(d, g.in[a]);
-    g.ws[a] = p.ws[d];
-    g.st[a] = p.stride[d];
-    g.pad[a] = p.pad[d];
-    g.pooled[lead + d] = g.out[a];
-  }
-  return g;
-}
-
 class PoolKernelBase : public Kernel {
  protected:
   PoolKernelBase(const Apply& node, const PoolParams& p, PoolKernel which) : p_(p) {
     kernel_ = get_kernel(table_prefix() + pool_source(node.inputs[0]->type.dtype, p.mode, which), "hyp_pool");
   }
   /// Launches over n elements with x, the pooled max m, gz and the output y.
-  void launch_pool(const PoolGeometry& g, int64_t n, const NDArray* x, const NDArray* m, const NDArray* gz, NDArray& y,
-                   const char* what) {
+  void launch_pool(const pool_geometry::Geometry& g, int64_t n, const NDArray* x, const NDArray* m, const NDArray* gz,
+                   NDArray& y, const char* what) {
     if (n == 0) return;
     std::vector<int64_t> args = {g.slices};
-    for (const int64_t* v : {g.in, g.out, g.ws, g.st, g.pad}) args.insert(args.end(), v, v + 3);
+    for (const auto* v : {&g.in, &g.out, &g.ws, &g.st, &g.pad}) args.insert(args.end(), v->begin(), v->end());
     for (const NDArray* a : {x, m, gz, static_cast<const NDArray*>(&y)})
       args.push_back(a ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(a->raw())) : 0);
     launch(kernel_, grid_for(n), args, what);
@@ -144,8 +121,9 @@ class PoolForwardKernel final : public PoolKernelBase {
     if (a.in[0]->ndim() < p_.nd)
       fail<ValueError>(op_.name(), ": expected at least ", p_.nd, " dimensions, got ", a.in[0]->describe());
     const NDArray x = contiguous(*a.in[0]);
-    const PoolGeometry g = pool_geometry(p_, x.shape());
-    NDArray& y = prepare_device_output(*a.out[0], g.pooled, x.dtype());
+    const pool_geometry::Geometry g = pool_geometry::geometry(p_, x.shape());
+    const Shape pooled = pool_geometry::pooled_shape(p_, x.shape(), g);
+    NDArray& y = prepare_device_output(*a.out[0], pooled, x.dtype());
     launch_pool(g, y.size(), &x, nullptr, nullptr, y, "CUDA pool");
   }
 
@@ -160,10 +138,11 @@ class MaxPoolGradKernel final : public PoolKernelBase {
         op_(static_cast<const MaxPoolGrad&>(*node.op)) {}
   void run(const KernelArgs& a) override {
     const NDArray x = contiguous(*a.in[0]), m = contiguous(*a.in[1]), gz = contiguous(*a.in[2]);
-    const PoolGeometry g = pool_geometry(p_, x.shape());
-    if (!(m.shape() == g.pooled) || !(gz.shape() == g.pooled))
+    const pool_geometry::Geometry g = pool_geometry::geometry(p_, x.shape());
+    const Shape pooled = pool_geometry::pooled_shape(p_, x.shape(), g);
+    if (!(m.shape() == pooled) || !(gz.shape() == pooled))
       fail<ValueError>(op_.name(), ": maxout ", m.shape().str(), " and gz ", gz.shape().str(),
-                       " must have the pooled shape ", g.pooled.str(), " of x ", x.shape().str());
+                       " must have the pooled shape ", pooled.str(), " of x ", x.shape().str());
     NDArray& y = prepare_device_output(*a.out[0], x.shape(), x.dtype());
     launch_pool(g, y.size(), &x, &m, &gz, y, "CUDA max pool gradient");
   }
@@ -180,9 +159,10 @@ class AveragePoolGradKernel final : public PoolKernelBase {
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];  // its shape only
     const NDArray gz = contiguous(*a.in[1]);
-    const PoolGeometry g = pool_geometry(p_, x.shape());
-    if (!(gz.shape() == g.pooled))
-      fail<ValueError>(op_.name(), ": gz ", gz.shape().str(), " must have the pooled shape ", g.pooled.str(), " of x ",
+    const pool_geometry::Geometry g = pool_geometry::geometry(p_, x.shape());
+    const Shape pooled = pool_geometry::pooled_shape(p_, x.shape(), g);
+    if (!(gz.shape() == pooled))
+      fail<ValueError>(op_.name(), ": gz ", gz.shape().str(), " must have the pooled shape ", pooled.str(), " of x ",
                        x.shape().str());
     NDArray& y = prepare_device_output(*a.out[0], x.shape(), x.dtype());
     launch_pool(g, y.size(), nullptr, nullptr, &gz, y, "CUDA average pool gradient");

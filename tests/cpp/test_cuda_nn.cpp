@@ -1,0 +1,133 @@
+// The CUDA backend's kernels of neural-network layers beyond products and elementwise work:
+// convolutions through cuDNN, pooling, MRG random numbers and Join, each against the CPU backend
+// (skipped without a GPU; the pooling and MRG kernels' arithmetic also runs on the host in CI:
+// test_cuda_on_host.cpp).
+#include "hypatia/ops/conv.h"
+#include "hypatia/ops/pool.h"
+#include "hypatia/ops/random.h"
+#include "pool_cases.h"
+#include "test_cuda_util.h"
+
+namespace hypatia {
+namespace {
+
+using testing::all_on_gpu;
+using testing::error_of;
+using testing::on;
+
+NDArray random_array(const Shape& shape, DType dt, uint64_t seed) { return testing::seeded_array(shape, dt, seed); }
+
+TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
+  REQUIRE_GPU();
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  auto params = [](std::string border, int64_t s, int64_t d, int64_t g, bool flip, int64_t pad = 0) {
+    Conv2dParams p;
+    p.border = std::move(border);
+    p.stride_h = p.stride_w = s;
+    p.dil_h = p.dil_w = d;
+    p.groups = g;
+    p.flip = flip;
+    p.pad_h = p.pad_w = pad;
+    return p;
+  };
+  struct Case {
+    Conv2dParams p;
+    Shape img, kern;
+  };
+  const std::vector<Case> cases = {
+      {params("valid", 1, 1, 1, true), {2, 3, 9, 8}, {4, 3, 3, 3}},
+      {params("full", 1, 1, 1, false), {2, 3, 7, 7}, {5, 3, 3, 2}},
+      {params("half", 2, 1, 1, true), {3, 4, 11, 10}, {6, 4, 5, 5}},
+      {params("pad", 2, 2, 1, false, 2), {2, 2, 12, 13}, {3, 2, 3, 3}},
+      {params("valid", 1, 1, 2, true), {2, 4, 8, 8}, {6, 2, 3, 3}},
+      {params("half", 1, 3, 1, true), {1, 3, 15, 15}, {2, 3, 3, 3}},
+  };
+  uint64_t seed = 60;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.p.str() + " " + c.img.str() + " " + c.kern.str() + " " + std::string(dtype_name(dt)));
+      Var img = tensor4("img", dt), kern = tensor4("kern", dt);
+      Var out = conv2d(img, kern, c.p);
+      const NDArray iv = random_array(c.img, dt, seed++), kv = random_array(c.kern, dt, seed++);
+      Function probe = function({img, kern}, {out}, on("cpu"));
+      const NDArray want = probe({iv, kv})[0];
+      const NDArray r = random_array(want.shape(), dt, seed++);
+      Var cost = sum(mul(out, constant(r)));
+      std::vector<Var> g = grad(cost, {img, kern});
+      Function fc = function({img, kern}, {out, g[0], g[1]}, on("cpu"));
+      Function fg = function({img, kern}, {out, g[0], g[1]}, on("cuda"));
+      EXPECT_TRUE(all_on_gpu(fg, "Conv2d")) << fg.debugprint();
+      const auto a = fc({iv, kv}), b = fg({iv, kv});
+      const double rtol = dt == DType::Float32 ? 1e-4 : 1e-10, atol = dt == DType::Float32 ? 1e-4 : 1e-10;
+      for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], rtol, atol) << "output " << k;
+    }
+}
+
+TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
+  REQUIRE_GPU();
+  uint64_t seed = 80;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (const char* mode : testing::kPoolModes)
+      for (const testing::PoolCase& c : testing::pool_cases()) {
+        const PoolParams p = c.params(mode);
+        SCOPED_TRACE(p.str() + " " + c.x.str() + " " + std::string(dtype_name(dt)));
+        const testing::PoolGraph pg = testing::pool_graph(p, c.x, dt, seed);
+        seed += 2;
+        Function fc = function({pg.x}, {pg.y, pg.gx}, on("cpu")), fg = function({pg.x}, {pg.y, pg.gx}, on("cuda"));
+        EXPECT_TRUE(all_on_gpu(fg, "Pool")) << fg.debugprint();
+        const auto a = fc({pg.xv}), b = fg({pg.xv});
+        EXPECT_ALLCLOSE(b[0], a[0], 1e-6, 1e-7);
+        EXPECT_ALLCLOSE(b[1], a[1], 1e-6, 1e-7);
+      }
+}
+
+TEST(CudaRun, MrgStreamsGiveTheCpusBitsOnTheDevice) {
+  REQUIRE_GPU();
+  // The same state on either backend: the same samples, bit for bit, and the same next state,
+  // over three calls (the state a shared variable updated in place), for 1 and 37 streams.
+  for (int64_t streams : {1, 37})
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      NDArray seed_state = NDArray::empty({streams, 6}, DType::Int32);
+      for (int64_t i = 0; i < seed_state.size(); ++i)
+        seed_state.data<int32_t>()[i] = static_cast<int32_t>(12345 + 7919 * i % 1000003);
+      auto build = [&](const std::string& backend, Var& st) {
+        st = shared(seed_state, "rstate");
+        Var size = constant(NDArray::from_vector(std::vector<int64_t>{5, 41}));
+        auto [next_state, sample] = mrg_uniform(st, size, dt, 2);
+        FunctionOptions o = on(backend);
+        o.updates = {{st, next_state}};
+        return function({}, {sample}, o);
+      };
+      Var sc, sg;
+      Function fc = build("cpu", sc), fg = build("cuda", sg);
+      EXPECT_TRUE(all_on_gpu(fg, "mrg_uniform")) << fg.debugprint();
+      for (int call = 0; call < 3; ++call) {
+        EXPECT_ALLCLOSE(fg({})[0], fc({})[0], 0.0, 0.0) << "call " << call;
+        EXPECT_ALLCLOSE(get_value(sg), get_value(sc), 0.0, 0.0) << "call " << call;
+      }
+    }
+}
+
+TEST(CudaRun, JoinCopiesEachInputIntoItsSlice) {
+  REQUIRE_GPU();
+  for (int axis : {0, 1})
+    for (DType dt : {DType::Float32, DType::Int64}) {
+      Var a = matrix("a", dt), b = matrix("b", dt), c = matrix("c", dt);
+      Var y = concatenate({a, transpose(b), c}, axis);
+      Function fc = function({a, b, c}, {y}, on("cpu")), fg = function({a, b, c}, {y}, on("cuda"));
+      EXPECT_TRUE(all_on_gpu(fg, "Join")) << fg.debugprint();
+      // b enters transposed (a strided view); c is empty along the axis.
+      const Shape sa = {3, 4}, sb = axis == 0 ? Shape{4, 2} : Shape{5, 3}, sc = axis == 0 ? Shape{0, 4} : Shape{3, 0};
+      const std::vector<NDArray> v = {random_array(sa, dt, 1), random_array(sb, dt, 2), random_array(sc, dt, 3)};
+      EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0], 0.0, 0.0);
+      // The CPU's error for inputs that do not line up.
+      const std::vector<NDArray> bad = {random_array({3, 4}, dt, 4), random_array({7, 7}, dt, 5),
+                                        random_array(sc, dt, 6)};
+      const std::string want = error_of<ValueError>([&] { fc(bad); });
+      EXPECT_NE(error_of<ValueError>([&] { fg(bad); }).find(want.substr(0, want.find('\n'))), std::string::npos);
+    }
+}
+
+}  // namespace
+}  // namespace hypatia
