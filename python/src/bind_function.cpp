@@ -127,14 +127,14 @@ struct PyFunction {
     }
     for (NDArray& x : a) x.reset();
     if (unpack_single) {
-      PyObject* r = to_numpy(o[0]);
+      PyObject* r = to_python(o[0]);
       o[0].reset();
       return r;
     }
     PyObject* list = PyList_New(static_cast<Py_ssize_t>(o.size()));
     if (!list) return nullptr;
     for (size_t i = 0; i < o.size(); ++i) {
-      PyObject* r = to_numpy(o[i]);
+      PyObject* r = to_python(o[i]);
       o[i].reset();
       if (!r) {
         Py_DECREF(list);
@@ -334,6 +334,14 @@ void init_function(nb::module_& m) {
       .def_prop_ro("unpack_single", [](const PyFunction& f) { return f.unpack_single; })
       .def(
           "toposort", [](const PyFunction& f) { return f.fn.toposort(); }, "The compiled graph's nodes, in order.")
+      .def(
+          "node_devices",
+          [](const PyFunction& f) {
+            std::vector<std::string> r;
+            for (const Device& d : f.fn.node_devices()) r.push_back(d.str());
+            return r;
+          },
+          "Where each node of toposort() runs ('cpu', 'cuda:0').")
       .def(
           "graph_outputs", [](const PyFunction& f) { return f.fn.graph_outputs(); },
           "The compiled graph's outputs, then the update values.")

@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "device_array.h"
 #include "errors.h"
 #include "hypatia/core/allocator.h"
 
@@ -181,7 +182,8 @@ void init_interop(nb::module_& m) {
 bool is_numpy_array(PyObject* obj) { return PyArray_Check(obj); }
 
 NDArray to_ndarray(PyObject* obj) {
-  PyArray_Descr* want = nullptr;  // numpy's choice for non-arrays
+  if (const NDArray* g = device_array_of(obj)) return *g;  // stays on its device
+  PyArray_Descr* want = nullptr;                           // numpy's choice for non-arrays
   nb::object imported;
   if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
     // Another library's array (DLPack): numpy.from_dlpack views it without a copy.
@@ -213,6 +215,9 @@ NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, c
   NDArray a = to_ndarray(obj);
   const DType want = type.dtype;
   if (a.dtype() == want) return a;
+  if (!a.on_host())
+    fail<TypeError>(who, ": expected dtype ", dtype_name(want), " (", type.str(), ") but got a GpuArray of dtype ",
+                    dtype_name(a.dtype()), " on ", a.device().str(), "; it is not converted on the device");
   if (downcast == Downcast::Yes || can_cast_safely(a.dtype(), want)) return a.astype(want);
   if (!is_array) {
     NDArray conv = a.astype(want);
@@ -228,6 +233,17 @@ NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, c
                   dtype_name(a.dtype()), "; casting would lose precision. ",
                   offer_downcast_flag ? "Pass allow_input_downcast=True to function(), or c" : "C",
                   "onvert the data with .astype('", dtype_name(want), "').");
+}
+
+PyObject* to_python(const NDArray& a, bool writeable) {
+  if (a.valid() && !a.on_host()) return wrap_device_array(a);
+  return to_numpy(a, writeable);
+}
+
+PyObject* numpy_dtype(DType dt) {
+  PyArray_Descr* d = g_descr[static_cast<int>(dt)];
+  Py_INCREF(d);
+  return reinterpret_cast<PyObject*>(d);
 }
 
 PyObject* to_numpy(const NDArray& a, bool writeable) {

@@ -38,6 +38,11 @@ NDArray filter_value(PyObject* obj, const TensorType& type, Downcast downcast, c
 /// A numpy array viewing `a` (new reference): it keeps `a`'s buffer alive, so it stays valid after
 /// `a` is gone. Returns nullptr with a Python error set on failure.
 PyObject* to_numpy(const NDArray& a, bool writeable = true);
+/// What Python gets for `a`: a numpy array viewing it (to_numpy) for a host array, a GpuArray
+/// (device_array.h) for an array on a device, which stays there.
+PyObject* to_python(const NDArray& a, bool writeable = true);
+/// numpy's dtype object for `dt` (new reference).
+PyObject* numpy_dtype(DType dt);
 
 /// A dtype given as a name ("float32", "floatX"), a numpy dtype or scalar type, or a Python type.
 std::optional<DType> dtype_from_python(PyObject* obj);
@@ -46,13 +51,14 @@ std::optional<DType> dtype_from_python(PyObject* obj);
 
 namespace nanobind::detail {
 
-/// NDArray <-> numpy.ndarray (zero-copy both ways; other Python values are converted by numpy).
+/// NDArray <-> numpy.ndarray (zero-copy both ways; other Python values are converted by numpy), or
+/// hypatia.gpuarray.GpuArray for arrays on a device.
 template <>
 struct type_caster<hypatia::NDArray> {
   NB_TYPE_CASTER(hypatia::NDArray, io_name("numpy.typing.ArrayLike", "numpy.typing.NDArray"))
   bool from_python(handle src, uint32_t flags, cleanup_list*) noexcept;
   static handle from_cpp(const hypatia::NDArray& a, rv_policy, cleanup_list*) noexcept {
-    return hypatia::python::to_numpy(a);
+    return hypatia::python::to_python(a);
   }
 };
 

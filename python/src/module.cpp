@@ -1,5 +1,6 @@
 // hypatia._core: the nanobind module. Each binding forwards to one call of the C++ API.
 #include "bindings.h"
+#include "device_array.h"
 #include "interrupt.h"
 
 NB_MODULE(_core, m) {
@@ -7,6 +8,7 @@ NB_MODULE(_core, m) {
   m.doc() = "Hypatia's C++ engine (thin bindings; the Theano-style API is the hypatia package)";
   init_errors(m);
   init_interop(m);
+  init_device_array(m);
   init_config(m);
   init_graph(m);
   init_op_classes(m);

@@ -2,7 +2,9 @@
 // transfer ops (ops/transfer.h).
 #include <cstring>
 
+#include "backend_conformance.h"
 #include "hypatia/backends/backend.h"
+#include "hypatia/testing/emulated_gpu.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -127,33 +129,16 @@ TEST(Backends, RewritesFollowTheBackendsTarget) {
 // ------------------------------------------------------------------------------------------------
 // Devices.
 
-/// A stand-in device for the tests: host memory behind the Cuda kind, with copies counted.
-struct FakeDevice {
-  int copies_in = 0, copies_out = 0;
-  void install() {
-    DeviceMemory m;
-    m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
-      return std::shared_ptr<void>(std::malloc(bytes ? bytes : 1), std::free);
-    };
-    m.copy_from_host = [this](void* d, const void* s, size_t n) {
-      ++copies_in;
-      std::memcpy(d, s, n);
-    };
-    m.copy_to_host = [this](void* d, const void* s, size_t n) {
-      ++copies_out;
-      std::memcpy(d, s, n);
-    };
-    register_device_memory(DeviceKind::Cuda, std::move(m));
-  }
+/// Copies through the emulated GPU's memory so far (testing/emulated_gpu.h): to the device, to
+/// the host, on the device.
+struct Copies {
+  int64_t in, out, on;
 };
-FakeDevice& fake_device() {
-  // The backends register first (the CUDA backend, where built, registers the real memory of the
-  // Cuda kind); the stand-in then takes its place for the test that asked for it.
-  (void)backend_names();
-  static FakeDevice d;
-  d.install();
-  return d;
+Copies copies() {
+  const auto c = hypatia::testing::emulated_gpu_copies();
+  return {c.to_device, c.to_host, c.on_device};
 }
+using hypatia::testing::EmulatedGpu;
 
 TEST(Devices, NamesParseAndPrint) {
   EXPECT_EQ(Device::parse("cpu"), Device::host());
@@ -165,13 +150,13 @@ TEST(Devices, NamesParseAndPrint) {
 }
 
 TEST(Devices, ADeviceArrayComesFromItsAllocatorAndHostCodeRefusesIt) {
-  FakeDevice& dev = fake_device();
+  EmulatedGpu gpu;
   NDArray h = NDArray::from_vector<float>({1, 2, 3, 4}, {2, 2});
-  const int in0 = dev.copies_in, out0 = dev.copies_out;
+  const int64_t in0 = copies().in, out0 = copies().out;
   NDArray d = h.to_device(Device::cuda(0));
   EXPECT_EQ(d.device(), Device::cuda(0));
   EXPECT_FALSE(d.on_host());
-  EXPECT_EQ(dev.copies_in, in0 + 1);
+  EXPECT_EQ(copies().in, in0 + 1);
   EXPECT_ERROR(TypeError, d.get_flat(0), "is on cuda:0");
   EXPECT_ERROR(TypeError, d.fill(1.0), "fill");
   EXPECT_ERROR(TypeError, h.assign(d), "assign");
@@ -179,7 +164,7 @@ TEST(Devices, ADeviceArrayComesFromItsAllocatorAndHostCodeRefusesIt) {
   // Views stay on the device; the round trip gives the values back.
   EXPECT_EQ(d.transpose().device(), Device::cuda(0));
   NDArray back = d.to_device(Device::host());
-  EXPECT_EQ(dev.copies_out, out0 + 1);
+  EXPECT_EQ(copies().out, out0 + 1);
   EXPECT_TRUE(back.on_host());
   EXPECT_ALLCLOSE(back, h);
   // A contiguous device array is copied on its device; a strided one cannot be read there.
@@ -193,7 +178,7 @@ TEST(Devices, ADeviceArrayComesFromItsAllocatorAndHostCodeRefusesIt) {
 }
 
 TEST(Devices, AFunctionOnTheHostRefusesDeviceArguments) {
-  fake_device();
+  EmulatedGpu gpu;
   Var x = vector("x", DType::Float64);
   Function f = function({x}, {exp(x)});
   NDArray d = NDArray::from_vector<double>({1, 2}).to_device(Device::cuda(0));
@@ -201,7 +186,7 @@ TEST(Devices, AFunctionOnTheHostRefusesDeviceArguments) {
 }
 
 TEST(Transfers, RoundTripThroughTheDeviceAndGradients) {
-  FakeDevice& dev = fake_device();
+  EmulatedGpu gpu;
   Var x = vector("x", DType::Float64);
   Var on_dev = device_from_host(x, Device::cuda(0));
   EXPECT_EQ(on_dev->owner->op->name(), "GpuFromHost<cuda:0>");
@@ -211,10 +196,10 @@ TEST(Transfers, RoundTripThroughTheDeviceAndGradients) {
   FunctionOptions o;
   o.mode = "NONE";
   Function f = function({x}, {y, back}, o);
-  const int in0 = dev.copies_in, out0 = dev.copies_out;
+  const int64_t in0 = copies().in, out0 = copies().out;
   auto r = f({NDArray::from_vector<double>({1, 2, 3})});
-  EXPECT_EQ(dev.copies_in, in0 + 1);
-  EXPECT_EQ(dev.copies_out, out0 + 1);
+  EXPECT_EQ(copies().in, in0 + 1);
+  EXPECT_EQ(copies().out, out0 + 1);
   EXPECT_ALLCLOSE(r[0], NDArray::from_vector<double>({1, 4, 9}));
   EXPECT_TRUE(r[1].on_host());
   // The gradient of a transfer is the transfer back.
@@ -226,8 +211,121 @@ TEST(Transfers, RoundTripThroughTheDeviceAndGradients) {
   EXPECT_TRUE(saw_transfer);
 }
 
+TEST(Transfers, AnInputThatOnlyTransfersReadAcceptsAnArrayAlreadyOnTheDevice) {
+  EmulatedGpu gpu;
+  Var x = vector("x", DType::Float64);
+  FunctionOptions o;
+  o.mode = "NONE";
+  Var on_dev = device_from_host(x, Device::cuda(0));
+  Function f = function({x}, {host_from_device(on_dev), on_dev}, o);
+  NDArray h = NDArray::from_vector<double>({1, 2, 3});
+  NDArray d = h.to_device(Device::cuda(0));
+  const int64_t in0 = copies().in, on0 = copies().on;
+  auto r = f({d});
+  // No copy from the host: the transfer copies the argument on the device (a fresh buffer, which
+  // device nodes may overwrite), and the caller's array is not the output.
+  EXPECT_EQ(copies().in, in0);
+  EXPECT_EQ(copies().on, on0 + 1);
+  EXPECT_ALLCLOSE(r[0], h);
+  EXPECT_EQ(r[1].device(), Device::cuda(0));
+  EXPECT_NE(r[1].raw(), d.raw());
+  // A host argument still works, with its one copy in.
+  EXPECT_ALLCLOSE(f({h})[0], h);
+  EXPECT_EQ(copies().in, in0 + 1);
+  // Non-contiguous or of another dtype: refused by name, not converted on the host.
+  NDArray m = NDArray::from_vector<double>({1, 2, 3, 4}, {2, 2}).to_device(Device::cuda(0));
+  Var xm = matrix("xm", DType::Float64);
+  Function fm = function({xm}, {host_from_device(device_from_host(xm, Device::cuda(0)))}, o);
+  EXPECT_ERROR(TypeError, fm({m.transpose()}), "is accepted as it is (C-contiguous, of dtype float64)");
+  EXPECT_ALLCLOSE(fm({m})[0], m.to_device(Device::host()));
+  NDArray f32 = NDArray::from_vector<float>({1, 2}).to_device(Device::cuda(0));
+  EXPECT_ERROR(TypeError, f({f32}), "cast it on the host");
+  // An input a host node reads too, or that is an output itself, takes host arrays only.
+  Function g = function({x}, {host_from_device(on_dev), exp(x)}, o);
+  EXPECT_ERROR(TypeError, g({d}), "the function reads this input on the host: transfer it first");
+  Function id = function({x}, {x, host_from_device(on_dev)}, o);
+  EXPECT_ERROR(TypeError, id({d}), "reads this input on the host");
+  // Another device than the transfers'.
+  EXPECT_ERROR(TypeError, f({h.to_device(Device::cuda(1))}), "only an array on cuda:0 or the host is accepted");
+}
+
+TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;  // every rewrite, then placement
+  Var x = vector("x", DType::Float64);
+  Function f = function({x}, {exp(x) * 2.0}, o);
+  // GpuFromHost (host), the elementwise work (device), HostFromGpu (host).
+  const auto nodes = f.toposort();
+  const auto devices = f.node_devices();
+  ASSERT_EQ(nodes.size(), devices.size());
+  int transfers = 0, on_device = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i]->op->moves_between_devices()) {
+      ++transfers;
+      EXPECT_EQ(devices[i], Device::host()) << nodes[i]->op->name();
+    } else {
+      ++on_device;
+      EXPECT_EQ(devices[i], Device::cuda(0)) << nodes[i]->op->name();
+    }
+  }
+  EXPECT_EQ(transfers, 2);
+  EXPECT_GE(on_device, 1);
+  const int64_t in0 = copies().in, out0 = copies().out;
+  EXPECT_ALLCLOSE(f({NDArray::from_vector<double>({0, 1})})[0], NDArray::from_vector<double>({2, 2 * std::exp(1.0)}));
+  EXPECT_EQ(copies().in, in0 + 1);
+  EXPECT_EQ(copies().out, out0 + 1);
+  // Seed 000's all-shared variant: y = y * m + b with every value shared and y an update moves
+  // the variables to the device once and transfers nothing per call.
+  Var m = shared(NDArray::from_vector<double>({2, 2}), "m"), b = shared(NDArray::from_vector<double>({1, 1}), "b");
+  Var y = shared(NDArray::from_vector<double>({0, 0}), "y");
+  FunctionOptions so = o;
+  so.updates = {{y, y * m + b}};
+  Function step = function({}, {}, so);
+  EXPECT_EQ(get_value(y, false, true).device(), Device::cuda(0));
+  const int64_t in1 = copies().in, out1 = copies().out;
+  for (int i = 0; i < 3; ++i) step({});
+  EXPECT_EQ(copies().in, in1);
+  EXPECT_EQ(copies().out, out1);
+  EXPECT_ALLCLOSE(get_value(y), NDArray::from_vector<double>({7, 7}));  // 0 -> 1 -> 3 -> 7
+  // The user's transfer of a value the device computes anyway leaves the graph (Theano's
+  // gpu_from_host(exp(x))), and the output stays on the device: nothing crosses.
+  Function keep = function({}, {Out(device_from_host(exp(y), Device::cuda(0)), true)}, o);
+  for (const auto& n : keep.toposort()) EXPECT_FALSE(n->op->moves_between_devices()) << n->op->name();
+  const int64_t in2 = copies().in, out2 = copies().out;
+  const NDArray kept = keep({})[0];
+  EXPECT_EQ(kept.device(), Device::cuda(0));
+  EXPECT_EQ(copies().in, in2);
+  EXPECT_EQ(copies().out, out2);
+  EXPECT_ALLCLOSE(kept.to_device(Device::host()), NDArray::from_vector<double>({std::exp(7.0), std::exp(7.0)}));
+  // On the CPU backend every node runs on the host.
+  for (const Device& d : function({x}, {exp(x)}).node_devices()) EXPECT_EQ(d, Device::host());
+}
+
+TEST(Placement, EveryOpInfoSampleOnTheEmulatedGpuMatchesTheCpu) {
+  // Every op the CPU has runs on the emulated GPU: placement and its transfers for all of them.
+  EmulatedGpu gpu;
+  const hypatia::testing::Conformance r =
+      hypatia::testing::compare_op_infos_with_cpu(hypatia::testing::kEmulatedGpuBackend);
+  std::printf("OpInfo on the emulated GPU: %d samples compared, %d nodes on the device\n", r.compared, r.on_device);
+  EXPECT_GT(r.compared, 1000);
+  EXPECT_GT(r.on_device, 1000);
+  EXPECT_EQ(r.failures, "");
+}
+
+TEST(Placement, EveryOpInfoGradientOnTheEmulatedGpuMatchesTheCpu) {
+  EmulatedGpu gpu;
+  const hypatia::testing::Conformance r =
+      hypatia::testing::compare_op_info_gradients_with_cpu(hypatia::testing::kEmulatedGpuBackend);
+  std::printf("OpInfo gradients on the emulated GPU: %d samples compared, %d nodes on the device\n", r.compared,
+              r.on_device);
+  EXPECT_GT(r.compared, 100);
+  EXPECT_GT(r.on_device, 1000);
+  EXPECT_EQ(r.failures, "");
+}
+
 TEST(Transfers, AHostKernelReadingADeviceArrayIsAClearError) {
-  fake_device();
+  EmulatedGpu gpu;
   Var x = vector("x", DType::Float64);
   FunctionOptions o;
   o.mode = "NONE";

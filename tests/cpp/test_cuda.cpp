@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backend_conformance.h"
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
@@ -346,7 +347,7 @@ TEST(CudaRun, TransferCountsOfSeed000) {
   EXPECT_EQ(transfers(f3), 4);  // three in, one out
   EXPECT_EQ(transfers(f2), 3);
   EXPECT_EQ(transfers(f1), 2);
-  EXPECT_EQ(transfers(f0), 1);  // the user's own (a pass-through on the device)
+  EXPECT_EQ(transfers(f0), 0);  // the user's own transfer of a device value leaves the graph
   const NDArray want = f3({mv, xv, bv})[0];
   EXPECT_ALLCLOSE(f2({xv, bv})[0], want, 1e-5);
   EXPECT_ALLCLOSE(f1({bv})[0], want, 1e-5);
@@ -542,112 +543,17 @@ TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {
 
 TEST(CudaRun, OpInfoTableMatchesTheCpu) {
   REQUIRE_GPU();
-  std::string failures;
-  int compared = 0, on_gpu = 0;
-  for (const testing::OpInfo& info : testing::op_infos())
-    for (DType dt : info.dtypes)
-      for (const testing::OpSample& s : info.samples(dt)) {
-        std::vector<Var> ins;
-        for (size_t i = 0; i < s.inputs.size(); ++i)
-          ins.push_back(variable(TensorType::of_value(s.inputs[i]), numbered("x", i)));
-        Var y;
-        try {
-          y = info.build(ins);
-        } catch (const Error&) {
-          continue;
-        }
-        FunctionOptions oc = on("cpu"), og = on("cuda");
-        oc.on_unused_input = og.on_unused_input = "ignore";
-        NDArray want, got;
-        std::string err_c, err_g;
-        try {
-          want = fn(ins, {y}, oc)(s.inputs)[0];
-        } catch (const std::exception& e) {
-          err_c = e.what();
-        }
-        try {
-          Function fg = fn(ins, {y}, og);
-          for (const auto& n : fg.toposort()) on_gpu += get_backend("cuda").provider(*n)->name() == "cuda";
-          got = fg(s.inputs)[0];
-        } catch (const std::exception& e) {
-          err_g = e.what();
-        }
-        ++compared;
-        const std::string where = info.name + " " + std::string(dtype_name(dt)) + " [" + s.desc + "]";
-        if (err_c.empty() != err_g.empty()) {
-          failures += where + ": cpu '" + err_c.substr(0, 200) + "' vs cuda '" + err_g.substr(0, 200) + "'\n";
-          continue;
-        }
-        if (!err_c.empty()) continue;
-        // The tolerances of the result's dtype (exp of int8 is float32, the var of int64
-        // float64): transcendental functions differ by an ulp or two, sums by their order.
-        const double rtol = std::max(info.rtol, testing::default_rtol(want.dtype()));
-        const double atol = std::max(info.atol, testing::default_atol(want.dtype()));
-        if (std::string d = testing::compare_arrays(got, want, rtol, atol); !d.empty())
-          failures += where + ": " + d.substr(0, 300) + "\n";
-      }
-  std::printf("OpInfo on CUDA: %d samples compared, %d nodes on the GPU\n", compared, on_gpu);
-  EXPECT_EQ(failures, "");
+  const testing::Conformance r = testing::compare_op_infos_with_cpu("cuda");
+  std::printf("OpInfo on CUDA: %d samples compared, %d nodes on the GPU\n", r.compared, r.on_device);
+  EXPECT_EQ(r.failures, "");
 }
 
 TEST(CudaRun, OpInfoGradientsMatchTheCpu) {
   REQUIRE_GPU();
-  // The gradient of sum(op(inputs)) with respect to every float input, compiled for the CUDA
-  // backend and for the CPU, on each sample the CPU tests check gradients on.
-  std::string failures;
-  int compared = 0;
-  for (const testing::OpInfo& info : testing::op_infos()) {
-    if (!info.differentiable) continue;
-    for (DType dt : info.dtypes) {
-      if (dt != DType::Float32 && dt != DType::Float64) continue;
-      for (const testing::OpSample& s : info.samples(dt)) {
-        bool empty = false;
-        for (const auto& a : s.inputs) empty |= a.size() == 0;
-        if (!s.check_grad || empty) continue;
-        std::vector<int> wrt = info.grad_inputs;
-        if (wrt.empty())
-          for (size_t i = 0; i < s.inputs.size(); ++i)
-            if (is_float(s.inputs[i].dtype())) wrt.push_back(static_cast<int>(i));
-        std::vector<Var> vars, all;
-        std::vector<NDArray> vals;
-        for (size_t i = 0; i < s.inputs.size(); ++i) {
-          if (std::find(wrt.begin(), wrt.end(), static_cast<int>(i)) != wrt.end()) {
-            vars.push_back(variable(TensorType::of_value(s.inputs[i]), numbered("x", static_cast<long long>(i))));
-            vals.push_back(s.inputs[i]);
-            all.push_back(vars.back());
-          } else {
-            all.push_back(constant(s.inputs[i]));
-          }
-        }
-        std::vector<Var> g;
-        try {
-          Var out = info.build(all);
-          if (!is_float(out->dtype())) out = cast(out, dt);
-          g = grad(sum(out), vars);
-        } catch (const Error&) {
-          continue;
-        }
-        std::vector<Out> outs(g.begin(), g.end());
-        FunctionOptions oc = on("cpu"), og = on("cuda");
-        oc.on_unused_input = og.on_unused_input = "ignore";
-        const std::string where = info.name + " " + std::string(dtype_name(dt)) + " [" + s.desc + "]";
-        try {
-          const auto want = fn(vars, outs, oc)(vals), got = fn(vars, outs, og)(vals);
-          ++compared;
-          for (size_t k = 0; k < want.size(); ++k)
-            if (std::string d = testing::compare_arrays(got[k], want[k], testing::default_rtol(dt) * 10,
-                                                        testing::default_atol(dt) * 10);
-                !d.empty())
-              failures += where + " d/dx" + std::to_string(k) + ": " + d.substr(0, 300) + "\n";
-        } catch (const std::exception& e) {
-          failures += where + ": " + std::string(e.what()).substr(0, 300) + "\n";
-        }
-      }
-    }
-  }
-  std::printf("OpInfo gradients on CUDA: %d samples compared\n", compared);
-  EXPECT_GT(compared, 100);
-  EXPECT_EQ(failures, "");
+  const testing::Conformance r = testing::compare_op_info_gradients_with_cpu("cuda");
+  std::printf("OpInfo gradients on CUDA: %d samples compared\n", r.compared);
+  EXPECT_GT(r.compared, 100);
+  EXPECT_EQ(r.failures, "");
 }
 
 }  // namespace

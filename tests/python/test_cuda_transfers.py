@@ -38,13 +38,18 @@ def test_seed_001_runs_with_device_cuda_or_says_why():
         "f = function([], Out(sandbox.cuda.basic_ops.gpu_from_host(T.exp(x)), borrow=True))\n"
         "print(np.asarray(f()).tolist())\n"
         "print(x.get_value().tolist())\n"
+        "print('Used the cpu' if any(isinstance(n.op, T.Elemwise) for n in f.maker.fgraph.toposort())"
+        " else 'Used the gpu')\n"
+        "print(type(f()).__name__, f.maker.fgraph.toposort())\n"
     )
     env = dict(os.environ, HYPATIA_FLAGS="device=cuda")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    if r.returncode == 0:  # a GPU: the device result comes to Python as a host copy
+    if r.returncode == 0:  # a GPU: the result stays there (a GpuArray), exp ran there
         lines = r.stdout.strip().splitlines()
         np.testing.assert_allclose(eval(lines[0]), np.exp(np.arange(6, dtype="float32")), rtol=1e-6)
         assert eval(lines[1]) == list(range(6))
+        assert lines[2] == "Used the gpu"
+        assert lines[3].startswith("GpuArray [GpuElemwise{exp,no_inplace}(") and "HostFromGpu" not in lines[3]
     else:
         assert "CUDA backend cannot run here" in r.stderr and "Segmentation" not in r.stderr, r.stderr[-2000:]
 

@@ -18,7 +18,15 @@ class FunctionGraphView:
         self.inputs = inputs
 
     def toposort(self):
-        return self._fn.toposort()
+        """The nodes in execution order; those that run on a GPU as hypatia.gpuarray.GpuApply
+        (their op a GpuElemwise, GpuCAReduce, ...: Theano's names)."""
+        nodes = self._fn.toposort()
+        devices = self._fn.node_devices()
+        if all(d == "cpu" for d in devices):
+            return nodes
+        from hypatia.gpuarray import GpuApply
+
+        return [n if d == "cpu" else GpuApply(n, d) for n, d in zip(nodes, devices)]
 
     @property
     def outputs(self):
@@ -26,7 +34,7 @@ class FunctionGraphView:
 
     @property
     def apply_nodes(self):
-        return set(self._fn.toposort())
+        return set(self.toposort())
 
     def __str__(self):
         return "FunctionGraph(" + ", ".join(str(o) for o in self.outputs) + ")"

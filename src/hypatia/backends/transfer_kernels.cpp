@@ -7,6 +7,12 @@ namespace hypatia {
 namespace {
 
 void device_from_host_kernel(const DeviceFromHost& op, const KernelArgs& a) {
+  // An argument already on the device (a function input that only transfers read) is copied
+  // there: the output is a fresh buffer, which device nodes may overwrite in place.
+  if (a.in[0]->device() == op.device) {
+    *a.out[0] = a.in[0]->copy();
+    return;
+  }
   a.in[0]->require_host(op.name());
   *a.out[0] = a.in[0]->to_device(op.device);
 }

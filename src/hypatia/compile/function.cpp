@@ -518,6 +518,11 @@ std::vector<std::shared_ptr<Apply>> Function::toposort() const {
   for (const auto& t : program_->steps) r.push_back(t.node);
   return r;
 }
+std::vector<Device> Function::node_devices() const {
+  std::vector<Device> r;
+  for (const auto& t : program_->steps) r.push_back(Device{t.device, 0});
+  return r;
+}
 std::vector<Var> Function::graph_outputs() const { return program_->fgraph->outputs(); }
 std::string Function::debugprint(const DebugPrintOptions& opts) const {
   auto order = toposort();

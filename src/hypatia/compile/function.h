@@ -108,6 +108,9 @@ class Function {
   int n_updates() const;
   /// The compiled graph, in execution order ("f.maker.fgraph.toposort()").
   std::vector<std::shared_ptr<Apply>> toposort() const;
+  /// Where each node of toposort() runs: its kernel's device (a GPU for the nodes placement put
+  /// there; the host for the others, transfers included).
+  std::vector<Device> node_devices() const;
   /// The outputs of the compiled graph (then the update values).
   std::vector<Var> graph_outputs() const;
   /// debugprint of the compiled graph (with provenance: the rewrite behind each node and the user

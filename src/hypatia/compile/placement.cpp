@@ -34,6 +34,13 @@ class Placer {
       const Var moved = want == Side::Host ? to_host(v) : to_device(v);
       if (moved.get() != v.get()) fg_.change_input(nullptr, static_cast<int>(k), moved);
     }
+    // The user's transfer of a value the device has anyway moves nothing: it leaves the graph
+    // (as in Theano, whose toposort for gpu_from_host(exp(x)) is the GpuElemwise alone), its
+    // readers and outputs reading the value itself, which stays on the device.
+    for (const auto& node : order)
+      if (dynamic_cast<const DeviceFromHost*>(node->op.get()) && side(node->inputs[0]) == Side::Device &&
+          !fg_.clients(node->output_ptr(0)).empty())
+        fg_.replace(node->output(0), node->inputs[0], "a transfer to the device of a value already there");
   }
 
  private:

@@ -39,6 +39,9 @@ struct DeviceMemory {
   std::function<void(void* host_dst, const void* device_src, size_t bytes)> copy_to_host;
   /// Copies `bytes` within the device (null: through host memory).
   std::function<void(void* device_dst, const void* device_src, size_t bytes)> copy_on_device;
+  /// Waits until the work queued on the device so far is done (null: work is never queued), so
+  /// that another library may read its buffers (the Python device arrays' DLPack export).
+  std::function<void()> synchronize;
 };
 
 /// Registers the memory functions of every device of `kind` (replacing earlier ones).

@@ -11,6 +11,7 @@
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/graph/printing.h"
+#include "hypatia/ops/transfer.h"
 #include "hypatia/runtime/debug_runs.h"
 #include "hypatia/runtime/program_frame.h"
 
@@ -212,6 +213,21 @@ std::unique_ptr<Program::Frame> Program::make_frame() const {
   return f;
 }
 
+std::optional<Device> Program::device_readers(int cell) const {
+  for (const OutputSlot& o : outputs)
+    if (o.cell == cell) return std::nullopt;
+  for (const UpdateSlot& u : updates)
+    if (u.value_cell == cell) return std::nullopt;
+  std::optional<Device> to;
+  for (const Step& s : steps) {
+    if (std::find(s.in.begin(), s.in.end(), cell) == s.in.end()) continue;
+    const auto* t = dynamic_cast<const DeviceFromHost*>(s.node->op.get());
+    if (!t || (to && *to != t->device)) return std::nullopt;
+    to = t->device;
+  }
+  return to;
+}
+
 void Program::finalize() {
   release_cells_.clear();
   for (size_t c = 0; c < cell_kind.size(); ++c)
@@ -224,6 +240,7 @@ void Program::finalize() {
   producer_.assign(cell_kind.size(), -1);
   for (size_t t = 0; t < steps.size(); ++t)
     for (int c : steps[t].out) producer_[c] = static_cast<int>(t);
+  for (InputSlot& in : inputs) in.device_readers = device_readers(in.cell);
   any_deferred_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.deferred; });
   any_lazy_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.lazy; });
   // Steps that read a transfer's output (and are not transfers themselves) check their inputs'
@@ -259,10 +276,17 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
     return os.str();
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
-  // Arguments are host arrays (a device backend's placement transfers them where needed).
-  if (!arg.on_host()) [[unlikely]]
+  // Arguments are host arrays (a device backend's placement transfers them where needed), or
+  // arrays on the device that every reader of the input copies them to.
+  if (!arg.on_host() && s.device_readers != arg.device()) [[unlikely]]
     fail<TypeError>(where(), ": expected an array in ", Device::host().str(), " memory (backend '", backend->name(),
-                    "') but got one on ", arg.device().str(), " (", arg.describe(), "); transfer it first");
+                    "') but got one on ", arg.device().str(), " (", arg.describe(), "); ",
+                    s.device_readers ? "only an array on " + s.device_readers->str() + " or the host is accepted"
+                                     : std::string("the function reads this input on the host: transfer it first"));
+  if (!arg.on_host() && (!arg.is_c_contiguous() || arg.dtype() != s.type.dtype)) [[unlikely]]
+    fail<TypeError>(where(), ": an array on ", arg.device().str(), " is accepted as it is (C-contiguous, of dtype ",
+                    dtype_name(s.type.dtype), ") but got ", arg.describe(),
+                    "; copy or cast it on the host, or in a function of its own");
   if (arg.ndim() != s.type.ndim())
     fail<TypeError>(where(), ": expected ", s.type.str(), " (", s.type.ndim(),
                     " dimensions) but got an array of shape ", arg.shape().str(), " (", arg.ndim(), " dimensions)");

@@ -68,6 +68,9 @@ class Program final : public InnerProgram {
     /// safely (read-only, overlapping elements, memory shared with another argument or a shared
     /// variable) is copied first.
     bool mutable_ = false;
+    /// Every reader of the input copies it to this device (GpuFromHost): an argument already
+    /// there is accepted, and the transfer copies it on the device (finalize sets it).
+    std::optional<Device> device_readers;
   };
   struct SharedSlot {
     int cell;
@@ -154,6 +157,9 @@ class Program final : public InnerProgram {
   class Runner;
 
   std::unique_ptr<Frame> make_frame() const;
+  /// The device every step reading `cell` copies it to (DeviceFromHost), if there is one and
+  /// nothing else reads it (no host step, output or update).
+  std::optional<Device> device_readers(int cell) const;
   void bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const NDArray> args) const;
   /// Runs steps [begin, end); `replay`: runs of recordable steps go through run_segment.
   void run_steps(Frame& f, size_t begin, size_t end, bool replay = false);

@@ -192,6 +192,9 @@ void register_cuda_memory() {
     if (n == 0) return;
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, stream()), "copy on the device (cudaMemcpyAsync)");
   };
+  m.synchronize = [] {
+    if (available()) synchronize();
+  };
   register_device_memory(DeviceKind::Cuda, std::move(m));
 }
 

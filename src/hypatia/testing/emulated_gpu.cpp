@@ -1,0 +1,137 @@
+#include "hypatia/testing/emulated_gpu.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "hypatia/backends/backend.h"
+#include "hypatia/backends/registry.h"
+#include "hypatia/core/device.h"
+#include "hypatia/core/error.h"
+#include "hypatia/core/ndarray.h"
+
+namespace hypatia::testing {
+namespace {
+
+struct State {
+  std::mutex mu;
+  std::atomic<int64_t> to_device{0}, to_host{0}, on_device{0};
+  std::optional<DeviceMemory> saved;
+  bool had_memory = false, installed = false, backend_registered = false;
+};
+State& state() {
+  static State* s = new State;  // leaked: the memory functions may run during static destruction
+  return *s;
+}
+
+/// `a`'s memory viewed with the device `d` (the stand-in's memory is host memory either way).
+NDArray retag(const NDArray& a, Device d) {
+  if (!a.valid() || a.device() == d) return a;
+  return NDArray::wrap(a.storage(), a.raw(), a.shape(), a.strides(), a.dtype(), d);
+}
+
+/// The node's CPU kernel on the stand-in's memory: its inputs viewed as host arrays, its outputs
+/// (new buffers, or views and in-place results over the inputs) seen as device arrays.
+class EmulatedKernel final : public Kernel {
+ public:
+  explicit EmulatedKernel(const Apply& node) : cpu_(get_backend("cpu").make_kernel(node)) {}
+  void run(const KernelArgs& a) override {
+    Device device = Device::cuda(0);
+    std::vector<NDArray> in, out;
+    in.reserve(a.in.size());
+    out.reserve(a.out.size());
+    for (const NDArray* x : a.in) {
+      if (x->valid() && !x->on_host()) device = x->device();
+      in.push_back(retag(*x, Device::host()));
+    }
+    for (const NDArray* x : a.out) out.push_back(retag(*x, Device::host()));
+    std::vector<NDArray*> ip, op;
+    for (NDArray& x : in) ip.push_back(&x);
+    for (NDArray& x : out) op.push_back(&x);
+    cpu_->run(KernelArgs{ip, op});
+    for (size_t k = 0; k < out.size(); ++k) *a.out[k] = retag(out[k], device);
+  }
+
+ private:
+  std::unique_ptr<Kernel> cpu_;
+};
+
+void register_backend_once(State& s) {
+  if (s.backend_registered) return;
+  register_backend(std::make_unique<Backend>(
+      Backend::Description{.name = kEmulatedGpuBackend, .device = DeviceKind::Cuda, .fallback = "cpu"}));
+  // Every op the CPU has, but the transfers (host code by definition) and the ops that run inner
+  // functions or lazy inputs (their programs are compiled for the host): those stay on the CPU.
+  KernelTraits traits;
+  traits.accepts = [](const Apply& node) {
+    return !node.op->moves_between_devices() && node.op->inner_functions().empty() && node.op->lazy_inputs().empty();
+  };
+  for (std::type_index t : registered_op_types("cpu"))
+    register_kernel(
+        kEmulatedGpuBackend, t,
+        [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<EmulatedKernel>(node); }, traits);
+  s.backend_registered = true;
+}
+
+}  // namespace
+
+void install_emulated_gpu() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  (void)backend_names();  // the built-in backends first (the CUDA one registers its memory)
+  register_backend_once(s);
+  if (s.installed) return;
+  try {
+    s.saved = device_memory(Device::cuda(0));
+  } catch (const ValueError&) {
+    s.saved.reset();  // no CUDA backend built in
+  }
+  DeviceMemory m;
+  m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (!p) return nullptr;
+    return std::shared_ptr<void>(p, std::free);
+  };
+  m.copy_from_host = [&s](void* d, const void* src, size_t n) {
+    ++s.to_device;
+    std::memcpy(d, src, n);
+  };
+  m.copy_to_host = [&s](void* d, const void* src, size_t n) {
+    ++s.to_host;
+    std::memcpy(d, src, n);
+  };
+  m.copy_on_device = [&s](void* d, const void* src, size_t n) {
+    ++s.on_device;
+    std::memcpy(d, src, n);
+  };
+  m.synchronize = [] {};
+  register_device_memory(DeviceKind::Cuda, std::move(m));
+  s.installed = true;
+}
+
+void remove_emulated_gpu() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.installed) return;
+  if (s.saved) {
+    register_device_memory(DeviceKind::Cuda, *s.saved);
+  } else {
+    DeviceMemory none;
+    none.allocate = [](size_t) -> std::shared_ptr<void> {
+      fail<ValueError>("device cuda: no backend for this device is built into this hypatia");
+    };
+    register_device_memory(DeviceKind::Cuda, std::move(none));
+  }
+  s.installed = false;
+}
+
+EmulatedGpuCopies emulated_gpu_copies() {
+  const State& s = state();
+  return {s.to_device.load(), s.to_host.load(), s.on_device.load()};
+}
+
+}  // namespace hypatia::testing

@@ -1,0 +1,36 @@
+// A stand-in GPU for tests on machines without one (CI): host memory behind the CUDA device kind,
+// with the copies between it and the host counted, and a device backend, "emulated_gpu", whose
+// kernels are the CPU's run on that memory. Placement, the transfers it inserts, device arrays,
+// shared variables kept on the device, device arguments and outputs, and the Python views of
+// them then work as with a GPU, and tests can count what crossed; no GPU code runs.
+//
+// While installed it replaces the CUDA backend's memory functions (every Device of the Cuda
+// kind, whatever its index); remove() gives them back. Arrays made meanwhile must not be used
+// by the real backend afterwards (they are host memory).
+#pragma once
+#include <cstdint>
+
+namespace hypatia::testing {
+
+inline constexpr const char* kEmulatedGpuBackend = "emulated_gpu";
+
+struct EmulatedGpuCopies {
+  int64_t to_device = 0, to_host = 0, on_device = 0;
+};
+
+/// Installs the stand-in (idempotent) / gives the Cuda kind its earlier memory functions back.
+void install_emulated_gpu();
+void remove_emulated_gpu();
+/// Copies through the stand-in's memory functions since the process started.
+EmulatedGpuCopies emulated_gpu_copies();
+
+/// install_emulated_gpu() for a scope (a test).
+class EmulatedGpu {
+ public:
+  EmulatedGpu() { install_emulated_gpu(); }
+  ~EmulatedGpu() { remove_emulated_gpu(); }
+  EmulatedGpu(const EmulatedGpu&) = delete;
+  EmulatedGpu& operator=(const EmulatedGpu&) = delete;
+};
+
+}  // namespace hypatia::testing
