@@ -21,6 +21,18 @@ export HYPATIA_CACHE_DIR=/tmp/hypatia_cache
 t0=$(date +%s)
 timeout 300 /tmp/h/bin/hypatia_tests --gtest_filter="${FILTER:-Cuda*}" 2>&1 | tee "$OUT/tests.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -150
 echo "tests: $(( $(date +%s) - t0 )) s"
+# The Python package built for this machine's Python (pack_python_for_device.sh), when carried:
+# the suite as CI runs it (the GPU tests in it run here), the suite with device=cuda (recorded:
+# tests that expect the CPU's graphs fail there by design), and the Python benchmark.
+if [ -f .devcarry/py.tgz ] && [ "${PY:-1}" = 1 ]; then
+  mkdir -p /tmp/hp && tar -xzf .devcarry/py.tgz -C /tmp/hp
+  export PYTHONPATH=/tmp/hp/site
+  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$OUT/pytest.txt" | tail -25
+  HYPATIA_FLAGS=device=cuda timeout 240 python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 \
+    > "$OUT/pytest_device_cuda.txt"; tail -3 "$OUT/pytest_device_cuda.txt"
+  HYPATIA_FLAGS=device=cuda timeout 120 python3 bench/cuda/python_gpu.py 2>&1 | tee "$OUT/python_gpu.txt"
+  echo "python: $(( $(date +%s) - t0 )) s"
+fi
 timeout 240 /tmp/h/bin/bench_cuda 2>&1 | tee "$OUT/bench.txt"
 echo "bench: $(( $(date +%s) - t0 )) s"
 if [ "${ANCHORS:-1}" = 1 ]; then

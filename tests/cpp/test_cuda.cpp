@@ -109,9 +109,10 @@ TEST(CudaCodegen, PoolingKernelsCompileForEveryModeAndDtype) {
   int n = 0;
   for (DType dt : {DType::Float32, DType::Float64})
     for (const char* mode : {"max", "sum", "average_inc_pad", "average_exc_pad"})
-      for (cuda::PoolKernel k : {cuda::PoolKernel::Forward, cuda::PoolKernel::MaxGrad, cuda::PoolKernel::AverageGrad}) {
-        if ((k == cuda::PoolKernel::MaxGrad) != (std::string(mode) == "max") && k != cuda::PoolKernel::Forward)
-          continue;
+      for (cuda::PoolKernel k : {cuda::PoolKernel::Forward, cuda::PoolKernel::MaxGrad, cuda::PoolKernel::AverageGrad,
+                                 cuda::PoolKernel::MaxGradGrad}) {
+        const bool max_only = k == cuda::PoolKernel::MaxGrad || k == cuda::PoolKernel::MaxGradGrad;
+        if (max_only != (std::string(mode) == "max") && k != cuda::PoolKernel::Forward) continue;
         // One module: each kernel renamed, its argument struct and helper too.
         std::string one = cuda::pool_source(dt, mode, k);
         const std::string tag = numbered("_", n++);
@@ -122,7 +123,7 @@ TEST(CudaCodegen, PoolingKernelsCompileForEveryModeAndDtype) {
         src += one;
       }
   cuda::check_source(src);
-  EXPECT_EQ(n, 16);
+  EXPECT_EQ(n, 18);
 }
 
 TEST(CudaCodegen, TheMrgGeneratorCompilesFromTheCpuKernelsText) {
@@ -354,6 +355,33 @@ TEST(CudaRun, TransferCountsOfSeed000) {
   const NDArray d = f0({})[0];
   EXPECT_FALSE(d.on_host());
   EXPECT_ALLCLOSE(d.to_device(Device::host()), want, 1e-5);
+}
+
+/// Kernels asked of the module caches so far (each request is a memory hit, a disk hit or a
+/// compile).
+int64_t kernel_requests() {
+  const auto s = cuda::module_cache_stats();
+  return s.memory_hits + s.disk_hits + s.compiles;
+}
+
+TEST(CudaRun, TheStridedKernelIsMadeOnlyWhenAnOperandNeedsIt) {
+  REQUIRE_GPU();
+  Var x = matrix("x", DType::Float32), r = row("r", DType::Float32);
+  const NDArray xv = random_array({5, 7}, DType::Float32, 1), rv = random_array({1, 7}, DType::Float32, 2);
+  // Contiguous operands: the function asks for one kernel (the contiguous one), its calls none.
+  const int64_t q0 = kernel_requests();
+  Function same = fn({x}, {exp(x) * x}, on("cuda"));
+  EXPECT_EQ(kernel_requests(), q0 + 1);
+  EXPECT_ALLCLOSE(same({xv})[0], fn({x}, {exp(x) * x}, on("cpu"))({xv})[0], 1e-6);
+  EXPECT_EQ(kernel_requests(), q0 + 1);
+  // A broadcast row reads with strides: the strided kernel is made at the first such call, once.
+  Function bcast = fn({x, r}, {exp(x) * r}, on("cuda"));
+  const int64_t q1 = kernel_requests();
+  const NDArray want = fn({x, r}, {exp(x) * r}, on("cpu"))({xv, rv})[0];
+  EXPECT_ALLCLOSE(bcast({xv, rv})[0], want, 1e-6);
+  EXPECT_EQ(kernel_requests(), q1 + 1);
+  EXPECT_ALLCLOSE(bcast({xv, rv})[0], want, 1e-6);
+  EXPECT_EQ(kernel_requests(), q1 + 1);
 }
 
 TEST(CudaRun, AFailedCallChangesNoSharedVariable) {

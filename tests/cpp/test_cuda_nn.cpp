@@ -64,6 +64,52 @@ TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
     }
 }
 
+TEST(CudaRun, ThreeDConvolutionsThroughCudnnMatchTheCpu) {
+  REQUIRE_GPU();
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  auto params = [](std::string border, int64_t s, int64_t sd, int64_t g, bool flip, int64_t pad = 0,
+                   int64_t pad_d = 0) {
+    Conv3dParams p;
+    p.hw.border = std::move(border);
+    p.hw.stride_h = p.hw.stride_w = s;
+    p.stride_d = sd;
+    p.hw.groups = g;
+    p.hw.flip = flip;
+    p.hw.pad_h = p.hw.pad_w = pad;
+    p.pad_d = pad_d;
+    return p;
+  };
+  struct Case {
+    Conv3dParams p;
+    Shape img, kern;
+  };
+  const std::vector<Case> cases = {
+      {params("valid", 1, 1, 1, true), {2, 3, 5, 6, 7}, {4, 3, 2, 3, 3}},
+      {params("full", 1, 2, 1, false), {1, 2, 4, 5, 5}, {3, 2, 3, 2, 2}},
+      {params("half", 2, 1, 2, true), {2, 4, 6, 7, 7}, {4, 2, 3, 3, 3}},
+      {params("pad", 1, 2, 1, false, 1, 2), {2, 2, 6, 6, 5}, {2, 2, 3, 3, 3}},
+  };
+  uint64_t seed = 160;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.p.str() + " " + c.img.str() + " " + c.kern.str() + " " + std::string(dtype_name(dt)));
+      Var img = variable(TensorType(dt, {false, false, false, false, false}), "img");
+      Var kern = variable(TensorType(dt, {false, false, false, false, false}), "kern");
+      Var out = conv3d(img, kern, c.p);
+      const NDArray iv = random_array(c.img, dt, seed++), kv = random_array(c.kern, dt, seed++);
+      const NDArray want = function({img, kern}, {out}, on("cpu"))({iv, kv})[0];
+      Var cost = sum(mul(out, constant(random_array(want.shape(), dt, seed++))));
+      std::vector<Var> g = grad(cost, {img, kern});
+      Function fc = function({img, kern}, {out, g[0], g[1]}, on("cpu"));
+      Function fg = function({img, kern}, {out, g[0], g[1]}, on("cuda"));
+      EXPECT_TRUE(all_on_gpu(fg, "Conv3d")) << fg.debugprint();
+      const auto a = fc({iv, kv}), b = fg({iv, kv});
+      const double rtol = dt == DType::Float32 ? 1e-4 : 1e-10, atol = dt == DType::Float32 ? 1e-4 : 1e-10;
+      for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], rtol, atol) << "output " << k;
+    }
+}
+
 TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
   REQUIRE_GPU();
   uint64_t seed = 80;
@@ -79,6 +125,14 @@ TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
         const auto a = fc({pg.xv}), b = fg({pg.xv});
         EXPECT_ALLCLOSE(b[0], a[0], 1e-6, 1e-7);
         EXPECT_ALLCLOSE(b[1], a[1], 1e-6, 1e-7);
+        if (std::string(mode) != "max") continue;
+        // The second-order gradient (DownsampleFactorMaxGradGrad) on the device too.
+        Var out = variable(TensorType::of_value(a[0]), "out"), ggx = variable(TensorType::of_value(pg.xv), "ggx");
+        Var gg = max_pool_grad_grad(pg.x, out, ggx, p);
+        const NDArray ggv = random_array(pg.xv.shape(), dt, seed++);
+        Function hc = function({pg.x, out, ggx}, {gg}, on("cpu")), hg = function({pg.x, out, ggx}, {gg}, on("cuda"));
+        EXPECT_TRUE(all_on_gpu(hg, "MaxGradGrad")) << hg.debugprint();
+        EXPECT_ALLCLOSE(hg({pg.xv, a[0], ggv})[0], hc({pg.xv, a[0], ggv})[0], 0.0, 0.0);
       }
 }
 

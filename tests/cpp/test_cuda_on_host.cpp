@@ -25,7 +25,7 @@ using std::isnan;
 struct HostPoolKernel {
   hypatia::DType dt;
   const char* mode;
-  int which;  // cuda::PoolKernel: 0 forward, 1 max gradient, 2 average gradient
+  int which;  // cuda::PoolKernel: 0 forward, 1 max gradient, 2 average gradient, 3 max second-order
   void (*run)(const void* args);
 };
 
@@ -99,8 +99,23 @@ TEST(CudaKernelsOnHost, PoolingAndItsGradientsAreTheCpusBitForBit) {
         EXPECT_ALLCLOSE(got_y, want_y, 0.0, 0.0);
         EXPECT_ALLCLOSE(got_g, want_g, 0.0, 0.0);
         ++checked;
+        if (!max) continue;
+        // The second-order gradient (DownsampleFactorMaxGradGrad): ggx at each window's max.
+        Var out = variable(TensorType::of_value(want_y), "out"), ggx = variable(TensorType::of_value(xv), "ggx");
+        const NDArray ggv = testing::random_array(xv.shape(), dt, -1, 1, seed++);
+        const NDArray want_gg =
+            function({pg.x, out, ggx}, {max_pool_grad_grad(pg.x, out, ggx, p)}, cpu)({xv, want_y, ggv})[0];
+        NDArray got_gg = NDArray::zeros(want_y.shape(), dt);
+        PoolArgs c = pool_args(p, xv.shape());
+        c.x = ptr(xv);
+        c.m = ptr(want_y);
+        c.gz = ptr(ggv);
+        c.y = ptr(got_gg);
+        pool_kernel(dt, mode, 3)(&c);
+        EXPECT_ALLCLOSE(got_gg, want_gg, 0.0, 0.0);
+        ++checked;
       }
-  EXPECT_EQ(checked, 48);
+  EXPECT_EQ(checked, 60);  // 48 forward and gradient pairs, 12 second-order gradients
 }
 
 TEST(CudaKernelsOnHost, MrgStreamsAreTheCpusBitForBit) {

@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
   int n = 0;
   for (DType dt : {DType::Float32, DType::Float64})
     for (const char* mode : {"max", "sum", "average_inc_pad", "average_exc_pad"})
-      for (cuda::PoolKernel k : {cuda::PoolKernel::Forward, cuda::PoolKernel::MaxGrad, cuda::PoolKernel::AverageGrad}) {
+      for (cuda::PoolKernel k : {cuda::PoolKernel::Forward, cuda::PoolKernel::MaxGrad, cuda::PoolKernel::AverageGrad,
+                                 cuda::PoolKernel::MaxGradGrad}) {
+        if (k == cuda::PoolKernel::MaxGradGrad && std::string(mode) != "max") continue;
         const std::string ns = "pool" + std::to_string(n++);
         out << "namespace " << ns << " {\nnamespace hstd = std;\n" << host_form(cuda::pool_source(dt, mode, k));
         out << "inline void run(const void* a) { hyp_pool(*static_cast<const PoolArgs*>(a)); }\n}\n";

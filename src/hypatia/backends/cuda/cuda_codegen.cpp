@@ -222,7 +222,7 @@ ElemSpec composite_spec(const CompositeProgram& prog, const std::vector<int>& ou
   return s;
 }
 
-std::string elementwise_source(const ElemSpec& spec, const std::string& name) {
+std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which) {
   const size_t ni = spec.in.size(), no = spec.out.size();
   const std::string D = std::to_string(kMaxDims);
   std::string s = "struct HypArgs {\n  long long n, nd, shape[" + D + "];\n";
@@ -262,6 +262,7 @@ std::string elementwise_source(const ElemSpec& spec, const std::string& name) {
     return b;
   };
   for (bool contiguous : {true, false}) {
+    if (which == (contiguous ? ElemKernels::Strided : ElemKernels::Contiguous)) continue;
     s += "extern \"C\" __global__ void " + name + (contiguous ? "_c" : "_s") + "(const HypArgs a) {\n";
     s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
     s += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {\n";

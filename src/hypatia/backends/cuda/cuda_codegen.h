@@ -55,10 +55,12 @@ ElemSpec composite_spec(const CompositeProgram& prog, const std::vector<int>& ou
 /// steps convert to and from float16 only; the result must be of the compute dtype).
 bool generatable(ScalarOpKind k, DType compute);
 
-/// The source of a module with two kernels for `spec`: `<name>_c` (the output and every input
-/// C-contiguous or a broadcast scalar) and `<name>_s` (any strides, broadcasting by stride 0).
-/// Both take one ElemArgs (below) by value.
-std::string elementwise_source(const ElemSpec& spec, const std::string& name);
+/// Which kernels of an elementwise spec a module holds.
+enum class ElemKernels : uint8_t { Both, Contiguous, Strided };
+/// The source of a module with the kernels `which` for `spec`: `<name>_c` (the output and every
+/// input C-contiguous or a broadcast scalar) and `<name>_s` (any strides, broadcasting by
+/// stride 0). Each takes one ElemArgs (below) by value.
+std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which = ElemKernels::Both);
 
 /// The source of a kernel `name` reducing the spec's one value (of dtype spec.out[0]) with `kind`
 /// (Sum, Prod, Max, Min, All, Any) into `out`: one block per output element, its threads over the

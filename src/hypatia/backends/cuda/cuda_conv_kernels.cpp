@@ -1,13 +1,15 @@
-// 2-d convolutions on the CUDA backend through cuDNN (ops/conv.h): Conv2d, Conv2dGradInputs and
-// Conv2dGradWeights, float32 and float64, every border mode with symmetric padding, strides,
-// dilations and groups, flipped (a convolution) or not (a correlation). libcudnn is opened at
-// first use (dlopen, as cuBLAS); where it cannot be, or for what cuDNN does not take (asymmetric
-// padding, other dtypes), the nodes run on the CPU backend with transfers (the fallback).
+// 2-d and 3-d convolutions on the CUDA backend through cuDNN (ops/conv.h): Conv2d, Conv3d and their
+// gradient ops (GradInputs, GradWeights), float32 and float64, every border mode with symmetric
+// padding, strides, dilations and groups, flipped (a convolution) or not (a correlation), through
+// cuDNN's N-d descriptors. libcudnn is opened at first use (dlopen, as cuBLAS); where it cannot
+// be, or for what cuDNN does not take (asymmetric padding, other dtypes), the nodes run on the
+// CPU backend with transfers (the fallback).
 //
 // Products in float32 are computed in float32 (CUDNN_FMA_MATH: no TF32), as cuBLAS's are here.
 // The algorithm is cuDNN's first heuristic choice (cudnnGet*Algorithm_v7) that computes in that
 // math and whose workspace can be allocated, chosen once per shape and kept by the kernel. Inputs
 // are made C-contiguous first (cuDNN's packed NCHW).
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -33,13 +35,13 @@ struct Cudnn {
   X(cudnnSetStream)                                \
   X(cudnnGetErrorString)                           \
   X(cudnnCreateTensorDescriptor)                   \
-  X(cudnnSetTensor4dDescriptorEx)                  \
+  X(cudnnSetTensorNdDescriptor)                    \
   X(cudnnDestroyTensorDescriptor)                  \
   X(cudnnCreateFilterDescriptor)                   \
-  X(cudnnSetFilter4dDescriptor)                    \
+  X(cudnnSetFilterNdDescriptor)                    \
   X(cudnnDestroyFilterDescriptor)                  \
   X(cudnnCreateConvolutionDescriptor)              \
-  X(cudnnSetConvolution2dDescriptor)               \
+  X(cudnnSetConvolutionNdDescriptor)               \
   X(cudnnSetConvolutionGroupCount)                 \
   X(cudnnSetConvolutionMathType)                   \
   X(cudnnDestroyConvolutionDescriptor)             \
@@ -120,32 +122,80 @@ int as_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-/// The descriptors of one convolution: image x (n, c, h, w), filters (o, cg, kh, kw), output y.
+/// One convolution as cuDNN sees it: batch n, channels c, filters o (of cg = c / g channels),
+/// groups g, and per spatial axis (2 or 3: depth, rows, columns) the image, filter and output
+/// sizes, the padding (each side), stride and dilation.
+struct Geometry {
+  int nsp = 2;
+  int64_t n = 0, c = 0, o = 0, cg = 0, g = 1;
+  std::array<int64_t, 3> in{}, k{}, out{}, pad{}, stride{}, dil{};
+  bool flip = false;
+  auto key(DType dt) const { return std::make_tuple(nsp, n, c, o, g, in, k, pad, static_cast<int>(dt)); }
+};
+
+Geometry geometry(const Conv2dParams& p, const Conv2dShape& s) {
+  Geometry g{.nsp = 2, .n = s.n, .c = s.c, .o = s.o, .cg = s.cg, .g = s.g};
+  g.in = {s.h, s.w, 0};
+  g.k = {s.kh, s.kw, 0};
+  g.out = {s.ho, s.wo, 0};
+  g.pad = {s.ph, s.pw, 0};
+  g.stride = {p.stride_h, p.stride_w, 0};
+  g.dil = {p.dil_h, p.dil_w, 0};
+  g.flip = p.flip;
+  return g;
+}
+
+Geometry geometry(const Conv3dParams& p, const Conv3dShape& s) {
+  const Conv2dShape& hw = s.hw;
+  Geometry g{.nsp = 3, .n = hw.n, .c = hw.c, .o = hw.o, .cg = hw.cg, .g = hw.g};
+  g.in = {s.d, hw.h, hw.w};
+  g.k = {s.kd, hw.kh, hw.kw};
+  g.out = {s.od, hw.ho, hw.wo};
+  g.pad = {s.pd, hw.ph, hw.pw};
+  g.stride = {p.stride_d, p.hw.stride_h, p.hw.stride_w};
+  g.dil = {p.dil_d, p.hw.dil_h, p.hw.dil_w};
+  g.flip = p.hw.flip;
+  return g;
+}
+
+/// The descriptors of one convolution: image x (n, c, spatial...), filters (o, cg, kernel...),
+/// output y, all packed (C-contiguous).
 class Descriptors {
  public:
-  Descriptors(const Conv2dParams& p, const Conv2dShape& s, DType dt) {
+  Descriptors(const Geometry& s, DType dt) {
     const Cudnn& d = dnn();
     check_dnn(d.cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor");
     check_dnn(d.cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
     check_dnn(d.cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
     check_dnn(d.cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
     const cudnnDataType_t t = dnn_type(dt);
-    auto packed = [&](cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t wd) {
-      check_dnn(d.cudnnSetTensor4dDescriptorEx(desc, t, as_int(n, "batch"), as_int(c, "channels"), as_int(h, "rows"),
-                                               as_int(wd, "columns"), as_int(c * h * wd, "image size"),
-                                               as_int(h * wd, "channel size"), as_int(wd, "row size"), 1),
-                "cudnnSetTensor4dDescriptorEx");
+    const int nd = 2 + s.nsp;
+    auto packed = [&](cudnnTensorDescriptor_t desc, int64_t n, int64_t c, const std::array<int64_t, 3>& sp) {
+      int dims[5], strides[5];
+      dims[0] = as_int(n, "batch");
+      dims[1] = as_int(c, "channels");
+      for (int i = 0; i < s.nsp; ++i) dims[2 + i] = as_int(sp[i], "spatial size");
+      int64_t st = 1;
+      for (int i = nd - 1; i >= 0; --i) {
+        strides[i] = as_int(st, "image size");
+        st *= dims[i];
+      }
+      check_dnn(d.cudnnSetTensorNdDescriptor(desc, t, nd, dims, strides), "cudnnSetTensorNdDescriptor");
     };
-    packed(x, s.n, s.c, s.h, s.w);
-    packed(y, s.n, s.o, s.ho, s.wo);
-    check_dnn(d.cudnnSetFilter4dDescriptor(w, t, CUDNN_TENSOR_NCHW, as_int(s.o, "filters"), as_int(s.cg, "channels"),
-                                           as_int(s.kh, "filter rows"), as_int(s.kw, "filter columns")),
-              "cudnnSetFilter4dDescriptor");
-    check_dnn(d.cudnnSetConvolution2dDescriptor(conv, as_int(s.ph, "padding"), as_int(s.pw, "padding"),
-                                                as_int(p.stride_h, "stride"), as_int(p.stride_w, "stride"),
-                                                as_int(p.dil_h, "dilation"), as_int(p.dil_w, "dilation"),
-                                                p.flip ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, t),
-              "cudnnSetConvolution2dDescriptor");
+    packed(x, s.n, s.c, s.in);
+    packed(y, s.n, s.o, s.out);
+    int fdims[5] = {as_int(s.o, "filters"), as_int(s.cg, "channels")};
+    int pad[3], stride[3], dil[3];
+    for (int i = 0; i < s.nsp; ++i) {
+      fdims[2 + i] = as_int(s.k[i], "filter size");
+      pad[i] = as_int(s.pad[i], "padding");
+      stride[i] = as_int(s.stride[i], "stride");
+      dil[i] = as_int(s.dil[i], "dilation");
+    }
+    check_dnn(d.cudnnSetFilterNdDescriptor(w, t, CUDNN_TENSOR_NCHW, nd, fdims), "cudnnSetFilterNdDescriptor");
+    check_dnn(d.cudnnSetConvolutionNdDescriptor(conv, s.nsp, pad, stride, dil,
+                                                s.flip ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, t),
+              "cudnnSetConvolutionNdDescriptor");
     check_dnn(d.cudnnSetConvolutionGroupCount(conv, as_int(s.g, "groups")), "cudnnSetConvolutionGroupCount");
     check_dnn(d.cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
   }
@@ -176,32 +226,25 @@ std::pair<int, size_t> pick(const Perf* perf, int n, const char* what) {
 
 enum class Which { Forward, Data, Filter };
 
-/// One node's convolution: its descriptors and algorithm per shape (kept), and the call.
+/// One node's convolution (2-d or 3-d): its descriptors and algorithm per shape (kept), and the
+/// call.
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(const Apply& node, Which which) : op_(*node.op), which_(which) {
-    if (which == Which::Forward) p_ = static_cast<const Conv2d&>(*node.op).p;
-    if (which == Which::Data) p_ = static_cast<const Conv2dGradInputs&>(*node.op).p;
-    if (which == Which::Filter) p_ = static_cast<const Conv2dGradWeights&>(*node.op).p;
-  }
+  ConvKernel(const Apply& node, Which which) : op_(*node.op), which_(which) {}
 
   void run(const KernelArgs& a) override {
     const NDArray& in0 = *a.in[0];
     const NDArray& in1 = *a.in[1];
     const std::string who = op_.name();
-    Conv2dShape s{};
-    if (which_ == Which::Forward)
-      s = conv2d_shape(who.c_str(), p_, in0.shape(), in1.shape());
-    else if (which_ == Which::Data)
-      s = conv2d_grad_inputs_shape(who.c_str(), p_, in0.shape(), in1.shape(), host_int(*a.in[2]), host_int(*a.in[3]));
-    else
-      s = conv2d_grad_weights_shape(who.c_str(), p_, in0.shape(), in1.shape(), host_int(*a.in[2]), host_int(*a.in[3]));
-    if (s.ph != s.ph_end || s.pw != s.pw_end)
-      fail<InternalError>(who, ": cuDNN takes symmetric padding only (the node should have run on the CPU)");
+    const Geometry s = geometry_of(who, a);
+    for (int i = 0; i < s.nsp; ++i)
+      if (s.pad[i] < 0) fail<InternalError>(who, ": negative padding");
     const DType dt = in0.dtype();
-    const Shape out_shape = which_ == Which::Forward ? Shape{s.n, s.o, s.ho, s.wo}
-                            : which_ == Which::Data  ? Shape{s.n, s.c, s.h, s.w}
-                                                     : Shape{s.o, s.cg, s.kh, s.kw};
+    Shape out_shape = which_ == Which::Forward ? Shape{s.n, s.o}
+                      : which_ == Which::Data  ? Shape{s.n, s.c}
+                                               : Shape{s.o, s.cg};
+    const std::array<int64_t, 3>& sp = which_ == Which::Forward ? s.out : which_ == Which::Data ? s.in : s.k;
+    for (int i = 0; i < s.nsp; ++i) out_shape.push_back(sp[i]);
     NDArray& out = prepare_device_output(*a.out[0], out_shape, dt);
     if (out.size() == 0) return;
     const NDArray A = in0.is_c_contiguous() ? in0 : device_copy(in0);
@@ -250,12 +293,53 @@ class ConvKernel final : public Kernel {
     return v.get_flat_int(0);
   }
 
-  Plan& plan_for(const Conv2dShape& s, DType dt) {
-    const auto key = std::make_tuple(s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.ph, s.pw, static_cast<int>(dt));
+  /// The node's shapes, checked by the op's own shape function (its messages), as cuDNN's
+  /// geometry; the gradient ops' size inputs are read on the host.
+  Geometry geometry_of(const std::string& who, const KernelArgs& a) const {
+    const Shape& x0 = a.in[0]->shape();
+    const Shape& x1 = a.in[1]->shape();
+    const char* w = who.c_str();
+    Geometry g;
+    bool symmetric = true;
+    if (const auto* c = dynamic_cast<const Conv2d*>(&op_)) {
+      const Conv2dShape s = conv2d_shape(w, c->p, x0, x1);
+      symmetric = s.ph == s.ph_end && s.pw == s.pw_end;
+      g = geometry(c->p, s);
+    } else if (const auto* c = dynamic_cast<const Conv2dGradInputs*>(&op_)) {
+      const Conv2dShape s = conv2d_grad_inputs_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]));
+      symmetric = s.ph == s.ph_end && s.pw == s.pw_end;
+      g = geometry(c->p, s);
+    } else if (const auto* c = dynamic_cast<const Conv2dGradWeights*>(&op_)) {
+      const Conv2dShape s = conv2d_grad_weights_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]));
+      symmetric = s.ph == s.ph_end && s.pw == s.pw_end;
+      g = geometry(c->p, s);
+    } else if (const auto* c = dynamic_cast<const Conv3d*>(&op_)) {
+      const Conv3dShape s = conv3d_shape(w, c->p, x0, x1);
+      symmetric = s.hw.ph == s.hw.ph_end && s.hw.pw == s.hw.pw_end;
+      g = geometry(c->p, s);
+    } else if (const auto* c = dynamic_cast<const Conv3dGradInputs*>(&op_)) {
+      const Conv3dShape s =
+          conv3d_grad_inputs_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]), host_int(*a.in[4]));
+      symmetric = s.hw.ph == s.hw.ph_end && s.hw.pw == s.hw.pw_end;
+      g = geometry(c->p, s);
+    } else {
+      const auto& c3 = static_cast<const Conv3dGradWeights&>(op_);
+      const Conv3dShape s =
+          conv3d_grad_weights_shape(w, c3.p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]), host_int(*a.in[4]));
+      symmetric = s.hw.ph == s.hw.ph_end && s.hw.pw == s.hw.pw_end;
+      g = geometry(c3.p, s);
+    }
+    if (!symmetric)
+      fail<InternalError>(who, ": cuDNN takes symmetric padding only (the node should have run on the CPU)");
+    return g;
+  }
+
+  Plan& plan_for(const Geometry& s, DType dt) {
+    const auto key = s.key(dt);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     Plan plan;
-    plan.desc = std::make_unique<Descriptors>(p_, s, dt);
+    plan.desc = std::make_unique<Descriptors>(s, dt);
     const Descriptors& d = *plan.desc;
     DnnHandle h = handle();
     int n = 0;
@@ -283,9 +367,7 @@ class ConvKernel final : public Kernel {
 
   const Op& op_;
   Which which_;
-  Conv2dParams p_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>, Plan>
-      plans_;
+  std::map<decltype(Geometry{}.key(DType::Float32)), Plan> plans_;
 };
 
 /// Float32 or float64 operands of one dtype, padding cuDNN can take (symmetric), and libcudnn
@@ -322,6 +404,12 @@ void register_cuda_conv_kernels() {
       [](const Apply& n) { return static_cast<const Conv2dGradInputs&>(*n.op).p; }, {2, 3});
   add(typeid(Conv2dGradWeights), Which::Filter,
       [](const Apply& n) { return static_cast<const Conv2dGradWeights&>(*n.op).p; }, {2, 3});
+  // 3-d: the rows' and columns' parameters decide (the depth's padding is symmetric by its own rule).
+  add(typeid(Conv3d), Which::Forward, [](const Apply& n) { return static_cast<const Conv3d&>(*n.op).p.hw; }, {});
+  add(typeid(Conv3dGradInputs), Which::Data,
+      [](const Apply& n) { return static_cast<const Conv3dGradInputs&>(*n.op).p.hw; }, {2, 3, 4});
+  add(typeid(Conv3dGradWeights), Which::Filter,
+      [](const Apply& n) { return static_cast<const Conv3dGradWeights&>(*n.op).p.hw; }, {2, 3, 4});
 }
 
 }  // namespace hypatia::cuda

@@ -3,6 +3,8 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,9 +30,11 @@ void launch(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* wh
 /// one already and nothing else holds it.
 NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype);
 
-/// The two generated kernels of an elementwise spec (compiled, or found in the module caches).
+/// The two generated kernels of an elementwise spec (compiled, or found in the module caches):
+/// the contiguous one when the module is made, the strided one, which takes NVRTC about twice as
+/// long (its index arithmetic), when an operand first needs it (most graphs never do).
 struct ElemModule {
-  cudaKernel_t contiguous = nullptr, strided = nullptr;
+  cudaKernel_t contiguous = nullptr;
   std::string what;
 
   ElemModule() = default;
@@ -38,6 +42,12 @@ struct ElemModule {
   /// Runs the loop over `shape` (every output of that shape; inputs of its ndim, broadcasting
   /// where a dim is 1): the contiguous kernel when every operand allows, else the strided one.
   void run(const Shape& shape, std::span<NDArray* const> outs, std::span<NDArray* const> ins) const;
+  /// The strided kernel, compiled (or found in the caches) on first use; thread-safe.
+  cudaKernel_t strided() const;
+
+ private:
+  std::string strided_source_;
+  std::shared_ptr<std::atomic<cudaKernel_t>> strided_ = std::make_shared<std::atomic<cudaKernel_t>>(nullptr);
 };
 
 /// The identity loop of a dtype (device copies).
@@ -58,7 +68,7 @@ NDArray& prepare_device_inplace_output(NDArray& cell, const NDArray& target, con
 
 /// The generated pooling kernels (cuda_pool_kernels.cpp): the forward pass and the two gradients,
 /// for a dtype and a PoolParams mode (max, sum, average_inc_pad, average_exc_pad).
-enum class PoolKernel { Forward, MaxGrad, AverageGrad };
+enum class PoolKernel { Forward, MaxGrad, AverageGrad, MaxGradGrad };
 std::string pool_source(DType dt, const std::string& mode, PoolKernel which);
 /// MRG31k3p's generator kernel for samples of dtype dt (cuda_random_kernels.cpp).
 std::string mrg_source(DType dt);

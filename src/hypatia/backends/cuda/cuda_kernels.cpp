@@ -48,10 +48,18 @@ NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype) {
 
 // ---- elementwise launches
 
-ElemModule::ElemModule(const ElemSpec& spec, const std::string& label) : what(label) {
-  const std::string src = table_prefix() + elementwise_source(spec, "hyp_elem");
-  contiguous = get_kernel(src, "hyp_elem_c");
-  strided = get_kernel(src, "hyp_elem_s");
+ElemModule::ElemModule(const ElemSpec& spec, const std::string& label)
+    : what(label), strided_source_(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Strided)) {
+  contiguous = get_kernel(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Contiguous), "hyp_elem_c");
+}
+
+cudaKernel_t ElemModule::strided() const {
+  cudaKernel_t k = strided_->load(std::memory_order_acquire);
+  if (!k) {
+    k = get_kernel(strided_source_, "hyp_elem_s");  // (two threads at once: the caches give both one kernel)
+    strided_->store(k, std::memory_order_release);
+  }
+  return k;
 }
 
 void ElemModule::run(const Shape& shape, std::span<NDArray* const> outs, std::span<NDArray* const> ins) const {
@@ -108,7 +116,7 @@ void ElemModule::run(const Shape& shape, std::span<NDArray* const> outs, std::sp
   std::vector<std::vector<int64_t>> ost(cst.begin(), cst.begin() + static_cast<std::ptrdiff_t>(outs.size()));
   std::vector<std::vector<int64_t>> ist(cst.begin() + static_cast<std::ptrdiff_t>(outs.size()), cst.end());
   std::vector<int64_t> args = elem_args(n, cs, op, ost, ip, ist);
-  launch(strided, grid_for(n), args, what.c_str());
+  launch(strided(), grid_for(n), args, what.c_str());
 }
 
 /// The identity loop of a dtype (device copies: contiguity, in-place targets that cannot be

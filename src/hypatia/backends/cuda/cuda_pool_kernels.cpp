@@ -1,10 +1,10 @@
-// Pooling on the CUDA backend (ops/pool.h): Pool, MaxPoolGrad and AveragePoolGrad over the last 2
-// or 3 axes, every mode and border rule of the CPU kernels (backends/pool_kernels.cpp), generated
-// per dtype and mode. The forward kernel has a thread per output element; the gradients a thread
-// per input element, which gathers from the windows that hold it in the CPU's window order (no
-// atomics: the same sums, in the same order, as the CPU's loops). Windows follow the CPU's rule:
-// window k of an axis starts at k * stride - pad, ends at min(start + ws, size + pad), and takes
-// the real elements in [max(start, 0), min(end, size)); average_inc_pad divides by end - start.
+// Pooling on the CUDA backend (ops/pool.h): Pool, MaxPoolGrad, AveragePoolGrad and the second-order
+// DownsampleFactorMaxGradGrad over the last 2 or 3 axes, every mode and border rule of the CPU
+// kernels (backends/pool_kernels.cpp), generated per dtype and mode. The forward kernel and the
+// second-order one have a thread per output element; the gradients a thread per input element, which gathers from the
+// windows that hold it in the CPU's window order (no atomics: the same sums, in the same order, as the CPU's loops).
+// Windows follow the CPU's rule: window k of an axis starts at k * stride - pad, ends at min(start + ws, size + pad),
+// and takes the real elements in [max(start, 0), min(end, size)); average_inc_pad divides by end - start.
 #include <string>
 
 #include "hypatia/backends/cuda/cuda_api.h"
@@ -31,7 +31,7 @@ std::string pool_source(DType dt, const std::string& mode, PoolKernel which) {
   s += "extern \"C\" __global__ void hyp_pool(const PoolArgs a) {\n";
   s += "  const long long in_size = a.in[0] * a.in[1] * a.in[2], out_size = a.out[0] * a.out[1] * a.out[2];\n";
   s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
-  if (which == PoolKernel::Forward) {
+  if (which == PoolKernel::Forward || which == PoolKernel::MaxGradGrad) {
     s += "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < a.slices * out_size; t += "
          "step) {\n";
     s += "    const long long sl = t / out_size, o = t % out_size;\n";
@@ -39,6 +39,17 @@ std::string pool_source(DType dt, const std::string& mode, PoolKernel which) {
     s += "    long long l0, h0, i0, l1, h1, i1, l2, h2, i2;\n";
     s += "    window(a, 0, k0, l0, h0, i0);\n    window(a, 1, k1, l1, h1, i1);\n    window(a, 2, k2, l2, h2, i2);\n";
     s += "    const " + T + "* xs = (const " + T + "*)a.x + sl * in_size;\n";
+    if (which == PoolKernel::MaxGradGrad) {
+      // ggx (in gz) at the window's max: the last element equal to it, in the CPU's order.
+      s += "    const " + T + "* gs = (const " + T + "*)a.gz + sl * in_size;\n";
+      s += "    const " + T + " m = ((const " + T + "*)a.m)[t];\n    " + T + " r = 0;\n";
+      s += "    for (long long d = l0; d < h0; ++d)\n      for (long long h = l1; h < h1; ++h)\n";
+      s += "        for (long long w = l2; w < h2; ++w) {\n";
+      s += "          const long long i = (d * a.in[1] + h) * a.in[2] + w;\n";
+      s += "          if (xs[i] == m) r = gs[i];\n        }\n";
+      s += "    ((" + T + "*)a.y)[t] = r;\n  }\n}\n";
+      return s;
+    }
     if (max)
       s += "    " + T + " m = -hstd::numeric_limits<" + T + ">::infinity();\n    bool nan = false;\n";
     else
@@ -172,6 +183,26 @@ class AveragePoolGradKernel final : public PoolKernelBase {
   const AveragePoolGrad& op_;
 };
 
+class MaxPoolGradGradKernel final : public PoolKernelBase {
+ public:
+  explicit MaxPoolGradGradKernel(const Apply& node)
+      : PoolKernelBase(node, static_cast<const DownsampleFactorMaxGradGrad&>(*node.op).p, PoolKernel::MaxGradGrad),
+        op_(static_cast<const DownsampleFactorMaxGradGrad&>(*node.op)) {}
+  void run(const KernelArgs& a) override {
+    const NDArray x = contiguous(*a.in[0]), m = contiguous(*a.in[1]), gg = contiguous(*a.in[2]);
+    const pool_geometry::Geometry g = pool_geometry::geometry(p_, x.shape());
+    const Shape pooled = pool_geometry::pooled_shape(p_, x.shape(), g);
+    if (!(m.shape() == pooled) || !(gg.shape() == x.shape()))
+      fail<ValueError>(op_.name(), ": maxout ", m.shape().str(), " must have the pooled shape ", pooled.str(),
+                       " and ggx ", gg.shape().str(), " the shape of x ", x.shape().str());
+    NDArray& y = prepare_device_output(*a.out[0], pooled, x.dtype());
+    launch_pool(g, y.size(), &x, &m, &gg, y, "CUDA max pool second-order gradient");
+  }
+
+ private:
+  const DownsampleFactorMaxGradGrad& op_;
+};
+
 /// Float dtypes (the others pool on the CPU).
 bool pool_accepts(const Apply& node) {
   const DType dt = node.inputs[0]->type.dtype;
@@ -190,6 +221,7 @@ void register_cuda_pool_kernels() {
   register_kernel(kCudaBackend, typeid(Pool), factory<PoolForwardKernel>(), traits);
   register_kernel(kCudaBackend, typeid(MaxPoolGrad), factory<MaxPoolGradKernel>(), traits);
   register_kernel(kCudaBackend, typeid(AveragePoolGrad), factory<AveragePoolGradKernel>(), traits);
+  register_kernel(kCudaBackend, typeid(DownsampleFactorMaxGradGrad), factory<MaxPoolGradGradKernel>(), traits);
 }
 
 }  // namespace hypatia::cuda
