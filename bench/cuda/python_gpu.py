@@ -9,10 +9,9 @@ A dry run without a GPU (the emulated GPU of the tests; the times mean nothing):
     HYPATIA_BENCH_EMULATE=1 python3 bench/cuda/python_gpu.py
 """
 import os
-import statistics
-import time
 
 import numpy as np
+from anchors import wall  # the same timing as the PyTorch and JAX anchors (this folder)
 
 import hypatia
 import hypatia.tensor as T
@@ -25,16 +24,6 @@ MODE = None
 if os.environ.get("HYPATIA_BENCH_EMULATE"):
     hypatia._core._install_emulated_gpu()
     MODE = hypatia.Mode(linker="emulated_gpu")
-
-
-def wall(fn, reps=5):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def sync(r):

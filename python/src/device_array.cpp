@@ -51,12 +51,10 @@ nb::tuple int_tuple(const Dims& v) {
   return nb::tuple(l);
 }
 
-NDArray host_copy(const GpuArray& g) {
-  if (!g.array.is_c_contiguous())
-    fail<ValueError>("GpuArray: ", g.array.describe(),
-                     " is not contiguous and cannot be copied to the host; .copy() it on the device first");
+/// A C-contiguous host copy of a device array (a strided view through the bytes it spans).
+NDArray host_copy(const NDArray& a) {
   nb::gil_scoped_release nogil;
-  return g.array.to_device(Device::host());
+  return a.to_device(Device::host());
 }
 
 }  // namespace
@@ -77,9 +75,10 @@ const NDArray* device_array_of(PyObject* obj) {
 }
 
 void init_device_array(nb::module_& m) {
-  m.def("_install_emulated_gpu", &testing::install_emulated_gpu,
+  m.def("_install_emulated_gpu", &testing::install_emulated_gpu, "as_default"_a = false,
         "For Hypatia's tests without a GPU (testing/emulated_gpu.h): host memory stands in for the CUDA "
-        "devices', and the backend 'emulated_gpu' runs the CPU's kernels on it.");
+        "devices', and the backend 'emulated_gpu' runs the CPU's kernels on it (as_default: also under "
+        "device=cuda).");
   m.def("_remove_emulated_gpu", &testing::remove_emulated_gpu, "Gives the CUDA devices their own memory back.");
   m.def(
       "_emulated_gpu_copies",
@@ -132,15 +131,30 @@ void init_device_array(nb::module_& m) {
             if (copy.ptr() == Py_False)
               fail<ValueError>("GpuArray: the values are on ", g.array.device().str(),
                                "; numpy.asarray(..., copy=False) cannot view them (a copy to the host is needed)");
-            nb::object r = nb::steal(to_numpy(host_copy(g)));
+            nb::object r = nb::steal(to_numpy(host_copy(g.array)));
             if (!r.is_valid()) throw nb::python_error();
             if (!dtype.is_none()) r = r.attr("astype")(dtype);
             return r;
           },
           "dtype"_a = nb::none(), "copy"_a = nb::none(), "A host copy (numpy.asarray(a)).")
       .def(
-          "copy", [](const GpuArray& g) { return GpuArray{g.array.copy()}; },
-          "A copy on the same device (C-contiguous arrays).")
+          "copy",
+          [](const GpuArray& g) {
+            // On the device; a strided view goes through the host (its device has no strided copy here).
+            return GpuArray{g.array.is_c_contiguous() ? g.array.copy()
+                                                      : host_copy(g.array).to_device(g.array.device())};
+          },
+          "A C-contiguous copy on the same device.")
+      .def(
+          "__reduce__",
+          [](nb::handle self) {
+            // Pickled as its values and device (Theano's CudaNdarray pickled through numpy too).
+            const NDArray& a = nb::cast<const GpuArray&>(self).array;
+            nb::object values = nb::steal(to_numpy(host_copy(a)));
+            if (!values.is_valid()) throw nb::python_error();
+            return nb::make_tuple(self.type(), nb::make_tuple(values, a.device().str()));
+          },
+          "Pickling: the values copied to the host, rebuilt on the same device when loaded.")
       .def("__repr__",
            [](const GpuArray& g) {
              // No values: printing does not transfer (numpy.asarray(a) does).

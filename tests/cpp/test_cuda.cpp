@@ -126,6 +126,15 @@ TEST(CudaCodegen, PoolingKernelsCompileForEveryModeAndDtype) {
   EXPECT_EQ(n, 18);
 }
 
+TEST(CudaCodegen, SortKernelsCompileForEveryDtypeTheySort) {
+  REQUIRE_NVRTC();
+  for (int d = 0; d < kNumDTypes; ++d) {
+    const DType dt = static_cast<DType>(d);
+    if (dt == DType::Float16) continue;  // sorted on the CPU
+    EXPECT_NO_THROW(cuda::check_source(cuda::table_prefix() + cuda::sort_source(dt))) << dtype_name(dt);
+  }
+}
+
 TEST(CudaCodegen, TheMrgGeneratorCompilesFromTheCpuKernelsText) {
   REQUIRE_NVRTC();
   for (DType dt : {DType::Float32, DType::Float64}) cuda::check_source(cuda::mrg_source(dt));
@@ -349,6 +358,17 @@ TEST(CudaRun, TransferCountsOfSeed000) {
   EXPECT_EQ(transfers(f2), 3);
   EXPECT_EQ(transfers(f1), 2);
   EXPECT_EQ(transfers(f0), 0);  // the user's own transfer of a device value leaves the graph
+  // Where the nodes run: the transfers count as the host's (the CUDA backend's kernels copy).
+  const auto nodes = f3.toposort();
+  const auto devices = f3.node_devices();
+  int on_gpu = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i]->op->moves_between_devices()) {
+      EXPECT_EQ(devices[i], Device::host()) << nodes[i]->op->name();
+    }
+    on_gpu += devices[i] == Device::cuda(0);
+  }
+  EXPECT_GE(on_gpu, 1);
   const NDArray want = f3({mv, xv, bv})[0];
   EXPECT_ALLCLOSE(f2({xv, bv})[0], want, 1e-5);
   EXPECT_ALLCLOSE(f1({bv})[0], want, 1e-5);
@@ -382,6 +402,19 @@ TEST(CudaRun, TheStridedKernelIsMadeOnlyWhenAnOperandNeedsIt) {
   EXPECT_EQ(kernel_requests(), q1 + 1);
   EXPECT_ALLCLOSE(bcast({xv, rv})[0], want, 1e-6);
   EXPECT_EQ(kernel_requests(), q1 + 1);
+}
+
+TEST(CudaRun, ADeviceArgumentIsCopiedOnTheDeviceAndLeftAsItWas) {
+  REQUIRE_GPU();
+  Var x = vector("x", DType::Float32);
+  Var y = add(mul(x, constant(2.0, DType::Float32)), constant(1.0, DType::Float32));  // in place on the device
+  Function fg = fn({x}, {y}, on("cuda")), fc = fn({x}, {y}, on("cpu"));
+  const NDArray h = random_array({1000}, DType::Float32, 5);
+  const NDArray d = h.to_device(Device::cuda(0));
+  EXPECT_ALLCLOSE(fg({d})[0], fc({h})[0], 1e-6);
+  EXPECT_ALLCLOSE(fg({d})[0], fc({h})[0], 1e-6);
+  EXPECT_ALLCLOSE(d.to_device(Device::host()), h, 0.0, 0.0);  // the caller's array, unchanged
+  EXPECT_ALLCLOSE(fg({h})[0], fc({h})[0], 1e-6);
 }
 
 TEST(CudaRun, AFailedCallChangesNoSharedVariable) {

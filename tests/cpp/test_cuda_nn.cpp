@@ -5,6 +5,7 @@
 #include "hypatia/ops/conv.h"
 #include "hypatia/ops/pool.h"
 #include "hypatia/ops/random.h"
+#include "hypatia/ops/sort.h"
 #include "pool_cases.h"
 #include "test_cuda_util.h"
 
@@ -108,6 +109,28 @@ TEST(CudaRun, ThreeDConvolutionsThroughCudnnMatchTheCpu) {
       const double rtol = dt == DType::Float32 ? 1e-4 : 1e-10, atol = dt == DType::Float32 ? 1e-4 : 1e-10;
       for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], rtol, atol) << "output " << k;
     }
+}
+
+TEST(CudaRun, SortAndArgsortMatchTheCpu) {
+  REQUIRE_GPU();
+  uint64_t seed = 300;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Int32})
+    for (const Shape& shape : {Shape{1000}, Shape{7, 300}, Shape{3, 1025, 2}})
+      for (int axis = 0; axis < shape.size(); ++axis) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis));
+        // Few distinct values: ties show the stable order.
+        NDArray x = random_array(shape, DType::Float64, seed++);
+        for (int64_t i = 0; i < x.size(); ++i) x.data<double>()[i] = std::round(x.data<double>()[i] * 3);
+        x = x.astype(dt);
+        Var xv = variable(TensorType::of_value(x), "x");
+        std::vector<Var> outs = {sort(xv, axis), argsort(xv, axis)};
+        Function fc = function({xv}, std::vector<Out>(outs.begin(), outs.end()), on("cpu"));
+        Function fg = function({xv}, std::vector<Out>(outs.begin(), outs.end()), on("cuda"));
+        EXPECT_TRUE(all_on_gpu(fg, "SortOp")) << fg.debugprint();
+        const auto a = fc({x}), b = fg({x});
+        EXPECT_ALLCLOSE(b[0], a[0], 0.0, 0.0);
+        EXPECT_ALLCLOSE(b[1], a[1], 0.0, 0.0);
+      }
 }
 
 TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {

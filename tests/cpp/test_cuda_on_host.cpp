@@ -4,11 +4,14 @@
 // arguments are the ones the backend's launch builds. Bit for bit: the kernels sum in the CPU's
 // order. This tests their arithmetic and indexing where no GPU is; test_cuda.cpp runs them on one.
 #include <cmath>
+#include <random>
 
+#include "hypatia/backends/cuda/sort_network.h"
 #include "hypatia/backends/pool_geometry.h"
 #include "hypatia/hypatia.h"
 #include "hypatia/ops/pool.h"
 #include "hypatia/ops/random.h"
+#include "hypatia/ops/sort.h"
 #include "hypatia/testing/opinfo.h"
 #include "pool_cases.h"
 #include "test_util.h"
@@ -29,6 +32,13 @@ struct HostPoolKernel {
   void (*run)(const void* args);
 };
 
+struct HostSortKernels {
+  hypatia::DType dt;
+  void (*init)(const void* args);
+  void (*pass)(const void* args);
+  void (*final)(const void* args);
+};
+
 #define __device__
 #include "cuda_host_kernels.inc"
 #undef __device__
@@ -44,6 +54,10 @@ struct PoolArgs {
 struct MrgArgs {
   long long streams, n;
   unsigned long long state, out;
+};
+struct SortArgs {
+  long long rows, n, inner, p, k, j, indices;
+  unsigned long long x, val, idx, out;
 };
 
 unsigned long long ptr(const NDArray& a) { return reinterpret_cast<unsigned long long>(a.raw()); }
@@ -116,6 +130,56 @@ TEST(CudaKernelsOnHost, PoolingAndItsGradientsAreTheCpusBitForBit) {
         ++checked;
       }
   EXPECT_EQ(checked, 60);  // 48 forward and gradient pairs, 12 second-order gradients
+}
+
+/// sort (indices false) or argsort of x along axis by the generated kernels, launched as
+/// cuda_sort_kernels.cpp launches them.
+NDArray host_sort(const NDArray& x, int axis, bool indices) {
+  const HostSortKernels* k = nullptr;
+  for (const HostSortKernels& s : kHostSortKernels)
+    if (s.dt == x.dtype()) k = &s;
+  EXPECT_NE(k, nullptr) << dtype_name(x.dtype());
+  NDArray out = NDArray::zeros(x.shape(), indices ? DType::Int64 : x.dtype());
+  const int64_t n = x.shape(axis), p = cuda::sort_network::padded(n), rows = x.size() / n;
+  int64_t inner = 1;
+  for (int d = axis + 1; d < x.ndim(); ++d) inner *= x.shape(d);
+  NDArray val = NDArray::zeros({rows * p}, x.dtype()), idx = NDArray::zeros({rows * p}, DType::Int64);
+  SortArgs a{rows, n, inner, p, 0, 0, indices, ptr(x), ptr(val), ptr(idx), ptr(out)};
+  k->init(&a);
+  cuda::sort_network::for_each_pass(p, [&](int64_t kk, int64_t j) {
+    a.k = kk;
+    a.j = j;
+    k->pass(&a);
+  });
+  k->final(&a);
+  return out;
+}
+
+TEST(CudaKernelsOnHost, SortAndArgsortAreTheCpusStableNanLastOrder) {
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::UInt8, DType::Bool})
+    for (const Shape& shape : {Shape{1}, Shape{5}, Shape{37}, Shape{4, 9}, Shape{3, 16, 5}, Shape{2, 1, 7}})
+      for (int axis = 0; axis < shape.size(); ++axis) {
+        // Few distinct values (ties: the stable order shows), and for floats NaNs, -0.0 and infinities.
+        NDArray x = NDArray::empty(shape, DType::Float64);
+        std::uniform_int_distribution<int> pick(0, 11);
+        for (int64_t i = 0; i < x.size(); ++i) {
+          const int c = pick(rng);
+          const double v = c == 0 ? NAN : c == 1 ? -0.0 : c == 2 ? INFINITY : c == 3 ? -INFINITY : double(c % 5);
+          x.data<double>()[i] = is_float(dt) ? v : std::isfinite(v) ? std::fabs(v) : 3.0;
+        }
+        x = x.astype(dt);
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis));
+        Var xv = variable(TensorType::of_value(x), "x");
+        FunctionOptions cpu;
+        cpu.backend = "cpu";
+        const auto want = function({xv}, {sort(xv, axis), argsort(xv, axis)}, cpu)({x});
+        EXPECT_EQ(testing::compare_arrays(host_sort(x, axis, false), want[0], 0.0, 0.0), "");
+        EXPECT_ALLCLOSE(host_sort(x, axis, true), want[1], 0.0, 0.0);
+        ++checked;
+      }
+  EXPECT_EQ(checked, 6 * 11);
 }
 
 TEST(CudaKernelsOnHost, MrgStreamsAreTheCpusBitForBit) {

@@ -2,6 +2,7 @@
 // MonitorMode: the first node that produces NaN, an infinity or a big value is named with its
 // inputs' statistics; a bad function input is named instead of its reader; each check can be
 // turned off; the hooks see every node in schedule order; a failed call changes no shared variable.
+#include "hypatia/testing/emulated_gpu.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -34,6 +35,22 @@ TEST(NanGuard, NamesTheFirstNodeThatProducesABadValue) {
   EXPECT_ERROR(NanGuardError, big_ok({make_array({1e308}, {1}, DType::Float64)}), "an infinity");
   // A function input that is already bad is named, not the node that reads it.
   EXPECT_ERROR(NanGuardError, f({make_array({1, NAN}, {2}, DType::Float64)}), "input x of the function holds NaN");
+}
+
+TEST(NanGuard, OnADeviceTheNodeThatMadeTheValueIsNamedNotTheTransfer) {
+  // The emulated GPU: log runs on the device; its output is checked through a host copy.
+  testing::EmulatedGpu gpu;
+  Var x = variable(vector_type(DType::Float64), "x");
+  FunctionOptions o;
+  o.nan_guard = NanGuardOptions{};
+  o.mode = "FAST_COMPILE";
+  o.backend = testing::kEmulatedGpuBackend;
+  Function f = function({x}, {exp(log(x) * 2.0)}, o);
+  EXPECT_NO_THROW(f({make_array({1, 2}, {2}, DType::Float64)}));
+  const std::string msg = testing::error_of<NanGuardError>([&] { f({make_array({1, -2, 3}, {3}, DType::Float64)}); });
+  EXPECT_NE(msg.find("NanGuardMode: Elemwise{log"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("flat index 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("min -2, max 3"), std::string::npos) << msg;
 }
 
 TEST(NanGuard, AFailedCallChangesNoSharedVariable) {

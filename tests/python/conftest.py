@@ -18,3 +18,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 import hypatia  # noqa: E402
 
 hypatia.config.debug_checks = True
+
+# HYPATIA_TEST_EMULATED_GPU=1 (with HYPATIA_FLAGS=device=cuda): the whole suite on the emulated
+# GPU (testing/emulated_gpu.h), as the device check runs it on a real one: every function places
+# its nodes on the stand-in device, with the transfers placement inserts. Tests that expect the
+# CPU's graphs fail there by design; the run shows what device=cuda changes.
+if os.environ.get("HYPATIA_TEST_EMULATED_GPU"):
+    hypatia._core._install_emulated_gpu(as_default=True)

@@ -5,6 +5,7 @@ memory stands in for the device's (only the transfer nodes run there: the functi
 CPU's), and the copies between the two are counted."""
 import ctypes
 import gc
+import os
 
 import numpy as np
 import pytest
@@ -15,12 +16,16 @@ from hypatia import Out, _core, function, shared
 from hypatia.gpuarray import GpuArray
 from hypatia.sandbox.cuda.basic_ops import gpu_from_host, host_from_gpu
 
-NONE = hypatia.Mode(optimizer=None)
+NONE = hypatia.Mode(linker="cpu", optimizer=None)
+CPU = hypatia.Mode(linker="cpu")  # whatever config.device is (the suite also runs with device=cuda)
 
 
 @pytest.fixture
 def stand_in():
     """True when host memory stands in for the GPU's (copies counted), False on a real GPU."""
+    if os.environ.get("HYPATIA_TEST_EMULATED_GPU"):  # installed for the whole run (conftest.py)
+        yield True
+        return
     try:
         GpuArray(np.zeros(1, "float32"))
         yield False
@@ -41,7 +46,7 @@ def copies():
 def test_a_result_kept_on_the_gpu_is_a_gpuarray(stand_in):
     # Seed 001's last variant: Out(gpu_from_host(exp(x)), borrow=True).
     x = shared(np.linspace(-1, 1, 7).astype("float32"), "x")
-    f = function([], Out(gpu_from_host(T.exp(x)), borrow=True))
+    f = function([], Out(gpu_from_host(T.exp(x)), borrow=True), mode=CPU)
     c0 = copies()
     r = f()
     assert isinstance(r, GpuArray) and isinstance(r, hypatia.sandbox.cuda.CudaNdarray)
@@ -165,14 +170,14 @@ def test_shared_values_on_the_device(stand_in):
     with pytest.raises(TypeError, match="GpuArray of dtype float64"):
         s.set_value(GpuArray(v.astype("float64")))
     # A function reading it: the transfer to the host happens inside the call.
-    np.testing.assert_array_equal(function([], s * 2)(), 2 * (v + 1))
+    np.testing.assert_array_equal(function([], s * 2, mode=CPU)(), 2 * (v + 1))
 
 
 def test_nodes_on_a_gpu_show_theanos_gpu_ops():
     from hypatia.gpuarray import GpuApply, GpuCAReduce, GpuElemwise, GpuOp, gpu_op_class
 
     x = T.fvector("x")
-    f = function([x], T.exp(x))
+    f = function([x], T.exp(x), mode=CPU)
     nodes = f.maker.fgraph.toposort()
     # On the CPU every node is the host's.
     assert f.node_devices() == ["cpu"] * len(nodes)
@@ -186,13 +191,13 @@ def test_nodes_on_a_gpu_show_theanos_gpu_ops():
     assert v.op.scalar_op == nodes[0].op.scalar_op and v.inputs == nodes[0].inputs and v.nout == 1
     assert v == GpuApply(nodes[0], "cuda:0") and len({v, GpuApply(nodes[0], "cuda:0")}) == 1
     # Fused elementwise work is a GpuElemwise too; a reduction a GpuCAReduce; others 'Gpu' + name.
-    fused = function([x], T.exp(x) * 2 + 1).maker.fgraph.toposort()[0]
+    fused = function([x], T.exp(x) * 2 + 1, mode=CPU).maker.fgraph.toposort()[0]
     fv = GpuApply(fused, "cuda:0")
     assert isinstance(fv.op, GpuElemwise) and str(fv.op).startswith("GpuElemwise{Composite{")
-    red = [n for n in function([x], T.sum(x)).maker.fgraph.toposort() if isinstance(n.op, T.CAReduce)][0]
+    red = [n for n in function([x], T.sum(x), mode=CPU).maker.fgraph.toposort() if isinstance(n.op, T.CAReduce)][0]
     assert isinstance(GpuApply(red, "cuda:0").op, GpuCAReduce)
     m = T.fmatrix("m")
-    dot = function([m], T.dot(m, m)).maker.fgraph.toposort()[-1]
+    dot = function([m], T.dot(m, m), mode=CPU).maker.fgraph.toposort()[-1]
     dv = GpuApply(dot, "cuda:0")
     assert type(dv.op).__name__ == "Gpu" + type(dot.op).__name__ and str(dv.op) == "Gpu" + str(dot.op)
     assert gpu_op_class(type(dot.op)) is type(dv.op) and gpu_op_class(type(dv.op)) is type(dv.op)
@@ -259,3 +264,40 @@ def test_seed_000_transfers_per_call_on_the_emulated_gpu(stand_in):
     for f, _, _ in cases:
         for n, d in zip(f.maker.fgraph.toposort(), f.node_devices()):
             assert (d == "cpu") == (str(n.op).startswith(("GpuFromHost", "HostFromGpu"))), (n, d)
+
+
+def test_a_strided_result_kept_on_the_device_comes_back_whole(stand_in):
+    emulated_only(stand_in)
+    v = np.arange(12, dtype="float32").reshape(3, 4)
+    m = shared(v, "m")
+    r = function([], Out(gpu_from_host(m.T), borrow=True), mode=EMULATED)()
+    assert isinstance(r, GpuArray) and r.shape == (4, 3) and not r.flags_c_contiguous
+    assert r.__cuda_array_interface__["strides"] == (4, 16)
+    np.testing.assert_array_equal(np.asarray(r), v.T)
+    c = r.copy()
+    assert c.flags_c_contiguous and c.device == "cuda:0"
+    np.testing.assert_array_equal(np.asarray(c), v.T)
+    # A reversed view spans its bytes backwards.
+    back = function([], Out(gpu_from_host(m[::-1, ::-2]), borrow=True), mode=EMULATED)()
+    np.testing.assert_array_equal(np.asarray(back), v[::-1, ::-2])
+
+
+def test_a_gpuarray_pickles_through_its_values(stand_in):
+    import pickle
+
+    v = np.arange(6, dtype="float32").reshape(2, 3)
+    back = pickle.loads(pickle.dumps(GpuArray(v)))
+    assert isinstance(back, GpuArray) and back.device == "cuda:0" and back.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(back), v)
+
+
+def test_gpu_op_views_pickle_as_the_view_of_their_host_op():
+    import pickle
+
+    from hypatia.gpuarray import GpuApply, GpuElemwise
+
+    x = T.fvector("x")
+    node = function([x], T.exp(x), mode=CPU).maker.fgraph.toposort()[0]
+    view = GpuApply(node, "cuda:0").op
+    back = pickle.loads(pickle.dumps(view))
+    assert isinstance(back, GpuElemwise) and back == view and str(back) == "GpuElemwise{exp,no_inplace}"

@@ -41,6 +41,10 @@ class GpuOp:
     def __hash__(self):
         return hash((type(self), self.host_op, self.device))
 
+    def __reduce__(self):
+        # Its class is made per host class (gpu_op_class): pickled as the view it is of.
+        return _view_of, (self.host_op, self.device)
+
 
 _classes = {}
 

@@ -13,6 +13,7 @@ namespace {
 struct Backends {
   std::shared_mutex mu;
   std::map<std::string, std::unique_ptr<Backend>, std::less<>> by_name;
+  std::map<DeviceKind, std::string> default_override;  // set_default_backend_for
 };
 
 Backends& backends() {
@@ -176,11 +177,22 @@ const Backend& default_backend() {
   {
     auto& b = backends();
     std::shared_lock lock(b.mu);
+    if (auto o = b.default_override.find(d.kind); o != b.default_override.end())
+      if (auto it = b.by_name.find(o->second); it != b.by_name.end()) return *it->second;
     for (const auto& [n, be] : b.by_name)
       if (be->device_kind() == d.kind && be->default_for_device()) return *be;
   }
   fail<ValueError>("device=", config().device, ": no backend for ", d.str(),
                    " is built into this hypatia; the backends are ", known_names());
+}
+
+void set_default_backend_for(DeviceKind kind, std::string name) {
+  auto& b = backends();
+  std::unique_lock lock(b.mu);
+  if (name.empty())
+    b.default_override.erase(kind);
+  else
+    b.default_override[kind] = std::move(name);
 }
 
 const Backend& backend_or_default(std::string_view name) {

@@ -143,5 +143,8 @@ std::vector<std::string> backend_names();
 const Backend& default_backend();
 /// `name`'s backend, or default_backend() for an empty name.
 const Backend& backend_or_default(std::string_view name);
+/// Makes the backend named `name` the default one for devices of `kind` instead of the one
+/// registered as such ("": that one again). For a stand-in device (testing/emulated_gpu.h).
+void set_default_backend_for(DeviceKind kind, std::string name);
 
 }  // namespace hypatia

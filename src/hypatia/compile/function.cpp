@@ -520,7 +520,8 @@ std::vector<std::shared_ptr<Apply>> Function::toposort() const {
 }
 std::vector<Device> Function::node_devices() const {
   std::vector<Device> r;
-  for (const auto& t : program_->steps) r.push_back(Device{t.device, 0});
+  for (const auto& t : program_->steps)
+    r.push_back(t.node->op->moves_between_devices() ? Device::host() : Device{t.device, 0});
   return r;
 }
 std::vector<Var> Function::graph_outputs() const { return program_->fgraph->outputs(); }

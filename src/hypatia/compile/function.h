@@ -109,7 +109,8 @@ class Function {
   /// The compiled graph, in execution order ("f.maker.fgraph.toposort()").
   std::vector<std::shared_ptr<Apply>> toposort() const;
   /// Where each node of toposort() runs: its kernel's device (a GPU for the nodes placement put
-  /// there; the host for the others, transfers included).
+  /// there; the host for the others). Transfers count as the host's, whichever backend's kernel
+  /// copies (Theano's GpuFromHost and HostFromGpu are neither host nor GPU work).
   std::vector<Device> node_devices() const;
   /// The outputs of the compiled graph (then the update values).
   std::vector<Var> graph_outputs() const;

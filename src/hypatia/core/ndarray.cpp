@@ -176,11 +176,24 @@ NDArray NDArray::to_device(Device device) const {
     if (r.nbytes() > 0) device_memory(device).copy_from_host(r.raw(), src.raw(), r.nbytes());
     return r;
   }
-  // From a device: contiguous device arrays transfer in one piece; others are refused (the
-  // device backend makes them contiguous first).
-  if (!is_c_contiguous())
-    fail<ValueError>("to_device: a non-contiguous array (", describe(), ") on ", device_.str(),
-                     " cannot be transferred; make it contiguous on its device first");
+  // From a device: contiguous device arrays transfer in one piece. A strided view comes to the
+  // host through the bytes it spans (a device backend makes its own views contiguous on the
+  // device first, which moves less); to another place on a device it is refused.
+  if (!is_c_contiguous()) {
+    if (device.is_host() && size() == 0) return empty(shape_, dtype_);
+    if (!device.is_host())
+      fail<ValueError>("to_device: a non-contiguous array (", describe(), ") on ", device_.str(),
+                       " cannot be transferred; make it contiguous on its device first");
+    int64_t lo = 0, hi = 0;  // byte offsets from data_ of the first element and past the last one
+    for (int d = 0; d < ndim(); ++d) {
+      const int64_t span = (shape_[d] - 1) * strides_[d];
+      (span < 0 ? lo : hi) += span;
+    }
+    hi += static_cast<int64_t>(itemsize());
+    NDArray bytes = empty({hi - lo}, DType::UInt8);
+    device_memory(device_).copy_to_host(bytes.raw(), data_ + lo, static_cast<size_t>(hi - lo));
+    return wrap(bytes.storage(), bytes.raw() - lo, shape_, strides_, dtype_).copy();
+  }
   if (device == device_) {
     const DeviceMemory& m = device_memory(device_);
     if (!m.copy_on_device) return to_device(Device::host()).to_device(device);

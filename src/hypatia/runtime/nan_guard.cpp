@@ -34,7 +34,12 @@ Stats stats_of(const NDArray& a, const NanGuardOptions& o) {
   return s;
 }
 
-bool guarded(const NDArray& a) { return a.valid() && a.device().is_host() && is_float(a.dtype()) && a.size() > 0; }
+bool guarded(const NDArray& a) { return a.valid() && is_float(a.dtype()) && a.size() > 0; }
+
+/// The values to check: a device array is copied to the host (NanGuardMode is a debugging mode:
+/// on a device backend each checked value crosses once, so that the node that made a NaN is the
+/// one named, not the transfer that brought it back).
+NDArray on_host(const NDArray& a) { return a.on_host() ? a : a.to_device(Device::host()); }
 
 std::string what_is_bad(const NDArray& a, const Stats& s) {
   const double v = a.get_flat(s.first_bad);
@@ -49,7 +54,7 @@ std::string what_is_bad(const NDArray& a, const Stats& s) {
 
 std::string stats_text(const NDArray& a, const NanGuardOptions& o) {
   if (!guarded(a)) return a.valid() ? a.describe() : "none";
-  const Stats s = stats_of(a, o);
+  const Stats s = stats_of(on_host(a), o);
   std::ostringstream os;
   os << a.describe() << ": ";
   if (s.finite > 0)
@@ -69,18 +74,20 @@ void nan_guard_check(const Apply& node, const KernelArgs& args, const NanGuardOp
     // Constants are the program's own (a stability rewrite may select a NaN constant on purpose):
     // what they produce is checked at the node's outputs.
     if (node.inputs[i]->owner || node.inputs[i]->is_constant() || !guarded(a)) continue;
-    const Stats s = stats_of(a, o);
+    const NDArray h = on_host(a);
+    const Stats s = stats_of(h, o);
     if (s.first_bad >= 0)
-      fail<NanGuardError>("NanGuardMode: input ", node.inputs[i]->str(), " of the function holds ", what_is_bad(a, s),
+      fail<NanGuardError>("NanGuardMode: input ", node.inputs[i]->str(), " of the function holds ", what_is_bad(h, s),
                           "; it reaches ", node.op->name(), " as its input ", i);
   }
   for (size_t k = 0; k < args.out.size(); ++k) {
     const NDArray& a = *args.out[k];
     if (!guarded(a)) continue;
-    const Stats s = stats_of(a, o);
+    const NDArray h = on_host(a);
+    const Stats s = stats_of(h, o);
     if (s.first_bad < 0) continue;
     std::ostringstream os;
-    os << "NanGuardMode: " << node.op->name() << " produced " << what_is_bad(a, s) << " in its output " << k
+    os << "NanGuardMode: " << node.op->name() << " produced " << what_is_bad(h, s) << " in its output " << k
        << ". Its inputs:";
     for (size_t i = 0; i < args.in.size(); ++i) os << "\n  input " << i << ": " << stats_text(*args.in[i], o);
     fail<NanGuardError>(os.str());

@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <typeindex>
 #include <vector>
 
 #include "hypatia/backends/backend.h"
@@ -62,15 +64,26 @@ class EmulatedKernel final : public Kernel {
 
 void register_backend_once(State& s) {
   if (s.backend_registered) return;
-  register_backend(std::make_unique<Backend>(
-      Backend::Description{.name = kEmulatedGpuBackend, .device = DeviceKind::Cuda, .fallback = "cpu"}));
-  // Every op the CPU has, but the transfers (host code by definition) and the ops that run inner
+  // The CPU's rewrite targets (fusion, float16 stored and computed in float32): its kernels run.
+  const Backend& cpu = get_backend("cpu");
+  register_backend(
+      std::make_unique<Backend>(Backend::Description{.name = kEmulatedGpuBackend,
+                                                     .device = DeviceKind::Cuda,
+                                                     .fallback = "cpu",
+                                                     .fusable = cpu.rewrite_target().fusable,
+                                                     .max_fusion_inputs = cpu.rewrite_target().max_fusion_inputs,
+                                                     .max_fusion_outputs = cpu.rewrite_target().max_fusion_outputs,
+                                                     .storage_dtypes = cpu.storage_dtypes()}));
+  // Every op the CPU runs, but the transfers (host code by definition) and the ops that run inner
   // functions or lazy inputs (their programs are compiled for the host): those stay on the CPU.
   KernelTraits traits;
   traits.accepts = [](const Apply& node) {
     return !node.op->moves_between_devices() && node.op->inner_functions().empty() && node.op->lazy_inputs().empty();
   };
-  for (std::type_index t : registered_op_types("cpu"))
+  std::set<std::type_index> types;
+  for (const char* b : {"cpu", "reference"})  // the CPU's kernels and those it borrows (views, ...)
+    for (std::type_index t : registered_op_types(b)) types.insert(t);
+  for (std::type_index t : types)
     register_kernel(
         kEmulatedGpuBackend, t,
         [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<EmulatedKernel>(node); }, traits);
@@ -79,11 +92,12 @@ void register_backend_once(State& s) {
 
 }  // namespace
 
-void install_emulated_gpu() {
+void install_emulated_gpu(bool as_default) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   (void)backend_names();  // the built-in backends first (the CUDA one registers its memory)
   register_backend_once(s);
+  if (as_default) set_default_backend_for(DeviceKind::Cuda, kEmulatedGpuBackend);
   if (s.installed) return;
   try {
     s.saved = device_memory(Device::cuda(0));
@@ -117,6 +131,7 @@ void remove_emulated_gpu() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.installed) return;
+  set_default_backend_for(DeviceKind::Cuda, "");
   if (s.saved) {
     register_device_memory(DeviceKind::Cuda, *s.saved);
   } else {

@@ -19,7 +19,9 @@ struct EmulatedGpuCopies {
 };
 
 /// Installs the stand-in (idempotent) / gives the Cuda kind its earlier memory functions back.
-void install_emulated_gpu();
+/// `as_default`: the emulated backend is also the one device=cuda selects (HYPATIA_FLAGS), so
+/// that programs and whole test suites written for a GPU run on it unchanged.
+void install_emulated_gpu(bool as_default = false);
 void remove_emulated_gpu();
 /// Copies through the stand-in's memory functions since the process started.
 EmulatedGpuCopies emulated_gpu_copies();

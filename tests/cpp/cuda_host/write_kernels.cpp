@@ -1,4 +1,4 @@
-// Writes the CUDA backend's generated pooling and MRG kernels (the kernels that call no GPU
+// Writes the CUDA backend's generated pooling, sort and MRG kernels (the kernels that call no GPU
 // library) in a form the host compiler builds: each in a namespace of its own, `extern "C"
 // __global__` dropped, and a table of host entry points. tests/cpp/test_cuda_on_host.cpp runs them
 // on the host, one thread covering the grid-stride loops, against the CPU kernels, so their logic
@@ -38,6 +38,23 @@ int main(int argc, char** argv) {
                  "\", " + std::to_string(static_cast<int>(k)) + ", " + ns + "::run},\n";
       }
   out << table << "};\n";
+  std::string sorts = "inline const HostSortKernels kHostSortKernels[] = {\n";
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::UInt8, DType::Bool}) {
+    const std::string ns = "sort_" + std::string(dtype_name(dt));
+    out << "namespace " << ns << " {\nnamespace hstd = std;\n" << host_form(cuda::sort_source(dt));
+    out << "inline void init(const void* a) { hyp_sort_init(*static_cast<const SortArgs*>(a)); }\n";
+    out << "inline void pass(const void* a) { hyp_sort_pass(*static_cast<const SortArgs*>(a)); }\n";
+    out << "inline void final(const void* a) { hyp_sort_final(*static_cast<const SortArgs*>(a)); }\n}\n";
+    sorts += "    {hypatia::DType::" +
+             std::string(dt == DType::Float32   ? "Float32"
+                         : dt == DType::Float64 ? "Float64"
+                         : dt == DType::Int64   ? "Int64"
+                         : dt == DType::Int32   ? "Int32"
+                         : dt == DType::UInt8   ? "UInt8"
+                                                : "Bool") +
+             ", " + ns + "::init, " + ns + "::pass, " + ns + "::final},\n";
+  }
+  out << sorts << "};\n";
   out << "namespace mrg32 {\n" << host_form(cuda::mrg_source(DType::Float32));
   out << "inline void run(const void* a) { hyp_mrg(*static_cast<const MrgArgs*>(a)); }\n}\n";
   out << "namespace mrg64 {\n" << host_form(cuda::mrg_source(DType::Float64));

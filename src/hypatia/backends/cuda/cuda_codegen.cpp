@@ -222,6 +222,14 @@ ElemSpec composite_spec(const CompositeProgram& prog, const std::vector<int>& ou
   return s;
 }
 
+std::string grid_stride_head(const std::string& name, const std::string& args, const std::string& count,
+                             const char* var) {
+  const std::string v = var;
+  return "extern \"C\" __global__ void " + name + "(const " + args + " a) {\n" +
+         "  const long long step = (long long)gridDim.x * blockDim.x;\n" + "  for (long long " + v +
+         " = (long long)blockIdx.x * blockDim.x + threadIdx.x; " + v + " < " + count + "; " + v + " += step) {\n";
+}
+
 std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which) {
   const size_t ni = spec.in.size(), no = spec.out.size();
   const std::string D = std::to_string(kMaxDims);
@@ -263,9 +271,7 @@ std::string elementwise_source(const ElemSpec& spec, const std::string& name, El
   };
   for (bool contiguous : {true, false}) {
     if (which == (contiguous ? ElemKernels::Strided : ElemKernels::Contiguous)) continue;
-    s += "extern \"C\" __global__ void " + name + (contiguous ? "_c" : "_s") + "(const HypArgs a) {\n";
-    s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
-    s += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {\n";
+    s += grid_stride_head(name + (contiguous ? "_c" : "_s"), "HypArgs", "a.n", "i");
     s += body(contiguous);
     s += "  }\n}\n";
   }

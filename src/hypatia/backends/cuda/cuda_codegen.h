@@ -47,6 +47,12 @@ struct ElemSpec {
   std::vector<DType> out;
 };
 
+/// The head of a generated kernel: `extern "C" __global__ void <name>(const <args> a) {` and a
+/// grid-stride loop of `var` over [0, count); the caller writes the body and closes the loop and
+/// the kernel ("  }\n}\n").
+std::string grid_stride_head(const std::string& name, const std::string& args, const std::string& count,
+                             const char* var = "t");
+
 /// The spec of Elemwise{k} on inputs of `in` dtypes writing `out` (compute dtype as the CPU's).
 ElemSpec elemwise_spec(ScalarOpKind k, const std::vector<DType>& in, DType out);
 /// The spec of a fused program writing the values `outputs` (a Composite: its last step).

@@ -72,6 +72,9 @@ enum class PoolKernel { Forward, MaxGrad, AverageGrad, MaxGradGrad };
 std::string pool_source(DType dt, const std::string& mode, PoolKernel which);
 /// MRG31k3p's generator kernel for samples of dtype dt (cuda_random_kernels.cpp).
 std::string mrg_source(DType dt);
+/// SortOp's and ArgSortOp's kernels for a dtype (cuda_sort_kernels.cpp): hyp_sort_init,
+/// hyp_sort_pass (one step of sort_network.h's network) and hyp_sort_final.
+std::string sort_source(DType dt);
 /// Whether libcudnn can be opened (cuda_conv_kernels.cpp: the 2-d convolutions run through it);
 /// `why` receives the reason when not.
 bool cudnn_loadable(std::string* why);

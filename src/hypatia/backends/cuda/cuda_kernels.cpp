@@ -459,9 +459,15 @@ class ReshapeKernel final : public Kernel {
 };
 
 void device_from_host_kernel(const DeviceFromHost& op, const KernelArgs& a) {
-  // A value already on the device passes through (placement leaves the user's transfer of a
-  // device result in place, as a marker that the output stays on the device).
-  *a.out[0] = a.in[0]->on_host() ? a.in[0]->to_device(op.device) : *a.in[0];
+  // An argument already on the device (a function input that only transfers read) is copied on
+  // the device: the output is a fresh buffer, which device nodes may overwrite in place, and the
+  // caller's array stays as it was. (Placement removes the user's transfer of a value the device
+  // computes: no such node runs.)
+  if (!a.in[0]->on_host()) {
+    *a.out[0] = device_copy(*a.in[0]);
+    return;
+  }
+  *a.out[0] = a.in[0]->to_device(op.device);
 }
 
 void host_from_device_kernel(const HostFromDevice&, const KernelArgs& a) {
@@ -485,6 +491,7 @@ KernelFactory make() {
 namespace cuda {
 void register_cuda_nnet_kernels();
 void register_cuda_pool_kernels();
+void register_cuda_sort_kernels();
 void register_cuda_conv_kernels();
 void register_cuda_random_kernels();
 std::shared_ptr<Recorder> make_cuda_recorder();
@@ -575,6 +582,7 @@ void register_cuda_backend() {
   register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
   register_cuda_nnet_kernels();
   register_cuda_pool_kernels();
+  register_cuda_sort_kernels();
   register_cuda_conv_kernels();
   register_cuda_random_kernels();
 }

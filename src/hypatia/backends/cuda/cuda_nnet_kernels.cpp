@@ -197,9 +197,7 @@ std::string index_source(DType dt, bool scatter) {
   const std::string T = cuda_type(dt), D = std::to_string(kMaxDims);
   std::string s = "struct IxArgs { long long L, k, nrest, nd_rest, rest_shape[" + D + "], xst[" + D + "], rst[" + D +
                   "], yst0, yst[" + D + "];\n  unsigned long long x, idx, y; };\n";
-  s += "extern \"C\" __global__ void hyp_index(const IxArgs a) {\n";
-  s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
-  s += "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < a.L * a.nrest; t += step) {\n";
+  s += grid_stride_head("hyp_index", "IxArgs", "a.L * a.nrest");
   s += "    const long long l = t / a.nrest;\n    long long r = t % a.nrest, off = 0, yoff = l * a.yst0;\n";
   s += "    const long long* idx = (const long long*)a.idx;\n";
   s += "    for (long long d = 0; d < a.k; ++d) off += idx[d * a.L + l] * a.xst[d];\n";

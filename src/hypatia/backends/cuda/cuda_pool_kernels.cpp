@@ -31,6 +31,10 @@ std::string pool_source(DType dt, const std::string& mode, PoolKernel which) {
   s += "extern \"C\" __global__ void hyp_pool(const PoolArgs a) {\n";
   s += "  const long long in_size = a.in[0] * a.in[1] * a.in[2], out_size = a.out[0] * a.out[1] * a.out[2];\n";
   s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
+  // The real elements (d, h, w) of the window (l0..h0, l1..h1, l2..h2), in the CPU's order.
+  const std::string window_loops =
+      "    for (long long d = l0; d < h0; ++d)\n      for (long long h = l1; h < h1; ++h)\n"
+      "        for (long long w = l2; w < h2; ++w) {\n";
   if (which == PoolKernel::Forward || which == PoolKernel::MaxGradGrad) {
     s += "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < a.slices * out_size; t += "
          "step) {\n";
@@ -43,8 +47,7 @@ std::string pool_source(DType dt, const std::string& mode, PoolKernel which) {
       // ggx (in gz) at the window's max: the last element equal to it, in the CPU's order.
       s += "    const " + T + "* gs = (const " + T + "*)a.gz + sl * in_size;\n";
       s += "    const " + T + " m = ((const " + T + "*)a.m)[t];\n    " + T + " r = 0;\n";
-      s += "    for (long long d = l0; d < h0; ++d)\n      for (long long h = l1; h < h1; ++h)\n";
-      s += "        for (long long w = l2; w < h2; ++w) {\n";
+      s += window_loops;
       s += "          const long long i = (d * a.in[1] + h) * a.in[2] + w;\n";
       s += "          if (xs[i] == m) r = gs[i];\n        }\n";
       s += "    ((" + T + "*)a.y)[t] = r;\n  }\n}\n";
@@ -54,8 +57,7 @@ std::string pool_source(DType dt, const std::string& mode, PoolKernel which) {
       s += "    " + T + " m = -hstd::numeric_limits<" + T + ">::infinity();\n    bool nan = false;\n";
     else
       s += "    double acc = 0;\n";
-    s += "    for (long long d = l0; d < h0; ++d)\n      for (long long h = l1; h < h1; ++h)\n";
-    s += "        for (long long w = l2; w < h2; ++w) {\n";
+    s += window_loops;
     s += "          const " + T + " v = xs[(d * a.in[1] + h) * a.in[2] + w];\n";
     s += max ? "          if (v != v) nan = true;\n          if (v > m) m = v;\n" : "          acc += (double)v;\n";
     s += "        }\n";

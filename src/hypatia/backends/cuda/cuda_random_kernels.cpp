@@ -16,9 +16,7 @@ std::string mrg_source(DType dt) {
   const std::string T = cuda_type(dt);
   std::string s = mrg_prefix();
   s += "struct MrgArgs { long long streams, n; unsigned long long state, out; };\n";
-  s += "extern \"C\" __global__ void hyp_mrg(const MrgArgs a) {\n";
-  s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
-  s += "  for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < a.streams; s += step) {\n";
+  s += grid_stride_head("hyp_mrg", "MrgArgs", "a.streams", "s");
   s += "    int* p = (int*)a.state + s * 6;\n";
   s += "    int st[6];\n    for (int k = 0; k < 6; ++k) st[k] = p[k];\n";
   s += "    " + T + "* out = (" + T + "*)a.out;\n";
