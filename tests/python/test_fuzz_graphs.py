@@ -1,7 +1,8 @@
 """Random graphs against numpy in every mode: elementwise math, broadcasting, reductions, products,
 views and shape operations over inputs of hostile layouts (strided, reversed, transposed,
 read-only, empty) and values (0, -0, inf, NaN), compiled with FAST_RUN, FAST_COMPILE and NONE
-(each with DebugMode's checks, as the whole suite runs), and called from two threads at once.
+(each with DebugMode's checks, as the whole suite runs), placed on the emulated GPU (every node on
+the stand-in device, transfers where values cross), and called from two threads at once.
 
 This is the fuzzer that found several of issue 9's defects, kept as a property test. The default
 hypothesis profile bounds it to well under a minute; HYPOTHESIS_PROFILE=thorough runs the longer
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 import hypatia
 import hypatia.tensor as T
-from util import run_threads
+from util import emulated_gpu, run_threads
 
 MODES = ["FAST_RUN", "FAST_COMPILE", "NONE"]
 
@@ -296,6 +297,13 @@ def test_random_graphs_match_numpy_in_every_mode(graph):
         for got, o in zip(results, outs):
             close(got, o.ref, o.ref.dtype.name, o.err)
         for a, s in zip(args, snapshot):  # arguments are never written
+            np.testing.assert_array_equal(a, s)
+    # Placed on a device (the emulated GPU): the transfers placement inserts give the same values.
+    with emulated_gpu() as device_mode:
+        g = hypatia.function(inputs, [o.sym for o in outs], mode=device_mode, on_unused_input="ignore")
+        for got, o in zip(g(*args), outs):
+            close(got, o.ref, o.ref.dtype.name, o.err)
+        for a, s in zip(args, snapshot):
             np.testing.assert_array_equal(a, s)
     # The same compiled function from two threads at once gives each the same answer.
     def call(_):

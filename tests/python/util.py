@@ -1,5 +1,7 @@
 """Helpers of the Python tests: random data per dtype and domain, memory layouts, typed inputs, a
 Python Op, and threads that report their errors."""
+import contextlib
+import os
 import threading
 
 import numpy as np
@@ -125,3 +127,18 @@ def run_threads(n, body):
         t.join()
     if errors:
         raise errors[0]
+
+
+@contextlib.contextmanager
+def emulated_gpu():
+    """The emulated GPU (testing/emulated_gpu.h) for the block, and the mode that compiles for it:
+    host memory behind the CUDA device kind, the CPU's kernels as the device backend's, so that
+    placement and its transfers run where no GPU is (left installed when the whole run uses it)."""
+    whole_run = bool(os.environ.get("HYPATIA_TEST_EMULATED_GPU"))
+    if not whole_run:
+        hypatia._core._install_emulated_gpu()
+    try:
+        yield hypatia.Mode(linker="emulated_gpu")
+    finally:
+        if not whole_run:
+            hypatia._core._remove_emulated_gpu()
