@@ -311,6 +311,16 @@ void init_op_classes(nb::module_& m) {
   reducible(shape_i, [](const ShapeI& s) { return nb::make_tuple(s.i); });
   plain_op<MakeVector>(m, "MakeVector", "0-d integers joined into an int64 vector.");
   plain_op<Alloc>(m, "Alloc", "A value broadcast to a shape given by 0-d integer inputs.");
+  // The transfers (Theano's names), picklable as the graphs that hold them are.
+  plain_op<HostFromDevice>(m, "HostFromGpu", "Its input copied back to the host.");
+  OpClass<DeviceFromHost> to_device(m, "GpuFromHost", "Its input copied to a device ('cuda:0', ...).");
+  to_device
+      .def(
+          "__init__",
+          [](DeviceFromHost* self, const std::string& device) { new (self) DeviceFromHost(Device::parse(device)); },
+          "device"_a)
+      .def_prop_ro("device", [](const DeviceFromHost& o) { return o.device.str(); });
+  reducible(to_device, [](const DeviceFromHost& o) { return nb::make_tuple(o.device.str()); });
 
   OpClass<Reshape> reshape(m, "Reshape");
   reshape.def(nb::init<int>(), "ndim"_a).def_prop_ro("ndim", [](const Reshape& r) { return r.ndim; });

@@ -306,6 +306,17 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
   EXPECT_ALLCLOSE(kept.to_device(Device::host()), NDArray::from_vector<double>({std::exp(7.0), std::exp(7.0)}));
   // On the CPU backend every node runs on the host.
   for (const Device& d : function({x}, {exp(x)}).node_devices()) EXPECT_EQ(d, Device::host());
+  // The transfers placement inserts take the user line of the value's producer, else its reader's.
+  Var xt = vector("xt", DType::Float64);
+  Var e = exp(xt);
+  e->owner->trace = "model.py:7";
+  int traced = 0;
+  for (const auto& n : function({xt}, {e}, o).toposort())
+    if (n->op->moves_between_devices()) {
+      EXPECT_EQ(n->trace, "model.py:7") << n->op->name();
+      ++traced;
+    }
+  EXPECT_EQ(traced, 2);
 }
 
 TEST(Placement, EveryOpInfoSampleOnTheEmulatedGpuMatchesTheCpu) {

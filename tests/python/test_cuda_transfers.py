@@ -65,3 +65,19 @@ def test_one_function_on_the_cuda_backend_through_its_mode():
     v = np.linspace(-1, 1, 7).astype("float32")
     np.testing.assert_allclose(f(v), np.exp(v), rtol=1e-6)
     assert any("GpuFromHost" in str(n.op) for n in f.maker.fgraph.toposort())
+
+
+def test_transfer_ops_pickle_and_have_their_classes():
+    import pickle
+
+    x = T.fvector("x")
+    y = sandbox.cuda.basic_ops.gpu_from_host(x)
+    op = y.owner.op
+    assert isinstance(op, sandbox.cuda.basic_ops.GpuFromHost) and op.device == "cuda:0"
+    back = pickle.loads(pickle.dumps(op))
+    assert back == op and str(back) == "GpuFromHost<cuda:0>"
+    h = sandbox.cuda.basic_ops.host_from_gpu(y).owner.op
+    assert isinstance(h, sandbox.cuda.basic_ops.HostFromGpu) and pickle.loads(pickle.dumps(h)) == h
+    # A graph holding transfers pickles whole.
+    g = pickle.loads(pickle.dumps(sandbox.cuda.basic_ops.host_from_gpu(T.exp(y))))
+    assert str(g.owner.op) == "HostFromGpu" and str(g.owner.inputs[0].owner.inputs[0].owner.op) == "GpuFromHost<cuda:0>"

@@ -102,7 +102,17 @@ class Placer {
     }
   }
 
-  Var to_device(const Var& v) {
+  /// Where a transfer placement inserts was "created": the user line of the value's producer,
+  /// else of its first reader (`reader`), so that its errors point at the user's code too.
+  static void trace_transfer(const Var& t, const Var& v, const Apply* reader) {
+    if (!t->owner) return;
+    if (v->owner && !v->owner->trace.empty())
+      t->owner->trace = v->owner->trace;
+    else if (reader)
+      t->owner->trace = reader->trace;
+  }
+
+  Var to_device(const Var& v, const Apply* reader = nullptr) {
     if (side(v) == Side::Device) return v;
     auto it = on_device_.find(v.get());
     if (it != on_device_.end()) return it->second;
@@ -114,17 +124,19 @@ class Placer {
       d->name = "GpuArrayConstant{" + constant_text(*v) + "}";
     } else {
       d = device_from_host(v, device_);
+      trace_transfer(d, v, reader);
     }
     side_[d.get()] = Side::Device;
     on_device_.emplace(v.get(), d);
     return d;
   }
 
-  Var to_host(const Var& v) {
+  Var to_host(const Var& v, const Apply* reader = nullptr) {
     if (side(v) == Side::Host) return v;
     auto it = on_host_.find(v.get());
     if (it != on_host_.end()) return it->second;
     Var h = host_from_device(v);
+    trace_transfer(h, v, reader);
     side_[h.get()] = Side::Host;
     on_host_.emplace(v.get(), h);
     return h;
@@ -151,7 +163,7 @@ class Placer {
     if (!k.any_device())
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         const Var in = node.inputs[i];
-        const Var moved = k.reads_on_device(static_cast<int>(i)) ? to_device(in) : to_host(in);
+        const Var moved = k.reads_on_device(static_cast<int>(i)) ? to_device(in, &node) : to_host(in, &node);
         if (moved.get() != in.get()) fg_.change_input(&node, static_cast<int>(i), moved);
       }
     for (int o = 0; o < node.nout(); ++o) side_[node.output_ptr(o)] = k.dev ? Side::Device : Side::Host;

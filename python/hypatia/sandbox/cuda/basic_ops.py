@@ -4,6 +4,7 @@
 the GPU computed straight through); ``host_from_gpu(y)`` brings a value back."""
 from hypatia import _core
 from hypatia._convert import as_tensor_variable
+from hypatia._core import GpuFromHost, HostFromGpu  # noqa: F401  (the ops' classes)
 from hypatia.configparser import config
 
 
