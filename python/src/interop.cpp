@@ -2,6 +2,8 @@
 #define PY_ARRAY_UNIQUE_SYMBOL hypatia_numpy_api
 #include "interop.h"
 
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
 #include <numpy/arrayobject.h>
 
 #include <cmath>
@@ -181,9 +183,53 @@ void init_interop(nb::module_& m) {
 
 bool is_numpy_array(PyObject* obj) { return PyArray_Check(obj); }
 
+namespace {
+
+/// Another library's CUDA array (torch, CuPy, JAX: DLPack's kDLCUDA) as a device array over its
+/// buffer, which the import keeps alive: no copy.
+NDArray from_cuda_dlpack(PyObject* obj, int device) {
+  nb::ndarray<nb::array_api, nb::device::cuda> t;
+  if (!nb::try_cast(nb::handle(obj), t, false))
+    fail<TypeError>("a CUDA array (DLPack) could not be imported: ", nb::cast<std::string>(nb::repr(nb::handle(obj))));
+  const nb::dlpack::dtype d = t.dtype();
+  std::optional<DType> dt;
+  if (d.lanes == 1) {
+    const auto code = static_cast<nb::dlpack::dtype_code>(d.code);
+    for (int i = 0; i < kNumDTypes && !dt; ++i) {
+      const DType c = static_cast<DType>(i);
+      const bool kind = code == nb::dlpack::dtype_code::Bool    ? c == DType::Bool
+                        : code == nb::dlpack::dtype_code::Float ? is_float(c)
+                        : code == nb::dlpack::dtype_code::Int   ? is_signed_int(c)
+                        : code == nb::dlpack::dtype_code::UInt  ? is_unsigned_int(c)
+                                                                : false;
+      if (kind && 8 * itemsize(c) == d.bits) dt = c;
+    }
+  }
+  if (!dt)
+    fail<TypeError>("a CUDA array (DLPack) of a dtype Hypatia lacks (code ", int(d.code), ", ", int(d.bits), " bits, ",
+                    int(d.lanes), " lanes)");
+  Shape shape;
+  Strides strides;
+  for (size_t i = 0; i < t.ndim(); ++i) {
+    shape.push_back(static_cast<int64_t>(t.shape(i)));
+    strides.push_back(t.stride(i) * static_cast<int64_t>(itemsize(*dt)));
+  }
+  // The import, as a Python object, owns the buffer's reference: released with the GIL.
+  PyObject* keep = nb::cast(t, nb::rv_policy::reference).release().ptr();
+  std::shared_ptr<void> owner(t.data(), PyRefDeleter{keep});
+  return NDArray::wrap(std::move(owner), static_cast<std::byte*>(t.data()), shape, strides, *dt, Device::cuda(device));
+}
+
+}  // namespace
+
 NDArray to_ndarray(PyObject* obj) {
   if (const NDArray* g = device_array_of(obj)) return *g;  // stays on its device
-  PyArray_Descr* want = nullptr;                           // numpy's choice for non-arrays
+  if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack_device__")) {
+    // Another library's GPU array: used in place on the device.
+    nb::object dev = nb::handle(obj).attr("__dlpack_device__")();
+    if (nb::cast<int>(dev[0]) == 2) return from_cuda_dlpack(obj, nb::cast<int>(dev[1]));
+  }
+  PyArray_Descr* want = nullptr;  // numpy's choice for non-arrays
   nb::object imported;
   if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
     // Another library's array (DLPack): numpy.from_dlpack views it without a copy.

@@ -301,3 +301,36 @@ def test_gpu_op_views_pickle_as_the_view_of_their_host_op():
     view = GpuApply(node, "cuda:0").op
     back = pickle.loads(pickle.dumps(view))
     assert isinstance(back, GpuElemwise) and back == view and str(back) == "GpuElemwise{exp,no_inplace}"
+
+
+class _CudaExporter:
+    """Another library's CUDA array as Hypatia sees it: only the DLPack protocol (torch, CuPy)."""
+
+    def __init__(self, g):
+        self.g = g
+
+    def __dlpack__(self, **kw):
+        return self.g.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.g.__dlpack_device__()
+
+
+def test_another_librarys_cuda_array_is_used_in_place(stand_in):
+    v = np.arange(6, dtype="float32")
+    g = GpuArray(v)
+    x = T.fvector("x")
+    on_gpu = gpu_from_host(x)
+    f = function([x], [host_from_gpu(on_gpu), Out(on_gpu, borrow=True)], mode=NONE)
+    c0 = copies()
+    back, kept = f(_CudaExporter(g))
+    np.testing.assert_array_equal(back, v)
+    if stand_in:
+        assert copies()[0] == c0[0]  # imported in place: nothing came from the host
+    # A shared variable made from it lives on the device; a host reader refuses it by name.
+    s = shared(_CudaExporter(g), "s")
+    assert isinstance(s.get_value(return_internal_type=True), GpuArray)
+    np.testing.assert_array_equal(s.get_value(), v)
+    h = function([x], x * 2, mode=NONE)
+    with pytest.raises(TypeError, match="reads this input on the host"):
+        h(_CudaExporter(g))
