@@ -100,12 +100,11 @@ void init_device_array(nb::module_& m) {
             const Device d = Device::parse(device);
             if (d.is_host())
               fail<ValueError>("GpuArray: device '", device, "' is the host; expected a GPU ('cuda', 'cudaN')");
-            const NDArray* g = device_array_of(value.ptr());
-            NDArray host = g ? NDArray() : to_ndarray(value.ptr());
+            const NDArray src = to_ndarray(value.ptr());  // a host view, or a device array as it is
             NDArray a;
             {
               nb::gil_scoped_release nogil;
-              a = g ? g->to_device(d) : host.to_device(d);
+              a = src.to_device(d);
             }
             new (self) GpuArray{std::move(a)};
           },
