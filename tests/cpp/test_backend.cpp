@@ -319,6 +319,57 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
   EXPECT_EQ(traced, 2);
 }
 
+TEST(DeviceChecks, AnIndexOutOfRangeFoundOnTheDeviceFailsTheCallBeforeAnySharedVariableChanges) {
+  // The emulated GPU indexes as the CUDA backend does: the label vector is read on the device, a
+  // label out of range is found there, and the call fails once its other steps have run, before
+  // the update of W (a Gemm written in place) and the shared step counter run.
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;
+  Var x = matrix("x", DType::Float64);
+  Var labels = vector("labels", DType::Int64);
+  Var w = shared(NDArray::from_vector<double>({0.5, -1, 2, 0.25, 1, -0.5}).reshape({2, 3}), "W");
+  Var steps = shared(NDArray::scalar(0.0, DType::Float64), "steps");
+  Var logp = log_softmax(dot(x, w));
+  Var picked = subtensor(
+      logp, {Index(arange(constant(0.0, DType::Int64), shape_i(x, 0), constant(1.0, DType::Int64), DType::Int64)),
+             Index(labels)});
+  picked->owner->trace = "train.py:12";
+  Var cost = -mean(picked);
+  o.updates = {{w, w - grad(cost, w) * 0.1}, {steps, steps + 1.0}};
+  Function step = function({x, labels}, {cost}, o);
+  int checked_nodes = 0;
+  for (const auto& n : step.toposort())
+    if (n->op->name().find("Advanced") != std::string::npos) ++checked_nodes;
+  EXPECT_EQ(checked_nodes, 2);  // the gather and the scatter-add of its gradient
+  const NDArray xv = NDArray::from_vector<double>({1, 2, -1, 0.5}).reshape({2, 2});
+  const NDArray w0 = get_value(w).copy();
+  const std::string msg = error_of<IndexError>([&] { step({xv, NDArray::from_vector<int64_t>({1, 3})}); });
+  EXPECT_NE(msg.find("AdvancedSubtensor"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index 3 is out of bounds for axis 1 with size 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("train.py:12"), std::string::npos) << msg;
+  EXPECT_ALLCLOSE(get_value(w), w0, 0.0, 0.0);
+  EXPECT_EQ(get_value(steps).get_flat(0), 0.0);
+  // The error is not kept: the next call with good labels runs and updates, as the CPU does.
+  FunctionOptions c = o;
+  c.backend = "cpu";
+  Var wc = shared(w0.copy(), "Wc");
+  Var logpc = log_softmax(dot(x, wc));
+  Var costc = -mean(subtensor(
+      logpc, {Index(arange(constant(0.0, DType::Int64), shape_i(x, 0), constant(1.0, DType::Int64), DType::Int64)),
+              Index(labels)}));
+  c.updates = {{wc, wc - grad(costc, wc) * 0.1}};
+  Function ref = function({x, labels}, {costc}, c);
+  const NDArray good = NDArray::from_vector<int64_t>({2, -3});
+  EXPECT_ALLCLOSE(step({xv, good})[0], ref({xv, good})[0]);
+  EXPECT_ALLCLOSE(get_value(w), get_value(wc));
+  EXPECT_EQ(get_value(steps).get_flat(0), 1.0);
+  // A negative label below -n is out of range too, and named as given.
+  EXPECT_ERROR(IndexError, step({xv, NDArray::from_vector<int64_t>({-4, 0})}),
+               "index -4 is out of bounds for axis 1 with size 3");
+  EXPECT_EQ(get_value(steps).get_flat(0), 1.0);
+}
+
 TEST(Placement, EveryOpInfoSampleOnTheEmulatedGpuMatchesTheCpu) {
   // Every op the CPU has runs on the emulated GPU: placement and its transfers for all of them.
   EmulatedGpu gpu;

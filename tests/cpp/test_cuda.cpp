@@ -135,6 +135,29 @@ TEST(CudaCodegen, SortKernelsCompileForEveryDtypeTheySort) {
   }
 }
 
+TEST(CudaCodegen, IndexingLabelAndArangeKernelsCompileForEveryDtypeTheyTake) {
+  REQUIRE_NVRTC();
+  // (as the kernels compile them: without the table prefix, which they do not need)
+  int compiled = 0;
+  for (int d = 0; d < kNumDTypes; ++d) {
+    const DType dt = static_cast<DType>(d);
+    if (dt == DType::Float16) continue;  // these nodes run on the CPU
+    EXPECT_NO_THROW(cuda::check_source(cuda::arange_source(dt))) << dtype_name(dt);
+    if (is_integer(dt)) {
+      EXPECT_NO_THROW(cuda::check_source(cuda::check_labels_source(dt))) << dtype_name(dt);
+      const std::vector<DType> idx = {dt, DType::Int64};
+      EXPECT_NO_THROW(cuda::check_source(cuda::index_source(DType::Float32, idx, cuda::IndexKernel::ScatterAdd)))
+          << dtype_name(dt);
+    }
+    const std::vector<DType> idx = {DType::Int32};
+    EXPECT_NO_THROW(cuda::check_source(cuda::index_source(dt, idx, cuda::IndexKernel::Gather))) << dtype_name(dt);
+    ++compiled;
+  }
+  EXPECT_EQ(compiled, kNumDTypes - 1);
+  const std::vector<DType> f64 = {DType::UInt64};
+  EXPECT_NO_THROW(cuda::check_source(cuda::index_source(DType::Float64, f64, cuda::IndexKernel::ScatterAdd)));
+}
+
 TEST(CudaCodegen, TheMrgGeneratorCompilesFromTheCpuKernelsText) {
   REQUIRE_NVRTC();
   for (DType dt : {DType::Float32, DType::Float64}) cuda::check_source(cuda::mrg_source(dt));
@@ -500,15 +523,16 @@ Function classifier_step(const std::string& backend, std::vector<Var>& params) {
 
 TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   REQUIRE_GPU();
-  // Products, fused elementwise, log_softmax, the label gather and its scatter-add gradient all
-  // on the GPU; the shapes and the row indices (Shape_i, ARange, CheckLabels) on the host.
+  // Products, fused elementwise, log_softmax, the label check, the row indices, the label gather
+  // and its scatter-add gradient all on the GPU (the labels are checked there).
   std::vector<Var> pc, pg;
   Function fc = classifier_step("cpu", pc), fg = classifier_step("cuda", pg);
   std::string on_cpu;
   for (const auto& n : fg.toposort())
     if (!n->op->moves_between_devices() && get_backend("cuda").provider(*n)->name() != "cuda")
       on_cpu += n->op->name() + " ";
-  for (const char* host_op : {"Softmax", "Alloc", "AdvancedSubtensor", "AdvancedIncSubtensor", "dot", "Gemm"})
+  for (const char* host_op :
+       {"Softmax", "Alloc", "AdvancedSubtensor", "AdvancedIncSubtensor", "dot", "Gemm", "CheckLabels", "ARange"})
     EXPECT_EQ(on_cpu.find(host_op), std::string::npos) << on_cpu;
   NDArray xv = random_array({8, 20}, DType::Float32, 5);
   NDArray yv = NDArray::empty({8}, DType::Int64);
@@ -553,6 +577,49 @@ TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
   Function fc = classifier_step("cuda", pc);
   for (int step = 0; step < 4; ++step) fc({xv, yv});
   EXPECT_EQ(cuda::graph_stats().recorded, s1.recorded);
+}
+
+TEST(CudaRun, AStepOverABatchAndLabelsOnTheDeviceMovesNothingAndReplaysWhole) {
+  REQUIRE_GPU();
+  // Seed 003's GPU variant: the batch and its labels in shared variables. The labels are checked
+  // on the device (CheckLabels, then the gather and its scatter-add read them there), so nothing
+  // crosses per call and the step replays as two recordings (before and after the check that
+  // precedes the in-place updates).
+  Var x = shared(random_array({8, 20}, DType::Float32, 5), "x");
+  NDArray labels = NDArray::empty({8}, DType::Int64);
+  for (int i = 0; i < 8; ++i) labels.data<int64_t>()[i] = (i * 3) % 5;
+  Var y = shared(labels, "y");
+  Var w0 = shared(random_array({20, 16}, DType::Float32, 1, -0.5, 0.5), "w0");
+  Var w1 = shared(random_array({16, 5}, DType::Float32, 2, -0.5, 0.5), "w1");
+  std::vector<Var> params = {w0, w1};
+  Var cost = mean(categorical_crossentropy(softmax(dot(tanh(dot(x, w0)), w1)), y));
+  std::vector<Var> g = grad(cost, params);
+  FunctionOptions o = on("cuda");
+  for (size_t i = 0; i < params.size(); ++i)
+    o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.1, DType::Float32)))});
+  Function f = function({}, {Out(device_from_host(cost, Device::cuda(0)), true)}, o);
+  EXPECT_EQ(transfers(f), 0) << f.debugprint();
+  std::string on_cpu;
+  for (const auto& n : f.toposort())
+    if (get_backend("cuda").provider(*n)->name() != "cuda") on_cpu += n->op->name() + " ";
+  EXPECT_EQ(on_cpu.find("CheckLabels"), std::string::npos) << on_cpu;
+  EXPECT_EQ(on_cpu.find("ARange"), std::string::npos) << on_cpu;
+  const cuda::GraphStats s0 = cuda::graph_stats();
+  for (int i = 0; i < 10; ++i) f({});
+  const cuda::GraphStats s1 = cuda::graph_stats();
+  EXPECT_EQ(s1.failed, s0.failed) << s1.last_error;
+  EXPECT_GE(s1.replays - s0.replays, 2 * 8) << f.debugprint();
+  // A bad label found on the device fails the call with the CPU's message; nothing moves.
+  const NDArray w0_before = get_value(w0);
+  labels.data<int64_t>()[3] = 7;
+  set_value(y, labels);
+  EXPECT_ERROR(IndexError, f({}), "label 7 at row 3 is out of range for 5 classes");
+  EXPECT_ALLCLOSE(get_value(w0), w0_before, 0.0, 0.0);
+  // And the next good call goes on from there.
+  labels.data<int64_t>()[3] = 4;
+  set_value(y, labels);
+  f({});
+  EXPECT_GT(testing::compare_arrays(get_value(w0), w0_before, 0.0, 0.0).size(), 0u);
 }
 
 TEST(CudaRun, DeviceResultsTheCallerKeepsAreNotOverwrittenByReplays) {

@@ -1,16 +1,19 @@
-// The CUDA backend's generated pooling and MRG kernels compiled for the host and run against the
-// CPU kernels (tests/cpp/cuda_host/write_kernels.cpp writes them at build time): one host thread
-// plays the whole grid (gridDim = blockDim = 1, so each grid-stride loop covers every element), the
-// arguments are the ones the backend's launch builds. Bit for bit: the kernels sum in the CPU's
-// order. This tests their arithmetic and indexing where no GPU is; test_cuda.cpp runs them on one.
+// The CUDA backend's generated pooling, sort, MRG, indexing and arange kernels compiled for the host and run against
+// the CPU kernels (tests/cpp/cuda_host/write_kernels.cpp writes them at build time): one host thread plays the whole
+// grid (gridDim = blockDim = 1, so each grid-stride loop covers every element), the arguments are the ones the
+// backend's launch builds. Bit for bit: the kernels sum in the CPU's order. This tests their arithmetic and indexing
+// where no GPU is; test_cuda.cpp runs them on one.
 #include <cmath>
 #include <random>
 
+#include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/sort_network.h"
 #include "hypatia/backends/pool_geometry.h"
+#include "hypatia/backends/shape_kernels_impl.h"
 #include "hypatia/hypatia.h"
 #include "hypatia/ops/pool.h"
 #include "hypatia/ops/random.h"
+#include "hypatia/ops/shape.h"
 #include "hypatia/ops/sort.h"
 #include "hypatia/testing/opinfo.h"
 #include "pool_cases.h"
@@ -38,6 +41,31 @@ struct HostSortKernels {
   void (*pass)(const void* args);
   void (*final)(const void* args);
 };
+
+struct HostIndexKernel {
+  hypatia::DType dt;
+  const char* index_dtypes;  // "int64,int32"
+  bool scatter;
+  void (*run)(const void* args);
+};
+
+struct HostArangeKernel {
+  hypatia::DType dt;
+  void (*run)(const void* args);
+};
+
+// The atomics the indexing kernels use, for one host thread.
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected, unsigned long long v) {
+  const unsigned long long old = *p;
+  if (old == expected) *p = v;
+  return old;
+}
+template <class T>
+T atomicAdd(T* p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
+}
 
 #define __device__
 #include "cuda_host_kernels.inc"
@@ -206,6 +234,183 @@ TEST(CudaKernelsOnHost, MrgStreamsAreTheCpusBitForBit) {
         EXPECT_ALLCLOSE(state, get_value(st), 0.0, 0.0) << "call " << call;
       }
     }
+}
+
+/// An index vector of `len` values in [-n, n) (negative ones count from the end) as `dt`, for
+/// unsigned dtypes in [0, n); `bad`: element 2 out of range (bad_index). `strided`: a view with
+/// stride 2 into an array twice as long.
+int64_t bad_index(DType dt, int64_t n) { return is_unsigned_int(dt) ? n + 3 : -n - 2; }
+NDArray index_vector(DType dt, int64_t len, int64_t n, std::mt19937_64& rng, bool bad, bool strided) {
+  NDArray v = NDArray::zeros({strided ? 2 * len : len}, DType::Int64);
+  std::uniform_int_distribution<int64_t> pick(is_unsigned_int(dt) ? 0 : -n, n - 1);
+  const int64_t step = strided ? 2 : 1;
+  for (int64_t i = 0; i < len; ++i) v.data<int64_t>()[i * step] = pick(rng);
+  if (bad) v.data<int64_t>()[2 * step] = bad_index(dt, n);
+  v = v.astype(dt);
+  return strided ? v.slice(0, 0, 2 * len, 2) : v;
+}
+
+std::vector<DType> parse_dtypes(const std::string& names) {
+  std::vector<DType> r;
+  size_t at = 0;
+  while (at <= names.size()) {
+    const size_t comma = std::min(names.find(',', at), names.size());
+    r.push_back(dtype_from_name(names.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return r;
+}
+
+TEST(CudaKernelsOnHost, AdvancedIndexingChecksItsIndicesOnTheDeviceAndMatchesTheCpu) {
+  std::mt19937_64 rng(11);
+  int checked = 0, failures_found = 0;
+  for (const HostIndexKernel& k : kHostIndexKernels) {
+    const std::vector<DType> idt = parse_dtypes(k.index_dtypes);
+    const int nk = static_cast<int>(idt.size());
+    for (bool bad : {false, true})
+      for (bool strided : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(k.dt)) + " [" + k.index_dtypes + "] " + (k.scatter ? "scatter" : "gather") +
+                     (bad ? " with an index out of range" : "") + (strided ? ", strided x and indices" : ""));
+        // x: (5, 4, 3); its leading nk axes indexed by vectors of length 7 (the second, when there
+        // are two, of length 1: it broadcasts); the first holds the bad index.
+        const Shape xs{5, 4, 3};
+        NDArray base = testing::random_array(strided ? Shape{5, 4, 6} : xs, DType::Float64, -4.0, 4.0, 3).astype(k.dt);
+        NDArray x = strided ? base.slice(2, 0, 6, 2) : base;
+        std::vector<NDArray> idx;
+        for (int d = 0; d < nk; ++d)
+          idx.push_back(index_vector(idt[d], d == 1 ? 1 : 7, xs[d], rng, bad && d == 0, strided));
+        std::vector<NDArray*> in{&x};
+        for (NDArray& v : idx) in.push_back(&v);
+        const cuda::IndexVectors iv = cuda::index_vectors(AdvancedSubtensor(IndexSpec{}), x, in, 1);
+        Shape region{iv.L};
+        for (int d = nk; d < 3; ++d) region.push_back(xs[d]);
+        long long err[4] = {0, 0, 0, 0};
+        const auto err_words = reinterpret_cast<unsigned long long>(err);
+        // The CPU's answer (its IndexError when an index is out of range).
+        Var xv = variable(TensorType::of_value(x), "x");
+        std::vector<Index> ix;
+        std::vector<In> args{In(xv)};
+        std::vector<NDArray> argv{x};
+        for (int d = 0; d < nk; ++d) {
+          Var i = variable(TensorType::of_value(idx[d]), "i");
+          ix.emplace_back(i);
+          args.push_back(In(i));
+          argv.push_back(idx[d]);
+        }
+        FunctionOptions cpu;
+        cpu.backend = "cpu";
+        Var want;
+        NDArray got;
+        if (k.scatter) {
+          const NDArray y = testing::random_array(region, DType::Float64, -4.0, 4.0, 5).astype(k.dt);
+          Var yv = variable(TensorType::of_value(y), "y");
+          args.push_back(In(yv));
+          argv.push_back(y);
+          want = inc_subtensor(subtensor(xv, ix), yv);
+          got = x.copy();
+          const std::vector<int64_t> a = cuda::index_args(got, iv, &y, err_words);
+          k.run(a.data());
+        } else {
+          want = subtensor(xv, ix);
+          got = NDArray::empty(region, k.dt);
+          const std::vector<int64_t> a = cuda::index_args(x, iv, &got, err_words);
+          k.run(a.data());
+        }
+        Function f = function(args, {want}, cpu);
+        if (bad) {
+          EXPECT_THROW(f(argv), IndexError);
+          // The check block: the flag, the axis, the index as given, the axis's size.
+          EXPECT_EQ(err[0], 1);
+          EXPECT_EQ(err[1], 0);
+          EXPECT_EQ(err[2], bad_index(idt[0], xs[0]));
+          EXPECT_EQ(err[3], xs[0]);
+          ++failures_found;
+          // The gather's row of the bad index is zeros (the scatter leaves it out).
+          const int64_t row = region.prod() / iv.L;
+          if (!k.scatter) {
+            for (int64_t r = 0; r < row; ++r) EXPECT_EQ(got.get_flat(2 * row + r), 0.0);
+          }
+        } else {
+          EXPECT_ALLCLOSE(got, f(argv)[0], 0.0, 0.0);
+          EXPECT_EQ(err[0], 0);
+        }
+        ++checked;
+      }
+  }
+  EXPECT_EQ(checked, 9 * 4);  // 5 gathers and 4 scatters (float x), each 4 ways
+  EXPECT_EQ(failures_found, 9 * 2);
+}
+
+TEST(CudaKernelsOnHost, CheckLabelsFindsALabelOutOfRangeOnTheDevice) {
+  int checked = 0;
+  for (const HostArangeKernel& k : kHostCheckLabelsKernels)
+    for (int64_t bad_row : {-1, 0, 5})
+      for (bool strided : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(k.dt)) + " bad row " + std::to_string(bad_row) +
+                     (strided ? " strided" : ""));
+        const int64_t n = 6, classes = 4;
+        NDArray base = NDArray::zeros({2 * n}, DType::Int64);
+        for (int64_t i = 0; i < n; ++i) base.data<int64_t>()[strided ? 2 * i : i] = (i * 3) % classes;
+        const int64_t bad_label = is_unsigned_int(k.dt) ? classes : -1;
+        if (bad_row >= 0) base.data<int64_t>()[strided ? 2 * bad_row : bad_row] = bad_label;
+        const NDArray labels = strided ? base.astype(k.dt).slice(0, 0, 2 * n, 2) : base.astype(k.dt).slice(0, 0, n, 1);
+        long long err[4] = {0, 0, 0, 0};
+        struct {
+          long long n, classes, st;
+          unsigned long long labels, err;
+        } a{n, classes, labels.strides()[0], ptr(labels), reinterpret_cast<unsigned long long>(err)};
+        k.run(&a);
+        if (bad_row < 0) {
+          EXPECT_EQ(err[0], 0);
+        } else {
+          EXPECT_EQ(err[0], 1);
+          EXPECT_EQ(err[1], bad_row);
+          EXPECT_EQ(err[2], bad_label);
+          EXPECT_EQ(err[3], classes);
+        }
+        ++checked;
+      }
+  EXPECT_EQ(checked, 4 * 3 * 2);
+}
+
+TEST(CudaKernelsOnHost, ArangeIsTheCpusBitForBit) {
+  struct Range {
+    double start, stop, step;
+    bool ints;
+  };
+  const Range ranges[] = {{0, 10, 1, true},
+                          {3, -7, -2, true},
+                          {-5, 6, 4, true},
+                          {0, 0, 1, true},
+                          {-9.2e18, 9.2e18, 3e17, true},
+                          {0.5, 3.2, 0.3, false},
+                          {1.0, -2.0, -0.25, false},
+                          {0, 1e-3, 1e-4, false}};
+  int checked = 0;
+  for (const HostArangeKernel& k : kHostArangeKernels)
+    for (const Range& r : ranges) {
+      const DType in_dt = r.ints ? DType::Int64 : DType::Float64;
+      NDArray start = NDArray::scalar(r.start, in_dt), stop = NDArray::scalar(r.stop, in_dt),
+              step = NDArray::scalar(r.step, in_dt);
+      SCOPED_TRACE(std::string(dtype_name(k.dt)) + " " + std::to_string(r.start) + ":" + std::to_string(r.stop) + ":" +
+                   std::to_string(r.step));
+      ARange op(k.dt);
+      NDArray want;
+      std::vector<NDArray*> in{&start, &stop, &step}, out{&want};
+      const KernelArgs args{in, out};
+      kernel_util::arange_run(op, args);
+      const kernel_util::ArangePlan p = kernel_util::arange_plan(op, args);
+      NDArray got = NDArray::empty({p.n}, k.dt);
+      struct {
+        long long n, ints, start_i, step_i;
+        double start_d, step_d;
+        unsigned long long out;
+      } a{p.n, p.ints, p.start_i, p.step_i, p.start_d, p.step_d, ptr(got)};
+      k.run(&a);
+      EXPECT_EQ(testing::compare_arrays(got, want, 0.0, 0.0), "");
+      ++checked;
+    }
+  EXPECT_EQ(checked, 4 * 8);
 }
 
 }  // namespace

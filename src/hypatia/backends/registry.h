@@ -84,6 +84,12 @@ class Kernel {
   /// in[i] points at input i's element, out[k] at where output k's element is written; the
   /// element types are the node's. Only when has_scalar_path().
   virtual void run_scalars(const std::byte* const* in, std::byte* const* out);
+  /// Kernels that check their inputs on the device (KernelTraits::device_checks: index vectors
+  /// read in device memory) queue the check with their work, which records what it found (and
+  /// goes on without reading or writing out of bounds). Once the call has waited for the device,
+  /// the runtime calls this on each such kernel that ran: a failed check throws the error the
+  /// host's check would have (IndexError naming the axis, the index and the size).
+  virtual void raise_device_errors() {}
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Apply& node)>;
@@ -102,6 +108,11 @@ struct KernelTraits {
   /// Recorder), whose arguments depend on nothing but its inputs' buffers, shapes and strides and
   /// the values of its host inputs: a recording of it replays what run() would do again.
   bool recordable = false;
+  /// The kernel checks inputs on the device (Kernel::raise_device_errors): a call of a function
+  /// with such a node waits for the device before the nodes that overwrite shared variables run
+  /// (or, without them, before its outputs are returned), and fails there if a check failed. Its
+  /// op must not overwrite shared variables (Op::check_runtime_inputs stays the default).
+  bool device_checks = false;
 };
 
 /// Registers the kernel factory of op type `op_type` on the backend named `backend` (replacing an

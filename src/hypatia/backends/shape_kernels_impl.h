@@ -57,6 +57,17 @@ void copy_element(std::byte* dst, DType dst_dt, const std::byte* src, DType src_
 /// Checks Join's inputs and returns the output shape (checked: the summed length and the size fit)
 /// and its dtype (the promotion of the inputs'); errors name `op`.
 Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args, DType* dtype);
+/// An ARange node's range from its inputs (checked: a zero step, a length int64 does not hold,
+/// the size): n values, element i being start + i * step, in int64 arithmetic modulo 2^64 when
+/// every input is an integer (`ints`: each value lies between start and stop, though i * step
+/// alone may not fit), else in double.
+struct ArangePlan {
+  int64_t n = 0;
+  bool ints = false;
+  int64_t start_i = 0, step_i = 0;
+  double start_d = 0, step_d = 0;
+};
+ArangePlan arange_plan(const ARange& op, const KernelArgs& args);
 /// Runs ARange into args.out[0]; returns its shape.
 Shape arange_run(const ARange& op, const KernelArgs& args);
 /// Per-element repeat counts of a Repeat node's inputs (checked), and the output shape (its length

@@ -252,6 +252,7 @@ void Program::finalize() {
       if (const KernelTraits* t = p->traits(*s.node)) {
         s.any_device = t->any_device_inputs;
         s.recordable = t->recordable && p == backend && !s.any_device;
+        s.device_checks = t->device_checks && s.device != DeviceKind::Host;
         for (int i : t->host_inputs)
           if (i < 64) s.host_inputs |= uint64_t{1} << i;
       }
@@ -261,6 +262,11 @@ void Program::finalize() {
       for (int c : s.in) s.check_devices = s.check_devices || from_transfer[c];
     for (int c : s.out) from_transfer[c] = transfer;
   }
+  any_device_checks_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.device_checks; });
+  for (size_t t = first_shared_destroyer; t < steps.size(); ++t)
+    if (steps[t].device_checks)
+      fail<InternalError>(steps[t].node->op->name(), ": a kernel that checks its inputs on the device overwrites a ",
+                          "shared variable (its checks would come after the write)");
   plan_segments();
   primary_ = make_frame();
 }
@@ -505,6 +511,26 @@ void Program::prepare_shared_destroyers(Frame& f) const {
     }
 }
 
+void Program::check_on_device(Frame& f) const {
+  DeviceKind kind = DeviceKind::Host;
+  for (size_t t = 0; t < first_shared_destroyer; ++t)
+    if (steps[t].device_checks) kind = steps[t].device;
+  if (const auto& wait = device_memory(Device{kind, 0}).synchronize) wait();
+  // Every kernel that ran is asked (each clears what it found); the first failure in the steps'
+  // order is raised.
+  std::exception_ptr first;
+  for (size_t t = 0; t < first_shared_destroyer; ++t) {
+    const Step& st = steps[t];
+    if (!st.device_checks || (any_deferred_ && !f.done[t])) continue;
+    try {
+      with_node_context(*st.node, f.args(st, t), [&] { f.kernels[t]->raise_device_errors(); });
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 void Program::release(Frame& f) const {
   for (int c : release_cells_) f.storage[c].reset();
 }
@@ -562,6 +588,9 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
     const bool replay = !profile && !pre_step && !post_step && !debug_mode;
     run_steps(f, 0, first_shared_destroyer, replay);
     check_cancelled();
+    // Checks made on the device (index bounds) are known once it has run this far: a failed one
+    // fails the call before any shared variable is written.
+    if (any_device_checks_) check_on_device(f);
     // Updates: check every new value before committing any, so a failure changes nothing. The
     // nodes that overwrite shared variables run after the other values are checked, and after
     // checking their own inputs: past that point nothing can fail.

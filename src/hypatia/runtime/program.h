@@ -58,6 +58,8 @@ class Program final : public InnerProgram {
     /// The program's backend runs the node with a kernel whose device work can be recorded and
     /// replayed (KernelTraits::recordable).
     bool recordable = false;
+    /// The kernel checks inputs on the device (KernelTraits::device_checks).
+    bool device_checks = false;
   };
   struct InputSlot {
     int cell;
@@ -173,6 +175,9 @@ class Program final : public InnerProgram {
   /// value a buffer of its own (a copy when something outside the call holds it, or when it may
   /// not be written).
   void prepare_shared_destroyers(Frame& f) const;
+  /// Waits for the device and raises the first failed device check of the steps that ran
+  /// (KernelTraits::device_checks), before any shared variable is overwritten.
+  void check_on_device(Frame& f) const;
   void run_debug(Frame& f, size_t t);
   void release(Frame& f) const;
 
@@ -201,7 +206,7 @@ class Program final : public InnerProgram {
   /// The step that writes each cell (-1: an input, shared or constant cell), and whether any
   /// step is deferred.
   std::vector<int> producer_;
-  bool any_deferred_ = false, any_lazy_ = false;
+  bool any_deferred_ = false, any_lazy_ = false, any_device_checks_ = false;
   Recorder* recorder_ = nullptr;
   std::vector<Segment> segments_;
   /// Per step: the segment that begins there, or -1.

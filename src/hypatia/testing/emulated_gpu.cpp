@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "hypatia/backends/backend.h"
@@ -15,6 +16,7 @@
 #include "hypatia/core/device.h"
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
+#include "hypatia/ops/subtensor.h"
 
 namespace hypatia::testing {
 namespace {
@@ -62,6 +64,60 @@ class EmulatedKernel final : public Kernel {
   std::unique_ptr<Kernel> cpu_;
 };
 
+/// Advanced indexing by integer vectors on the leading axes, as the CUDA backend runs it
+/// (KernelTraits::device_checks): an index out of range does not fail the kernel; the error is
+/// kept until the call asks for it (raise_device_errors) after its other steps ran, and the
+/// call goes on meanwhile with those indices read as 0 (the values of a call that fails are never
+/// seen).
+class DeferredIndexKernel final : public Kernel {
+ public:
+  /// `first`: the first index input (1 for AdvancedSubtensor, 2 for IncSubtensor).
+  DeferredIndexKernel(const Apply& node, size_t first) : inner_(node), first_(first) {}
+  void run(const KernelArgs& a) override {
+    failed_ = nullptr;
+    try {
+      inner_.run(a);
+      return;
+    } catch (const IndexError&) {
+      failed_ = std::current_exception();
+    }
+    std::vector<NDArray> clamped;
+    std::vector<NDArray*> in(a.in.begin(), a.in.end());
+    for (size_t i = first_; i < in.size(); ++i) {
+      const NDArray v = retag(*a.in[i], Device::host());
+      const int64_t n = a.in[0]->shape(static_cast<int>(i - first_));
+      NDArray c = NDArray::empty(v.shape(), DType::Int64);
+      for (int64_t j = 0; j < v.size(); ++j) {
+        const int64_t x = v.get_flat_int(j);
+        c.data<int64_t>()[j] = x < -n || x >= n ? 0 : x;
+      }
+      clamped.push_back(retag(c, a.in[i]->device()));
+    }
+    for (size_t i = first_; i < in.size(); ++i) in[i] = &clamped[i - first_];
+    try {
+      inner_.run(KernelArgs{in, a.out});
+    } catch (...) {  // (an empty axis: no index is in range) the error now
+      std::rethrow_exception(std::exchange(failed_, nullptr));
+    }
+  }
+  void raise_device_errors() override {
+    if (failed_) std::rethrow_exception(std::exchange(failed_, nullptr));
+  }
+
+ private:
+  EmulatedKernel inner_;
+  size_t first_;
+  std::exception_ptr failed_;
+};
+
+/// The nodes the CUDA backend indexes with device checks: every index entry an integer vector.
+bool indexes_by_vectors(const Apply& node, const IndexSpec& spec, size_t first) {
+  if (spec.empty() || node.inputs.size() - first != spec.size()) return false;
+  for (size_t i = 0; i < spec.size(); ++i)
+    if (spec[i].kind != IndexEntry::Kind::IntArray || node.inputs[first + i]->type.ndim() != 1) return false;
+  return true;
+}
+
 void register_backend_once(State& s) {
   if (s.backend_registered) return;
   // The CPU's rewrite targets (fusion, float16 stored and computed in float32): its kernels run.
@@ -87,6 +143,25 @@ void register_backend_once(State& s) {
     register_kernel(
         kEmulatedGpuBackend, t,
         [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<EmulatedKernel>(node); }, traits);
+  KernelTraits checked = traits;
+  checked.device_checks = true;
+  register_kernel(
+      kEmulatedGpuBackend, typeid(AdvancedSubtensor),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        if (indexes_by_vectors(node, static_cast<const AdvancedSubtensor&>(*node.op).spec, 1))
+          return std::make_unique<DeferredIndexKernel>(node, 1);
+        return std::make_unique<EmulatedKernel>(node);
+      },
+      checked);
+  register_kernel(
+      kEmulatedGpuBackend, typeid(IncSubtensor),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        const auto& op = static_cast<const IncSubtensor&>(*node.op);
+        if (op.advanced && !op.set_instead_of_inc && indexes_by_vectors(node, op.spec, 2))
+          return std::make_unique<DeferredIndexKernel>(node, 2);
+        return std::make_unique<EmulatedKernel>(node);
+      },
+      checked);
   s.backend_registered = true;
 }
 

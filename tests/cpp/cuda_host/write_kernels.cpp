@@ -1,16 +1,26 @@
-// Writes the CUDA backend's generated pooling, sort and MRG kernels (the kernels that call no GPU
+// Writes the CUDA backend's generated pooling, sort, MRG, indexing and arange kernels (the kernels that call no GPU
 // library) in a form the host compiler builds: each in a namespace of its own, `extern "C"
 // __global__` dropped, and a table of host entry points. tests/cpp/test_cuda_on_host.cpp runs them
 // on the host, one thread covering the grid-stride loops, against the CPU kernels, so their logic
 // is tested in CI, where no GPU is. Usage: write_kernels OUT.inc
+#include <cctype>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 
 using namespace hypatia;
 
 namespace {
+
+std::string dtype_enum(DType dt) {
+  std::string n(dtype_name(dt));  // "float32" -> "Float32", "uint8" -> "UInt8"
+  n[0] = static_cast<char>(std::toupper(n[0]));
+  if (n[0] == 'U') n[1] = 'I';
+  return "hypatia::DType::" + n;
+}
 
 std::string host_form(std::string s) {
   const std::string global = "extern \"C\" __global__ ";
@@ -59,5 +69,42 @@ int main(int argc, char** argv) {
   out << "inline void run(const void* a) { hyp_mrg(*static_cast<const MrgArgs*>(a)); }\n}\n";
   out << "namespace mrg64 {\n" << host_form(cuda::mrg_source(DType::Float64));
   out << "inline void run(const void* a) { hyp_mrg(*static_cast<const MrgArgs*>(a)); }\n}\n";
+  // Indexing: a few (x dtype, index dtypes) pairs covering signed, unsigned and mixed indices.
+  const std::vector<std::pair<DType, std::vector<DType>>> index_cases = {
+      {DType::Float32, {DType::Int64}},
+      {DType::Float64, {DType::Int32}},
+      {DType::Int64, {DType::Int64, DType::Int64}},
+      {DType::Float32, {DType::Int32, DType::UInt8}},
+      {DType::Float64, {DType::UInt64, DType::Int16}}};
+  std::string index_table = "inline const HostIndexKernel kHostIndexKernels[] = {\n";
+  for (const auto& [dt, idx] : index_cases)
+    for (cuda::IndexKernel k : {cuda::IndexKernel::Gather, cuda::IndexKernel::ScatterAdd}) {
+      if (k == cuda::IndexKernel::ScatterAdd && !is_float(dt)) continue;
+      const std::string ns = "index" + std::to_string(n++);
+      out << "namespace " << ns << " {\n" << host_form(cuda::index_source(dt, idx, k));
+      out << "inline void run(const void* a) { hyp_index(*static_cast<const IxArgs*>(a)); }\n}\n";
+      std::string names;
+      for (DType i : idx) names += (names.empty() ? "" : ",") + std::string(dtype_name(i));
+      index_table += "    {" + dtype_enum(dt) + ", \"" + names + "\", " +
+                     (k == cuda::IndexKernel::ScatterAdd ? "true" : "false") + ", " + ns + "::run},\n";
+    }
+  out << index_table << "};\n";
+  std::string arange_table = "inline const HostArangeKernel kHostArangeKernels[] = {\n";
+  // (not unsigned: a negative float range converted to one is undefined behaviour in C++ too)
+  for (DType dt : {DType::Int64, DType::Int32, DType::Float32, DType::Float64}) {
+    const std::string ns = "arange_" + std::string(dtype_name(dt));
+    out << "namespace " << ns << " {\n" << host_form(cuda::arange_source(dt));
+    out << "inline void run(const void* a) { hyp_arange(*static_cast<const ArArgs*>(a)); }\n}\n";
+    arange_table += "    {" + dtype_enum(dt) + ", " + ns + "::run},\n";
+  }
+  out << arange_table << "};\n";
+  std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
+  for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
+    const std::string ns = "labels_" + std::string(dtype_name(dt));
+    out << "namespace " << ns << " {\n" << host_form(cuda::check_labels_source(dt));
+    out << "inline void run(const void* a) { hyp_check_labels(*static_cast<const ClArgs*>(a)); }\n}\n";
+    labels_table += "    {" + dtype_enum(dt) + ", " + ns + "::run},\n";
+  }
+  out << labels_table << "};\n";
   return out.good() ? 0 : 1;
 }

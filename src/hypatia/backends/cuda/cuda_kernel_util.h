@@ -75,6 +75,31 @@ std::string mrg_source(DType dt);
 /// SortOp's and ArgSortOp's kernels for a dtype (cuda_sort_kernels.cpp): hyp_sort_init,
 /// hyp_sort_pass (one step of sort_network.h's network) and hyp_sort_final.
 std::string sort_source(DType dt);
+/// CheckLabels' check of the labels (cuda_nnet_kernels.cpp: hyp_check_labels): each in [0, classes),
+/// the first failure written to the check block (flag, row, label, classes).
+std::string check_labels_source(DType label_dt);
+/// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.
+std::string arange_source(DType dt);
+/// Advanced indexing on the leading axes by integer vectors (cuda_nnet_kernels.cpp: hyp_index):
+/// the gather (out[l, rest] = x[i0[l], .., rest]) or the scatter-add of its gradient (x[i0[l], ..,
+/// rest] += y[l, rest], atomically: repeated indices accumulate); each index
+/// vector of its own dtype (`index_dtypes`, one per indexed axis), read on the device: negative
+/// indices count from the end, one out of range is left out (the gather writes 0) and the first
+/// such is written to the check block (DeviceCheckBlock: flag, axis, index, size).
+enum class IndexKernel { Gather, ScatterAdd };
+std::string index_source(DType dt, std::span<const DType> index_dtypes, IndexKernel which);
+/// The index vectors of an indexing node (inputs `first`.. of `in`) as hyp_index reads them: their
+/// common length L (numpy's broadcast of lengths: equal or 1; IndexError naming `op` otherwise,
+/// and for more vectors than x has axes) and the vectors (their values are checked by the kernel).
+struct IndexVectors {
+  int64_t L = 0;
+  int k = 0;
+  std::vector<const NDArray*> idx;
+};
+IndexVectors index_vectors(const Op& op, const NDArray& x, std::span<NDArray* const> in, size_t first);
+/// hyp_index's argument block for x indexed by `v`: `y` the gather's output, or the scatter's
+/// values broadcast to (L, x.shape[k:]); `err` the check block's device words.
+std::vector<int64_t> index_args(const NDArray& x, const IndexVectors& v, const NDArray* y, unsigned long long err);
 /// Whether libcudnn can be opened (cuda_conv_kernels.cpp: the 2-d convolutions run through it);
 /// `why` receives the reason when not.
 bool cudnn_loadable(std::string* why);

@@ -155,7 +155,68 @@ Staging& staging() {
 
 thread_local std::vector<std::shared_ptr<void>>* t_sink = nullptr;
 
+/// The pinned host words of the DeviceCheckBlocks: slots carved from pinned pages kept for the
+/// process, reused once their block is gone.
+class CheckSlots {
+ public:
+  static constexpr size_t kSlotBytes = DeviceCheckBlock::kWords * sizeof(long long), kPageSlots = 128;
+  long long* take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) {
+      void* p = nullptr;
+      check(cudaHostAlloc(&p, kSlotBytes * kPageSlots, cudaHostAllocDefault), "pinned memory for device checks");
+      for (size_t i = 0; i < kPageSlots; ++i)
+        free_.push_back(static_cast<long long*>(p) + i * DeviceCheckBlock::kWords);
+    }
+    long long* s = free_.back();
+    free_.pop_back();
+    std::memset(s, 0, kSlotBytes);
+    return s;
+  }
+  void give(long long* s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(s);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<long long*> free_;
+};
+
+CheckSlots& check_slots() {
+  static CheckSlots* s = new CheckSlots();  // kept for the process, as its pinned pages
+  return *s;
+}
+
 }  // namespace
+
+DeviceCheckBlock::DeviceCheckBlock()
+    : device_(device_allocator().allocate(kWords * sizeof(long long))), host_(check_slots().take()) {
+  clear();
+}
+
+DeviceCheckBlock::~DeviceCheckBlock() {
+  // A copy queued into the host words may still be pending: wait before the slot is reused.
+  if (available()) synchronize();
+  check_slots().give(host_);
+}
+
+void DeviceCheckBlock::clear() {
+  check(cudaMemsetAsync(device_.get(), 0, kWords * sizeof(long long), stream()),
+        "clearing a device check (cudaMemsetAsync)");
+}
+
+bool DeviceCheckBlock::take_failure(long long (&words)[kWords]) {
+  if (host_[0] == 0) return false;
+  std::memcpy(words, host_, sizeof(words));
+  std::memset(host_, 0, sizeof(words));
+  return true;
+}
+
+void DeviceCheckBlock::fetch() {
+  check(cudaMemcpyAsync(host_, device_.get(), kWords * sizeof(long long), cudaMemcpyDeviceToHost, stream()),
+        "reading a device check (cudaMemcpyAsync)");
+}
 
 void set_allocation_sink(std::vector<std::shared_ptr<void>>* sink) { t_sink = sink; }
 

@@ -4,9 +4,12 @@
 // (KernelTraits::host_inputs), checked there as the CPU checks them (negative indices count from
 // the end; out of range is an IndexError naming the axis), and sent to the device in one copy.
 #include <algorithm>
+#include <bit>
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
+#include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/backends/reference/nnet_common.h"
 #include "hypatia/backends/shape_kernels_impl.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/nnet.h"
@@ -109,6 +112,59 @@ class AllocKernel final : public Kernel {
   std::vector<bool> value_bc_;
 };
 
+// ---- ARange: the range checked on the host (its three 0-d inputs are host inputs), the values
+// written on the device as the CPU writes them
+
+class ARangeKernel final : public Kernel {
+ public:
+  explicit ARangeKernel(const Apply& node) : op_(static_cast<const ARange&>(*node.op)) {
+    kernel_ = get_kernel(arange_source(op_.dtype), "hyp_arange");
+  }
+  void run(const KernelArgs& a) override {
+    const kernel_util::ArangePlan p = kernel_util::arange_plan(op_, a);
+    NDArray& out = prepare_device_output(*a.out[0], Shape{p.n}, op_.dtype);
+    if (p.n == 0) return;
+    std::vector<int64_t> args = {
+        p.n,           p.ints, p.start_i, p.step_i, std::bit_cast<int64_t>(p.start_d), std::bit_cast<int64_t>(p.step_d),
+        ptr(out.raw())};
+    launch(kernel_, grid_for(p.n), args, op_.name().c_str());
+  }
+
+ private:
+  const ARange& op_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
+// ---- CheckLabels: the shapes checked on the host, the labels on the device; the output is the
+// labels themselves (a view), as on the CPU
+
+class CheckLabelsKernel final : public Kernel {
+ public:
+  explicit CheckLabelsKernel(const Apply& node) : op_(*node.op) {
+    kernel_ = get_kernel(check_labels_source(node.inputs[1]->type.dtype), "hyp_check_labels");
+  }
+  void run(const KernelArgs& a) override {
+    const NDArray &coding = *a.in[0], &labels = *a.in[1];
+    nnet_detail::check_label_shapes(op_.name().c_str(), coding, labels);
+    *a.out[0] = labels;
+    if (labels.size() == 0) return;
+    std::vector<int64_t> args = {labels.shape(0), coding.shape(1), labels.strides()[0], ptr(labels.raw()),
+                                 static_cast<int64_t>(check_.device())};
+    check_.clear();
+    launch(kernel_, grid_for(labels.shape(0)), args, op_.name().c_str());
+    check_.fetch();
+  }
+  void raise_device_errors() override {
+    long long w[DeviceCheckBlock::kWords];
+    if (check_.take_failure(w)) nnet_detail::label_out_of_range(op_.name().c_str(), w[2], w[1], w[3]);
+  }
+
+ private:
+  const Op& op_;
+  cudaKernel_t kernel_ = nullptr;
+  DeviceCheckBlock check_;
+};
+
 // ---- Join: each input copied into its slice of the output (the CPU's checks and messages)
 
 class JoinKernel final : public Kernel {
@@ -154,120 +210,58 @@ bool leading_vectors(const IndexSpec& spec, const std::vector<Var>& index_inputs
   return true;
 }
 
-/// The index vectors (inputs first..), checked against x's leading axes and broadcast to one
-/// length L (numpy: lengths equal or 1), packed k x L as int64 on the device.
-struct Gather {
-  int64_t L = 0;
-  int k = 0;
-  NDArray idx;  // on the device, k * L int64
-};
-Gather gather_indices(const Op& op, const NDArray& x, std::span<NDArray* const> in, size_t first) {
-  Gather g;
-  g.k = static_cast<int>(in.size() - first);
-  if (g.k > x.ndim()) fail<IndexError>(op.name(), ": too many indices for an array of shape ", x.shape().str());
-  g.L = 1;
-  for (int d = 0; d < g.k; ++d) {
-    const int64_t n = in[first + d]->shape(0);
-    if (n != 1 && g.L != 1 && n != g.L)
-      fail<IndexError>(op.name(), ": shape mismatch: indexing arrays could not be broadcast together with shapes ",
-                       in[first]->shape().str(), " ", in[first + d]->shape().str());
-    if (n != 1) g.L = n;
-  }
-  for (int d = 0; d < g.k; ++d)
-    if (in[first + d]->shape(0) == 0) g.L = 0;
-  NDArray host = NDArray::empty({g.k, g.L}, DType::Int64);
-  for (int d = 0; d < g.k; ++d) {
-    const NDArray& a = *in[first + d];
-    a.require_host(op.name());
-    const int64_t n = x.shape(d);
-    for (int64_t l = 0; l < g.L; ++l) {
-      int64_t v = a.get_flat_int(a.shape(0) == 1 ? 0 : l);
-      if (v < -n || v >= n)
-        fail<IndexError>(op.name(), ": index ", v, " is out of bounds for axis ", d, " with size ", n);
-      host.data<int64_t>()[d * g.L + l] = v < 0 ? v + n : v;
-    }
-  }
-  g.idx = g.L > 0 ? host.to_device(Device::cuda(0)) : host;
-  return g;
+std::vector<DType> index_dtypes(const Apply& node, size_t first) {
+  std::vector<DType> r;
+  for (size_t i = first; i < node.inputs.size(); ++i) r.push_back(node.inputs[i]->type.dtype);
+  return r;
 }
 
-/// The gather (scatter = false: out[l, rest] = x[i0[l], .., rest]) or scatter-add (out = x, then
-/// x[i0[l], .., rest] += y[l, rest], atomically: repeated indices accumulate).
-std::string index_source(DType dt, bool scatter) {
-  const std::string T = cuda_type(dt), D = std::to_string(kMaxDims);
-  std::string s = "struct IxArgs { long long L, k, nrest, nd_rest, rest_shape[" + D + "], xst[" + D + "], rst[" + D +
-                  "], yst0, yst[" + D + "];\n  unsigned long long x, idx, y; };\n";
-  s += grid_stride_head("hyp_index", "IxArgs", "a.L * a.nrest");
-  s += "    const long long l = t / a.nrest;\n    long long r = t % a.nrest, off = 0, yoff = l * a.yst0;\n";
-  s += "    const long long* idx = (const long long*)a.idx;\n";
-  s += "    for (long long d = 0; d < a.k; ++d) off += idx[d * a.L + l] * a.xst[d];\n";
-  s += "    for (int d = (int)a.nd_rest - 1; d >= 0; --d) {\n      const long long c = r % a.rest_shape[d];\n"
-       "      r /= a.rest_shape[d];\n      off += c * a.rst[d];\n      yoff += c * a.yst[d];\n    }\n";
-  if (scatter)
-    s += "    atomicAdd((" + T + "*)((char*)a.x + off), *(const " + T + "*)((const char*)a.y + yoff));\n";
-  else
-    s += "    *(" + T + "*)((char*)a.y + yoff) = *(const " + T + "*)((const char*)a.x + off);\n";
-  s += "  }\n}\n";
-  return s;
-}
-
-/// The argument block of index_source for x indexed by g; `y` (the gather's output, or the
-/// scatter's values broadcast to (L, rest)) with its strides.
-std::vector<int64_t> index_args(const NDArray& x, const Gather& g, const NDArray& y) {
-  std::vector<int64_t> rest_shape, xst, rst, yst;
-  int64_t nrest = 1;
-  for (int d = g.k; d < x.ndim(); ++d) {
-    rest_shape.push_back(x.shape(d));
-    rst.push_back(x.strides()[d]);
-    yst.push_back(y.strides()[1 + d - g.k]);
-    nrest *= x.shape(d);
-  }
-  for (int d = 0; d < g.k; ++d) xst.push_back(x.strides()[d]);
-  std::vector<int64_t> a = {g.L, g.k, nrest, static_cast<int64_t>(rest_shape.size())};
-  auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
-    for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
-  };
-  put(rest_shape, 1);
-  put(xst, 0);
-  put(rst, 0);
-  a.push_back(y.strides()[0]);
-  put(yst, 0);
-  a.push_back(ptr(x.raw()));
-  a.push_back(ptr(g.idx.raw()));
-  a.push_back(ptr(y.raw()));
-  return a;
+/// The check block's words as IndexError: "index 12 is out of bounds for axis 0 with size 10", as
+/// the CPU's check says it; the block is cleared before the kernel's next launch.
+void raise_index_error(const Op& op, DeviceCheckBlock& b) {
+  long long w[DeviceCheckBlock::kWords];
+  if (!b.take_failure(w)) return;
+  const long long axis = w[1], index = w[2], size = w[3];
+  fail<IndexError>(op.name(), ": index ", index, " is out of bounds for axis ", axis, " with size ", size,
+                   " (found on the device)");
 }
 
 class AdvancedSubtensorKernel final : public Kernel {
  public:
   explicit AdvancedSubtensorKernel(const Apply& node) : op_(*node.op) {
-    kernel_ = get_kernel(table_prefix() + index_source(node.inputs[0]->type.dtype, false), "hyp_index");
+    kernel_ =
+        get_kernel(index_source(node.inputs[0]->type.dtype, index_dtypes(node, 1), IndexKernel::Gather), "hyp_index");
   }
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
-    const Gather g = gather_indices(op_, x, a.in, 1);
+    const IndexVectors g = index_vectors(op_, x, a.in, 1);
     Shape shape{g.L};
     for (int d = g.k; d < x.ndim(); ++d) shape.push_back(x.shape(d));
     NDArray& out = prepare_device_output(*a.out[0], shape, x.dtype());
     if (out.size() == 0) return;
-    std::vector<int64_t> args = index_args(x, g, out);
+    std::vector<int64_t> args = index_args(x, g, &out, check_.device());
+    check_.clear();
     launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
+    check_.fetch();
   }
+  void raise_device_errors() override { raise_index_error(op_, check_); }
 
  private:
   const Op& op_;
   cudaKernel_t kernel_ = nullptr;
+  DeviceCheckBlock check_;
 };
 
 class AdvancedIncSubtensorKernel final : public Kernel {
  public:
   explicit AdvancedIncSubtensorKernel(const Apply& node) : op_(static_cast<const IncSubtensor&>(*node.op)) {
-    kernel_ = get_kernel(table_prefix() + index_source(node.inputs[0]->type.dtype, true), "hyp_index");
+    kernel_ = get_kernel(index_source(node.inputs[0]->type.dtype, index_dtypes(node, 2), IndexKernel::ScatterAdd),
+                         "hyp_index");
   }
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
     const NDArray& y = *a.in[1];
-    const Gather g = gather_indices(op_, x, a.in, 2);
+    const IndexVectors g = index_vectors(op_, x, a.in, 2);
     NDArray* out = op_.inplace ? &prepare_device_inplace_output(*a.out[0], x, x.shape(), x.dtype(), op_, 0)
                                : &update_output(*a.out[0], x, false, true, true);
     // y broadcasts to the indexed region (L, x.shape[k:]) as numpy's right-aligned rule.
@@ -289,13 +283,17 @@ class AdvancedIncSubtensorKernel final : public Kernel {
     }
     if (region.prod() == 0) return;
     const NDArray yb = y.as_strided(ys, yst);
-    std::vector<int64_t> args = index_args(*out, g, yb);
+    std::vector<int64_t> args = index_args(*out, g, &yb, check_.device());
+    check_.clear();
     launch(kernel_, grid_for(region.prod()), args, op_.name().c_str());
+    check_.fetch();
   }
+  void raise_device_errors() override { raise_index_error(op_, check_); }
 
  private:
   const IncSubtensor& op_;
   cudaKernel_t kernel_ = nullptr;
+  DeviceCheckBlock check_;
 };
 
 std::vector<Var> tail(const Apply& node, size_t first) {
@@ -309,6 +307,127 @@ std::vector<int> from(size_t first, size_t n) {
 }
 
 }  // namespace
+
+IndexVectors index_vectors(const Op& op, const NDArray& x, std::span<NDArray* const> in, size_t first) {
+  IndexVectors g;
+  g.k = static_cast<int>(in.size() - first);
+  if (g.k > x.ndim()) fail<IndexError>(op.name(), ": too many indices for an array of shape ", x.shape().str());
+  g.L = 1;
+  for (int d = 0; d < g.k; ++d) {
+    const int64_t n = in[first + d]->shape(0);
+    if (n != 1 && g.L != 1 && n != g.L)
+      fail<IndexError>(op.name(), ": shape mismatch: indexing arrays could not be broadcast together with shapes ",
+                       in[first]->shape().str(), " ", in[first + d]->shape().str());
+    if (n != 1) g.L = n;
+    g.idx.push_back(in[first + d]);
+  }
+  for (int d = 0; d < g.k; ++d)
+    if (in[first + d]->shape(0) == 0) g.L = 0;
+  return g;
+}
+
+std::vector<int64_t> index_args(const NDArray& x, const IndexVectors& g, const NDArray* y, unsigned long long err) {
+  std::vector<int64_t> rest_shape, xst, rst, yst, n, ist;
+  int64_t nrest = 1;
+  for (int d = g.k; d < x.ndim(); ++d) {
+    rest_shape.push_back(x.shape(d));
+    rst.push_back(x.strides()[d]);
+    yst.push_back(y ? y->strides()[1 + d - g.k] : 0);
+    nrest *= x.shape(d);
+  }
+  for (int d = 0; d < g.k; ++d) {
+    xst.push_back(x.strides()[d]);
+    n.push_back(x.shape(d));
+    ist.push_back(g.idx[d]->shape(0) == 1 ? 0 : g.idx[d]->strides()[0]);
+  }
+  std::vector<int64_t> a = {g.L, nrest, static_cast<int64_t>(rest_shape.size())};
+  auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
+    for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
+  };
+  put(rest_shape, 1);
+  put(xst, 0);
+  put(rst, 0);
+  a.push_back(y ? y->strides()[0] : 0);
+  put(yst, 0);
+  put(n, 0);
+  put(ist, 0);
+  a.push_back(ptr(x.raw()));
+  a.push_back(y ? ptr(y->raw()) : 0);
+  a.push_back(static_cast<int64_t>(err));
+  std::vector<int64_t> ip;
+  for (const NDArray* i : g.idx) ip.push_back(ptr(i->raw()));
+  put(ip, 0);
+  return a;
+}
+
+std::string arange_source(DType dt) {
+  const std::string T = cuda_type(dt);
+  std::string s =
+      "struct ArArgs { long long n, ints, start_i, step_i; double start_d, step_d; unsigned long long out; };\n";
+  s += grid_stride_head("hyp_arange", "ArArgs", "a.n");
+  s += "    ((" + T + "*)a.out)[t] = a.ints ? (" + T +
+       ")(long long)((unsigned long long)a.start_i + (unsigned long long)t * (unsigned long long)a.step_i) : (" + T +
+       ")(a.start_d + (double)t * a.step_d);\n";
+  s += "  }\n}\n";
+  return s;
+}
+
+/// The first failed check wins the flag of the block and writes its three words (the host reads
+/// them after the call has waited for the device).
+constexpr const char* kCheckFailed =
+    "__device__ void hyp_check_failed(unsigned long long err, long long a, long long b, long long c) {\n"
+    "  long long* w = (long long*)err;\n"
+    "  if (atomicCAS((unsigned long long*)w, 0ull, 1ull) == 0ull) { w[1] = a; w[2] = b; w[3] = c; }\n}\n";
+
+/// How an index of dtype `dt` (in `raw`) is read as long long v (a uint64 above 2^63 is out of
+/// range, not negative).
+std::string read_index(DType dt) {
+  return is_unsigned_int(dt) ? "      const long long v = raw > 0x7fffffffffffffffull ? -1 : (long long)raw;\n"
+                             : "      const long long v = (long long)raw;\n";
+}
+
+std::string check_labels_source(DType label_dt) {
+  const std::string I = cuda_type(label_dt);
+  std::string s = "struct ClArgs { long long n, classes, st; unsigned long long labels, err; };\n";
+  s += kCheckFailed;
+  s += grid_stride_head("hyp_check_labels", "ClArgs", "a.n");
+  s += "    {\n      const " + I + " raw = *(const " + I + "*)((const char*)a.labels + t * a.st);\n";
+  s += read_index(label_dt);
+  s += "      if (v < 0 || v >= a.classes) hyp_check_failed(a.err, t, v, a.classes);\n    }\n  }\n}\n";
+  return s;
+}
+
+std::string index_source(DType dt, std::span<const DType> index_dtypes, IndexKernel which) {
+  const std::string T = cuda_type(dt), D = std::to_string(kMaxDims);
+  std::string s = "struct IxArgs {\n  long long L, nrest, nd_rest, rest_shape[" + D + "], xst[" + D + "], rst[" + D +
+                  "], yst0, yst[" + D + "], n[" + D + "], ist[" + D + "];\n  unsigned long long x, y, err, ip[" + D +
+                  "];\n};\n";
+  s += kCheckFailed;
+  s += grid_stride_head("hyp_index", "IxArgs", "a.L * a.nrest");
+  s += "    const long long l = t / a.nrest;\n";
+  s += "    long long off = 0;\n    bool ok = true;\n";
+  // Each index read as its own dtype, negative ones counting from the end (numpy's rule).
+  for (size_t d = 0; d < index_dtypes.size(); ++d) {
+    const std::string I = cuda_type(index_dtypes[d]), k = std::to_string(d);
+    s += "    {\n      const " + I + " raw = *(const " + I + "*)((const char*)a.ip[" + k + "] + l * a.ist[" + k +
+         "]);\n";
+    s += read_index(index_dtypes[d]);
+    s += is_unsigned_int(index_dtypes[d]) ? "      const long long w = v;\n"
+                                          : "      const long long w = v < 0 ? v + a.n[" + k + "] : v;\n";
+    s += "      if (w < 0 || w >= a.n[" + k + "]) {\n";
+    s += "        if (t % a.nrest == 0) hyp_check_failed(a.err, " + k + ", v, a.n[" + k +
+         "]);\n        ok = false;\n      } else {\n        off += w * a.xst[" + k + "];\n      }\n    }\n";
+  }
+  s += "    long long r = t % a.nrest, yoff = l * a.yst0;\n";
+  s += "    for (int d = (int)a.nd_rest - 1; d >= 0; --d) {\n      const long long c = r % a.rest_shape[d];\n"
+       "      r /= a.rest_shape[d];\n      off += c * a.rst[d];\n      yoff += c * a.yst[d];\n    }\n";
+  if (which == IndexKernel::ScatterAdd)
+    s += "    if (ok) atomicAdd((" + T + "*)((char*)a.x + off), *(const " + T + "*)((const char*)a.y + yoff));\n";
+  else
+    s += "    *(" + T + "*)((char*)a.y + yoff) = ok ? *(const " + T + "*)((const char*)a.x + off) : (" + T + ")0;\n";
+  s += "  }\n}\n";
+  return s;
+}
 
 void register_cuda_nnet_kernels() {
   const std::string_view b = kCudaBackend;
@@ -324,10 +443,23 @@ void register_cuda_nnet_kernels() {
                    .host_inputs = from(1, 1 + kMaxNdim),
                    .recordable = true});
   register_kernel(
+      b, typeid(CheckLabels),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<CheckLabelsKernel>(node); },
+      KernelTraits{.accepts = [](const Apply& node) { return is_integer(node.inputs[1]->type.dtype); },
+                   .recordable = true,
+                   .device_checks = true});
+  // ARange: start, stop and step read on the host (a recording is keyed by their values).
+  register_kernel(
+      b, typeid(ARange),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<ARangeKernel>(node); },
+      KernelTraits{
+          .accepts = [](const Apply& node) { return static_cast<const ARange&>(*node.op).dtype != DType::Float16; },
+          .host_inputs = {0, 1, 2},
+          .recordable = true});
+  register_kernel(
       b, typeid(Join), [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<JoinKernel>(node); },
       KernelTraits{.accepts = join_accepts, .recordable = true});
-  // Index vectors on the host (checked there), the arrays on the device (the traits list every
-  // index input a node can have: one per dimension).
+  // Index vectors on the device, their values checked there (KernelTraits::device_checks).
   register_kernel(
       b, typeid(AdvancedSubtensor),
       [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<AdvancedSubtensorKernel>(node); },
@@ -336,7 +468,8 @@ void register_cuda_nnet_kernels() {
                          const auto& op = static_cast<const AdvancedSubtensor&>(*node.op);
                          return node.inputs[0]->type.dtype != DType::Float16 && leading_vectors(op.spec, tail(node, 1));
                        },
-                   .host_inputs = from(1, 1 + kMaxNdim)});
+                   .recordable = true,
+                   .device_checks = true});
   register_kernel(
       b, typeid(IncSubtensor),
       [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<AdvancedIncSubtensorKernel>(node); },
@@ -347,7 +480,8 @@ void register_cuda_nnet_kernels() {
                                 node.inputs[1]->type.dtype == node.inputs[0]->type.dtype &&
                                 leading_vectors(op.spec, tail(node, 2));
                        },
-                   .host_inputs = from(2, 2 + kMaxNdim)});
+                   .recordable = true,
+                   .device_checks = true});
 }
 
 }  // namespace hypatia::cuda

@@ -39,6 +39,7 @@ struct Runtime {
   X(cudaFree)                  \
   X(cudaMemGetInfo)            \
   X(cudaMemcpyAsync)           \
+  X(cudaMemsetAsync)           \
   X(cudaHostAlloc)             \
   X(cudaEventCreateWithFlags)  \
   X(cudaEventRecord)           \
@@ -108,6 +109,7 @@ HYP_FORWARD(cudaMalloc, (void** p, size_t n), (p, n))
 HYP_FORWARD(cudaFree, (void* p), (p))
 HYP_FORWARD(cudaMemGetInfo, (size_t * f, size_t* t), (f, t))
 HYP_FORWARD(cudaMemcpyAsync, (void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st), (d, s, n, k, st))
+HYP_FORWARD(cudaMemsetAsync, (void* d, int v, size_t n, cudaStream_t st), (d, v, n, st))
 HYP_FORWARD(cudaHostAlloc, (void** p, size_t n, unsigned int flags), (p, n, flags))
 HYP_FORWARD(cudaEventCreateWithFlags, (cudaEvent_t * e, unsigned int flags), (e, flags))
 HYP_FORWARD(cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))

@@ -19,6 +19,10 @@ int64_t label_at(const NDArray& labels, int64_t i);
 /// Checks that coding has as many rows as labels has entries and every label is in
 /// [0, n_classes); throws ValueError / IndexError naming `who`, the row and the label.
 void check_labels(const char* who, const NDArray& coding, const NDArray& labels);
+/// The shapes' part of check_labels (ValueError), for kernels that check the values elsewhere.
+void check_label_shapes(const char* who, const NDArray& coding, const NDArray& labels);
+/// check_labels' IndexError for `label` at `row` with `classes` classes.
+[[noreturn]] void label_out_of_range(const char* who, int64_t label, int64_t row, int64_t classes);
 
 }  // namespace hypatia::nnet_detail
 

@@ -15,16 +15,23 @@ int64_t label_at(const NDArray& labels, int64_t i) {
   });
 }
 
-void check_labels(const char* who, const NDArray& coding, const NDArray& labels) {
+void check_label_shapes(const char* who, const NDArray& coding, const NDArray& labels) {
   if (coding.ndim() != 2 || labels.ndim() != 1 || coding.shape(0) != labels.shape(0))
     fail<ValueError>(who, ": expected coding_dist of shape (n, n_classes) and labels of shape (n,), got coding_dist ",
                      coding.describe(), " and labels ", labels.describe());
+}
+
+void label_out_of_range(const char* who, int64_t label, int64_t row, int64_t classes) {
+  fail<IndexError>(who, ": label ", label, " at row ", row, " is out of range for ", classes,
+                   " classes (expected 0 <= label < ", classes, ")");
+}
+
+void check_labels(const char* who, const NDArray& coding, const NDArray& labels) {
+  check_label_shapes(who, coding, labels);
   const int64_t k = coding.shape(1);
   for (int64_t i = 0; i < labels.shape(0); ++i) {
     int64_t y = label_at(labels, i);
-    if (y < 0 || y >= k)
-      fail<IndexError>(who, ": label ", y, " at row ", i, " is out of range for ", k,
-                       " classes (expected 0 <= label < ", k, ")");
+    if (y < 0 || y >= k) label_out_of_range(who, y, i, k);
   }
 }
 

@@ -47,11 +47,11 @@ Shape join_output_shape(const std::string& op, int axis, const KernelArgs& args,
   return shape;
 }
 
-Shape arange_run(const ARange& op, const KernelArgs& args) {
+ArangePlan arange_plan(const ARange& op, const KernelArgs& args) {
   const NDArray &a = *args.in[0], &b = *args.in[1], &c = *args.in[2];
-  const bool ints = is_integer(a.dtype()) && is_integer(b.dtype()) && is_integer(c.dtype());
-  int64_t n = 0;
-  if (ints) {
+  ArangePlan p;
+  p.ints = is_integer(a.dtype()) && is_integer(b.dtype()) && is_integer(c.dtype());
+  if (p.ints) {
     const int64_t start = read_int_scalar(a, op.name(), "start"), stop = read_int_scalar(b, op.name(), "stop"),
                   step = read_int_scalar(c, op.name(), "step");
     if (step == 0) fail<ValueError>(op.name(), ": step must not be zero");
@@ -61,33 +61,39 @@ Shape arange_run(const ARange& op, const KernelArgs& args) {
     if (len > std::numeric_limits<int64_t>::max())
       fail<ValueError>(op.name(), ": the range from ", start, " to ", stop, " by ", step,
                        " has more elements than int64 holds");
-    n = static_cast<int64_t>(len);
-    check_shape_size(op.name(), Shape{n}, op.dtype);
-    NDArray& out = prepare_output(*args.out[0], Shape{n}, op.dtype);
-    dispatch_dtype(op.dtype, [&](auto t) {
-      using T = decltype(t);
-      // Each value lies between start and stop, but i * step alone may not fit: modular arithmetic
-      // in uint64 gives the exact value.
-      for (int64_t i = 0; i < n; ++i)
-        out.data<T>()[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(start) +
-                                                               static_cast<uint64_t>(i) * static_cast<uint64_t>(step)));
-    });
-    return out.shape();
+    p.n = static_cast<int64_t>(len);
+    p.start_i = start;
+    p.step_i = step;
+  } else {
+    const double start = a.get_flat(0), stop = b.get_flat(0), step = c.get_flat(0);
+    if (step == 0) fail<ValueError>(op.name(), ": step must not be zero");
+    const double len = std::ceil((stop - start) / step);
+    if (!std::isfinite(len)) fail<ValueError>(op.name(), ": the length of the range is not finite");
+    // 2**63 and beyond do not convert to int64.
+    if (len >= 9223372036854775808.0)
+      fail<ValueError>(op.name(), ": the range from ", start, " to ", stop, " by ", step, " has ", len,
+                       " elements, more than int64 holds");
+    p.n = len > 0 ? static_cast<int64_t>(len) : 0;
+    p.start_d = start;
+    p.step_d = step;
   }
-  const double start = a.get_flat(0), stop = b.get_flat(0), step = c.get_flat(0);
-  if (step == 0) fail<ValueError>(op.name(), ": step must not be zero");
-  const double len = std::ceil((stop - start) / step);
-  if (!std::isfinite(len)) fail<ValueError>(op.name(), ": the length of the range is not finite");
-  // 2**63 and beyond do not convert to int64.
-  if (len >= 9223372036854775808.0)
-    fail<ValueError>(op.name(), ": the range from ", start, " to ", stop, " by ", step, " has ", len,
-                     " elements, more than int64 holds");
-  n = len > 0 ? static_cast<int64_t>(len) : 0;
-  check_shape_size(op.name(), Shape{n}, op.dtype);
-  NDArray& out = prepare_output(*args.out[0], Shape{n}, op.dtype);
+  check_shape_size(op.name(), Shape{p.n}, op.dtype);
+  return p;
+}
+
+Shape arange_run(const ARange& op, const KernelArgs& args) {
+  const ArangePlan p = arange_plan(op, args);
+  NDArray& out = prepare_output(*args.out[0], Shape{p.n}, op.dtype);
   dispatch_dtype(op.dtype, [&](auto t) {
     using T = decltype(t);
-    for (int64_t i = 0; i < n; ++i) out.data<T>()[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    // Modular arithmetic in uint64 gives the exact value where i * step alone would overflow.
+    if (p.ints)
+      for (int64_t i = 0; i < p.n; ++i)
+        out.data<T>()[i] = static_cast<T>(static_cast<int64_t>(
+            static_cast<uint64_t>(p.start_i) + static_cast<uint64_t>(i) * static_cast<uint64_t>(p.step_i)));
+    else
+      for (int64_t i = 0; i < p.n; ++i)
+        out.data<T>()[i] = static_cast<T>(p.start_d + static_cast<double>(i) * p.step_d);
   });
   return out.shape();
 }
