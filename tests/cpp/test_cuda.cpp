@@ -135,7 +135,7 @@ TEST(CudaCodegen, SortKernelsCompileForEveryDtypeTheySort) {
   }
 }
 
-TEST(CudaCodegen, IndexingLabelAndArangeKernelsCompileForEveryDtypeTheyTake) {
+TEST(CudaCodegen, IndexingLabelArangeAndArgReduceKernelsCompileForEveryDtypeTheyTake) {
   REQUIRE_NVRTC();
   // (as the kernels compile them: without the table prefix, which they do not need)
   int compiled = 0;
@@ -143,6 +143,8 @@ TEST(CudaCodegen, IndexingLabelAndArangeKernelsCompileForEveryDtypeTheyTake) {
     const DType dt = static_cast<DType>(d);
     if (dt == DType::Float16) continue;  // these nodes run on the CPU
     EXPECT_NO_THROW(cuda::check_source(cuda::arange_source(dt))) << dtype_name(dt);
+    for (bool is_max : {true, false})
+      EXPECT_NO_THROW(cuda::check_source(cuda::arg_reduce_source(dt, is_max))) << dtype_name(dt);
     if (is_integer(dt)) {
       EXPECT_NO_THROW(cuda::check_source(cuda::check_labels_source(dt))) << dtype_name(dt);
       const std::vector<DType> idx = {dt, DType::Int64};
@@ -667,6 +669,33 @@ TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {
   for (size_t k = 0; k < want.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], 1e-6) << k;
   EXPECT_ERROR(IndexError, fg({xv, NDArray::from_vector<int64_t>({0, 6, 1, 1, 1}), jv, vv}),
                "index 6 is out of bounds for axis 0 with size 6");
+}
+
+TEST(CudaRun, ArgmaxArgminAndBatchedDotRunOnTheGpuAndMatchTheCpu) {
+  REQUIRE_GPU();
+  Var x = tensor3("x", DType::Float32), y = tensor3("y", DType::Float32), v = matrix("v", DType::Float32);
+  // A transposed batch operand (a view cuBLAS reads transposed) and a 2-d one (rows).
+  std::vector<Out> outs = {
+      argmax(x, 2),     argmin(x, 0), argmax(x), batched_dot(x, y), batched_dot(x, dimshuffle(y, {0, 2, 1})),
+      batched_dot(v, y)};
+  FunctionOptions oc = on("cpu"), og = on("cuda");
+  Function fc = fn({x, y, v}, outs, oc), fg = fn({x, y, v}, outs, og);
+  for (const auto& n : fg.toposort()) {
+    const std::string name = n->op->name();
+    if (name.find("Arg") != std::string::npos || name.find("BatchedDot") != std::string::npos) {
+      EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << name;
+    }
+  }
+  NDArray xv = random_array({4, 6, 6}, DType::Float32, 3), yv = random_array({4, 6, 6}, DType::Float32, 4);
+  NDArray vv = random_array({4, 6}, DType::Float32, 5);
+  xv.data<float>()[7] = NAN;                         // the first NaN wins, as on the CPU
+  xv.data<float>()[3] = xv.data<float>()[5] = 9.0f;  // a tie: the first wins
+  const auto want = fc({xv, yv, vv}), got = fg({xv, yv, vv});
+  for (size_t k = 0; k < 3; ++k) EXPECT_ALLCLOSE(got[k], want[k], 0.0, 0.0) << k;
+  NDArray xf = random_array({4, 6, 6}, DType::Float32, 3);
+  const auto want2 = fc({xf, yv, vv}), got2 = fg({xf, yv, vv});
+  for (size_t k = 3; k < outs.size(); ++k) EXPECT_ALLCLOSE(got2[k], want2[k], 1e-5, 1e-6) << k;
+  EXPECT_ERROR(ValueError, fg({xf, random_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
 }
 
 TEST(CudaRun, OpInfoTableMatchesTheCpu) {

@@ -54,6 +54,17 @@ struct HostArangeKernel {
   void (*run)(const void* args);
 };
 
+struct HostArgReduceKernel {
+  hypatia::DType dt;
+  bool is_max;
+  void (*run)(const void* args);
+  bool (*before)(double v, long long i, double b, long long j);  // the merge order
+};
+
+// What a block-per-output kernel expects (one host thread: its block of one).
+#define __shared__
+inline void __syncthreads() {}
+
 // The atomics the indexing kernels use, for one host thread.
 inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected, unsigned long long v) {
   const unsigned long long old = *p;
@@ -371,6 +382,62 @@ TEST(CudaKernelsOnHost, CheckLabelsFindsALabelOutOfRangeOnTheDevice) {
         ++checked;
       }
   EXPECT_EQ(checked, 4 * 3 * 2);
+}
+
+TEST(CudaKernelsOnHost, ArgmaxAndArgminAreTheCpusFirstNanThenFirstExtreme) {
+  std::mt19937_64 rng(5);
+  int checked = 0;
+  for (const HostArgReduceKernel& k : kHostArgReduceKernels)
+    for (const Shape& shape : {Shape{7}, Shape{4, 9}, Shape{3, 5, 6}, Shape{1, 1}})
+      for (int axis = -1; axis < shape.size(); ++axis) {
+        // Few distinct values (ties), and for floats NaNs and infinities.
+        NDArray x = NDArray::empty(shape, DType::Float64);
+        std::uniform_int_distribution<int> pick(0, 9);
+        for (int64_t i = 0; i < x.size(); ++i) {
+          const int c = pick(rng);
+          const double v = c == 0 ? NAN : c == 1 ? INFINITY : c == 2 ? -INFINITY : double(c % 4);
+          x.data<double>()[i] = is_float(k.dt) ? v : std::isfinite(v) ? v : 1.0;
+        }
+        x = x.astype(k.dt);
+        const std::optional<int> ax = axis < 0 ? std::nullopt : std::optional<int>(axis);
+        SCOPED_TRACE(std::string(dtype_name(k.dt)) + (k.is_max ? " argmax " : " argmin ") + shape.str() + " axis " +
+                     std::to_string(axis));
+        Var xv = variable(TensorType::of_value(x), "x");
+        FunctionOptions cpu;
+        cpu.backend = "cpu";
+        const NDArray want = function({xv}, {k.is_max ? argmax(xv, ax) : argmin(xv, ax)}, cpu)({x})[0];
+        // The launch's arguments, as ArgReduceKernel builds them.
+        std::vector<int64_t> oshape, ost, rshape, rst;
+        for (int d = 0; d < x.ndim(); ++d) {
+          const bool reduced = axis < 0 || axis == d;
+          (reduced ? rshape : oshape).push_back(x.shape(d));
+          (reduced ? rst : ost).push_back(x.strides()[d]);
+        }
+        NDArray got = NDArray::empty(want.shape(), DType::Int64);
+        const std::vector<int64_t> a =
+            cuda::arg_reduce_args(want.size(), Shape(rshape).prod(), oshape, ost, rshape, rst, x.raw(), got.raw());
+        k.run(a.data());
+        EXPECT_ALLCLOSE(got, want, 0.0, 0.0);
+        // The blocks' tree merges partial results in another order: any merge order gives the
+        // same answer (the order is total: NaN first, then the extreme, then the smaller index).
+        if (ax == std::nullopt) {
+          std::vector<std::pair<double, long long>> parts;
+          for (int64_t i = 0; i < x.size(); ++i) parts.push_back({x.get_flat(i), i});
+          std::shuffle(parts.begin(), parts.end(), rng);
+          while (parts.size() > 1) {
+            std::vector<std::pair<double, long long>> next;
+            for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+              const auto &p = parts[i], &q = parts[i + 1];
+              next.push_back(k.before(q.first, q.second, p.first, p.second) ? q : p);
+            }
+            if (parts.size() % 2) next.push_back(parts.back());
+            parts = std::move(next);
+          }
+          EXPECT_EQ(parts[0].second, want.get_flat_int(0));
+        }
+        ++checked;
+      }
+  EXPECT_EQ(checked, 12 * (2 + 3 + 4 + 3));
 }
 
 TEST(CudaKernelsOnHost, ArangeIsTheCpusBitForBit) {

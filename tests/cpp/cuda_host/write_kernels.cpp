@@ -98,6 +98,19 @@ int main(int argc, char** argv) {
     arange_table += "    {" + dtype_enum(dt) + ", " + ns + "::run},\n";
   }
   out << arange_table << "};\n";
+  std::string arg_table = "inline const HostArgReduceKernel kHostArgReduceKernels[] = {\n";
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::UInt8, DType::Bool})
+    for (bool is_max : {true, false}) {
+      const std::string ns = std::string(is_max ? "argmax_" : "argmin_") + std::string(dtype_name(dt));
+      out << "namespace " << ns << " {\nusing T = " << cuda::cuda_type(dt) << ";\n"
+          << host_form(cuda::arg_reduce_source(dt, is_max));
+      out << "inline void run(const void* a) { hyp_argreduce(*static_cast<const AgArgs*>(a)); }\n";
+      out << "inline bool before(double v, long long i, double b, long long j) { return hyp_before((T)v, i, (T)b, j); "
+             "}\n}\n";
+      arg_table +=
+          "    {" + dtype_enum(dt) + ", " + (is_max ? "true" : "false") + ", " + ns + "::run, " + ns + "::before},\n";
+    }
+  out << arg_table << "};\n";
   std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
   for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
     const std::string ns = "labels_" + std::string(dtype_name(dt));

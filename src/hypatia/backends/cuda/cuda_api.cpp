@@ -166,6 +166,8 @@ const Cublas& cublas() {
     bind(lib, c.set_pointer_mode, "cublasSetPointerMode_v2");
     bind(lib, c.sgemm, "cublasSgemm_v2");
     bind(lib, c.dgemm, "cublasDgemm_v2");
+    bind(lib, c.sgemm_strided_batched, "cublasSgemmStridedBatched");
+    bind(lib, c.dgemm_strided_batched, "cublasDgemmStridedBatched");
     require_available("cuBLAS");
     check_cublas(c.create(&c.handle), "cublasCreate");
     check_cublas(c.set_stream(c.handle, state().stream), "cublasSetStream");

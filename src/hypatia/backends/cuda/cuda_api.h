@@ -80,6 +80,8 @@ struct Cublas {
   decltype(&cublasSetPointerMode_v2) set_pointer_mode;
   decltype(&cublasSgemm_v2) sgemm;  // (Gemv and Ger are gemms with a side of 1)
   decltype(&cublasDgemm_v2) dgemm;
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;  // (BatchedDot)
+  decltype(&cublasDgemmStridedBatched) dgemm_strided_batched;
   cublasHandle_t handle = nullptr;
 };
 const Cublas& cublas();

@@ -75,6 +75,13 @@ std::string mrg_source(DType dt);
 /// SortOp's and ArgSortOp's kernels for a dtype (cuda_sort_kernels.cpp): hyp_sort_init,
 /// hyp_sort_pass (one step of sort_network.h's network) and hyp_sort_final.
 std::string sort_source(DType dt);
+/// ArgReduce's kernel (cuda_kernels.cpp: hyp_argreduce), a block per output, and its argument
+/// block: the kept dims' shape and strides (outputs in C order), the reduced ones' (combined in C
+/// order: index i of the output counts there), x and the int64 output.
+std::string arg_reduce_source(DType dt, bool is_max);
+std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector<int64_t>& out_shape,
+                                     const std::vector<int64_t>& out_strides, const std::vector<int64_t>& red_shape,
+                                     const std::vector<int64_t>& red_strides, const void* x, void* out);
 /// CheckLabels' check of the labels (cuda_nnet_kernels.cpp: hyp_check_labels): each in [0, classes),
 /// the first failure written to the check block (flag, row, label, classes).
 std::string check_labels_source(DType label_dt);

@@ -14,6 +14,7 @@
 #include "hypatia/backends/cuda/cuda_codegen.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/backends/reference/reduce_common.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/blas.h"
 #include "hypatia/ops/composite.h"
@@ -274,6 +275,36 @@ class ReduceKernel final : public Kernel {
   cudaKernel_t kernel_ = nullptr;
 };
 
+/// ArgReduce (argmax, argmin): a block per output over the reduced axes (the one axis, or all of
+/// them in C order), the CPU's rule in every merge: the first NaN wins, else the first extreme.
+class ArgReduceKernel final : public Kernel {
+ public:
+  explicit ArgReduceKernel(const Apply& node) : op_(static_cast<const ArgReduce&>(*node.op)) {
+    kernel_ = get_kernel(arg_reduce_source(node.inputs[0]->type.dtype, op_.is_max), "hyp_argreduce");
+  }
+  void run(const KernelArgs& a) override {
+    const NDArray& x = *a.in[0];
+    reduce_detail::check_arg_reduce_input(op_, x);
+    std::vector<int64_t> oshape, ost, rshape, rst;
+    for (int d = 0; d < x.ndim(); ++d) {
+      const bool reduced = !op_.axis || *op_.axis == d;
+      (reduced ? rshape : oshape).push_back(x.shape(d));
+      (reduced ? rst : ost).push_back(x.strides()[d]);
+    }
+    const Shape out_shape(std::vector<int64_t>(oshape.begin(), oshape.end()));
+    NDArray& out = prepare_device_output(*a.out[0], out_shape, DType::Int64);
+    const int64_t n_out = out_shape.prod();
+    if (n_out == 0) return;
+    std::vector<int64_t> args =
+        arg_reduce_args(n_out, Shape(rshape).prod(), oshape, ost, rshape, rst, x.raw(), out.raw());
+    launch(kernel_, static_cast<int>(std::min<int64_t>(n_out, 65535)), args, op_.name().c_str());
+  }
+
+ private:
+  const ArgReduce& op_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
 bool reduce_accepts(const Apply& node) {
   const auto& op = static_cast<const Reduce&>(*node.op);
   if (op.kind == ReduceKind::ProdWithoutZeros) return false;
@@ -302,6 +333,75 @@ std::optional<BlasMat> as_blas(const NDArray& m) {
   if (s0 == it && s1 % it == 0 && s1 / it >= std::max<int64_t>(r, 1)) return BlasMat{m.raw(), true, s1 / it};
   return std::nullopt;
 }
+
+/// The per-batch matrices of a 3-d array (batch, rows, cols) as cuBLAS's strided-batched calls
+/// read them: as_blas of the first, and the distance between consecutive ones in elements; a
+/// copy is made when they cannot be read so (`keep` holds it).
+std::pair<BlasMat, int64_t> as_blas_batch(const NDArray& m, NDArray& keep) {
+  const int64_t it = static_cast<int64_t>(m.itemsize());
+  auto try_view = [&](const NDArray& v) -> std::optional<std::pair<BlasMat, int64_t>> {
+    const auto b = as_blas(v.select(0, 0));
+    if (!b || v.strides()[0] % it != 0 || (v.shape(0) > 1 && v.strides()[0] < 0)) return std::nullopt;
+    return std::pair{*b, v.shape(0) <= 1 ? 0 : v.strides()[0] / it};
+  };
+  if (auto r = try_view(m)) return *r;
+  keep = device_copy(m);
+  return *try_view(keep);
+}
+
+/// BatchedDot: out[b] = x[b] @ y[b] for every b, one cuBLAS strided-batched gemm (a 2-d operand
+/// is a batch of rows (x) or columns (y)).
+class BatchedDotKernel final : public Kernel {
+ public:
+  explicit BatchedDotKernel(const Apply& node) : op_(*node.op) {}
+  void run(const KernelArgs& a) override {
+    const NDArray &x0 = *a.in[0], &y0 = *a.in[1];
+    const int64_t kx = x0.shape(x0.ndim() - 1), ky = y0.shape(1);
+    if (x0.shape(0) != y0.shape(0) || kx != ky)
+      fail<ValueError>(op_.name(), ": shapes ", x0.shape().str(), " and ", y0.shape().str(),
+                       " do not fit (batch sizes must match, and x's last dim must equal y's dim 1)");
+    const int64_t batch = x0.shape(0), M = x0.ndim() == 3 ? x0.shape(1) : 1, N = y0.ndim() == 3 ? y0.shape(2) : 1;
+    const int64_t it = static_cast<int64_t>(x0.itemsize());
+    // Both as 3-d: x (batch, M, K), y (batch, K, N).
+    const NDArray x =
+        x0.ndim() == 3 ? x0 : x0.as_strided(Shape{batch, 1, kx}, Strides{x0.strides()[0], kx * it, x0.strides()[1]});
+    const NDArray y =
+        y0.ndim() == 3 ? y0 : y0.as_strided(Shape{batch, ky, 1}, Strides{y0.strides()[0], y0.strides()[1], it});
+    Shape shape{batch};
+    if (x0.ndim() == 3) shape.push_back(M);
+    if (y0.ndim() == 3) shape.push_back(N);
+    NDArray& out = prepare_device_output(*a.out[0], shape, x0.dtype());
+    if (batch == 0 || M == 0 || N == 0) return;
+    NDArray xc, yc;
+    const auto [A, sa] = as_blas_batch(x, xc);
+    const auto [B, sb] = as_blas_batch(y, yc);
+    // Row-major C_b = A_b B_b is column-major C_b^T = B_b^T A_b^T (as gemm() below).
+    const cublasOperation_t opb = B.transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            opa = A.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int ik = static_cast<int>(kx), in = static_cast<int>(N), im = static_cast<int>(M),
+              ib = static_cast<int>(batch);
+    const Cublas& cb = cublas();
+    if (out.dtype() == DType::Float32) {
+      const float al = 1, be = 0;
+      check_cublas(
+          cb.sgemm_strided_batched(cublas_handle(), opb, opa, in, im, ik, &al, static_cast<const float*>(B.ptr),
+                                   static_cast<int>(B.ld), sb, static_cast<const float*>(A.ptr), static_cast<int>(A.ld),
+                                   sa, &be, out.data<float>(), in, M * N, ib),
+          "cublasSgemmStridedBatched");
+    } else {
+      const double al = 1, be = 0;
+      check_cublas(
+          cb.dgemm_strided_batched(cublas_handle(), opb, opa, in, im, ik, &al, static_cast<const double*>(B.ptr),
+                                   static_cast<int>(B.ld), sb, static_cast<const double*>(A.ptr),
+                                   static_cast<int>(A.ld), sa, &be, out.data<double>(), in, M * N, ib),
+          "cublasDgemmStridedBatched");
+    }
+    after_launch("cuBLAS strided-batched gemm");
+  }
+
+ private:
+  const Op& op_;
+};
 
 /// C (m x n, row-major, C-contiguous rows: stride[1] == itemsize) = alpha * A @ B + beta * C.
 void gemm(const NDArray& A, const NDArray& B, NDArray& C, double alpha, double beta) {
@@ -486,6 +586,54 @@ KernelFactory make() {
 }
 
 }  // namespace
+
+std::string arg_reduce_source(DType dt, bool is_max) {
+  const std::string T = cuda_type(dt), D = std::to_string(kMaxDims);
+  const bool fp = is_float(dt);
+  std::string s = "struct AgArgs {\n  long long n_out, n, nd_out, nd_red, out_shape[" + D + "], out_st[" + D +
+                  "], red_shape[" + D + "], red_st[" + D + "];\n  unsigned long long x, out;\n};\n";
+  // Whether (v, i) comes before (b, j): a NaN before anything but an earlier NaN, then the
+  // extreme, then the smaller index (the CPU's first occurrence).
+  s += "__device__ bool hyp_before(" + T + " v, long long i, " + T + " b, long long j) {\n";
+  if (fp) s += "  if (b != b) return v != v && i < j;\n  if (v != v) return true;\n";
+  s += std::string("  return v ") + (is_max ? ">" : "<") + " b || (v == b && i < j);\n}\n";
+  s += "extern \"C\" __global__ void hyp_argreduce(const AgArgs a) {\n";
+  s += "  __shared__ " + T + " sv[256];\n  __shared__ long long si[256];\n  const int t = threadIdx.x;\n";
+  s += "  for (long long o = blockIdx.x; o < a.n_out; o += gridDim.x) {\n";
+  s += "    long long base = 0, r = o;\n";
+  s += "    for (int d = (int)a.nd_out - 1; d >= 0; --d) {\n      base += (r % a.out_shape[d]) * a.out_st[d];\n"
+       "      r /= a.out_shape[d];\n    }\n";
+  s += "    " + T + " bv = (" + T + ")0;\n    long long bi = -1;\n";
+  s += "    for (long long i = t; i < a.n; i += blockDim.x) {\n      long long off = base, q = i;\n";
+  s += "      for (int d = (int)a.nd_red - 1; d >= 0; --d) {\n        off += (q % a.red_shape[d]) * a.red_st[d];\n"
+       "        q /= a.red_shape[d];\n      }\n";
+  s += "      const " + T + " v = *(const " + T + "*)((const char*)a.x + off);\n";
+  s += "      if (bi < 0 || hyp_before(v, i, bv, bi)) { bv = v; bi = i; }\n    }\n";
+  s += "    sv[t] = bv;\n    si[t] = bi;\n    __syncthreads();\n";
+  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n";
+  s += "      if (t < w && si[t + w] >= 0 && (si[t] < 0 || hyp_before(sv[t + w], si[t + w], sv[t], si[t]))) {\n";
+  s += "        sv[t] = sv[t + w];\n        si[t] = si[t + w];\n      }\n      __syncthreads();\n    }\n";
+  s += "    if (t == 0) ((long long*)a.out)[o] = si[0];\n    __syncthreads();\n  }\n}\n";
+  return s;
+}
+
+std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector<int64_t>& out_shape,
+                                     const std::vector<int64_t>& out_strides, const std::vector<int64_t>& red_shape,
+                                     const std::vector<int64_t>& red_strides, const void* x, void* out) {
+  std::vector<int64_t> args = {n_out, n, static_cast<int64_t>(out_shape.size()),
+                               static_cast<int64_t>(red_shape.size())};
+  auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
+    for (int d = 0; d < kMaxDims; ++d) args.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
+  };
+  put(out_shape, 1);
+  put(out_strides, 0);
+  put(red_shape, 1);
+  put(red_strides, 0);
+  args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(x)));
+  args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(out)));
+  return args;
+}
+
 }  // namespace cuda
 
 namespace cuda {
@@ -557,6 +705,20 @@ void register_cuda_backend() {
       KernelTraits{.recordable = true});
   // Every kernel below but the transfers only queues device work (its host inputs are keyed by
   // value when recorded): KernelTraits::recordable.
+  register_kernel(b, typeid(ArgReduce), make<ArgReduceKernel>(),
+                  KernelTraits{.accepts =
+                                   [](const Apply& node) {
+                                     return node.inputs[0]->type.dtype != DType::Float16 &&
+                                            node.inputs[0]->type.ndim() <= kMaxDims;
+                                   },
+                               .recordable = true});
+  register_kernel(b, typeid(BatchedDot), make<BatchedDotKernel>(),
+                  KernelTraits{.accepts =
+                                   [](const Apply& node) {
+                                     return same_float(node) &&
+                                            node.inputs[0]->type.dtype == node.inputs[1]->type.dtype;
+                                   },
+                               .recordable = true});
   register_kernel(b, typeid(Gemm), make<GemmKernel>(),
                   KernelTraits{.accepts = same_float, .host_inputs = {1, 4}, .recordable = true});
   register_kernel(b, typeid(Gemv), make<GemvKernel>(),
