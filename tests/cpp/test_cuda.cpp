@@ -135,7 +135,7 @@ TEST(CudaCodegen, SortKernelsCompileForEveryDtypeTheySort) {
   }
 }
 
-TEST(CudaCodegen, IndexingLabelArangeAndArgReduceKernelsCompileForEveryDtypeTheyTake) {
+TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyTake) {
   REQUIRE_NVRTC();
   // (as the kernels compile them: without the table prefix, which they do not need)
   int compiled = 0;
@@ -143,6 +143,7 @@ TEST(CudaCodegen, IndexingLabelArangeAndArgReduceKernelsCompileForEveryDtypeThey
     const DType dt = static_cast<DType>(d);
     if (dt == DType::Float16) continue;  // these nodes run on the CPU
     EXPECT_NO_THROW(cuda::check_source(cuda::arange_source(dt))) << dtype_name(dt);
+    EXPECT_NO_THROW(cuda::check_source(cuda::eye_source(dt))) << dtype_name(dt);
     for (bool is_max : {true, false})
       EXPECT_NO_THROW(cuda::check_source(cuda::arg_reduce_source(dt, is_max))) << dtype_name(dt);
     if (is_integer(dt)) {
@@ -696,6 +697,31 @@ TEST(CudaRun, ArgmaxArgminAndBatchedDotRunOnTheGpuAndMatchTheCpu) {
   const auto want2 = fc({xf, yv, vv}), got2 = fg({xf, yv, vv});
   for (size_t k = 3; k < outs.size(); ++k) EXPECT_ALLCLOSE(got2[k], want2[k], 1e-5, 1e-6) << k;
   EXPECT_ERROR(ValueError, fg({xf, random_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
+}
+
+TEST(CudaRun, SplitTileAndEyeRunOnTheGpuAndMatchTheCpu) {
+  REQUIRE_GPU();
+  Var x = matrix("x", DType::Float32), n = scalar("n", DType::Int64);
+  const std::vector<Var> parts = split(x, std::vector<int64_t>{1, 3, 2}, 1);
+  std::vector<Out> outs = {parts[0],
+                           parts[1],
+                           parts[2],
+                           tile(x, {2, 1, 3}),
+                           tile(transpose(x), {2, 2}),
+                           eye(n, constant(7.0, DType::Int64), constant(-1.0, DType::Int64), DType::Float32)};
+  FunctionOptions oc = on("cpu"), og = on("cuda");
+  Function fc = fn({x, n}, outs, oc), fg = fn({x, n}, outs, og);
+  for (const auto& node : fg.toposort()) {
+    const std::string name = node->op->name();
+    if (name.find("Split") != std::string::npos || name.find("Tile") != std::string::npos ||
+        name.find("Eye") != std::string::npos) {
+      EXPECT_EQ(get_backend("cuda").provider(*node)->name(), "cuda") << name;
+    }
+  }
+  const NDArray xv = random_array({5, 6}, DType::Float32, 9), nv = NDArray::scalar_int64(4);
+  const auto want = fc({xv, nv}), got = fg({xv, nv});
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], 0.0, 0.0) << k;
+  EXPECT_ERROR(ValueError, fg({xv, NDArray::scalar_int64(-1)}), "negative dimensions");
 }
 
 TEST(CudaRun, OpInfoTableMatchesTheCpu) {

@@ -440,6 +440,35 @@ TEST(CudaKernelsOnHost, ArgmaxAndArgminAreTheCpusFirstNanThenFirstExtreme) {
   EXPECT_EQ(checked, 12 * (2 + 3 + 4 + 3));
 }
 
+TEST(CudaKernelsOnHost, EyeIsTheCpus) {
+  int checked = 0;
+  for (const HostArangeKernel& k : kHostEyeKernels)
+    for (const auto [n, m, diag] : {std::tuple<int64_t, int64_t, int64_t>{4, 4, 0},
+                                    {3, 5, 1},
+                                    {5, 3, -2},
+                                    {2, 3, 7},
+                                    {3, 2, -9},
+                                    {1, 6, -1},
+                                    {6, 1, 0}}) {
+      SCOPED_TRACE(std::string(dtype_name(k.dt)) + " " + std::to_string(n) + "x" + std::to_string(m) + " k " +
+                   std::to_string(diag));
+      Var nv = scalar("n", DType::Int64), mv = scalar("m", DType::Int64), kv = scalar("k", DType::Int64);
+      FunctionOptions cpu;
+      cpu.backend = "cpu";
+      const NDArray want = function({nv, mv, kv}, {eye(nv, mv, kv, k.dt)}, cpu)(
+          {NDArray::scalar_int64(n), NDArray::scalar_int64(m), NDArray::scalar_int64(diag)})[0];
+      NDArray got = NDArray::empty({n, m}, k.dt);
+      struct {
+        long long n, m, k;
+        unsigned long long out;
+      } a{n, m, diag, ptr(got)};
+      k.run(&a);
+      EXPECT_EQ(testing::compare_arrays(got, want, 0.0, 0.0), "");
+      ++checked;
+    }
+  EXPECT_EQ(checked, 4 * 7);
+}
+
 TEST(CudaKernelsOnHost, ArangeIsTheCpusBitForBit) {
   struct Range {
     double start, stop, step;

@@ -17,6 +17,7 @@ void register_shape_copy_kernels();
 void register_shape_cpu_kernels();
 
 class ARange;
+class Eye;
 class Repeat;
 class Tile;
 
@@ -68,6 +69,11 @@ struct ArangePlan {
   double start_d = 0, step_d = 0;
 };
 ArangePlan arange_plan(const ARange& op, const KernelArgs& args);
+/// An Eye node's n, m and k from its inputs (checked: negative dimensions, the size).
+struct EyeShape {
+  int64_t n = 0, m = 0, k = 0;
+};
+EyeShape eye_shape(const Eye& op, const KernelArgs& args);
 /// Runs ARange into args.out[0]; returns its shape.
 Shape arange_run(const ARange& op, const KernelArgs& args);
 /// Per-element repeat counts of a Repeat node's inputs (checked), and the output shape (its length

@@ -111,6 +111,14 @@ int main(int argc, char** argv) {
           "    {" + dtype_enum(dt) + ", " + (is_max ? "true" : "false") + ", " + ns + "::run, " + ns + "::before},\n";
     }
   out << arg_table << "};\n";
+  std::string eye_table = "inline const HostArangeKernel kHostEyeKernels[] = {\n";
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool}) {
+    const std::string ns = "eye_" + std::string(dtype_name(dt));
+    out << "namespace " << ns << " {\n" << host_form(cuda::eye_source(dt));
+    out << "inline void run(const void* a) { hyp_eye(*static_cast<const EyeArgs*>(a)); }\n}\n";
+    eye_table += "    {" + dtype_enum(dt) + ", " + ns + "::run},\n";
+  }
+  out << eye_table << "};\n";
   std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
   for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
     const std::string ns = "labels_" + std::string(dtype_name(dt));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
@@ -133,6 +134,57 @@ class ARangeKernel final : public Kernel {
  private:
   const ARange& op_;
   cudaKernel_t kernel_ = nullptr;
+};
+
+// ---- Eye: the shape read on the host (its three 0-d inputs), each element written on the device
+
+class EyeKernel final : public Kernel {
+ public:
+  explicit EyeKernel(const Apply& node) : op_(static_cast<const Eye&>(*node.op)) {
+    kernel_ = get_kernel(eye_source(op_.dtype), "hyp_eye");
+  }
+  void run(const KernelArgs& a) override {
+    const kernel_util::EyeShape e = kernel_util::eye_shape(op_, a);
+    NDArray& out = prepare_device_output(*a.out[0], Shape{e.n, e.m}, op_.dtype);
+    if (out.size() == 0) return;
+    std::vector<int64_t> args = {e.n, e.m, e.k, ptr(out.raw())};
+    launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
+  }
+
+ private:
+  const Eye& op_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
+// ---- Tile: the output seen as (repetition, length) pairs of axes, written from the input
+// broadcast along each repetition axis by the strided copy
+
+class TileKernel final : public Kernel {
+ public:
+  explicit TileKernel(const Apply& node) : op_(static_cast<const Tile&>(*node.op)) {}
+  void run(const KernelArgs& a) override {
+    const NDArray& x = *a.in[0];
+    int off = 0;
+    const Shape shape = kernel_util::tile_output_shape(op_, x, &off);
+    NDArray& out = prepare_device_output(*a.out[0], shape, x.dtype());
+    if (out.size() == 0) return;
+    Shape pairs;
+    Strides out_st, x_st;
+    for (int i = 0; i < shape.size(); ++i) {
+      const int64_t len = i < off ? 1 : x.shape(i - off), st = out.strides()[i];
+      pairs.push_back(op_.reps[i]);
+      out_st.push_back(len * st);
+      x_st.push_back(0);
+      pairs.push_back(len);
+      out_st.push_back(st);
+      x_st.push_back(i < off ? 0 : x.strides()[i - off]);
+    }
+    NDArray dst = out.as_strided(pairs, out_st);
+    copy_into(dst, x.as_strided(pairs, x_st));
+  }
+
+ private:
+  const Tile& op_;
 };
 
 // ---- CheckLabels: the shapes checked on the host, the labels on the device; the output is the
@@ -386,6 +438,14 @@ std::string read_index(DType dt) {
                              : "      const long long v = (long long)raw;\n";
 }
 
+std::string eye_source(DType dt) {
+  const std::string T = cuda_type(dt);
+  std::string s = "struct EyeArgs { long long n, m, k; unsigned long long out; };\n";
+  s += grid_stride_head("hyp_eye", "EyeArgs", "a.n * a.m");
+  s += "    ((" + T + "*)a.out)[t] = t % a.m - t / a.m == a.k ? (" + T + ")1 : (" + T + ")0;\n  }\n}\n";
+  return s;
+}
+
 std::string check_labels_source(DType label_dt) {
   const std::string I = cuda_type(label_dt);
   std::string s = "struct ClArgs { long long n, classes, st; unsigned long long labels, err; };\n";
@@ -448,6 +508,26 @@ void register_cuda_nnet_kernels() {
       KernelTraits{.accepts = [](const Apply& node) { return is_integer(node.inputs[1]->type.dtype); },
                    .recordable = true,
                    .device_checks = true});
+  // Eye: n, m and k read on the host. Tile: a strided copy (at most 6 axes: 12 as pairs).
+  register_kernel(
+      b, typeid(Eye), [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<EyeKernel>(node); },
+      KernelTraits{
+          .accepts = [](const Apply& node) { return static_cast<const Eye&>(*node.op).dtype != DType::Float16; },
+          .host_inputs = {0, 1, 2},
+          .recordable = true});
+  register_kernel(
+      b, typeid(Tile), [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<TileKernel>(node); },
+      KernelTraits{.accepts =
+                       [](const Apply& node) {
+                         return node.inputs[0]->type.dtype != DType::Float16 &&
+                                2 * static_cast<const Tile&>(*node.op).reps.size() <= static_cast<size_t>(kMaxDims);
+                       },
+                   .recordable = true});
+  // Split: views of the input (the reference kernel's), the sizes read on the host.
+  register_kernel(
+      b, typeid(Split),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return get_backend(kReferenceBackend).make_kernel(node); },
+      KernelTraits{.host_inputs = {1}, .recordable = true});
   // ARange: start, stop and step read on the host (a recording is keyed by their values).
   register_kernel(
       b, typeid(ARange),

@@ -127,6 +127,14 @@ std::vector<int64_t> repeat_counts(const Repeat& op, const KernelArgs& args, Sha
   return counts;
 }
 
+EyeShape eye_shape(const Eye& op, const KernelArgs& args) {
+  const int64_t n = read_int_scalar(*args.in[0], op.name(), "n"), m = read_int_scalar(*args.in[1], op.name(), "m"),
+                k = read_int_scalar(*args.in[2], op.name(), "k");
+  if (n < 0 || m < 0) fail<ValueError>(op.name(), ": negative dimensions are not allowed (n=", n, ", m=", m, ")");
+  check_shape_size(op.name(), Shape{n, m}, op.dtype);
+  return {n, m, k};
+}
+
 Shape tile_output_shape(const Tile& op, const NDArray& x, int* off) {
   const int nd = static_cast<int>(op.reps.size());
   if (x.ndim() > nd) fail<ValueError>(op.name(), ": the input ", x.describe(), " has more dimensions than reps");
@@ -170,10 +178,7 @@ void join_ref(const Join& op, const KernelArgs& args) {
 void arange_kernel(const ARange& op, const KernelArgs& args) { arange_run(op, args); }
 
 void eye_kernel(const Eye& op, const KernelArgs& args) {
-  const int64_t n = read_int_scalar(*args.in[0], op.name(), "n"), m = read_int_scalar(*args.in[1], op.name(), "m"),
-                k = read_int_scalar(*args.in[2], op.name(), "k");
-  if (n < 0 || m < 0) fail<ValueError>(op.name(), ": negative dimensions are not allowed (n=", n, ", m=", m, ")");
-  check_shape_size(op.name(), Shape{n, m}, op.dtype);
+  const auto [n, m, k] = eye_shape(op, args);
   NDArray& out = prepare_output(*args.out[0], Shape{n, m}, op.dtype);
   out.fill(0);
   // The diagonal misses the matrix unless -n < k < m; then i + k cannot overflow (n + m fits, as
