@@ -35,7 +35,31 @@ _KEYS = (
     "conv",
     "cuda_sync",
     "cuda_graphs",
+    "dnn.conv.algo_fwd",
+    "dnn.conv.algo_bwd_data",
+    "dnn.conv.algo_bwd_filter",
 )
+# Dotted options read as Theano's sections: config.dnn.conv.algo_fwd.
+_SECTIONS = frozenset(k.rsplit(".", i)[0] for k in _KEYS if "." in k for i in range(1, k.count(".") + 1))
+
+
+class _Section:
+    """A section of dotted options (``config.dnn.conv``): attribute access reads and writes them."""
+
+    def __init__(self, prefix):
+        object.__setattr__(self, "_prefix", prefix)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(config, f"{self._prefix}.{name}")
+
+    def __setattr__(self, name, value):
+        setattr(config, f"{self._prefix}.{name}", value)
+
+    def __dir__(self):
+        n = len(self._prefix) + 1
+        return sorted({k[n:].split(".")[0] for k in _KEYS if k.startswith(self._prefix + ".")})
 
 
 def _to_text(key, value):
@@ -54,6 +78,8 @@ class Config:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in _SECTIONS:
+            return _Section(name)
         if _core.config_is_ignored_theano_option(name):
             raise AttributeError(f"hypatia.config has no option {name!r} (a Theano option Hypatia does not have)")
         if name not in _KEYS:
@@ -73,7 +99,7 @@ class Config:
         _core.config_set(name, _to_text(name, value))
 
     def __dir__(self):
-        return list(_KEYS)
+        return [k for k in _KEYS if "." not in k] + sorted({k.split(".")[0] for k in _KEYS if "." in k})
 
     def __str__(self):
         return "\n".join(f"{k} = {getattr(self, k)}" for k in _KEYS)

@@ -87,6 +87,28 @@ TEST(Config, FlagsAndRc) {
   EXPECT_EQ(c.get("allow_gc"), "False");
 }
 
+TEST(Config, TheanosCudnnAlgorithmChoicesAreHonouredAndItsFixedOnesRefusedByName) {
+  Config c;
+  EXPECT_EQ(c.get("dnn.conv.algo_fwd"), "guess_once");
+  c.apply_flags("dnn.conv.algo_fwd=time_once,dnn.conv.algo_bwd_filter=time_on_shape_change");
+  EXPECT_EQ(c.dnn_conv_algo_fwd, "time_once");
+  EXPECT_EQ(c.dnn_conv_algo_bwd_data, "guess_once");
+  EXPECT_EQ(c.get("dnn.conv.algo_bwd_filter"), "time_on_shape_change");
+  EXPECT_ERROR(ConfigError, c.apply_flags("dnn.conv.algo_fwd=small"),
+               "dnn.conv.algo_fwd must be one of guess_once, guess_on_shape_change, time_once, time_on_shape_change");
+  // Theano's rc form: a [dnn.conv] section (its other options are ignored with a warning).
+  std::vector<std::string> warnings;
+  set_config_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  c.apply_rc("[global]\nfloatX = float32\n[dnn.conv]\nalgo_bwd_data = time_once\nworkmem = 100\n");
+  set_config_warning_handler(nullptr);
+  EXPECT_EQ(c.dnn_conv_algo_bwd_data, "time_once");
+  EXPECT_EQ(c.floatX, DType::Float32);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("dnn.conv.workmem"), std::string::npos) << warnings[0];
+  EXPECT_FALSE(is_ignored_theano_option("dnn.conv.algo_fwd"));
+  EXPECT_TRUE(is_ignored_theano_option("dnn.conv.workmem"));
+}
+
 }  // namespace
 }  // namespace hypatia
 

@@ -18,10 +18,9 @@ using testing::on;
 
 NDArray random_array(const Shape& shape, DType dt, uint64_t seed) { return testing::seeded_array(shape, dt, seed); }
 
-TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
-  REQUIRE_GPU();
-  std::string why;
-  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+/// 2-d convolutions and both gradients on the GPU against the CPU, in every border mode, with
+/// strides, dilation and groups, both dtypes.
+void check_convolutions_against_the_cpu() {
   auto params = [](std::string border, int64_t s, int64_t d, int64_t g, bool flip, int64_t pad = 0) {
     Conv2dParams p;
     p.border = std::move(border);
@@ -63,6 +62,23 @@ TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
       const double rtol = dt == DType::Float32 ? 1e-4 : 1e-10, atol = dt == DType::Float32 ? 1e-4 : 1e-10;
       for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], rtol, atol) << "output " << k;
     }
+}
+
+TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
+  REQUIRE_GPU();
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  check_convolutions_against_the_cpu();
+}
+
+TEST(CudaRun, ConvolutionsWithTimedAlgorithmsMatchTheCpu) {
+  REQUIRE_GPU();
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  // Theano's dnn.conv.algo_* = time_once: cuDNN times its candidates on each node's first call.
+  testing::ScopedSetting<std::string> fwd(config().dnn_conv_algo_fwd, "time_once"),
+      data(config().dnn_conv_algo_bwd_data, "time_once"), filter(config().dnn_conv_algo_bwd_filter, "time_once");
+  check_convolutions_against_the_cpu();
 }
 
 TEST(CudaRun, ThreeDConvolutionsThroughCudnnMatchTheCpu) {

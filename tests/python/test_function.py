@@ -317,6 +317,25 @@ def test_profile_summary(capsys, tmp_path):
     hypatia.compile._profiled.clear()  # do not print the tables again at exit
 
 
+def test_theanos_cudnn_algorithm_options_are_sections_of_the_config():
+    cfg = hypatia.config
+    assert cfg.dnn.conv.algo_fwd == "guess_once"
+    with hypatia.change_flags(**{"dnn.conv.algo_bwd_filter": "time_once"}):
+        assert cfg.dnn.conv.algo_bwd_filter == "time_once"
+        assert hypatia._core.config_get("dnn.conv.algo_bwd_filter") == "time_once"
+    assert cfg.dnn.conv.algo_bwd_filter == "guess_once"
+    cfg.dnn.conv.algo_fwd = "time_on_shape_change"
+    try:
+        assert hypatia._core.config_get("dnn.conv.algo_fwd") == "time_on_shape_change"
+        with pytest.raises(ValueError, match="guess_once, guess_on_shape_change, time_once"):
+            cfg.dnn.conv.algo_fwd = "small"  # Theano's fixed algorithms are refused by name
+    finally:
+        cfg.dnn.conv.algo_fwd = "guess_once"
+    assert "algo_bwd_data" in dir(cfg.dnn.conv) and "dnn" in dir(cfg)
+    with pytest.raises(AttributeError):
+        cfg.dnn.conv.no_such_option
+
+
 def test_config_roundtrip():
     cfg = hypatia.config
     assert cfg.floatX in ("float32", "float64")

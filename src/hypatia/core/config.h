@@ -53,6 +53,13 @@ struct Config {
   /// inputs repeat and replays them (one launch instead of one per kernel); False runs every
   /// kernel from the host on every call.
   bool cuda_graphs = true;
+  /// How the CUDA backend picks cuDNN's algorithm for each convolution shape, per direction
+  /// (Theano's dnn.conv.algo_fwd, algo_bwd_data, algo_bwd_filter): "guess_once" (cuDNN's first
+  /// heuristic choice) or "time_once" (each candidate timed on the node's first call with that
+  /// shape, the fastest kept). The "..._on_shape_change" forms mean the same here: choices are
+  /// kept per shape. Float32 always computes in float32 (no TF32).
+  std::string dnn_conv_algo_fwd = "guess_once", dnn_conv_algo_bwd_data = "guess_once",
+              dnn_conv_algo_bwd_filter = "guess_once";
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Applies "key=value,key=value" (the HYPATIA_FLAGS format). `source` names the text in

@@ -7,8 +7,12 @@
 //
 // Products in float32 are computed in float32 (CUDNN_FMA_MATH: no TF32), as cuBLAS's are here.
 // The algorithm is cuDNN's first heuristic choice (cudnnGet*Algorithm_v7) that computes in that
-// math and whose workspace can be allocated, chosen once per shape and kept by the kernel. Inputs
-// are made C-contiguous first (cuDNN's packed NCHW).
+// math, or with Theano's dnn.conv.algo_fwd / algo_bwd_data / algo_bwd_filter = time_once the
+// fastest such when timed by cuDNN on the node's buffers (cudnnFind*AlgorithmEx, with a workspace
+// as large as the heuristics' largest, up to 512 MiB), chosen once per shape on the first call
+// with it (never while a CUDA graph records) and kept by the kernel. Inputs are made C-contiguous
+// first (cuDNN's packed NCHW).
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -18,6 +22,7 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
+#include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/conv.h"
 
@@ -50,7 +55,10 @@ struct Cudnn {
   X(cudnnGetConvolutionBackwardDataAlgorithm_v7)   \
   X(cudnnConvolutionBackwardData)                  \
   X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) \
-  X(cudnnConvolutionBackwardFilter)
+  X(cudnnConvolutionBackwardFilter)                \
+  X(cudnnFindConvolutionForwardAlgorithmEx)        \
+  X(cudnnFindConvolutionBackwardDataAlgorithmEx)   \
+  X(cudnnFindConvolutionBackwardFilterAlgorithmEx)
 #define HYP_DNN_FN(name) decltype(&::name) name = nullptr;
   HYP_DNN_LIST(HYP_DNN_FN)
 #undef HYP_DNN_FN
@@ -253,7 +261,7 @@ class ConvKernel final : public Kernel {
       copy_into(out, NDArray::zeros({}, dt).to_device(Device::cuda(0)).broadcast_to(out_shape));
       return;
     }
-    Plan& plan = plan_for(s, dt);
+    Plan& plan = plan_for(s, dt, A.raw(), B.raw(), out.raw());
     NDArray ws;
     if (plan.workspace > 0) ws = NDArray::empty({static_cast<int64_t>(plan.workspace)}, DType::UInt8, Device::cuda(0));
     const double one_d = 1, zero_d = 0;
@@ -334,7 +342,50 @@ class ConvKernel final : public Kernel {
     return g;
   }
 
-  Plan& plan_for(const Geometry& s, DType dt) {
+  /// The largest workspace among the usable heuristic choices (the timed search's budget).
+  template <class Perf>
+  static size_t largest_workspace(const Perf* perf, int n) {
+    constexpr size_t kCap = size_t{512} << 20;
+    size_t m = 0;
+    for (int i = 0; i < n; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+          perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        m = std::max(m, perf[i].memory);
+    return std::min(m, kCap);
+  }
+
+  /// Runs cuDNN's timed search `find(perf, &n, workspace, bytes)` with the heuristics' largest
+  /// workspace and replaces `plan`'s choice by the fastest usable one; the heuristic choice stays
+  /// when the workspace cannot be had or nothing usable was timed.
+  template <class Perf, class Find>
+  void time_candidates(Plan& plan, const Perf* heuristic, int n_heuristic, const char* what, Find&& find) {
+    const size_t bytes = largest_workspace(heuristic, n_heuristic);
+    NDArray ws;
+    try {
+      if (bytes > 0) ws = NDArray::empty({static_cast<int64_t>(bytes)}, DType::UInt8, Device::cuda(0));
+    } catch (const MemoryError&) {
+      return;
+    }
+    Perf perf[16];
+    int n = 0;
+    check_dnn(find(perf, &n, bytes > 0 ? ws.raw() : nullptr, bytes), what);
+    for (int i = 0; i < n; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+          perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+        plan.algo = static_cast<int>(perf[i].algo);
+        plan.workspace = perf[i].memory;
+        return;
+      }
+  }
+
+  bool timed() const {
+    const std::string& how = which_ == Which::Forward ? config().dnn_conv_algo_fwd
+                             : which_ == Which::Data  ? config().dnn_conv_algo_bwd_data
+                                                      : config().dnn_conv_algo_bwd_filter;
+    return how.rfind("time", 0) == 0 && !recording();
+  }
+
+  Plan& plan_for(const Geometry& s, DType dt, const void* a, const void* b, void* out) {
     const auto key = s.key(dt);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
@@ -349,18 +400,36 @@ class ConvKernel final : public Kernel {
                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
                 "cudnnGetConvolutionForwardAlgorithm_v7");
       std::tie(plan.algo, plan.workspace) = pick(perf, n, "forward");
+      if (timed())
+        time_candidates(plan, perf, n, "cudnnFindConvolutionForwardAlgorithmEx",
+                        [&](auto* p, int* k, void* w, size_t sz) {
+                          return dnn().cudnnFindConvolutionForwardAlgorithmEx(h.h, d.x, a, d.w, b, d.conv, d.y, out, 16,
+                                                                              k, p, w, sz);
+                        });
     } else if (which_ == Which::Data) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       check_dnn(dnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h.h, d.w, d.y, d.conv, d.x,
                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
                 "cudnnGetConvolutionBackwardDataAlgorithm_v7");
       std::tie(plan.algo, plan.workspace) = pick(perf, n, "backward data");
+      if (timed())
+        time_candidates(plan, perf, n, "cudnnFindConvolutionBackwardDataAlgorithmEx",
+                        [&](auto* p, int* k, void* w, size_t sz) {
+                          return dnn().cudnnFindConvolutionBackwardDataAlgorithmEx(h.h, d.w, a, d.y, b, d.conv, d.x,
+                                                                                   out, 16, k, p, w, sz);
+                        });
     } else {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       check_dnn(dnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.h, d.x, d.y, d.conv, d.w,
                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
                 "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
       std::tie(plan.algo, plan.workspace) = pick(perf, n, "backward filter");
+      if (timed())
+        time_candidates(plan, perf, n, "cudnnFindConvolutionBackwardFilterAlgorithmEx",
+                        [&](auto* p, int* k, void* w, size_t sz) {
+                          return dnn().cudnnFindConvolutionBackwardFilterAlgorithmEx(h.h, d.x, a, d.y, b, d.conv, d.w,
+                                                                                     out, 16, k, p, w, sz);
+                        });
     }
     return plans_.emplace(key, std::move(plan)).first->second;
   }
