@@ -144,6 +144,11 @@ TEST(Devices, NamesParseAndPrint) {
   EXPECT_EQ(Device::parse("cpu"), Device::host());
   EXPECT_EQ(Device::parse("cuda"), Device::cuda(0));
   EXPECT_EQ(Device::parse("cuda1"), Device::cuda(1));
+  // device=cuda1 is refused with the way to reach that GPU, not run on cuda:0.
+  testing::ScopedSetting<std::string> second(config().device, "cuda1");
+  EXPECT_ERROR(NotImplementedError, default_backend(), "CUDA_VISIBLE_DEVICES=1");
+  Var v = vector("v", DType::Float64);
+  EXPECT_ERROR(NotImplementedError, function({v}, {exp(v)}), "device=cuda1");
   EXPECT_EQ(Device::parse("cuda:2").str(), "cuda:2");
   EXPECT_ERROR(ValueError, Device::parse("gpu0"), "expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'");
   EXPECT_ERROR(ValueError, Device::parse("cuda:-1"), "not a device");

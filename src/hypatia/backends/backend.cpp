@@ -173,6 +173,12 @@ std::vector<std::string> backend_names() {
 
 const Backend& default_backend() {
   const Device d = Device::parse(config().device);
+  // The device backends drive their kind's device 0; another index is refused rather than run
+  // there silently.
+  if (d.kind != DeviceKind::Host && d.index != 0)
+    fail<NotImplementedError>("device=", config().device, ": Hypatia's device backends run on device 0 of their kind ",
+                              "only (more than one GPU is not built yet); to use that GPU, make it the only visible ",
+                              "one (CUDA_VISIBLE_DEVICES=", d.index, ") and set device=cuda");
   ensure_registered();
   {
     auto& b = backends();
