@@ -157,6 +157,7 @@ TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyT
     ++compiled;
   }
   EXPECT_EQ(compiled, kNumDTypes - 1);
+  for (size_t size : {1, 2, 4, 8}) EXPECT_NO_THROW(cuda::check_source(cuda::repeat_source(size))) << size;
   const std::vector<DType> f64 = {DType::UInt64};
   EXPECT_NO_THROW(cuda::check_source(cuda::index_source(DType::Float64, f64, cuda::IndexKernel::ScatterAdd)));
 }

@@ -469,6 +469,34 @@ TEST(CudaKernelsOnHost, EyeIsTheCpus) {
   EXPECT_EQ(checked, 4 * 7);
 }
 
+TEST(CudaKernelsOnHost, RepeatByOneCountIsTheCpus) {
+  int checked = 0;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Bool, DType::Int16})
+    for (const Shape& shape : {Shape{5}, Shape{3, 4}, Shape{2, 3, 4}})
+      for (int axis = 0; axis < shape.size(); ++axis)
+        for (int64_t r : {1, 2, 3})
+          for (bool strided : {false, true}) {
+            SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis) + " r " +
+                         std::to_string(r) + (strided ? " strided" : ""));
+            NDArray x = testing::random_array(shape, DType::Float64, -3.0, 3.0, 17).astype(dt);
+            if (strided) x = x.slice(0, shape[0] - 1, -1, -1);  // reversed rows (normalized bounds)
+            ASSERT_EQ(x.shape(), shape);
+            if (strided) {
+              ASSERT_LT(x.strides()[0], 0);
+            }
+            Var xv = variable(TensorType::of_value(x), "x");
+            FunctionOptions cpu;
+            cpu.backend = "cpu";
+            const NDArray want = function({xv}, {repeat(xv, r, axis)}, cpu)({x})[0];
+            NDArray got = NDArray::empty(want.shape(), dt);
+            const std::vector<int64_t> a = cuda::repeat_args(x, got, axis, r);
+            kHostRepeatKernels[itemsize(dt) - 1](a.data());
+            EXPECT_EQ(testing::compare_arrays(got, want, 0.0, 0.0), "");
+            ++checked;
+          }
+  EXPECT_EQ(checked, 5 * 6 * 3 * 2);
+}
+
 TEST(CudaKernelsOnHost, ArangeIsTheCpusBitForBit) {
   struct Range {
     double start, stop, step;

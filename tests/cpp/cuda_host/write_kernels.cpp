@@ -119,6 +119,12 @@ int main(int argc, char** argv) {
     eye_table += "    {" + dtype_enum(dt) + ", " + ns + "::run},\n";
   }
   out << eye_table << "};\n";
+  for (size_t size : {1, 2, 4, 8})
+    out << "namespace repeat" << size << " {\n"
+        << host_form(cuda::repeat_source(size))
+        << "inline void run(const void* a) { hyp_repeat(*static_cast<const RpArgs*>(a)); }\n}\n";
+  out << "inline void (*const kHostRepeatKernels[])(const void*) = {repeat1::run, repeat2::run, nullptr, "
+         "repeat4::run, nullptr, nullptr, nullptr, repeat8::run};\n";
   std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
   for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
     const std::string ns = "labels_" + std::string(dtype_name(dt));

@@ -85,6 +85,10 @@ std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector
 /// CheckLabels' check of the labels (cuda_nnet_kernels.cpp: hyp_check_labels): each in [0, classes),
 /// the first failure written to the check block (flag, row, label, classes).
 std::string check_labels_source(DType label_dt);
+/// Repeat by one count r along `axis` (cuda_nnet_kernels.cpp: hyp_repeat): output element (.., i,
+/// ..) is input element (.., i / r, ..), copied as `itemsize` bytes (every dtype); its arguments.
+std::string repeat_source(size_t itemsize);
+std::vector<int64_t> repeat_args(const NDArray& x, const NDArray& out, int axis, int64_t r);
 /// Eye's values (cuda_nnet_kernels.cpp: hyp_eye): ones where column - row == k.
 std::string eye_source(DType dt);
 /// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.

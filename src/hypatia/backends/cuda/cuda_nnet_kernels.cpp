@@ -187,6 +187,28 @@ class TileKernel final : public Kernel {
   const Tile& op_;
 };
 
+// ---- Repeat by one count (Theano's upsampling by x.repeat(2, axis)): each output element copied
+// from input element (.., i / r, ..) along the axis; a vector of counts runs on the CPU
+
+class RepeatKernel final : public Kernel {
+ public:
+  explicit RepeatKernel(const Apply& node)
+      : op_(static_cast<const Repeat&>(*node.op)),
+        kernel_(get_kernel(repeat_source(itemsize(node.inputs[0]->type.dtype)), "hyp_repeat")) {}
+  void run(const KernelArgs& a) override {
+    Shape shape;
+    const std::vector<int64_t> counts = kernel_util::repeat_counts(op_, a, &shape);
+    NDArray& out = prepare_device_output(*a.out[0], shape, a.in[0]->dtype());
+    if (out.size() == 0) return;
+    std::vector<int64_t> args = repeat_args(*a.in[0], out, op_.axis, counts.at(0));
+    launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
+  }
+
+ private:
+  const Repeat& op_;
+  cudaKernel_t kernel_ = nullptr;
+};
+
 // ---- CheckLabels: the shapes checked on the host, the labels on the device; the output is the
 // labels themselves (a view), as on the CPU
 
@@ -438,6 +460,33 @@ std::string read_index(DType dt) {
                              : "      const long long v = (long long)raw;\n";
 }
 
+std::string repeat_source(size_t itemsize) {
+  const char* T = itemsize == 1   ? "unsigned char"
+                  : itemsize == 2 ? "unsigned short"
+                  : itemsize == 4 ? "unsigned int"
+                                  : "unsigned long long";
+  const std::string D = std::to_string(kMaxDims);
+  std::string s = "struct RpArgs { long long n, nd, axis, r, shape[" + D + "], ost[" + D + "], xst[" + D +
+                  "]; unsigned long long x, out; };\n";
+  s += grid_stride_head("hyp_repeat", "RpArgs", "a.n");
+  s += "    long long q = t, xoff = 0, ooff = 0;\n";
+  s += "    for (int d = (int)a.nd - 1; d >= 0; --d) {\n      const long long c = q % a.shape[d];\n"
+       "      q /= a.shape[d];\n      ooff += c * a.ost[d];\n      xoff += (d == a.axis ? c / a.r : c) * a.xst[d];\n"
+       "    }\n";
+  s += std::string("    *(") + T + "*)((char*)a.out + ooff) = *(const " + T + "*)((const char*)a.x + xoff);\n  }\n}\n";
+  return s;
+}
+
+std::vector<int64_t> repeat_args(const NDArray& x, const NDArray& out, int axis, int64_t r) {
+  std::vector<int64_t> a = {out.size(), out.ndim(), axis, r};
+  for (int d = 0; d < kMaxDims; ++d) a.push_back(d < out.ndim() ? out.shape(d) : 1);
+  for (const NDArray* v : {&out, &x})
+    for (int d = 0; d < kMaxDims; ++d) a.push_back(d < v->ndim() ? v->strides()[d] : 0);
+  a.push_back(ptr(x.raw()));
+  a.push_back(ptr(out.raw()));
+  return a;
+}
+
 std::string eye_source(DType dt) {
   const std::string T = cuda_type(dt);
   std::string s = "struct EyeArgs { long long n, m, k; unsigned long long out; };\n";
@@ -522,6 +571,16 @@ void register_cuda_nnet_kernels() {
                          return node.inputs[0]->type.dtype != DType::Float16 &&
                                 2 * static_cast<const Tile&>(*node.op).reps.size() <= static_cast<size_t>(kMaxDims);
                        },
+                   .recordable = true});
+  // Repeat: one count for every element (a 0-d repeats, read on the host), up to 12 axes.
+  register_kernel(
+      b, typeid(Repeat),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<RepeatKernel>(node); },
+      KernelTraits{.accepts =
+                       [](const Apply& node) {
+                         return node.inputs[1]->type.ndim() == 0 && node.inputs[0]->type.ndim() <= kMaxDims;
+                       },
+                   .host_inputs = {1},
                    .recordable = true});
   // Split: views of the input (the reference kernel's), the sizes read on the host.
   register_kernel(
