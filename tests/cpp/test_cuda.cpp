@@ -700,7 +700,7 @@ TEST(CudaRun, ArgmaxArgminAndBatchedDotRunOnTheGpuAndMatchTheCpu) {
   EXPECT_ERROR(ValueError, fg({xf, random_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
 }
 
-TEST(CudaRun, SplitTileAndEyeRunOnTheGpuAndMatchTheCpu) {
+TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {
   REQUIRE_GPU();
   Var x = matrix("x", DType::Float32), n = scalar("n", DType::Int64);
   const std::vector<Var> parts = split(x, std::vector<int64_t>{1, 3, 2}, 1);
@@ -709,13 +709,14 @@ TEST(CudaRun, SplitTileAndEyeRunOnTheGpuAndMatchTheCpu) {
                            parts[2],
                            tile(x, {2, 1, 3}),
                            tile(transpose(x), {2, 2}),
-                           eye(n, constant(7.0, DType::Int64), constant(-1.0, DType::Int64), DType::Float32)};
+                           eye(n, constant(7.0, DType::Int64), constant(-1.0, DType::Int64), DType::Float32),
+                           repeat(repeat(x, 2, 0), 3, 1)};
   FunctionOptions oc = on("cpu"), og = on("cuda");
   Function fc = fn({x, n}, outs, oc), fg = fn({x, n}, outs, og);
   for (const auto& node : fg.toposort()) {
     const std::string name = node->op->name();
     if (name.find("Split") != std::string::npos || name.find("Tile") != std::string::npos ||
-        name.find("Eye") != std::string::npos) {
+        name.find("Eye") != std::string::npos || name.find("Repeat") != std::string::npos) {
       EXPECT_EQ(get_backend("cuda").provider(*node)->name(), "cuda") << name;
     }
   }
