@@ -148,6 +148,9 @@ TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyT
       EXPECT_NO_THROW(cuda::check_source(cuda::arg_reduce_source(dt, is_max))) << dtype_name(dt);
     if (is_integer(dt)) {
       EXPECT_NO_THROW(cuda::check_source(cuda::check_labels_source(dt))) << dtype_name(dt);
+      for (DType f : {DType::Float32, DType::Float64})
+        for (bool g : {false, true})
+          EXPECT_NO_THROW(cuda::check_source(cuda::crossentropy_1hot_source(f, dt, g))) << dtype_name(dt);
       const std::vector<DType> idx = {dt, DType::Int64};
       EXPECT_NO_THROW(cuda::check_source(cuda::index_source(DType::Float32, idx, cuda::IndexKernel::ScatterAdd)))
           << dtype_name(dt);
@@ -548,6 +551,34 @@ TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   yv.data<int64_t>()[3] = 7;
   EXPECT_ERROR(IndexError, fg({xv, yv}), "7");
   EXPECT_ALLCLOSE(get_value(pg[0]), before);
+}
+
+TEST(CudaRun, TheCrossentropyOfClippedProbabilitiesRunsOnTheGpu) {
+  REQUIRE_GPU();
+  // Keras-era Theano code clips the probabilities before the cross-entropy: the stability rewrite
+  // does not see through the clip, so CrossentropyCategorical1Hot and its gradient run (on the GPU).
+  Var x = matrix("x", DType::Float32);
+  Var y = vector("y", DType::Int64);
+  Var w = shared(random_array({6, 4}, DType::Float32, 3, -0.5, 0.5), "w");
+  Var p = clip(softmax(dot(x, w)), constant(1e-6, DType::Float32), constant(1 - 1e-6, DType::Float32));
+  Var cost = mean(categorical_crossentropy(p, y));
+  auto step = [&](const std::string& backend) {
+    FunctionOptions o = on(backend);
+    return function({x, y}, {cost, grad(cost, w)}, o);
+  };
+  Function fc = step("cpu"), fg = step("cuda");
+  int on_gpu = 0;
+  for (const auto& n : fg.toposort())
+    if (n->op->name().find("Crossentropy") != std::string::npos) {
+      EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << n->op->name();
+      ++on_gpu;
+    }
+  EXPECT_EQ(on_gpu, 2) << fg.debugprint();
+  const NDArray xv = random_array({5, 6}, DType::Float32, 7), yv = NDArray::from_vector<int64_t>({0, 3, 1, 2, 3});
+  const auto want = fc({xv, yv}), got = fg({xv, yv});
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], 1e-5, 1e-6) << k;
+  EXPECT_ERROR(IndexError, fg({xv, NDArray::from_vector<int64_t>({0, 3, 4, 2, 3})}),
+               "label 4 at row 2 is out of range for 4 classes");
 }
 
 TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {

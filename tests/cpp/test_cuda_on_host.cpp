@@ -61,6 +61,12 @@ struct HostArgReduceKernel {
   bool (*before)(double v, long long i, double b, long long j);  // the merge order
 };
 
+struct HostXentKernel {
+  hypatia::DType dt, label_dt;
+  bool grad;
+  void (*run)(const void* args);
+};
+
 // What a block-per-output kernel expects (one host thread: its block of one).
 #define __shared__
 inline void __syncthreads() {}
@@ -495,6 +501,54 @@ TEST(CudaKernelsOnHost, RepeatByOneCountIsTheCpus) {
             ++checked;
           }
   EXPECT_EQ(checked, 5 * 6 * 3 * 2);
+}
+
+TEST(CudaKernelsOnHost, CrossentropyOfOneHotLabelsAndItsGradientAreTheCpus) {
+  int checked = 0;
+  for (const HostXentKernel& k : kHostXentKernels)
+    for (int64_t bad_row : {-1, 2}) {
+      SCOPED_TRACE(std::string(dtype_name(k.dt)) + (k.grad ? " gradient" : "") + " bad row " + std::to_string(bad_row));
+      const int64_t n = 5, classes = 4;
+      // Clipped probabilities: the stability rewrite leaves the cross-entropy as it is.
+      const NDArray coding = testing::random_array({n, classes}, k.dt, 0.05, 1.0, 23);
+      NDArray labels = NDArray::empty({n}, DType::Int64);
+      for (int64_t i = 0; i < n; ++i) labels.data<int64_t>()[i] = (i * 3) % classes;
+      if (bad_row >= 0) labels.data<int64_t>()[bad_row] = classes;
+      labels = labels.astype(k.label_dt);
+      const NDArray r = testing::random_array({n}, k.dt, -1.0, 1.0, 29);
+      Var cv = variable(TensorType::of_value(coding), "coding"), lv = variable(TensorType::of_value(labels), "y");
+      Var xent = categorical_crossentropy(clip(cv, constant(0.01, k.dt), constant(1.0, k.dt)), lv);
+      Var out = k.grad ? grad(sum(mul(xent, constant(r))), cv) : xent;
+      FunctionOptions cpu;
+      cpu.backend = "cpu";
+      Function f = function({cv, lv}, {out}, cpu);
+      NDArray got = NDArray::empty(k.grad ? Shape{n, classes} : Shape{n}, k.dt);
+      long long err[4] = {0, 0, 0, 0};
+      const std::vector<int64_t> a = {n,
+                                      classes,
+                                      coding.strides()[0],
+                                      coding.strides()[1],
+                                      labels.strides()[0],
+                                      k.grad ? r.strides()[0] : 0,
+                                      static_cast<int64_t>(ptr(coding)),
+                                      static_cast<int64_t>(ptr(labels)),
+                                      k.grad ? static_cast<int64_t>(ptr(r)) : 0,
+                                      static_cast<int64_t>(ptr(got)),
+                                      static_cast<int64_t>(reinterpret_cast<uintptr_t>(err))};
+      k.run(a.data());
+      if (bad_row >= 0) {
+        EXPECT_ERROR(IndexError, f({coding, labels}), "label 4 at row 2 is out of range for 4 classes");
+        EXPECT_EQ(err[0], 1);
+        EXPECT_EQ(err[1], bad_row);
+        EXPECT_EQ(err[2], classes);
+        EXPECT_EQ(err[3], classes);
+      } else {
+        EXPECT_EQ(err[0], 0);
+        EXPECT_ALLCLOSE(got, f({coding, labels})[0], 0.0, 0.0);
+      }
+      ++checked;
+    }
+  EXPECT_EQ(checked, 4 * 2);
 }
 
 TEST(CudaKernelsOnHost, ArangeIsTheCpusBitForBit) {

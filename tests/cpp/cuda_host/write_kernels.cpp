@@ -125,6 +125,16 @@ int main(int argc, char** argv) {
         << "inline void run(const void* a) { hyp_repeat(*static_cast<const RpArgs*>(a)); }\n}\n";
   out << "inline void (*const kHostRepeatKernels[])(const void*) = {repeat1::run, repeat2::run, nullptr, "
          "repeat4::run, nullptr, nullptr, nullptr, repeat8::run};\n";
+  std::string xent_table = "inline const HostXentKernel kHostXentKernels[] = {\n";
+  for (auto [dt, label_dt] : {std::pair{DType::Float32, DType::Int64}, std::pair{DType::Float64, DType::Int32}})
+    for (bool grad : {false, true}) {
+      const std::string ns = std::string(grad ? "xent_grad_" : "xent_") + std::string(dtype_name(dt));
+      out << "namespace " << ns << " {\n" << host_form(cuda::crossentropy_1hot_source(dt, label_dt, grad));
+      out << "inline void run(const void* a) { hyp_xent1hot(*static_cast<const XeArgs*>(a)); }\n}\n";
+      xent_table += "    {" + dtype_enum(dt) + ", " + dtype_enum(label_dt) + ", " + (grad ? "true" : "false") + ", " +
+                    ns + "::run},\n";
+    }
+  out << xent_table << "};\n";
   std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
   for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
     const std::string ns = "labels_" + std::string(dtype_name(dt));

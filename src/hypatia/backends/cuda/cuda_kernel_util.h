@@ -82,6 +82,11 @@ std::string arg_reduce_source(DType dt, bool is_max);
 std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector<int64_t>& out_shape,
                                      const std::vector<int64_t>& out_strides, const std::vector<int64_t>& red_shape,
                                      const std::vector<int64_t>& red_strides, const void* x, void* out);
+/// CrossentropyCategorical1Hot (grad false: out[i] = -log(coding[i, y_i])) or its gradient (out =
+/// zeros but -g[i] / coding[i, y_i] at (i, y_i)) (cuda_nnet_kernels.cpp: hyp_xent1hot), the labels
+/// checked as check_labels_source does (a bad row is left 0). Arguments: n, k, coding's strides,
+/// the labels' and g's stride, then coding, labels, g, out and the check block.
+std::string crossentropy_1hot_source(DType dt, DType label_dt, bool grad);
 /// CheckLabels' check of the labels (cuda_nnet_kernels.cpp: hyp_check_labels): each in [0, classes),
 /// the first failure written to the check block (flag, row, label, classes).
 std::string check_labels_source(DType label_dt);

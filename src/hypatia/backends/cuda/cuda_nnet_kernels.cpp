@@ -239,6 +239,57 @@ class CheckLabelsKernel final : public Kernel {
   DeviceCheckBlock check_;
 };
 
+// ---- CrossentropyCategorical1Hot and its gradient (a cross-entropy whose coding is not a softmax
+// the stability rewrite sees through, e.g. clipped probabilities): the labels checked on the
+// device as CheckLabels checks them, the shapes on the host
+
+class Crossentropy1HotKernel final : public Kernel {
+ public:
+  Crossentropy1HotKernel(const Apply& node, bool grad) : op_(*node.op), grad_(grad) {
+    const size_t first = grad ? 1 : 0;
+    kernel_ =
+        get_kernel(crossentropy_1hot_source(node.inputs[first]->type.dtype, node.inputs[first + 1]->type.dtype, grad),
+                   "hyp_xent1hot");
+  }
+  void run(const KernelArgs& a) override {
+    const size_t first = grad_ ? 1 : 0;
+    const NDArray &coding = *a.in[first], &labels = *a.in[first + 1];
+    const char* who = grad_ ? "CrossentropyCategorical1HotGrad" : "CrossentropyCategorical1Hot";
+    nnet_detail::check_label_shapes(who, coding, labels);
+    const NDArray* g = grad_ ? a.in[0] : nullptr;
+    if (g && (g->ndim() != 1 || g->shape(0) != coding.shape(0)))
+      fail<ValueError>(who, ": expected g of shape (", coding.shape(0), ",), got ", g->describe());
+    NDArray& out = prepare_device_output(*a.out[0], grad_ ? coding.shape() : Shape{coding.shape(0)}, coding.dtype());
+    if (out.size() == 0) return;
+    std::vector<int64_t> args = {coding.shape(0),
+                                 coding.shape(1),
+                                 coding.strides()[0],
+                                 coding.strides()[1],
+                                 labels.strides()[0],
+                                 g ? g->strides()[0] : 0,
+                                 ptr(coding.raw()),
+                                 ptr(labels.raw()),
+                                 g ? ptr(g->raw()) : 0,
+                                 ptr(out.raw()),
+                                 static_cast<int64_t>(check_.device())};
+    check_.clear();
+    launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
+    check_.fetch();
+  }
+  void raise_device_errors() override {
+    long long w[DeviceCheckBlock::kWords];
+    if (check_.take_failure(w))
+      nnet_detail::label_out_of_range(grad_ ? "CrossentropyCategorical1HotGrad" : "CrossentropyCategorical1Hot", w[2],
+                                      w[1], w[3]);
+  }
+
+ private:
+  const Op& op_;
+  bool grad_;
+  cudaKernel_t kernel_ = nullptr;
+  DeviceCheckBlock check_;
+};
+
 // ---- Join: each input copied into its slice of the output (the CPU's checks and messages)
 
 class JoinKernel final : public Kernel {
@@ -495,6 +546,30 @@ std::string eye_source(DType dt) {
   return s;
 }
 
+std::string crossentropy_1hot_source(DType dt, DType label_dt, bool grad) {
+  const std::string T = cuda_type(dt), I = cuda_type(label_dt);
+  std::string s =
+      "struct XeArgs { long long n, k, cs0, cs1, ls, gs; unsigned long long coding, labels, g, out, err; };\n";
+  s += kCheckFailed;
+  s += grid_stride_head("hyp_xent1hot", "XeArgs", grad ? "a.n * a.k" : "a.n");
+  s += grad ? "    const long long row = t / a.k, j = t % a.k;\n" : "    const long long row = t;\n";
+  s += "    const " + I + " raw = *(const " + I + "*)((const char*)a.labels + row * a.ls);\n";
+  s += read_index(label_dt);
+  s += "    if (v < 0 || v >= a.k) {\n";
+  s += grad ? "      if (j == 0) hyp_check_failed(a.err, row, v, a.k);\n      ((" + T + "*)a.out)[t] = (" + T +
+                  ")0;\n      continue;\n    }\n"
+            : "      hyp_check_failed(a.err, row, v, a.k);\n      ((" + T + "*)a.out)[t] = (" + T +
+                  ")0;\n      continue;\n    }\n";
+  s += "    const " + T + " c = *(const " + T + "*)((const char*)a.coding + row * a.cs0 + v * a.cs1);\n";
+  if (grad)
+    s += "    ((" + T + "*)a.out)[t] = j == v ? (" + T + ")(-*(const " + T +
+         "*)((const char*)a.g + row * a.gs) / c) : (" + T + ")0;\n";
+  else
+    s += "    ((" + T + "*)a.out)[t] = (" + T + ")(-log((double)c));\n";
+  s += "  }\n}\n";
+  return s;
+}
+
 std::string check_labels_source(DType label_dt) {
   const std::string I = cuda_type(label_dt);
   std::string s = "struct ClArgs { long long n, classes, st; unsigned long long labels, err; };\n";
@@ -551,6 +626,23 @@ void register_cuda_nnet_kernels() {
       KernelTraits{.accepts = [](const Apply& node) { return node.inputs[0]->type.dtype != DType::Float16; },
                    .host_inputs = from(1, 1 + kMaxNdim),
                    .recordable = true});
+  // The cross-entropy of a coding the stability rewrite does not see through, and its gradient.
+  auto xent_accepts = [](size_t first) {
+    return [first](const Apply& node) {
+      return f32_or_f64(node.inputs[first]->type.dtype) && is_integer(node.inputs[first + 1]->type.dtype) &&
+             (first == 0 || node.inputs[0]->type.dtype == node.inputs[1]->type.dtype);
+    };
+  };
+  register_kernel(
+      b, typeid(CrossentropyCategorical1Hot),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        return std::make_unique<Crossentropy1HotKernel>(node, false);
+      },
+      KernelTraits{.accepts = xent_accepts(0), .recordable = true, .device_checks = true});
+  register_kernel(
+      b, typeid(CrossentropyCategorical1HotGrad),
+      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<Crossentropy1HotKernel>(node, true); },
+      KernelTraits{.accepts = xent_accepts(1), .recordable = true, .device_checks = true});
   register_kernel(
       b, typeid(CheckLabels),
       [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<CheckLabelsKernel>(node); },
