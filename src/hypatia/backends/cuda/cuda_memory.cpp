@@ -196,8 +196,13 @@ DeviceCheckBlock::DeviceCheckBlock()
 }
 
 DeviceCheckBlock::~DeviceCheckBlock() {
-  // A copy queued into the host words may still be pending: wait before the slot is reused.
-  if (available()) synchronize();
+  // A copy queued into the host words may still be pending: wait before the slot is reused. (At
+  // exit the runtime may be gone: the slot is then never reused, and nothing may throw here.)
+  try {
+    if (available()) synchronize();
+  } catch (...) {
+    return;
+  }
   check_slots().give(host_);
 }
 
