@@ -81,3 +81,26 @@ def test_transfer_ops_pickle_and_have_their_classes():
     # A graph holding transfers pickles whole.
     g = pickle.loads(pickle.dumps(sandbox.cuda.basic_ops.host_from_gpu(T.exp(y))))
     assert str(g.owner.op) == "HostFromGpu" and str(g.owner.inputs[0].owner.inputs[0].owner.op) == "GpuFromHost<cuda:0>"
+
+
+def test_an_index_out_of_range_found_on_the_device_fails_the_call_and_moves_no_parameter():
+    # On the emulated GPU the label gather defers its IndexError to the call's device check, as
+    # the CUDA backend's kernels do: the call fails before the update, with the CPU's words and the
+    # user's line, and the next call runs.
+    from util import emulated_gpu
+
+    with emulated_gpu() as mode:
+        x = T.dmatrix("x")
+        y = T.lvector("y")
+        w = hypatia.shared(np.arange(6.0).reshape(2, 3) / 10, name="W")
+        logp = T.nnet.logsoftmax(T.dot(x, w))
+        cost = -T.mean(logp[T.arange(y.shape[0]), y])
+        step = hypatia.function([x, y], cost, updates=[(w, w - 0.1 * hypatia.grad(cost, w))], mode=mode)
+        xv = np.array([[1.0, 2.0], [-1.0, 0.5]])
+        before = w.get_value()
+        with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1 with size 3") as e:
+            step(xv, np.array([1, 3]))
+        assert "test_cuda_transfers.py" in str(e.value)
+        np.testing.assert_array_equal(w.get_value(), before)
+        step(xv, np.array([2, -3]))
+        assert not np.array_equal(w.get_value(), before)
