@@ -512,10 +512,8 @@ void Program::prepare_shared_destroyers(Frame& f) const {
 }
 
 void Program::check_on_device(Frame& f) const {
-  DeviceKind kind = DeviceKind::Host;
-  for (size_t t = 0; t < first_shared_destroyer; ++t)
-    if (steps[t].device_checks) kind = steps[t].device;
-  if (const auto& wait = device_memory(Device{kind, 0}).synchronize) wait();
+  // (Only the program's own backend is a device one: its fallback runs on the host.)
+  if (const auto& wait = device_memory(Device{backend->device_kind(), 0}).synchronize) wait();
   // Every kernel that ran is asked (each clears what it found); the first failure in the steps'
   // order is raised.
   std::exception_ptr first;

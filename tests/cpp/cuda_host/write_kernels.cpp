@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
         const std::string ns = "pool" + std::to_string(n++);
         out << "namespace " << ns << " {\nnamespace hstd = std;\n" << host_form(cuda::pool_source(dt, mode, k));
         out << "inline void run(const void* a) { hyp_pool(*static_cast<const PoolArgs*>(a)); }\n}\n";
-        table += "    {hypatia::DType::" + std::string(dt == DType::Float32 ? "Float32" : "Float64") + ", \"" + mode +
-                 "\", " + std::to_string(static_cast<int>(k)) + ", " + ns + "::run},\n";
+        table += "    {" + dtype_enum(dt) + ", \"" + mode + "\", " + std::to_string(static_cast<int>(k)) + ", " + ns +
+                 "::run},\n";
       }
   out << table << "};\n";
   std::string sorts = "inline const HostSortKernels kHostSortKernels[] = {\n";
@@ -55,14 +55,7 @@ int main(int argc, char** argv) {
     out << "inline void init(const void* a) { hyp_sort_init(*static_cast<const SortArgs*>(a)); }\n";
     out << "inline void pass(const void* a) { hyp_sort_pass(*static_cast<const SortArgs*>(a)); }\n";
     out << "inline void final(const void* a) { hyp_sort_final(*static_cast<const SortArgs*>(a)); }\n}\n";
-    sorts += "    {hypatia::DType::" +
-             std::string(dt == DType::Float32   ? "Float32"
-                         : dt == DType::Float64 ? "Float64"
-                         : dt == DType::Int64   ? "Int64"
-                         : dt == DType::Int32   ? "Int32"
-                         : dt == DType::UInt8   ? "UInt8"
-                                                : "Bool") +
-             ", " + ns + "::init, " + ns + "::pass, " + ns + "::final},\n";
+    sorts += "    {" + dtype_enum(dt) + ", " + ns + "::init, " + ns + "::pass, " + ns + "::final},\n";
   }
   out << sorts << "};\n";
   out << "namespace mrg32 {\n" << host_form(cuda::mrg_source(DType::Float32));

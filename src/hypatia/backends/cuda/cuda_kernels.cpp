@@ -291,7 +291,7 @@ class ArgReduceKernel final : public Kernel {
       (reduced ? rshape : oshape).push_back(x.shape(d));
       (reduced ? rst : ost).push_back(x.strides()[d]);
     }
-    const Shape out_shape(std::vector<int64_t>(oshape.begin(), oshape.end()));
+    const Shape out_shape(oshape);
     NDArray& out = prepare_device_output(*a.out[0], out_shape, DType::Int64);
     const int64_t n_out = out_shape.prod();
     if (n_out == 0) return;

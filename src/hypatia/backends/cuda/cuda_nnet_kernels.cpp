@@ -24,6 +24,14 @@ int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintpt
 
 bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }
 
+/// Launches a kernel that checks its inputs on the device: its check block cleared before the
+/// kernel and fetched after it (KernelTraits::device_checks).
+void launch_checked(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what, DeviceCheckBlock& check) {
+  check.clear();
+  launch(k, grid, args, what);
+  check.fetch();
+}
+
 // ---- softmax and log_softmax along the last axis of a matrix or vector
 
 /// One block per row: the row's max (the first one) and whether it is finite, the sum of
@@ -224,9 +232,7 @@ class CheckLabelsKernel final : public Kernel {
     if (labels.size() == 0) return;
     std::vector<int64_t> args = {labels.shape(0), coding.shape(1), labels.strides()[0], ptr(labels.raw()),
                                  static_cast<int64_t>(check_.device())};
-    check_.clear();
-    launch(kernel_, grid_for(labels.shape(0)), args, op_.name().c_str());
-    check_.fetch();
+    launch_checked(kernel_, grid_for(labels.shape(0)), args, op_.name().c_str(), check_);
   }
   void raise_device_errors() override {
     long long w[DeviceCheckBlock::kWords];
@@ -272,9 +278,7 @@ class Crossentropy1HotKernel final : public Kernel {
                                  g ? ptr(g->raw()) : 0,
                                  ptr(out.raw()),
                                  static_cast<int64_t>(check_.device())};
-    check_.clear();
-    launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
-    check_.fetch();
+    launch_checked(kernel_, grid_for(out.size()), args, op_.name().c_str(), check_);
   }
   void raise_device_errors() override {
     long long w[DeviceCheckBlock::kWords];
@@ -365,9 +369,7 @@ class AdvancedSubtensorKernel final : public Kernel {
     NDArray& out = prepare_device_output(*a.out[0], shape, x.dtype());
     if (out.size() == 0) return;
     std::vector<int64_t> args = index_args(x, g, &out, check_.device());
-    check_.clear();
-    launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
-    check_.fetch();
+    launch_checked(kernel_, grid_for(out.size()), args, op_.name().c_str(), check_);
   }
   void raise_device_errors() override { raise_index_error(op_, check_); }
 
@@ -409,9 +411,7 @@ class AdvancedIncSubtensorKernel final : public Kernel {
     if (region.prod() == 0) return;
     const NDArray yb = y.as_strided(ys, yst);
     std::vector<int64_t> args = index_args(*out, g, &yb, check_.device());
-    check_.clear();
-    launch(kernel_, grid_for(region.prod()), args, op_.name().c_str());
-    check_.fetch();
+    launch_checked(kernel_, grid_for(region.prod()), args, op_.name().c_str(), check_);
   }
   void raise_device_errors() override { raise_index_error(op_, check_); }
 
