@@ -275,13 +275,12 @@ NDArray scaled_f32(const Shape& shape, uint64_t seed) {
 /// dense layers, softmax cross-entropy) forward, and forward + backward (the ten gradients kept on
 /// the device, as torch.autograd.grad gives them); and the ResNet 3x3 layer (32x64x56x56, 64
 /// filters, pad 1) forward, and forward + backward (the gradient of 0.5 sum(out^2), whose output
-/// gradient is out: anchors.py's grad(out, [act, kern], out)).
-void convolutions() {
-  std::string why;
-  if (!cuda::cudnn_loadable(&why)) {
-    std::printf("\nconvolutions: not run (%s)\n", why.c_str());
-    return;
-  }
+/// gradient is out: anchors.py's grad(out, [act, kern], out)). `dnn`: Theano's dnn.enabled
+/// ("auto": through cuDNN; "False": through im2col and cuBLAS).
+void convolutions(const std::string& dnn) {
+  const std::string saved = config().dnn_enabled;
+  config().dnn_enabled = dnn;
+  const char* path = dnn == "False" ? "im2col + cuBLAS" : "cuDNN";
   NDArray digits = random_f32({128, 1, 28, 28}, 40);
   for (int64_t i = 0; i < digits.size(); ++i) digits.data<float>()[i] = 0.5f * (digits.data<float>()[i] + 1);
   NDArray labels = NDArray::empty({128}, DType::Int64);
@@ -321,7 +320,7 @@ void convolutions() {
   const double tfb = best_ms(5, [&] {
     for (int i = 0; i < kCalls; ++i) fb.call(args, o10);
   });
-  std::printf("\nLeNet batch 128 (%s)\n", placement_summary(fb).c_str());
+  std::printf("\nLeNet batch 128, %s (%s)\n", path, placement_summary(fb).c_str());
   std::printf("  forward %.3f ms per call; forward+backward %.3f ms per call\n", tf / kCalls, tfb / kCalls);
 
   Var act = shared(random_f32({32, 64, 56, 56}, 46), "act");
@@ -344,9 +343,10 @@ void convolutions() {
     for (int i = 0; i < kRes; ++i) rfb.call(none, r2);
   });
   const double flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9;
-  std::printf("\nResNet 3x3 layer 32x64x56x56, 64 filters (%s)\n", placement_summary(rfb).c_str());
+  std::printf("\nResNet 3x3 layer 32x64x56x56, 64 filters, %s (%s)\n", path, placement_summary(rfb).c_str());
   std::printf("  forward %.3f ms per call (%.1f TFLOP/s); forward+backward %.3f ms per call (%.1f TFLOP/s)\n",
               rt / kRes, flops / (rt / kRes) / 1e9, rtb / kRes, 3 * flops / (rtb / kRes) / 1e9);
+  config().dnn_enabled = saved;
 }
 
 }  // namespace
@@ -365,7 +365,12 @@ int main() {
   seed000();
   fused_chain();
   mlp();
-  convolutions();
+  std::string why;
+  if (cuda::cudnn_loadable(&why))
+    convolutions("auto");
+  else
+    std::printf("\nconvolutions through cuDNN: not run (%s)\n", why.c_str());
+  convolutions("False");
   const auto st = cuda::module_cache_stats();
   const auto al = cuda::device_allocator().stats();
   std::printf(

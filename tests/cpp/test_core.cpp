@@ -109,6 +109,25 @@ TEST(Config, TheanosCudnnAlgorithmChoicesAreHonouredAndItsFixedOnesRefusedByName
   EXPECT_TRUE(is_ignored_theano_option("dnn.conv.workmem"));
 }
 
+TEST(Config, TheanosDnnEnabledChoosesBetweenCudnnAndIm2col) {
+  Config c;
+  EXPECT_EQ(c.get("dnn.enabled"), "auto");
+  c.apply_flags("dnn.enabled=False");
+  EXPECT_EQ(c.dnn_enabled, "False");
+  EXPECT_ERROR(ConfigError, c.apply_flags("dnn.enabled=maybe"),
+               "dnn.enabled must be one of auto, True, False, no_check");
+  EXPECT_FALSE(is_ignored_theano_option("dnn.enabled"));
+  EXPECT_TRUE(is_ignored_theano_option("dnn.library_path"));
+  // Theano's rc form: [dnn] enabled = True (its other options are ignored with a warning).
+  std::vector<std::string> warnings;
+  set_config_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  c.apply_rc("[dnn]\nenabled = True\ninclude_path = /usr/include\n");
+  set_config_warning_handler(nullptr);
+  EXPECT_EQ(c.dnn_enabled, "True");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("dnn.include_path"), std::string::npos) << warnings[0];
+}
+
 }  // namespace
 }  // namespace hypatia
 

@@ -163,6 +163,9 @@ TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyT
   for (size_t size : {1, 2, 4, 8}) EXPECT_NO_THROW(cuda::check_source(cuda::repeat_source(size))) << size;
   const std::vector<DType> f64 = {DType::UInt64};
   EXPECT_NO_THROW(cuda::check_source(cuda::index_source(DType::Float64, f64, cuda::IndexKernel::ScatterAdd)));
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (auto k : {cuda::ConvGemmKernel::Im2col, cuda::ConvGemmKernel::Col2im, cuda::ConvGemmKernel::Swap01})
+      EXPECT_NO_THROW(cuda::check_source(cuda::conv_gemm_source(dt, k))) << dtype_name(dt);
 }
 
 TEST(CudaCodegen, TheMrgGeneratorCompilesFromTheCpuKernelsText) {

@@ -1,6 +1,6 @@
 // The CUDA backend's kernels of neural-network layers beyond products and elementwise work:
-// convolutions through cuDNN, pooling, MRG random numbers and Join, each against the CPU backend
-// (skipped without a GPU; the pooling and MRG kernels' arithmetic also runs on the host in CI:
+// convolutions through cuDNN and through im2col and cuBLAS, pooling, MRG random numbers and Join, each against the CPU
+// backend (skipped without a GPU; the pooling and MRG kernels' arithmetic also runs on the host in CI:
 // test_cuda_on_host.cpp).
 #include "hypatia/ops/conv.h"
 #include "hypatia/ops/pool.h"
@@ -21,7 +21,8 @@ NDArray random_array(const Shape& shape, DType dt, uint64_t seed) { return testi
 /// 2-d convolutions and both gradients on the GPU against the CPU, in every border mode, with
 /// strides, dilation and groups, both dtypes.
 void check_convolutions_against_the_cpu() {
-  auto params = [](std::string border, int64_t s, int64_t d, int64_t g, bool flip, int64_t pad = 0) {
+  auto params = [](std::string border, int64_t s, int64_t d, int64_t g, bool flip, int64_t pad = 0,
+                   int64_t pad_end = -1) {
     Conv2dParams p;
     p.border = std::move(border);
     p.stride_h = p.stride_w = s;
@@ -29,6 +30,7 @@ void check_convolutions_against_the_cpu() {
     p.groups = g;
     p.flip = flip;
     p.pad_h = p.pad_w = pad;
+    p.pad_h_end = p.pad_w_end = pad_end;
     return p;
   };
   struct Case {
@@ -42,6 +44,10 @@ void check_convolutions_against_the_cpu() {
       {params("pad", 2, 2, 1, false, 2), {2, 2, 12, 13}, {3, 2, 3, 3}},
       {params("valid", 1, 1, 2, true), {2, 4, 8, 8}, {6, 2, 3, 3}},
       {params("half", 1, 3, 1, true), {1, 3, 15, 15}, {2, 3, 3, 3}},
+      {params("pad", 1, 1, 1, true, 1, 2), {2, 2, 7, 6}, {3, 2, 3, 3}},  // asymmetric: im2col even with cuDNN
+      {params("valid", 1, 1, 2, false), {3, 4, 5, 6}, {4, 2, 1, 1}},     // pointwise
+      // Columns of 13 MB per image: the im2col path cuts this batch into chunks (the last short).
+      {params("half", 1, 1, 1, true), {24, 128, 32, 32}, {16, 128, 5, 5}},
   };
   uint64_t seed = 60;
   for (DType dt : {DType::Float32, DType::Float64})
@@ -81,10 +87,8 @@ TEST(CudaRun, ConvolutionsWithTimedAlgorithmsMatchTheCpu) {
   check_convolutions_against_the_cpu();
 }
 
-TEST(CudaRun, ThreeDConvolutionsThroughCudnnMatchTheCpu) {
-  REQUIRE_GPU();
-  std::string why;
-  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+/// 3-d convolutions and both gradients on the GPU against the CPU.
+void check_3d_convolutions_against_the_cpu() {
   auto params = [](std::string border, int64_t s, int64_t sd, int64_t g, bool flip, int64_t pad = 0,
                    int64_t pad_d = 0) {
     Conv3dParams p;
@@ -125,6 +129,21 @@ TEST(CudaRun, ThreeDConvolutionsThroughCudnnMatchTheCpu) {
       const double rtol = dt == DType::Float32 ? 1e-4 : 1e-10, atol = dt == DType::Float32 ? 1e-4 : 1e-10;
       for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], rtol, atol) << "output " << k;
     }
+}
+
+TEST(CudaRun, ThreeDConvolutionsThroughCudnnMatchTheCpu) {
+  REQUIRE_GPU();
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  check_3d_convolutions_against_the_cpu();
+}
+
+TEST(CudaRun, ConvolutionsThroughIm2colAndCublasMatchTheCpu) {
+  REQUIRE_GPU();
+  // Theano's dnn.enabled=False: the path that runs where libcudnn cannot be loaded.
+  testing::ScopedSetting<std::string> no_dnn(config().dnn_enabled, "False");
+  check_convolutions_against_the_cpu();
+  check_3d_convolutions_against_the_cpu();
 }
 
 TEST(CudaRun, SortAndArgsortMatchTheCpu) {

@@ -336,6 +336,19 @@ def test_theanos_cudnn_algorithm_options_are_sections_of_the_config():
         cfg.dnn.conv.no_such_option
 
 
+def test_theanos_dnn_enabled_is_an_option_of_the_dnn_section():
+    cfg = hypatia.config
+    assert cfg.dnn.enabled == "auto"
+    cfg.dnn.enabled = False  # Theano's way to run convolutions without cuDNN (im2col and cuBLAS here)
+    try:
+        assert hypatia._core.config_get("dnn.enabled") == "False"
+        with pytest.raises(ValueError, match="auto, True, False, no_check"):
+            cfg.dnn.enabled = "sometimes"
+    finally:
+        cfg.dnn.enabled = "auto"
+    assert {"enabled", "conv"} <= set(dir(cfg.dnn))
+
+
 def test_config_roundtrip():
     cfg = hypatia.config
     assert cfg.floatX in ("float32", "float64")

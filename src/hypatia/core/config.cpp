@@ -97,11 +97,14 @@ void Config::set(std::string_view key, std::string_view value) {
     (key == "dnn.conv.algo_fwd"        ? dnn_conv_algo_fwd
      : key == "dnn.conv.algo_bwd_data" ? dnn_conv_algo_bwd_data
                                        : dnn_conv_algo_bwd_filter) = v;
+  } else if (key == "dnn.enabled") {
+    expect_one_of(key, v, {"auto", "True", "False", "no_check"});
+    dnn_enabled = v;
   } else {
     fail<ValueError>("config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
                      "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
                      "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv, cuda_sync, ",
-                     "cuda_graphs, dnn.conv.algo_fwd, dnn.conv.algo_bwd_data, dnn.conv.algo_bwd_filter)");
+                     "cuda_graphs, dnn.enabled, dnn.conv.algo_fwd, dnn.conv.algo_bwd_data, dnn.conv.algo_bwd_filter)");
   }
 }
 
@@ -124,6 +127,7 @@ std::string Config::get(std::string_view key) const {
   if (key == "conv") return conv;
   if (key == "cuda_sync") return cuda_sync ? "True" : "False";
   if (key == "cuda_graphs") return cuda_graphs ? "True" : "False";
+  if (key == "dnn.enabled") return dnn_enabled;
   if (key == "dnn.conv.algo_fwd") return dnn_conv_algo_fwd;
   if (key == "dnn.conv.algo_bwd_data") return dnn_conv_algo_bwd_data;
   if (key == "dnn.conv.algo_bwd_filter") return dnn_conv_algo_bwd_filter;
@@ -156,8 +160,9 @@ void set_from(Config& c, const std::string& key, const std::string& value, const
 }  // namespace
 
 bool is_ignored_theano_option(std::string_view key) {
-  if (key == "dnn.conv.algo_fwd" || key == "dnn.conv.algo_bwd_data" || key == "dnn.conv.algo_bwd_filter")
-    return false;  // (honoured: Config::dnn_conv_algo_*)
+  if (key == "dnn.enabled" || key == "dnn.conv.algo_fwd" || key == "dnn.conv.algo_bwd_data" ||
+      key == "dnn.conv.algo_bwd_filter")
+    return false;  // (honoured: Config::dnn_enabled, dnn_conv_algo_*)
   static const char* const kTopLevel[] = {"warn_float64",
                                           "cast_policy",
                                           "deterministic",
@@ -250,17 +255,18 @@ void Config::apply_rc(std::string_view text, std::string_view source) {
     if (t.front() == '[') {
       if (t.back() != ']') fail<ConfigError>(where, ": expected a section header like [global], got '", t, "'");
       section = trim(t.substr(1, t.size() - 2));
-      if (section != "global" && section != "dnn.conv")
+      if (section != "global" && section != "dnn" && section != "dnn.conv")
         warning_handler()(where + ": section [" + section +
-                          "] is ignored (Hypatia reads options from [global], and [dnn.conv]'s algo_* options)");
+                          "] is ignored (Hypatia reads options from [global], [dnn]'s enabled and [dnn.conv]'s "
+                          "algo_* options)");
       continue;
     }
     size_t eq = t.find_first_of("=:");
     if (eq == std::string::npos || trim(t.substr(0, eq)).empty())
       fail<ConfigError>(where, ": expected 'key = value' (Theano's rc syntax: a [global] section of key = value ",
                         "lines; # and ; start comments), got '", t, "'");
-    if (section == "dnn.conv")
-      set_from(*this, "dnn.conv." + trim(t.substr(0, eq)), trim(t.substr(eq + 1)), where);
+    if (section == "dnn" || section == "dnn.conv")
+      set_from(*this, section + "." + trim(t.substr(0, eq)), trim(t.substr(eq + 1)), where);
     else if (section == "global")
       set_from(*this, trim(t.substr(0, eq)), trim(t.substr(eq + 1)), where);
   }

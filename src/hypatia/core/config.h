@@ -60,6 +60,10 @@ struct Config {
   /// kept per shape. Float32 always computes in float32 (no TF32).
   std::string dnn_conv_algo_fwd = "guess_once", dnn_conv_algo_bwd_data = "guess_once",
               dnn_conv_algo_bwd_filter = "guess_once";
+  /// Whether the CUDA backend's convolutions use cuDNN (Theano's dnn.enabled): "auto" (where
+  /// libcudnn loads, else im2col and cuBLAS; "no_check" means the same), "True" (cuDNN or an
+  /// error naming why it cannot be loaded) or "False" (always im2col and cuBLAS).
+  std::string dnn_enabled = "auto";
   /// Set a key from text ("floatX", "float32"); throws ValueError on an unknown key or bad value.
   void set(std::string_view key, std::string_view value);
   /// Applies "key=value,key=value" (the HYPATIA_FLAGS format). `source` names the text in

@@ -1,5 +1,5 @@
-// Writes the CUDA backend's generated pooling, sort, MRG, indexing and arange kernels (the kernels that call no GPU
-// library) in a form the host compiler builds: each in a namespace of its own, `extern "C"
+// Writes the CUDA backend's generated pooling, sort, MRG, indexing, arange, im2col (and more) kernels (the kernels that
+// call no GPU library) in a form the host compiler builds: each in a namespace of its own, `extern "C"
 // __global__` dropped, and a table of host entry points. tests/cpp/test_cuda_on_host.cpp runs them
 // on the host, one thread covering the grid-stride loops, against the CPU kernels, so their logic
 // is tested in CI, where no GPU is. Usage: write_kernels OUT.inc
@@ -128,6 +128,22 @@ int main(int argc, char** argv) {
                     ns + "::run},\n";
     }
   out << xent_table << "};\n";
+  std::string conv_table = "inline const HostConvGemmKernels kHostConvGemmKernels[] = {\n";
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const std::string ns = "convgemm_" + std::string(dtype_name(dt));
+    const std::pair<cuda::ConvGemmKernel, const char*> kernels[] = {{cuda::ConvGemmKernel::Im2col, "im2col"},
+                                                                    {cuda::ConvGemmKernel::Col2im, "col2im"},
+                                                                    {cuda::ConvGemmKernel::Swap01, "swap01"}};
+    conv_table += "    {" + dtype_enum(dt);
+    for (const auto& [k, name] : kernels) {  // one module each, as the backend compiles them
+      const std::string args = k == cuda::ConvGemmKernel::Swap01 ? "SwapArgs" : "ColArgs";
+      out << "namespace " << ns << "_" << name << " {\n" << host_form(cuda::conv_gemm_source(dt, k));
+      out << "inline void run(const void* a) { hyp_" << name << "(*static_cast<const " << args << "*>(a)); }\n}\n";
+      conv_table += ", " + ns + "_" + name + "::run";
+    }
+    conv_table += "},\n";
+  }
+  out << conv_table << "};\n";
   std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
   for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
     const std::string ns = "labels_" + std::string(dtype_name(dt));

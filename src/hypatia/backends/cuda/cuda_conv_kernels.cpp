@@ -1,9 +1,10 @@
-// 2-d and 3-d convolutions on the CUDA backend through cuDNN (ops/conv.h): Conv2d, Conv3d and their
-// gradient ops (GradInputs, GradWeights), float32 and float64, every border mode with symmetric
-// padding, strides, dilations and groups, flipped (a convolution) or not (a correlation), through
-// cuDNN's N-d descriptors. libcudnn is opened at first use (dlopen, as cuBLAS); where it cannot
-// be, or for what cuDNN does not take (asymmetric padding, other dtypes), the nodes run on the
-// CPU backend with transfers (the fallback).
+// 2-d and 3-d convolutions on the CUDA backend (ops/conv.h): Conv2d, Conv3d and their gradient ops
+// (GradInputs, GradWeights), float32 and float64, every border mode (asymmetric padding too),
+// strides, dilations and groups, flipped (a convolution) or not (a correlation). Through cuDNN's
+// N-d descriptors where libcudnn can be opened (dlopen, as cuBLAS) and Theano's dnn.enabled
+// allows it; otherwise, for the asymmetric padding cuDNN does not take, and for a shape cuDNN has
+// no float algorithm for, through im2col and cuBLAS (cuda_conv_gemm.cpp). Other dtypes run on the
+// CPU backend with transfers.
 //
 // Products in float32 are computed in float32 (CUDNN_FMA_MATH: no TF32), as cuBLAS's are here.
 // The algorithm is cuDNN's first heuristic choice (cudnnGet*Algorithm_v7) that computes in that
@@ -11,7 +12,7 @@
 // fastest such when timed by cuDNN on the node's buffers (cudnnFind*AlgorithmEx, with a workspace
 // as large as the heuristics' largest, up to 512 MiB), chosen once per shape on the first call
 // with it (never while a CUDA graph records) and kept by the kernel. Inputs are made C-contiguous
-// first (cuDNN's packed NCHW).
+// first (cuDNN's packed NCHW, im2col's layout).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -25,6 +26,110 @@
 #include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/conv.h"
+
+namespace hypatia::cuda {
+namespace {
+
+/// One convolution as cuDNN sees it: batch n, channels c, filters o (of cg = c / g channels),
+/// groups g, and per spatial axis (2 or 3: depth, rows, columns) the image, filter and output
+/// sizes, the padding (each side), stride and dilation.
+struct Geometry {
+  int nsp = 2;
+  int64_t n = 0, c = 0, o = 0, cg = 0, g = 1;
+  std::array<int64_t, 3> in{}, k{}, out{}, pad{}, stride{}, dil{};
+  bool flip = false;
+  auto key(DType dt) const { return std::make_tuple(nsp, n, c, o, g, in, k, pad, static_cast<int>(dt)); }
+};
+
+Geometry geometry(const Conv2dParams& p, const Conv2dShape& s) {
+  Geometry g{.nsp = 2, .n = s.n, .c = s.c, .o = s.o, .cg = s.cg, .g = s.g};
+  g.in = {s.h, s.w, 0};
+  g.k = {s.kh, s.kw, 0};
+  g.out = {s.ho, s.wo, 0};
+  g.pad = {s.ph, s.pw, 0};
+  g.stride = {p.stride_h, p.stride_w, 0};
+  g.dil = {p.dil_h, p.dil_w, 0};
+  g.flip = p.flip;
+  return g;
+}
+
+Geometry geometry(const Conv3dParams& p, const Conv3dShape& s) {
+  const Conv2dShape& hw = s.hw;
+  Geometry g{.nsp = 3, .n = hw.n, .c = hw.c, .o = hw.o, .cg = hw.cg, .g = hw.g};
+  g.in = {s.d, hw.h, hw.w};
+  g.k = {s.kd, hw.kh, hw.kw};
+  g.out = {s.od, hw.ho, hw.wo};
+  g.pad = {s.pd, hw.ph, hw.pw};
+  g.stride = {p.stride_d, p.hw.stride_h, p.hw.stride_w};
+  g.dil = {p.dil_d, p.hw.dil_h, p.hw.dil_w};
+  g.flip = p.hw.flip;
+  return g;
+}
+
+int64_t host_int(const NDArray& v) {
+  v.require_host("a convolution's size input");
+  return v.get_flat_int(0);
+}
+
+/// The node's shapes, checked by the op's own shape function (its messages), as a geometry;
+/// the gradient ops' size inputs are read on the host. `symmetric`: whether the padding after the
+/// last row and column is the padding before (cuDNN's kind).
+Geometry conv_geometry(const Op& op, const KernelArgs& a, bool& symmetric) {
+  const Shape& x0 = a.in[0]->shape();
+  const Shape& x1 = a.in[1]->shape();
+  const std::string who = op.name();
+  const char* w = who.c_str();
+  auto sym2 = [](const Conv2dShape& s) { return s.ph == s.ph_end && s.pw == s.pw_end; };
+  if (const auto* c = dynamic_cast<const Conv2d*>(&op)) {
+    const Conv2dShape s = conv2d_shape(w, c->p, x0, x1);
+    symmetric = sym2(s);
+    return geometry(c->p, s);
+  }
+  if (const auto* c = dynamic_cast<const Conv2dGradInputs*>(&op)) {
+    const Conv2dShape s = conv2d_grad_inputs_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]));
+    symmetric = sym2(s);
+    return geometry(c->p, s);
+  }
+  if (const auto* c = dynamic_cast<const Conv2dGradWeights*>(&op)) {
+    const Conv2dShape s = conv2d_grad_weights_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]));
+    symmetric = sym2(s);
+    return geometry(c->p, s);
+  }
+  if (const auto* c = dynamic_cast<const Conv3d*>(&op)) {
+    const Conv3dShape s = conv3d_shape(w, c->p, x0, x1);
+    symmetric = sym2(s.hw);
+    return geometry(c->p, s);
+  }
+  if (const auto* c = dynamic_cast<const Conv3dGradInputs*>(&op)) {
+    const Conv3dShape s =
+        conv3d_grad_inputs_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]), host_int(*a.in[4]));
+    symmetric = sym2(s.hw);
+    return geometry(c->p, s);
+  }
+  const auto& c3 = static_cast<const Conv3dGradWeights&>(op);
+  const Conv3dShape s =
+      conv3d_grad_weights_shape(w, c3.p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]), host_int(*a.in[4]));
+  symmetric = sym2(s.hw);
+  return geometry(c3.p, s);
+}
+
+/// The geometry as the im2col path takes it (a 2-d convolution is a 3-d one of depth 1).
+ConvGemmShape gemm_shape(const Geometry& s) {
+  ConvGemmShape g{.n = s.n, .c = s.c, .o = s.o, .g = s.g, .flip = s.flip};
+  const int skip = 3 - s.nsp;
+  for (int i = 0; i < s.nsp; ++i) {
+    g.in[skip + i] = s.in[i];
+    g.k[skip + i] = s.k[i];
+    g.out[skip + i] = s.out[i];
+    g.pad[skip + i] = s.pad[i];
+    g.stride[skip + i] = s.stride[i];
+    g.dil[skip + i] = s.dil[i];
+  }
+  return g;
+}
+
+}  // namespace
+}  // namespace hypatia::cuda
 
 #if __has_include(<cudnn.h>)
 #include <cudnn.h>
@@ -130,42 +235,6 @@ int as_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-/// One convolution as cuDNN sees it: batch n, channels c, filters o (of cg = c / g channels),
-/// groups g, and per spatial axis (2 or 3: depth, rows, columns) the image, filter and output
-/// sizes, the padding (each side), stride and dilation.
-struct Geometry {
-  int nsp = 2;
-  int64_t n = 0, c = 0, o = 0, cg = 0, g = 1;
-  std::array<int64_t, 3> in{}, k{}, out{}, pad{}, stride{}, dil{};
-  bool flip = false;
-  auto key(DType dt) const { return std::make_tuple(nsp, n, c, o, g, in, k, pad, static_cast<int>(dt)); }
-};
-
-Geometry geometry(const Conv2dParams& p, const Conv2dShape& s) {
-  Geometry g{.nsp = 2, .n = s.n, .c = s.c, .o = s.o, .cg = s.cg, .g = s.g};
-  g.in = {s.h, s.w, 0};
-  g.k = {s.kh, s.kw, 0};
-  g.out = {s.ho, s.wo, 0};
-  g.pad = {s.ph, s.pw, 0};
-  g.stride = {p.stride_h, p.stride_w, 0};
-  g.dil = {p.dil_h, p.dil_w, 0};
-  g.flip = p.flip;
-  return g;
-}
-
-Geometry geometry(const Conv3dParams& p, const Conv3dShape& s) {
-  const Conv2dShape& hw = s.hw;
-  Geometry g{.nsp = 3, .n = hw.n, .c = hw.c, .o = hw.o, .cg = hw.cg, .g = hw.g};
-  g.in = {s.d, hw.h, hw.w};
-  g.k = {s.kd, hw.kh, hw.kw};
-  g.out = {s.od, hw.ho, hw.wo};
-  g.pad = {s.pd, hw.ph, hw.pw};
-  g.stride = {p.stride_d, p.hw.stride_h, p.hw.stride_w};
-  g.dil = {p.dil_d, p.hw.dil_h, p.hw.dil_w};
-  g.flip = p.hw.flip;
-  return g;
-}
-
 /// The descriptors of one convolution: image x (n, c, spatial...), filters (o, cg, kernel...),
 /// output y, all packed (C-contiguous).
 class Descriptors {
@@ -222,46 +291,28 @@ class Descriptors {
   cudnnConvolutionDescriptor_t conv = nullptr;
 };
 
-/// The first of cuDNN's heuristic choices that computes in FMA math: (algorithm, workspace bytes).
+/// The first of cuDNN's heuristic choices that computes in FMA math: (algorithm, workspace bytes);
+/// algorithm -1 when there is none.
 template <class Perf>
-std::pair<int, size_t> pick(const Perf* perf, int n, const char* what) {
+std::pair<int, size_t> pick(const Perf* perf, int n) {
   for (int i = 0; i < n; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
         perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
       return {static_cast<int>(perf[i].algo), perf[i].memory};
-  fail<NotImplementedError>("cuDNN: no ", what, " algorithm for this convolution in float arithmetic");
+  return {-1, 0};
 }
 
-enum class Which { Forward, Data, Filter };
-
-/// One node's convolution (2-d or 3-d): its descriptors and algorithm per shape (kept), and the
-/// call.
-class ConvKernel final : public Kernel {
+/// One node's convolutions through cuDNN (2-d or 3-d): its descriptors and algorithm per shape
+/// (kept), and the call.
+class CudnnConv {
  public:
-  ConvKernel(const Apply& node, Which which) : op_(*node.op), which_(which) {}
+  explicit CudnnConv(ConvPass which) : which_(which) {}
 
-  void run(const KernelArgs& a) override {
-    const NDArray& in0 = *a.in[0];
-    const NDArray& in1 = *a.in[1];
-    const std::string who = op_.name();
-    const Geometry s = geometry_of(who, a);
-    for (int i = 0; i < s.nsp; ++i)
-      if (s.pad[i] < 0) fail<InternalError>(who, ": negative padding");
-    const DType dt = in0.dtype();
-    Shape out_shape = which_ == Which::Forward ? Shape{s.n, s.o}
-                      : which_ == Which::Data  ? Shape{s.n, s.c}
-                                               : Shape{s.o, s.cg};
-    const std::array<int64_t, 3>& sp = which_ == Which::Forward ? s.out : which_ == Which::Data ? s.in : s.k;
-    for (int i = 0; i < s.nsp; ++i) out_shape.push_back(sp[i]);
-    NDArray& out = prepare_device_output(*a.out[0], out_shape, dt);
-    if (out.size() == 0) return;
-    const NDArray A = in0.is_c_contiguous() ? in0 : device_copy(in0);
-    const NDArray B = in1.is_c_contiguous() ? in1 : device_copy(in1);
-    if (A.size() == 0 || B.size() == 0) {  // an empty sum: zeros
-      copy_into(out, NDArray::zeros({}, dt).to_device(Device::cuda(0)).broadcast_to(out_shape));
-      return;
-    }
+  /// Writes `out` from the C-contiguous, non-empty A and B; false (nothing queued) when cuDNN has
+  /// no algorithm in float arithmetic for this shape.
+  bool run(const Geometry& s, DType dt, const NDArray& A, const NDArray& B, NDArray& out) {
     Plan& plan = plan_for(s, dt, A.raw(), B.raw(), out.raw());
+    if (plan.algo < 0) return false;
     NDArray ws;
     if (plan.workspace > 0) ws = NDArray::empty({static_cast<int64_t>(plan.workspace)}, DType::UInt8, Device::cuda(0));
     const double one_d = 1, zero_d = 0;
@@ -271,12 +322,12 @@ class ConvKernel final : public Kernel {
     const Descriptors& d = *plan.desc;
     void* wsp = plan.workspace > 0 ? ws.raw() : nullptr;
     DnnHandle h = handle();
-    if (which_ == Which::Forward)
+    if (which_ == ConvPass::Forward)
       check_dnn(dnn().cudnnConvolutionForward(h.h, alpha, d.x, A.raw(), d.w, B.raw(), d.conv,
                                               static_cast<cudnnConvolutionFwdAlgo_t>(plan.algo), wsp, plan.workspace,
                                               beta, d.y, out.raw()),
                 "cudnnConvolutionForward");
-    else if (which_ == Which::Data)
+    else if (which_ == ConvPass::Data)
       check_dnn(dnn().cudnnConvolutionBackwardData(h.h, alpha, d.w, A.raw(), d.y, B.raw(), d.conv,
                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algo), wsp,
                                                    plan.workspace, beta, d.x, out.raw()),
@@ -287,6 +338,7 @@ class ConvKernel final : public Kernel {
                                                      plan.workspace, beta, d.w, out.raw()),
                 "cudnnConvolutionBackwardFilter");
     after_launch("cuDNN convolution");
+    return true;
   }
 
  private:
@@ -295,52 +347,6 @@ class ConvKernel final : public Kernel {
     int algo = 0;
     size_t workspace = 0;
   };
-
-  static int64_t host_int(const NDArray& v) {
-    v.require_host("cuDNN convolution's size input");
-    return v.get_flat_int(0);
-  }
-
-  /// The node's shapes, checked by the op's own shape function (its messages), as cuDNN's
-  /// geometry; the gradient ops' size inputs are read on the host.
-  Geometry geometry_of(const std::string& who, const KernelArgs& a) const {
-    const Shape& x0 = a.in[0]->shape();
-    const Shape& x1 = a.in[1]->shape();
-    const char* w = who.c_str();
-    Geometry g;
-    bool symmetric = true;
-    if (const auto* c = dynamic_cast<const Conv2d*>(&op_)) {
-      const Conv2dShape s = conv2d_shape(w, c->p, x0, x1);
-      symmetric = s.ph == s.ph_end && s.pw == s.pw_end;
-      g = geometry(c->p, s);
-    } else if (const auto* c = dynamic_cast<const Conv2dGradInputs*>(&op_)) {
-      const Conv2dShape s = conv2d_grad_inputs_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]));
-      symmetric = s.ph == s.ph_end && s.pw == s.pw_end;
-      g = geometry(c->p, s);
-    } else if (const auto* c = dynamic_cast<const Conv2dGradWeights*>(&op_)) {
-      const Conv2dShape s = conv2d_grad_weights_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]));
-      symmetric = s.ph == s.ph_end && s.pw == s.pw_end;
-      g = geometry(c->p, s);
-    } else if (const auto* c = dynamic_cast<const Conv3d*>(&op_)) {
-      const Conv3dShape s = conv3d_shape(w, c->p, x0, x1);
-      symmetric = s.hw.ph == s.hw.ph_end && s.hw.pw == s.hw.pw_end;
-      g = geometry(c->p, s);
-    } else if (const auto* c = dynamic_cast<const Conv3dGradInputs*>(&op_)) {
-      const Conv3dShape s =
-          conv3d_grad_inputs_shape(w, c->p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]), host_int(*a.in[4]));
-      symmetric = s.hw.ph == s.hw.ph_end && s.hw.pw == s.hw.pw_end;
-      g = geometry(c->p, s);
-    } else {
-      const auto& c3 = static_cast<const Conv3dGradWeights&>(op_);
-      const Conv3dShape s =
-          conv3d_grad_weights_shape(w, c3.p, x0, x1, host_int(*a.in[2]), host_int(*a.in[3]), host_int(*a.in[4]));
-      symmetric = s.hw.ph == s.hw.ph_end && s.hw.pw == s.hw.pw_end;
-      g = geometry(c3.p, s);
-    }
-    if (!symmetric)
-      fail<InternalError>(who, ": cuDNN takes symmetric padding only (the node should have run on the CPU)");
-    return g;
-  }
 
   /// The largest workspace among the usable heuristic choices (the timed search's budget).
   template <class Perf>
@@ -379,9 +385,9 @@ class ConvKernel final : public Kernel {
   }
 
   bool timed() const {
-    const std::string& how = which_ == Which::Forward ? config().dnn_conv_algo_fwd
-                             : which_ == Which::Data  ? config().dnn_conv_algo_bwd_data
-                                                      : config().dnn_conv_algo_bwd_filter;
+    const std::string& how = which_ == ConvPass::Forward ? config().dnn_conv_algo_fwd
+                             : which_ == ConvPass::Data  ? config().dnn_conv_algo_bwd_data
+                                                         : config().dnn_conv_algo_bwd_filter;
     return how.rfind("time", 0) == 0 && !recording();
   }
 
@@ -394,25 +400,25 @@ class ConvKernel final : public Kernel {
     const Descriptors& d = *plan.desc;
     DnnHandle h = handle();
     int n = 0;
-    if (which_ == Which::Forward) {
+    if (which_ == ConvPass::Forward) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       check_dnn(dnn().cudnnGetConvolutionForwardAlgorithm_v7(h.h, d.x, d.w, d.conv, d.y,
                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
                 "cudnnGetConvolutionForwardAlgorithm_v7");
-      std::tie(plan.algo, plan.workspace) = pick(perf, n, "forward");
-      if (timed())
+      std::tie(plan.algo, plan.workspace) = pick(perf, n);
+      if (plan.algo >= 0 && timed())
         time_candidates(plan, perf, n, "cudnnFindConvolutionForwardAlgorithmEx",
                         [&](auto* p, int* k, void* w, size_t sz) {
                           return dnn().cudnnFindConvolutionForwardAlgorithmEx(h.h, d.x, a, d.w, b, d.conv, d.y, out, 16,
                                                                               k, p, w, sz);
                         });
-    } else if (which_ == Which::Data) {
+    } else if (which_ == ConvPass::Data) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       check_dnn(dnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h.h, d.w, d.y, d.conv, d.x,
                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
                 "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      std::tie(plan.algo, plan.workspace) = pick(perf, n, "backward data");
-      if (timed())
+      std::tie(plan.algo, plan.workspace) = pick(perf, n);
+      if (plan.algo >= 0 && timed())
         time_candidates(plan, perf, n, "cudnnFindConvolutionBackwardDataAlgorithmEx",
                         [&](auto* p, int* k, void* w, size_t sz) {
                           return dnn().cudnnFindConvolutionBackwardDataAlgorithmEx(h.h, d.w, a, d.y, b, d.conv, d.x,
@@ -423,8 +429,8 @@ class ConvKernel final : public Kernel {
       check_dnn(dnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.h, d.x, d.y, d.conv, d.w,
                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
                 "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      std::tie(plan.algo, plan.workspace) = pick(perf, n, "backward filter");
-      if (timed())
+      std::tie(plan.algo, plan.workspace) = pick(perf, n);
+      if (plan.algo >= 0 && timed())
         time_candidates(plan, perf, n, "cudnnFindConvolutionBackwardFilterAlgorithmEx",
                         [&](auto* p, int* k, void* w, size_t sz) {
                           return dnn().cudnnFindConvolutionBackwardFilterAlgorithmEx(h.h, d.x, a, d.y, b, d.conv, d.w,
@@ -434,19 +440,9 @@ class ConvKernel final : public Kernel {
     return plans_.emplace(key, std::move(plan)).first->second;
   }
 
-  const Op& op_;
-  Which which_;
+  ConvPass which_;
   std::map<decltype(Geometry{}.key(DType::Float32)), Plan> plans_;
 };
-
-/// Float32 or float64 operands of one dtype, padding cuDNN can take (symmetric), and libcudnn
-/// loadable: otherwise the node runs on the CPU.
-bool conv_accepts(const Apply& node, const Conv2dParams& p) {
-  const DType dt = node.inputs[0]->type.dtype;
-  if ((dt != DType::Float32 && dt != DType::Float64) || node.inputs[1]->type.dtype != dt) return false;
-  if (p.border == "pad" && (p.end_h() != p.pad_h || p.end_w() != p.pad_w)) return false;
-  return dnn().why.empty();
-}
 
 }  // namespace
 
@@ -459,39 +455,101 @@ void prepare_cudnn_recording() {
   if (g_main_made) recording_handle();
 }
 
-void register_cuda_conv_kernels() {
-  auto add = [](std::type_index op, Which which, auto params_of, std::vector<int> host) {
-    register_kernel(
-        kCudaBackend, op,
-        [which](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<ConvKernel>(node, which); },
-        KernelTraits{.accepts = [params_of](const Apply& node) { return conv_accepts(node, params_of(node)); },
-                     .host_inputs = std::move(host),
-                     .recordable = true});
-  };
-  add(typeid(Conv2d), Which::Forward, [](const Apply& n) { return static_cast<const Conv2d&>(*n.op).p; }, {});
-  add(typeid(Conv2dGradInputs), Which::Data,
-      [](const Apply& n) { return static_cast<const Conv2dGradInputs&>(*n.op).p; }, {2, 3});
-  add(typeid(Conv2dGradWeights), Which::Filter,
-      [](const Apply& n) { return static_cast<const Conv2dGradWeights&>(*n.op).p; }, {2, 3});
-  // 3-d: the rows' and columns' parameters decide (the depth's padding is symmetric by its own rule).
-  add(typeid(Conv3d), Which::Forward, [](const Apply& n) { return static_cast<const Conv3d&>(*n.op).p.hw; }, {});
-  add(typeid(Conv3dGradInputs), Which::Data,
-      [](const Apply& n) { return static_cast<const Conv3dGradInputs&>(*n.op).p.hw; }, {2, 3, 4});
-  add(typeid(Conv3dGradWeights), Which::Filter,
-      [](const Apply& n) { return static_cast<const Conv3dGradWeights&>(*n.op).p.hw; }, {2, 3, 4});
-}
-
 }  // namespace hypatia::cuda
 
-#else  // no cudnn.h: the convolutions run on the CPU backend
+#else  // no cudnn.h: the convolutions run through im2col and cuBLAS
 
 namespace hypatia::cuda {
+namespace {
+/// (cuDNN's side, never made: cudnn_loadable is false.)
+class CudnnConv {
+ public:
+  explicit CudnnConv(ConvPass) {}
+  bool run(const Geometry&, DType, const NDArray&, const NDArray&, NDArray&) { return false; }
+};
+}  // namespace
+
 bool cudnn_loadable(std::string* why) {
   if (why) *why = "Hypatia was built without cuDNN's headers";
   return false;
 }
-void register_cuda_conv_kernels() {}
 void prepare_cudnn_recording() {}
 }  // namespace hypatia::cuda
 
 #endif
+
+namespace hypatia::cuda {
+namespace {
+
+/// One node's convolution: through cuDNN where it is used and has an algorithm for the shape,
+/// else through im2col and cuBLAS (its kernels compiled on first use).
+class ConvKernel final : public Kernel {
+ public:
+  ConvKernel(const Apply& node, ConvPass which) : op_(*node.op), which_(which) {
+    const std::string& mode = config().dnn_enabled;
+    std::string why;
+    if (mode == "False") return;
+    if (cudnn_loadable(&why))
+      cudnn_ = std::make_unique<CudnnConv>(which);
+    else if (mode == "True")
+      fail<NotImplementedError>(op_.name(), ": dnn.enabled=True, but cuDNN cannot be used: ", why,
+                                " (dnn.enabled=auto runs convolutions through im2col and cuBLAS instead)");
+  }
+
+  void run(const KernelArgs& a) override {
+    const NDArray& in0 = *a.in[0];
+    const NDArray& in1 = *a.in[1];
+    bool symmetric = true;
+    const Geometry s = conv_geometry(op_, a, symmetric);
+    for (int i = 0; i < s.nsp; ++i)
+      if (s.pad[i] < 0) fail<InternalError>(op_.name(), ": negative padding");
+    const DType dt = in0.dtype();
+    Shape out_shape = which_ == ConvPass::Forward ? Shape{s.n, s.o}
+                      : which_ == ConvPass::Data  ? Shape{s.n, s.c}
+                                                  : Shape{s.o, s.cg};
+    const std::array<int64_t, 3>& sp = which_ == ConvPass::Forward ? s.out : which_ == ConvPass::Data ? s.in : s.k;
+    for (int i = 0; i < s.nsp; ++i) out_shape.push_back(sp[i]);
+    NDArray& out = prepare_device_output(*a.out[0], out_shape, dt);
+    if (out.size() == 0) return;
+    const NDArray A = in0.is_c_contiguous() ? in0 : device_copy(in0);
+    const NDArray B = in1.is_c_contiguous() ? in1 : device_copy(in1);
+    if (A.size() == 0 || B.size() == 0) {  // an empty sum: zeros
+      copy_into(out, NDArray::zeros({}, dt).to_device(Device::cuda(0)).broadcast_to(out_shape));
+      return;
+    }
+    if (symmetric && cudnn_ && cudnn_->run(s, dt, A, B, out)) return;
+    if (!gemm_) gemm_ = std::make_unique<CudaConvGemm>(dt);
+    gemm_->run(which_, gemm_shape(s), A, B, out);
+  }
+
+ private:
+  const Op& op_;
+  ConvPass which_;
+  std::unique_ptr<CudnnConv> cudnn_;
+  std::unique_ptr<CudaConvGemm> gemm_;
+};
+
+/// Float32 or float64 operands of one dtype (the others run on the CPU).
+bool conv_accepts(const Apply& node) {
+  const DType dt = node.inputs[0]->type.dtype;
+  return (dt == DType::Float32 || dt == DType::Float64) && node.inputs[1]->type.dtype == dt;
+}
+
+}  // namespace
+
+void register_cuda_conv_kernels() {
+  auto add = [](std::type_index op, ConvPass which, std::vector<int> host) {
+    register_kernel(
+        kCudaBackend, op,
+        [which](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<ConvKernel>(node, which); },
+        KernelTraits{.accepts = conv_accepts, .host_inputs = std::move(host), .recordable = true});
+  };
+  add(typeid(Conv2d), ConvPass::Forward, {});
+  add(typeid(Conv2dGradInputs), ConvPass::Data, {2, 3});
+  add(typeid(Conv2dGradWeights), ConvPass::Filter, {2, 3});
+  add(typeid(Conv3d), ConvPass::Forward, {});
+  add(typeid(Conv3dGradInputs), ConvPass::Data, {2, 3, 4});
+  add(typeid(Conv3dGradWeights), ConvPass::Filter, {2, 3, 4});
+}
+
+}  // namespace hypatia::cuda

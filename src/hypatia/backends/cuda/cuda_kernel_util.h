@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <span>
@@ -118,6 +119,69 @@ IndexVectors index_vectors(const Op& op, const NDArray& x, std::span<NDArray* co
 /// hyp_index's argument block for x indexed by `v`: `y` the gather's output, or the scatter's
 /// values broadcast to (L, x.shape[k:]); `err` the check block's device words.
 std::vector<int64_t> index_args(const NDArray& x, const IndexVectors& v, const NDArray* y, unsigned long long err);
+/// A convolution for the im2col path (cuda_conv_gemm.cpp): batch n, channels c, filters o, groups
+/// g, and per spatial axis (depth, rows, columns; a 2-d one has depth 1) the image, filter and
+/// output sizes, the padding before the first element, stride and dilation; `flip` convolves.
+struct ConvGemmShape {
+  int64_t n = 0, c = 0, o = 0, g = 1;
+  std::array<int64_t, 3> in{1, 1, 1}, k{1, 1, 1}, out{1, 1, 1}, pad{}, stride{1, 1, 1}, dil{1, 1, 1};
+  bool flip = false;
+};
+/// The three passes: the forward convolution (in0 the image, in1 the filters), the input
+/// gradient (in0 the filters, in1 the output gradient) and the filter gradient (in0 the image,
+/// in1 the output gradient), every operand C-contiguous.
+enum class ConvPass { Forward, Data, Filter };
+/// The generated kernels of the im2col path, one module each (hyp_im2col, hyp_col2im: their
+/// argument block is the image geometry, the chunk's image count nb, flip, the columns' batch and
+/// row strides, the image and the columns; hyp_swap01: a, b, c, src, dst).
+enum class ConvGemmKernel { Im2col, Col2im, Swap01 };
+std::string conv_gemm_source(DType dt, ConvGemmKernel which);
+/// A row-major strided-batched product: C_b (m x n) = op(A_b) op(B_b) + beta C_b for b < batch,
+/// op(A) = A^T when ta (A then stored k x m), consecutive matrices `sa`, `sb`, `sc` elements apart.
+struct StridedGemm {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  const void* A = nullptr;
+  int64_t lda = 0, sa = 0;
+  const void* B = nullptr;
+  int64_t ldb = 0, sb = 0;
+  double beta = 0;
+  void* C = nullptr;
+  int64_t ldc = 0, sc = 0, batch = 1;
+};
+/// What conv_gemm_run asks of a device: launching a kernel of the module over `n` elements with
+/// its argument block, and a product.
+class ConvGemmDevice {
+ public:
+  virtual ~ConvGemmDevice() = default;
+  virtual void launch(ConvGemmKernel which, int64_t n, std::vector<int64_t>& args) = 0;
+  virtual void gemm(const StridedGemm& g) = 0;
+};
+/// The batch cut into chunks of `chunk` images whose column buffer (`col_elems`) and the weight
+/// gradient's transposed output gradient (`tmp_elems`) fit `budget_bytes` (at least one image);
+/// `direct`: the image is its own column matrix (no buffer). NotImplementedError for sizes beyond
+/// cuBLAS's int.
+struct ConvGemmWork {
+  int64_t chunk = 1, col_elems = 0, tmp_elems = 0;
+  bool direct = false;
+};
+ConvGemmWork conv_gemm_work(ConvPass pass, const ConvGemmShape& s, int64_t budget_bytes, size_t itemsize);
+/// Runs one pass through `dev` on buffers of `itemsize`-byte elements (the device's or, in tests,
+/// the host's): `col` and `tmp` as large as `w` says.
+void conv_gemm_run(ConvPass pass, const ConvGemmShape& s, const ConvGemmWork& w, const void* in0, const void* in1,
+                   void* out, void* col, void* tmp, size_t itemsize, ConvGemmDevice& dev);
+/// The im2col path on the GPU for float32 or float64: its kernels compiled once, then each run
+/// chunks the batch (128 MiB of columns) and queues the kernels and cuBLAS calls on stream().
+class CudaConvGemm {
+ public:
+  explicit CudaConvGemm(DType dt);
+  ~CudaConvGemm();
+  void run(ConvPass pass, const ConvGemmShape& s, const NDArray& in0, const NDArray& in1, NDArray& out);
+
+ private:
+  std::unique_ptr<ConvGemmDevice> dev_;
+  DType dt_;
+};
 /// Whether libcudnn can be opened (cuda_conv_kernels.cpp: the 2-d convolutions run through it);
 /// `why` receives the reason when not.
 bool cudnn_loadable(std::string* why);
