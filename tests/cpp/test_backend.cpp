@@ -4,6 +4,8 @@
 
 #include "backend_conformance.h"
 #include "hypatia/backends/backend.h"
+#include "hypatia/ops/ifelse.h"
+#include "hypatia/ops/scan.h"
 #include "hypatia/testing/emulated_gpu.h"
 #include "test_util.h"
 
@@ -322,6 +324,84 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
       ++traced;
     }
   EXPECT_EQ(traced, 2);
+}
+
+/// The device of the first node of `op_name` in f's schedule.
+Device device_of(const Function& f, const std::string& op_name) {
+  const auto nodes = f.toposort();
+  const auto devices = f.node_devices();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i]->op->name().rfind(op_name, 0) == 0) return devices[i];
+  ADD_FAILURE() << "no " << op_name << " node";
+  return Device::host();
+}
+
+TEST(Placement, AScanWhoseBodyTheDeviceRunsLoopsThereAndMovesNothingPerStep) {
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  // An RNN with a shared recurrent matrix (kept on the device), a sequence, an initial state and
+  // an input matrix passed per call, a traced state and a nit-sot.
+  const int H = 4, I = 3;
+  Var W = shared(testing::random_array({H, H}, DType::Float64, -0.5, 0.5, 1), "W");
+  Var xs = matrix("xs", DType::Float64), h0 = vector("h0", DType::Float64), U = matrix("U", DType::Float64);
+  auto outs = scan(
+      [](const std::vector<Var>& a) {  // x_t, h_{t-1}, W, U
+        return std::vector<Var>{tanh(dot(a[2], a[1]) + dot(a[3], a[0])), sum(a[1])};
+      },
+      {xs}, {h0, nullptr}, {W, U});
+  // The gradient (ScanGrad: back-propagation through the steps) loops on the device too.
+  std::vector<Var> g = grad(sum(outs[0]) + sum(outs[1]), std::vector<Var>{U, h0, xs, W});
+  Function fg = function({xs, h0, U}, {outs[0], outs[1], g[0], g[1], g[2], g[3]}, o);
+  Function fc = function({xs, h0, U}, {outs[0], outs[1], g[0], g[1], g[2], g[3]}, cpu);
+  EXPECT_EQ(device_of(fg, "Scan"), Device::cuda(0));
+  EXPECT_EQ(device_of(fg, "ScanGrad"), Device::cuda(0));
+  const NDArray hv = testing::random_array({H}, DType::Float64, -1, 1, 2),
+                Uv = testing::random_array({H, I}, DType::Float64, -1, 1, 3);
+  for (int64_t T : {3, 12}) {
+    SCOPED_TRACE("steps " + std::to_string(T));
+    const NDArray xv = testing::random_array({T, I}, DType::Float64, -1, 1, 4);
+    const Copies c0 = copies();
+    const auto got = fg({xv, hv, Uv});
+    const Copies c1 = copies();
+    // The three arguments in; the six outputs and the step count (max(len(xs), 0), computed
+    // where xs is) out: the same for any number of steps.
+    EXPECT_EQ(c1.in - c0.in, 3);
+    EXPECT_EQ(c1.out - c0.out, 7);
+    const auto want = fc({xv, hv, Uv});
+    for (int k = 0; k < 6; ++k) EXPECT_ALLCLOSE(got[k], want[k], 1e-12, 1e-12) << "output " << k;
+  }
+  // An until loop on the device: the condition is the one value read back per step.
+  Var x0 = scalar("x0", DType::Float64);
+  ScanInfo info;
+  info.state_taps = {{-1}};
+  info.state_traced = {true};
+  info.until = true;
+  Var prev = scalar("prev", DType::Float64);
+  Var nxt = prev * 2.0;
+  auto doubled = scan_node(info, {prev}, {nxt, gt(nxt, constant(100.0, DType::Float64))}, int_constant(1000), {},
+                           {expand_dims(x0, 0)}, {});
+  Function fu = function({x0}, {doubled[0]}, o);
+  EXPECT_EQ(device_of(fu, "Scan"), Device::cuda(0));
+  EXPECT_ALLCLOSE(fu({NDArray::scalar(3.0, DType::Float64)})[0], NDArray::from_vector<double>({6, 12, 24, 48, 96, 192}),
+                  0, 0);
+  // A body with a node the device does not run (a lazy ifelse) keeps the scan on the host, and
+  // its body with it: still nothing crosses per step.
+  Var y0 = vector("y0", DType::Float64);
+  auto lazy = scan(
+      [](const std::vector<Var>& a) {
+        return std::vector<Var>{ifelse(gt(sum(a[0]), constant(0.0, DType::Float64)), a[0] * 0.5, a[0] + 1.0)};
+      },
+      {}, {y0}, {}, int_constant(7));
+  Function fl = function({y0}, {lazy[0]}, o);
+  EXPECT_EQ(device_of(fl, "Scan"), Device::host());
+  const Copies l0 = copies();
+  const NDArray lv = fl({NDArray::from_vector<double>({-3, 1})})[0];
+  const Copies l1 = copies();
+  EXPECT_LE(l1.in - l0.in + l1.out - l0.out, 2);
+  EXPECT_ALLCLOSE(lv, function({y0}, {lazy[0]}, cpu)({NDArray::from_vector<double>({-3, 1})})[0], 0, 0);
 }
 
 TEST(DeviceChecks, AnIndexOutOfRangeFoundOnTheDeviceFailsTheCallBeforeAnySharedVariableChanges) {

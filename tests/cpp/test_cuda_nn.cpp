@@ -5,6 +5,7 @@
 #include "hypatia/ops/conv.h"
 #include "hypatia/ops/pool.h"
 #include "hypatia/ops/random.h"
+#include "hypatia/ops/scan.h"
 #include "hypatia/ops/sort.h"
 #include "pool_cases.h"
 #include "test_cuda_util.h"
@@ -239,6 +240,55 @@ TEST(CudaRun, JoinCopiesEachInputIntoItsSlice) {
       const std::string want = error_of<ValueError>([&] { fc(bad); });
       EXPECT_NE(error_of<ValueError>([&] { fg(bad); }).find(want.substr(0, want.find('\n'))), std::string::npos);
     }
+}
+
+/// Whether f has a Scan node and the CUDA backend runs it.
+bool scan_on_gpu(const Function& f) {
+  int found = 0;
+  for (const auto& n : f.toposort())
+    if (n->op->name() == "Scan" && ++found && get_backend("cuda").provider(*n)->name() != "cuda") return false;
+  return found > 0;
+}
+
+TEST(CudaRun, AnRnnScanLoopsOnTheGpuAndMatchesTheCpu) {
+  REQUIRE_GPU();
+  // The body (two products, tanh, a sum) runs on the device step after step, its states and
+  // traces in device memory; the gradient (ScanGrad, on the CPU) reads the traces.
+  const int H = 64, I = 32;
+  Var W = shared(random_array({H, H}, DType::Float32, 400), "W");
+  Var xs = variable(TensorType(DType::Float32, {false, false}), "xs");
+  Var h0 = variable(TensorType(DType::Float32, {false}), "h0");
+  Var U = variable(TensorType(DType::Float32, {false, false}), "U");
+  auto outs = scan(
+      [](const std::vector<Var>& a) {  // x_t, h_{t-1}, W, U
+        return std::vector<Var>{tanh(mul(dot(a[2], a[1]), constant(0.1, DType::Float32)) + dot(a[3], a[0])), sum(a[1])};
+      },
+      {xs}, {h0, nullptr}, {W, U});
+  std::vector<Var> g = grad(sum(outs[0]), std::vector<Var>{U});
+  Function fg = function({xs, h0, U}, {outs[0], outs[1], g[0]}, on("cuda"));
+  Function fc = function({xs, h0, U}, {outs[0], outs[1], g[0]}, on("cpu"));
+  EXPECT_TRUE(scan_on_gpu(fg)) << fg.debugprint();
+  const NDArray hv = random_array({H}, DType::Float32, 401), Uv = random_array({H, I}, DType::Float32, 402);
+  for (int64_t T : {1, 50}) {
+    SCOPED_TRACE("steps " + std::to_string(T));
+    const NDArray xv = random_array({T, I}, DType::Float32, 403);
+    const auto a = fc({xv, hv, Uv}), b = fg({xv, hv, Uv});
+    for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], 1e-4, 1e-4) << "output " << k;
+  }
+  // An until loop: the condition comes back once per step.
+  Var x0 = variable(TensorType(DType::Float32, {}), "x0");
+  ScanInfo info;
+  info.state_taps = {{-1}};
+  info.state_traced = {true};
+  info.until = true;
+  Var prev = variable(TensorType(DType::Float32, {}), "prev");
+  Var nxt = mul(prev, constant(2.0, DType::Float32));
+  auto doubled = scan_node(info, {prev}, {nxt, gt(nxt, constant(100.0, DType::Float32))}, int_constant(1000), {},
+                           {expand_dims(x0, 0)}, {});
+  Function fu = function({x0}, {doubled[0]}, on("cuda"));
+  EXPECT_TRUE(scan_on_gpu(fu)) << fu.debugprint();
+  EXPECT_ALLCLOSE(fu({NDArray::scalar(3.0, DType::Float32)})[0], NDArray::from_vector<float>({6, 12, 24, 48, 96, 192}),
+                  0, 0);
 }
 
 }  // namespace

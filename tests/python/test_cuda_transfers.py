@@ -104,3 +104,32 @@ def test_an_index_out_of_range_found_on_the_device_fails_the_call_and_moves_no_p
         np.testing.assert_array_equal(w.get_value(), before)
         step(xv, np.array([2, -3]))
         assert not np.array_equal(w.get_value(), before)
+
+
+def test_an_rnn_scan_and_its_gradient_loop_on_the_device_and_move_nothing_per_step():
+    # Theano's GPU scan: the body runs on the device step after step, the states and traces stay
+    # there; a call moves its arguments and results, whatever the number of steps. The Scan node
+    # is a Scan all the same (as Theano's was), not a Gpu view.
+    from util import emulated_gpu
+
+    with emulated_gpu() as mode:
+        rng = np.random.default_rng(7)
+        W = hypatia.shared(rng.standard_normal((4, 4)) * 0.3, name="W")
+        X, h0 = T.dmatrix("X"), T.dvector("h0")
+        hs, _ = hypatia.scan(lambda x, h: T.tanh(T.dot(W, h) + x), sequences=X, outputs_info=h0)
+        cost = T.sum(hs[-1] ** 2)
+        gW, gh0 = hypatia.grad(cost, [W, h0])
+        f = hypatia.function([X, h0], [cost, gW, gh0], mode=mode)
+        ref = hypatia.function([X, h0], [cost, gW, gh0], mode="FAST_RUN")
+        assert any(isinstance(n.op, hypatia._core.Scan) for n in f.maker.fgraph.toposort())
+        assert any(isinstance(n.op, hypatia._core.ScanGrad) for n in f.maker.fgraph.toposort())
+        moved = []
+        for steps in (2, 20):
+            xv, hv = rng.standard_normal((steps, 4)), rng.standard_normal(4)
+            before = hypatia._core._emulated_gpu_copies()
+            got = f(xv, hv)
+            after = hypatia._core._emulated_gpu_copies()
+            moved.append((after[0] - before[0], after[1] - before[1]))
+            for a, b in zip(got, ref(xv, hv)):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        assert moved[0] == moved[1], moved

@@ -19,14 +19,17 @@ class FunctionGraphView:
 
     def toposort(self):
         """The nodes in execution order; those that run on a GPU as hypatia.gpuarray.GpuApply
-        (their op a GpuElemwise, GpuCAReduce, ...: Theano's names)."""
+        (their op a GpuElemwise, GpuCAReduce, ...: Theano's names), but loops: a Scan (ScanGrad)
+        on the GPU is a Scan all the same, as Theano's was (its info['gpua'])."""
         nodes = self._fn.toposort()
         devices = self._fn.node_devices()
         if all(d == "cpu" for d in devices):
             return nodes
+        from hypatia import _core
         from hypatia.gpuarray import GpuApply
 
-        return [n if d == "cpu" else GpuApply(n, d) for n, d in zip(nodes, devices)]
+        loops = (_core.Scan, _core.ScanGrad)
+        return [n if d == "cpu" or isinstance(n.op, loops) else GpuApply(n, d) for n, d in zip(nodes, devices)]
 
     @property
     def outputs(self):

@@ -1,10 +1,14 @@
 // Kernels of Scan (the loop: the body, a sub-program, once per step) and ScanGrad (BPTT: the
 // body's vector-Jacobian product from the last step back). The same kernels serve every host
-// backend; the body runs on the function's backend.
+// backend, and Scan's every device backend (scan_kernels.h); the body runs on the backend that
+// runs the node.
+#include "hypatia/backends/scan_kernels.h"
+
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
-#include "hypatia/backends/registry.h"
+#include "hypatia/backends/backend.h"
 #include "hypatia/core/cancel.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/scan.h"
@@ -78,10 +82,11 @@ struct ReleaseRunner {
 
 class ScanKernel final : public Kernel {
  public:
-  explicit ScanKernel(const Scan& op) : op_(op) {}
+  ScanKernel(const Scan& op, LoopMemory mem) : op_(op), mem_(std::move(mem)) {}
   void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override {
     body_ = std::move(programs.at(0));
     runner_ = body_->runner();
+    scalar_ = runner_->scalar() && mem_.device.is_host();  // (element pointers are host pointers)
   }
 
   void run(const KernelArgs& a) override {
@@ -106,15 +111,15 @@ class ScanKernel final : public Kernel {
     for (size_t k = 0; k < n_state; ++k) {
       const NDArray w = window_of(who, info, a, k);
       L.win[k] = info.window(static_cast<int>(k));
-      L.len[k] = info.state_traced[k] ? L.win[k] + n : runner_->scalar() ? ring : L.win[k] + 1;
-      L.buf[k] = NDArray::empty(with_length(L.len[k], element_shape(w)), w.dtype());
-      L.buf[k].slice(0, 0, L.win[k], 1).assign(w);
+      L.len[k] = info.state_traced[k] ? L.win[k] + n : scalar_ ? ring : L.win[k] + 1;
+      L.buf[k] = mem_.empty(with_length(L.len[k], element_shape(w)), w.dtype());
+      mem_.copy(L.buf[k].slice(0, 0, L.win[k], 1), w);
     }
     L.nitsot.resize(n_nitsot);
     int64_t done = 0;
     {
       ReleaseRunner release{runner_.get()};
-      done = runner_->scalar() ? scalar_steps(a, n, L) : array_steps(who, a, n, L);
+      done = scalar_ ? scalar_steps(a, n, L) : array_steps(who, a, n, L);
     }
     // Outputs: traces (the rows of the steps run), final values, nit-sot traces.
     for (size_t k = 0; k < n_state; ++k) {
@@ -125,7 +130,9 @@ class ScanKernel final : public Kernel {
       if (done == 0 && k < info.state_last_of_trace.size() && info.state_last_of_trace[k])
         fail<IndexError>(who, ": output ", k, " is the last step of a loop that ran no step (index -1 is out of ",
                          "bounds for axis 0 with size 0)");
-      *a.out[k] = L.buf[k].select(0, (L.win[k] + done - 1) % L.len[k]).copy();
+      const NDArray last = L.buf[k].select(0, (L.win[k] + done - 1) % L.len[k]);
+      *a.out[k] = mem_.empty(last.shape(), last.dtype());
+      mem_.copy(*a.out[k], last);
     }
     for (size_t j = 0; j < n_nitsot; ++j) {
       if (L.nitsot[j].valid() && done > 0) {
@@ -135,7 +142,7 @@ class ScanKernel final : public Kernel {
         const TensorType& t = op_.inner_outputs[n_state + j]->type;
         Shape s{0};
         for (int d = 0; d < t.ndim(); ++d) s.push_back(t.broadcastable[d] ? 1 : 0);
-        *a.out[n_state + j] = NDArray::zeros(s, t.dtype);
+        *a.out[n_state + j] = mem_.empty(s, t.dtype);  // (no element)
       }
     }
   }
@@ -173,18 +180,18 @@ class ScanKernel final : public Kernel {
           fail<ValueError>(who, ": at step ", t, " the body's output ", k, " has shape ", outs_[k].shape().str(),
                            " but its state has shape ", row.shape().str(),
                            " (a recurrent state keeps the shape of its initial value)");
-        copy_row(row, outs_[k]);
+        mem_.copy(row, outs_[k]);
       }
       for (size_t j = 0; j < n_nitsot; ++j) {
         const NDArray& v = outs_[n_state + j];
-        if (t == 0) L.nitsot[j] = NDArray::empty(with_length(n, v.shape()), v.dtype());
+        if (t == 0) L.nitsot[j] = mem_.empty(with_length(n, v.shape()), v.dtype());
         const NDArray row = L.nitsot[j].select(0, t);
         if (!(v.shape() == row.shape()))
           fail<ValueError>(who, ": at step ", t, " the body's output ", n_state + j, " has shape ", v.shape().str(),
                            "; earlier steps gave ", row.shape().str());
-        copy_row(row, v);
+        mem_.copy(row, v);
       }
-      if (info.until && truthy(outs_.back())) {
+      if (info.until && outs_.back().size() > 0 && mem_.truthy(outs_.back())) {
         done = t + 1;
         break;
       }
@@ -347,15 +354,15 @@ class ScanKernel final : public Kernel {
   }
 
   const Scan& op_;
+  LoopMemory mem_;
   std::shared_ptr<InnerProgram> body_;
   std::unique_ptr<InnerRunner> runner_;
+  bool scalar_ = false;
   std::vector<NDArray> args_, outs_;
 };
 
-/// dst += src elementwise (same shape; dst writeable, float).
-void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
-  if (!(dst.shape() == src.shape()))
-    fail<ValueError>(who, ": a gradient of shape ", src.shape().str(), " for a value of shape ", dst.shape().str());
+/// dst += src elementwise in host memory (same shape; dst writeable, float).
+void add_host(const NDArray& dst, const NDArray& src) {
   const NDArray s = src.dtype() == dst.dtype() ? src.ascontiguous() : src.astype(dst.dtype());
   NDArray d = dst.is_c_contiguous() ? dst : dst.copy();
   const int64_t n = d.size();
@@ -368,22 +375,9 @@ void add_into(const std::string& who, const NDArray& dst, const NDArray& src) {
   if (d.data<std::byte>() != dst.data<std::byte>()) dst.assign(d);
 }
 
-/// The body returned the new sum of an accumulated gradient: usually `sum` itself, overwritten in
-/// place; else a buffer of its own that becomes the sum (the old one goes back to the body as its
-/// next output buffer), or a value that is copied.
-void take_sum(const std::string& who, NDArray& sum, NDArray& out) {
-  if (out.shares_buffer(sum) && out.raw() == sum.raw()) return;
-  if (!(out.shape() == sum.shape()))
-    fail<ValueError>(who, ": a gradient of shape ", out.shape().str(), " for a value of shape ", sum.shape().str());
-  if (out.unique() && out.writeable() && out.dtype() == sum.dtype() && out.is_c_contiguous())
-    std::swap(sum, out);
-  else
-    sum.assign(out);
-}
-
 class ScanGradKernel final : public Kernel {
  public:
-  explicit ScanGradKernel(const ScanGrad& op) : op_(op) {}
+  ScanGradKernel(const ScanGrad& op, LoopMemory mem) : op_(op), mem_(std::move(mem)) {}
   void bind_inner(std::vector<std::shared_ptr<InnerProgram>> programs) override {
     body_ = std::move(programs.at(0));
     runner_ = body_->runner();
@@ -460,9 +454,27 @@ class ScanGradKernel final : public Kernel {
       return NDArray();
     };
     // Adds the body's output `out` (which it may take over) into state k's pending cell c.
+    // dst += src (same shape).
+    auto add_into = [&](const NDArray& dst, const NDArray& src) {
+      if (!(dst.shape() == src.shape()))
+        fail<ValueError>(who, ": a gradient of shape ", src.shape().str(), " for a value of shape ", dst.shape().str());
+      mem_.add(dst, src);
+    };
+    // The body returned the new sum of an accumulated gradient: usually `sum` itself, overwritten
+    // in place; else a buffer of its own that becomes the sum (the old one goes back to the body
+    // as its next output buffer), or a value that is copied.
+    auto take_sum = [&](NDArray& sum, NDArray& out) {
+      if (out.shares_buffer(sum) && out.raw() == sum.raw()) return;
+      if (!(out.shape() == sum.shape()))
+        fail<ValueError>(who, ": a gradient of shape ", out.shape().str(), " for a value of shape ", sum.shape().str());
+      if (out.unique() && out.writeable() && out.dtype() == sum.dtype() && out.is_c_contiguous())
+        std::swap(sum, out);
+      else
+        mem_.copy(sum, out);
+    };
     auto add_pending = [&](NDArray& c, NDArray& out, size_t k) {
       if (c.valid()) {
-        add_into(who, c, out);
+        add_into(c, out);
         return;
       }
       const Shape shape = element_shape(windows[k]);
@@ -474,8 +486,8 @@ class ScanGradKernel final : public Kernel {
         return;
       }
       c = take_spare(shape, windows[k].dtype());
-      if (!c.valid()) c = NDArray::empty(shape, windows[k].dtype());
-      c.assign(out);
+      if (!c.valid()) c = mem_.empty(shape, windows[k].dtype());
+      mem_.copy(c, out);
     };
     // Gradients of the outer inputs (sequences, non-sequences), zero to start; a sequence whose
     // gradient the body does not compute (pruned: nothing reads it) gets a broadcast zero.
@@ -489,12 +501,11 @@ class ScanGradKernel final : public Kernel {
     std::vector<NDArray> dseq(n_seq), dns(n_nonseq);
     for (size_t s = 0; s < n_seq; ++s) {
       const NDArray& x = *a.in[1 + s];
-      dseq[s] =
-          seq_needed[s] ? NDArray::zeros(x.shape(), x.dtype()) : NDArray::zeros({}, x.dtype()).broadcast_to(x.shape());
+      dseq[s] = seq_needed[s] ? mem_.zeros(x.shape(), x.dtype()) : mem_.zeros({}, x.dtype()).broadcast_to(x.shape());
     }
     for (size_t j = 0; j < n_nonseq; ++j) {
       const NDArray& x = *a.in[1 + n_seq + n_state + j];
-      dns[j] = NDArray::zeros(x.shape(), x.dtype());
+      dns[j] = mem_.zeros(x.shape(), x.dtype());
     }
     // Where each forward inner input lives: (kind, index, tap).
     struct Slot {
@@ -518,8 +529,8 @@ class ScanGradKernel final : public Kernel {
       for (size_t k = 0; k < n_state; ++k)
         if (op_.g_form[k].form == Form::Last) {
           NDArray& c = cell(k, win[k] - 1);
-          c = NDArray::empty(element_shape(windows[k]), windows[k].dtype());
-          c.assign(g_row[k]);
+          c = mem_.empty(element_shape(windows[k]), windows[k].dtype());
+          mem_.copy(c, g_row[k]);
         }
     const size_t n_grad = op_.grad_of.size(), n_step = op_.step_of.size();
     std::vector<NDArray> traces(n_step);  // the step outputs' traces, allocated at the first step
@@ -550,7 +561,7 @@ class ScanGradKernel final : public Kernel {
         const NDArray g = gradient_at(o, t);
         if (o < n_state) held[c] = std::move(cell(o, win[o] + t));
         NDArray& p = held[c];
-        if (p.valid() && g.valid()) add_into(who, p, g);
+        if (p.valid() && g.valid()) add_into(p, g);
         if (p.valid()) {
           args_[n_inner + c] = p;
         } else if (g.valid()) {
@@ -558,7 +569,7 @@ class ScanGradKernel final : public Kernel {
         } else {
           if (!zero_rows[c].valid()) {
             const NDArray& like = o < n_state ? windows[o] : *a.in[n_fwd + o];
-            zero_rows[c] = NDArray::zeros(element_shape(like), like.dtype());
+            zero_rows[c] = mem_.zeros(element_shape(like), like.dtype());
           }
           args_[n_inner + c] = zero_rows[c];
         }
@@ -579,23 +590,23 @@ class ScanGradKernel final : public Kernel {
         const Slot& sl = slots[static_cast<size_t>(op_.grad_of[m])];
         if (op_.acc_of[m] >= 0) {
           args_[static_cast<size_t>(op_.acc_of[m])] = NDArray();
-          take_sum(who, dns[sl.index], outs_[m]);
+          take_sum(dns[sl.index], outs_[m]);
         } else if (sl.kind == 0) {
-          add_into(who, dseq[sl.index].select(0, t + sl.tap - info.seq_taps[sl.index].front()), outs_[m]);
+          add_into(dseq[sl.index].select(0, t + sl.tap - info.seq_taps[sl.index].front()), outs_[m]);
         } else if (sl.kind == 1) {
           add_pending(cell(sl.index, win[sl.index] + t + sl.tap), outs_[m], sl.index);
         } else {
-          add_into(who, dns[sl.index], outs_[m]);
+          add_into(dns[sl.index], outs_[m]);
         }
       }
       for (size_t k = 0; k < n_step; ++k) {
         const NDArray& v = outs_[n_grad + k];
-        if (!traces[k].valid()) traces[k] = NDArray::empty(with_length(n, v.shape()), v.dtype());
+        if (!traces[k].valid()) traces[k] = mem_.empty(with_length(n, v.shape()), v.dtype());
         const NDArray row = traces[k].select(0, t);
         if (!(v.shape() == row.shape()))
           fail<ValueError>(who, ": at step ", t, " the body's step output ", k, " has shape ", v.shape().str(),
                            "; later steps gave ", row.shape().str());
-        copy_row(row, v);
+        mem_.copy(row, v);
       }
       for (size_t c = 0; c < held.size(); ++c) {  // the consumed cells' buffers, free again
         args_[n_inner + c] = NDArray();
@@ -605,7 +616,7 @@ class ScanGradKernel final : public Kernel {
     }
     for (size_t k = 0; k < n_step; ++k) {
       if (traces[k].valid()) {
-        if (stop > 0) traces[k].slice(0, 0, stop, 1).fill(0.0);  // steps truncation skipped
+        if (stop > 0) mem_.fill_zero(traces[k].slice(0, 0, stop, 1));  // steps truncation skipped
         continue;
       }
       // No step ran: (n, 0, d) zeros, d the non-sequence's dimension the product keeps.
@@ -614,7 +625,7 @@ class ScanGradKernel final : public Kernel {
       Shape s{n};
       for (int d = 0; d < t.ndim(); ++d)
         s.push_back(t.broadcastable[d] ? 1 : d + 1 == t.ndim() ? w.shape(op_.step_of[k] % 2) : 0);
-      traces[k] = NDArray::zeros(s, t.dtype);
+      traces[k] = mem_.zeros(s, t.dtype);
     }
     for (auto& x : args_) x = NDArray();
     for (auto& x : outs_) x = NDArray();
@@ -622,10 +633,10 @@ class ScanGradKernel final : public Kernel {
     for (size_t k = 0; k < n_state; ++k) {
       // The gradient of the initial value as given (which may hold more rows than the window).
       const NDArray& w = *a.in[1 + n_seq + k];
-      NDArray d = NDArray::zeros(w.shape(), w.dtype());
+      NDArray d = mem_.zeros(w.shape(), w.dtype());
       if (stop == 0)  // truncated: no gradient reaches the initial values
         for (int64_t p = 0; p < win[k]; ++p)
-          if (cell(k, p).valid()) d.select(0, w.shape(0) - win[k] + p).assign(cell(k, p));
+          if (cell(k, p).valid()) mem_.copy(d.select(0, w.shape(0) - win[k] + p), cell(k, p));
       *a.out[n_seq + k] = d;
     }
     for (size_t j = 0; j < n_nonseq; ++j) *a.out[n_seq + n_state + j] = dns[j];
@@ -634,6 +645,7 @@ class ScanGradKernel final : public Kernel {
 
  private:
   const ScanGrad& op_;
+  LoopMemory mem_;
   std::shared_ptr<InnerProgram> body_;
   std::unique_ptr<InnerRunner> runner_;
   std::vector<NDArray> args_, outs_;
@@ -641,13 +653,48 @@ class ScanGradKernel final : public Kernel {
 
 }  // namespace
 
+LoopMemory host_loop_memory() {
+  return LoopMemory{.device = Device::host(),
+                    .copy = copy_row,
+                    .add = add_host,
+                    .fill_zero = [](const NDArray& dst) { dst.fill(0.0); },
+                    .truthy = truthy};
+}
+
+std::unique_ptr<Kernel> make_scan_kernel(const Scan& op, LoopMemory memory) {
+  return std::make_unique<ScanKernel>(op, std::move(memory));
+}
+
+std::unique_ptr<Kernel> make_scan_grad_kernel(const ScanGrad& op, LoopMemory memory) {
+  return std::make_unique<ScanGradKernel>(op, std::move(memory));
+}
+
+bool graph_runs_on_device(const Backend& backend, const std::vector<Var>& outputs) {
+  std::unordered_set<const Apply*> seen;
+  std::vector<const Apply*> todo;
+  for (const Var& v : outputs)
+    if (v->owner) todo.push_back(v->owner);
+  while (!todo.empty()) {
+    const Apply* node = todo.back();
+    todo.pop_back();
+    if (!seen.insert(node).second) continue;
+    const Backend* p = backend.provider(*node);
+    if (!p) return false;
+    // (a shape reader reads its input where it lies: on the host or not, nothing moves)
+    if (p->device_kind() == DeviceKind::Host && !p->traits(*node)->any_device_inputs) return false;
+    for (const Var& in : node->inputs)
+      if (in->owner) todo.push_back(in->owner);
+  }
+  return true;
+}
+
 void register_scan_kernels() {
   for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     register_kernel(b, typeid(Scan), [](const Apply& node) -> std::unique_ptr<Kernel> {
-      return std::make_unique<ScanKernel>(static_cast<const Scan&>(*node.op));
+      return make_scan_kernel(static_cast<const Scan&>(*node.op), host_loop_memory());
     });
     register_kernel(b, typeid(ScanGrad), [](const Apply& node) -> std::unique_ptr<Kernel> {
-      return std::make_unique<ScanGradKernel>(static_cast<const ScanGrad&>(*node.op));
+      return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), host_loop_memory());
     });
   }
 }

@@ -375,14 +375,17 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
 std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out> outputs, FunctionOptions opts);
 
 /// 7. Build the program: the inner functions of ops that run sub-programs (compiled by this same
-/// pipeline, for the same backend and mode), options, the profile's tables, and the first frame
-/// (every kernel).
+/// pipeline and mode, for the backend that runs the node: a scan that a device backend runs
+/// takes and gives device arrays, one on the host runs its body there with no transfer per
+/// step), options, the profile's tables, and the first frame (every kernel).
 void build_program(Program& program, const FunctionOptions& opts, const std::string& label) {
   for (Program::Step& st : program.steps) {
     const std::vector<InnerFunction> inner = st.node->op->inner_functions();
+    const Backend* runs_on = inner.empty() ? nullptr : program.backend->provider(*st.node);
     for (size_t k = 0; k < inner.size(); ++k) {
       FunctionOptions io;
-      io.backend = program.backend->name();
+      io.backend = runs_on ? runs_on->name() : program.backend->name();
+      io.device_io = runs_on && runs_on->device_kind() != DeviceKind::Host;
       io.mode = opts.mode;
       io.rewrite = opts.rewrite;
       io.on_unused_input = "ignore";
@@ -451,7 +454,9 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   rewrite_step(*program, backend, label, inputs, opts);
   lower_storage(*program, backend);
   place(*program->fgraph, backend, label);
-  place_on_devices(*program->fgraph, backend, outputs.size());
+  place_on_devices(*program->fgraph, backend, outputs.size(), opts.device_io);
+  if (opts.device_io && backend.device_kind() != DeviceKind::Host)
+    program->io_device = Device{backend.device_kind(), 0};
   const auto order = schedule(*program->fgraph, label);
   plan_memory(*program, order, inputs, outputs, opts);
   build_program(*program, opts, label);

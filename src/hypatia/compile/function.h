@@ -59,6 +59,10 @@ struct FunctionOptions {
   /// The backend whose kernels run the function, by name (backends/backend.h); empty: the
   /// default backend of config().device.
   std::string backend;
+  /// The function's arguments arrive in, and its outputs leave in, the memory of the backend's
+  /// device (no transfer at its edges): the inner functions of the nodes that run on a device
+  /// (scan's body), which pass it device arrays step after step. No effect on a host backend.
+  bool device_io = false;
   /// Rewrite pipeline: "FAST_RUN", "FAST_COMPILE" or "NONE". Default: the backend's default mode
   /// when it declares one (the reference backend, the test oracle, runs graphs as written), else
   /// config().mode (and optimizer).

@@ -14,7 +14,8 @@ enum class Side : uint8_t { Host, Device };
 
 class Placer {
  public:
-  Placer(FunctionGraph& fg, const Backend& backend) : fg_(fg), backend_(backend), device_{backend.device_kind(), 0} {}
+  Placer(FunctionGraph& fg, const Backend& backend, bool device_io)
+      : fg_(fg), backend_(backend), device_{backend.device_kind(), 0}, device_io_(device_io) {}
 
   void run(size_t n_outputs) {
     const auto order = fg_.toposort();
@@ -28,7 +29,7 @@ class Placer {
         // An update: its shared variable's side.
         for (const auto& [var, idx] : fg_.update_outputs)
           if (static_cast<size_t>(idx) == k) want = side_of_leaf(*var);
-      } else if (user_device_value(v)) {
+      } else if (device_io_ || user_device_value(v)) {
         want = Side::Device;
       }
       const Var moved = want == Side::Host ? to_host(v) : to_device(v);
@@ -67,6 +68,7 @@ class Placer {
 
   Side side_of_leaf(const Variable& v) const {
     if (v.is_shared()) return v.cell->load().on_host() ? Side::Host : Side::Device;
+    if (device_io_ && v.kind != VarKind::Constant) return Side::Device;  // an inner function's arguments
     return Side::Host;  // inputs (arguments are host arrays) and constants
   }
 
@@ -172,15 +174,16 @@ class Placer {
   FunctionGraph& fg_;
   const Backend& backend_;
   Device device_;
+  bool device_io_;
   std::unordered_map<const Variable*, Side> side_;
   std::unordered_map<const Variable*, Var> on_device_, on_host_;
 };
 
 }  // namespace
 
-void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs) {
+void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs, bool device_io) {
   if (backend.device_kind() == DeviceKind::Host) return;
-  Placer(fg, backend).run(n_outputs);
+  Placer(fg, backend, device_io).run(n_outputs);
 }
 
 }  // namespace hypatia

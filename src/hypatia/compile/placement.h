@@ -25,8 +25,10 @@ class Backend;
 /// - a function output computed on the device is copied to the host, unless it is the user's own
 ///   device_from_host() (Theano's way to keep a result on the GPU); an update's value goes to its
 ///   shared variable's device.
+/// - with `device_io` (FunctionOptions::device_io), the function's inputs start on the device and
+///   its outputs end there, as shared values do.
 /// Does nothing for a host backend. Every node must have a kernel on the backend's chain
 /// (function()'s place step checks that first, naming the op and the backends).
-void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs);
+void place_on_devices(FunctionGraph& fg, const Backend& backend, size_t n_outputs, bool device_io = false);
 
 }  // namespace hypatia

@@ -240,7 +240,10 @@ void Program::finalize() {
   producer_.assign(cell_kind.size(), -1);
   for (size_t t = 0; t < steps.size(); ++t)
     for (int c : steps[t].out) producer_[c] = static_cast<int>(t);
-  for (InputSlot& in : inputs) in.device_readers = device_readers(in.cell);
+  for (InputSlot& in : inputs) {
+    in.device_readers = device_readers(in.cell);
+    in.device_arg = io_device;
+  }
   any_deferred_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.deferred; });
   any_lazy_ = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.lazy; });
   // Steps that read a transfer's output (and are not transfers themselves) check their inputs'
@@ -282,14 +285,19 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
     return os.str();
   };
   if (!arg.valid()) fail<TypeError>(where(), ": got an empty (invalid) NDArray; expected ", s.type.str());
+  // An inner function's arguments on its node's device are read there as they are.
+  const bool device_arg = s.device_arg && arg.device() == *s.device_arg;
+  if (s.device_arg && (!device_arg || arg.dtype() != s.type.dtype)) [[unlikely]]
+    fail<TypeError>(where(), ": expected an array of dtype ", dtype_name(s.type.dtype), " on ", s.device_arg->str(),
+                    " (the inner function of a node that runs there) but got ", arg.describe());
   // Arguments are host arrays (a device backend's placement transfers them where needed), or
   // arrays on the device that every reader of the input copies them to.
-  if (!arg.on_host() && s.device_readers != arg.device()) [[unlikely]]
+  if (!device_arg && !arg.on_host() && s.device_readers != arg.device()) [[unlikely]]
     fail<TypeError>(where(), ": expected an array in ", Device::host().str(), " memory (backend '", backend->name(),
                     "') but got one on ", arg.device().str(), " (", arg.describe(), "); ",
                     s.device_readers ? "only an array on " + s.device_readers->str() + " or the host is accepted"
                                      : std::string("the function reads this input on the host: transfer it first"));
-  if (!arg.on_host() && (!arg.is_c_contiguous() || arg.dtype() != s.type.dtype)) [[unlikely]]
+  if (!device_arg && !arg.on_host() && (!arg.is_c_contiguous() || arg.dtype() != s.type.dtype)) [[unlikely]]
     fail<TypeError>(where(), ": an array on ", arg.device().str(), " is accepted as it is (C-contiguous, of dtype ",
                     dtype_name(s.type.dtype), ") but got ", arg.describe(),
                     "; copy or cast it on the host, or in a function of its own");

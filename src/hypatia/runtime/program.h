@@ -73,6 +73,9 @@ class Program final : public InnerProgram {
     /// Every reader of the input copies it to this device (GpuFromHost): an argument already
     /// there is accepted, and the transfer copies it on the device (finalize sets it).
     std::optional<Device> device_readers;
+    /// The argument arrives in this device's memory and is read there as it is, any strides (the
+    /// inputs of a device node's inner function: Program::io_device).
+    std::optional<Device> device_arg;
   };
   struct SharedSlot {
     int cell;
@@ -110,6 +113,9 @@ class Program final : public InnerProgram {
   /// changes no shared variable.
   size_t first_shared_destroyer = 0;
   std::vector<InputSlot> inputs;
+  /// The inner function of a node that runs on a device (FunctionOptions::device_io): its
+  /// arguments arrive in, and its outputs leave in, that device's memory.
+  std::optional<Device> io_device;
   std::vector<SharedSlot> shared;
   std::vector<UpdateSlot> updates;
   std::vector<OutputSlot> outputs;

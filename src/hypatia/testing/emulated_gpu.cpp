@@ -13,9 +13,11 @@
 
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/registry.h"
+#include "hypatia/backends/scan_kernels.h"
 #include "hypatia/core/device.h"
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
+#include "hypatia/ops/scan.h"
 #include "hypatia/ops/subtensor.h"
 
 namespace hypatia::testing {
@@ -110,6 +112,17 @@ class DeferredIndexKernel final : public Kernel {
   std::exception_ptr failed_;
 };
 
+/// The host's loop memory on the stand-in's (host memory seen as the device's).
+LoopMemory emulated_loop_memory() {
+  const LoopMemory host = host_loop_memory();
+  const Device h = Device::host();
+  return LoopMemory{.device = Device::cuda(0),
+                    .copy = [f = host.copy, h](const NDArray& d, const NDArray& s) { f(retag(d, h), retag(s, h)); },
+                    .add = [f = host.add, h](const NDArray& d, const NDArray& s) { f(retag(d, h), retag(s, h)); },
+                    .fill_zero = [f = host.fill_zero, h](const NDArray& d) { f(retag(d, h)); },
+                    .truthy = [f = host.truthy, h](const NDArray& a) { return f(retag(a, h)); }};
+}
+
 /// The nodes the CUDA backend indexes with device checks: every index entry an integer vector.
 bool indexes_by_vectors(const Apply& node, const IndexSpec& spec, size_t first) {
   if (spec.empty() || node.inputs.size() - first != spec.size()) return false;
@@ -162,6 +175,25 @@ void register_backend_once(State& s) {
         return std::make_unique<EmulatedKernel>(node);
       },
       checked);
+  // Scan and ScanGrad, as a device backend runs them: the loops' buffers in the stand-in's
+  // memory, their bodies compiled for this backend with device arguments and outputs.
+  KernelTraits loop;
+  loop.host_inputs = {0};  // the number of steps
+  loop.accepts = [](const Apply& node) {
+    return graph_runs_on_device(get_backend(kEmulatedGpuBackend), node.op->inner_functions().at(0).outputs);
+  };
+  register_kernel(
+      kEmulatedGpuBackend, typeid(Scan),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        return make_scan_kernel(static_cast<const Scan&>(*node.op), emulated_loop_memory());
+      },
+      loop);
+  register_kernel(
+      kEmulatedGpuBackend, typeid(ScanGrad),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), emulated_loop_memory());
+      },
+      loop);
   s.backend_registered = true;
 }
 

@@ -641,6 +641,7 @@ void register_cuda_nnet_kernels();
 void register_cuda_pool_kernels();
 void register_cuda_sort_kernels();
 void register_cuda_conv_kernels();
+void register_cuda_loop_kernels();
 void register_cuda_random_kernels();
 std::shared_ptr<Recorder> make_cuda_recorder();
 }  // namespace cuda
@@ -746,6 +747,7 @@ void register_cuda_backend() {
   register_cuda_pool_kernels();
   register_cuda_sort_kernels();
   register_cuda_conv_kernels();
+  register_cuda_loop_kernels();
   register_cuda_random_kernels();
 }
 

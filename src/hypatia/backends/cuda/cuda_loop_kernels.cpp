@@ -1,0 +1,92 @@
+// Scan and ScanGrad on the CUDA backend: the generic loops (backends/scan_kernels.h) with their
+// buffers in device memory. The body, compiled for this backend with device arguments and
+// outputs, runs step after step on the device's stream; state rows, traces and gradient sums are
+// copied and added on the device (generated elementwise kernels), and nothing crosses to the
+// host but an `until` loop's condition (one wait per step). A loop whose body has a node this
+// backend cannot run stays on the CPU, with its body.
+#include <map>
+#include <mutex>
+
+#include "hypatia/backends/backend.h"
+#include "hypatia/backends/cuda/cuda_api.h"
+#include "hypatia/backends/cuda/cuda_kernel_util.h"
+#include "hypatia/backends/scan_kernels.h"
+#include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/scan.h"
+
+namespace hypatia::cuda {
+namespace {
+
+/// dst += src: the elementwise add of their dtypes, written in place into dst (any strides).
+void add_on_device(const NDArray& dst, const NDArray& src) {
+  static std::mutex mu;
+  static auto* mods = new std::map<std::pair<int, int>, ElemModule>;  // (leaked: used until exit)
+  const ElemModule* m = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const std::pair<int, int> key{static_cast<int>(dst.dtype()), static_cast<int>(src.dtype())};
+    auto it = mods->find(key);
+    if (it == mods->end())
+      it = mods->emplace(key, ElemModule(elemwise_spec(ScalarOpKind::Add, {dst.dtype(), src.dtype()}, dst.dtype()),
+                                         "CUDA add (a scan gradient's sum)"))
+               .first;
+    m = &it->second;
+  }
+  NDArray d = dst, s = src;
+  NDArray* o[] = {&d};
+  NDArray* i[] = {&d, &s};
+  m->run(dst.shape(), o, i);
+}
+
+/// dst = 0: a device zero of its dtype (made once) broadcast into it.
+void zero_on_device(const NDArray& dst) {
+  static std::mutex mu;
+  static auto* zeros = new std::map<int, NDArray>;  // (leaked: device memory freed at exit otherwise)
+  NDArray z;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    NDArray& cached = (*zeros)[static_cast<int>(dst.dtype())];
+    if (!cached.valid()) cached = NDArray::zeros({}, dst.dtype()).to_device(Device::cuda(0));
+    z = cached;
+  }
+  NDArray d = dst;
+  NDArray* o[] = {&d};
+  NDArray* i[] = {&z};
+  copy_module(dst.dtype()).run(dst.shape(), o, i);
+}
+
+LoopMemory device_loop_memory() {
+  return LoopMemory{.device = Device::cuda(0),
+                    .copy =
+                        [](const NDArray& dst, const NDArray& src) {
+                          NDArray d = dst;
+                          copy_into(d, src);
+                        },
+                    .add = add_on_device,
+                    .fill_zero = zero_on_device,
+                    .truthy = [](const NDArray& a) { return a.to_device(Device::host()).get_flat(0) != 0.0; }};
+}
+
+}  // namespace
+
+void register_cuda_loop_kernels() {
+  KernelTraits traits;
+  traits.host_inputs = {0};  // the number of steps
+  traits.accepts = [](const Apply& node) {
+    return graph_runs_on_device(get_backend(kCudaBackend), node.op->inner_functions().at(0).outputs);
+  };
+  register_kernel(
+      kCudaBackend, typeid(Scan),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        return make_scan_kernel(static_cast<const Scan&>(*node.op), device_loop_memory());
+      },
+      traits);
+  register_kernel(
+      kCudaBackend, typeid(ScanGrad),
+      [](const Apply& node) -> std::unique_ptr<Kernel> {
+        return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), device_loop_memory());
+      },
+      traits);
+}
+
+}  // namespace hypatia::cuda
