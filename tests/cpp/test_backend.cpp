@@ -387,21 +387,53 @@ TEST(Placement, AScanWhoseBodyTheDeviceRunsLoopsThereAndMovesNothingPerStep) {
   EXPECT_EQ(device_of(fu, "Scan"), Device::cuda(0));
   EXPECT_ALLCLOSE(fu({NDArray::scalar(3.0, DType::Float64)})[0], NDArray::from_vector<double>({6, 12, 24, 48, 96, 192}),
                   0, 0);
-  // A body with a node the device does not run (a lazy ifelse) keeps the scan on the host, and
-  // its body with it: still nothing crosses per step.
+  // A body with a node the device does not run (jacobian's MapIndex, which runs an inner
+  // function) keeps the scan on the host, and its body with it: still nothing crosses per step.
   Var y0 = vector("y0", DType::Float64);
-  auto lazy = scan(
-      [](const std::vector<Var>& a) {
-        return std::vector<Var>{ifelse(gt(sum(a[0]), constant(0.0, DType::Float64)), a[0] * 0.5, a[0] + 1.0)};
-      },
-      {}, {y0}, {}, int_constant(7));
-  Function fl = function({y0}, {lazy[0]}, o);
+  auto host_loop =
+      scan([](const std::vector<Var>& a) { return std::vector<Var>{dot(jacobian(tanh(a[0]), a[0]), a[0]) + 0.5}; }, {},
+           {y0}, {}, int_constant(7));
+  Function fl = function({y0}, {host_loop[0]}, o);
   EXPECT_EQ(device_of(fl, "Scan"), Device::host());
   const Copies l0 = copies();
   const NDArray lv = fl({NDArray::from_vector<double>({-3, 1})})[0];
   const Copies l1 = copies();
   EXPECT_LE(l1.in - l0.in + l1.out - l0.out, 2);
-  EXPECT_ALLCLOSE(lv, function({y0}, {lazy[0]}, cpu)({NDArray::from_vector<double>({-3, 1})})[0], 0, 0);
+  EXPECT_ALLCLOSE(lv, function({y0}, {host_loop[0]}, cpu)({NDArray::from_vector<double>({-3, 1})})[0], 0, 0);
+  // A lazy ifelse in the body runs on the device: only its condition comes back, once per step.
+  auto branchy = scan(
+      [](const std::vector<Var>& a) {
+        return std::vector<Var>{ifelse(gt(sum(a[0]), constant(0.0, DType::Float64)), a[0] * 0.5, a[0] + 1.0)};
+      },
+      {}, {y0}, {}, int_constant(7));
+  Function fb = function({y0}, {branchy[0]}, o);
+  EXPECT_EQ(device_of(fb, "Scan"), Device::cuda(0));
+  const Copies b0 = copies();
+  const NDArray bv = fb({NDArray::from_vector<double>({-3, 1})})[0];
+  const Copies b1 = copies();
+  EXPECT_EQ(b1.out - b0.out, 1 + 7);  // the result, and each step's condition
+  EXPECT_ALLCLOSE(bv, function({y0}, {branchy[0]}, cpu)({NDArray::from_vector<double>({-3, 1})})[0], 0, 0);
+}
+
+TEST(Placement, ALazyIfElseOnTheDeviceRunsOnlyTheTakenBranchAndBringsBackItsCondition) {
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;
+  Var x = vector("x", DType::Float64);
+  // The condition is computed on the device; the else branch fails if it runs (an index out of
+  // range): only the taken one may.
+  Var taken = exp(x) * 2.0;
+  Var failing = subtensor(x, 5) + x;
+  Function f = function({x}, {ifelse(gt(sum(x), constant(0.0, DType::Float64)), taken, failing)}, o);
+  EXPECT_EQ(device_of(f, "IfElse"), Device::cuda(0));
+  const NDArray xv = NDArray::from_vector<double>({0.5, 1.0});
+  const Copies c0 = copies();
+  const NDArray r = f({xv})[0];
+  const Copies c1 = copies();
+  EXPECT_ALLCLOSE(r, NDArray::from_vector<double>({2 * std::exp(0.5), 2 * std::exp(1.0)}), 1e-15, 0);
+  EXPECT_EQ(c1.in - c0.in, 1);    // x
+  EXPECT_EQ(c1.out - c0.out, 2);  // the condition, the result
+  EXPECT_ERROR(IndexError, f({NDArray::from_vector<double>({-0.5, -1.0})}), "index 5 is out of bounds");
 }
 
 TEST(DeviceChecks, AnIndexOutOfRangeFoundOnTheDeviceFailsTheCallBeforeAnySharedVariableChanges) {

@@ -69,6 +69,20 @@ TEST_P(Lazy, OnlyTheTakenBranchRuns) {
   EXPECT_EQ(runs(1), 3);
 }
 
+TEST_P(Lazy, FusionKeepsEachBranchsNodesOutOfTheOtherAndTheEagerPart) {
+  // Both branches are elementwise work on x (fusible together, reading x once), and the condition
+  // reads x too: fusing across the branches would run the untaken one, and its producers (here an
+  // index out of range, and a counted node) every call.
+  Var x = vector("x", DType::Float64);
+  Var then_ = exp(x) * 2.0 + sum(count(x, 0));
+  Var else_ = subtensor(x, 5) + x * 3.0;
+  Function f = function({x}, {ifelse(gt(sum(x), constant(0.0, DType::Float64)), then_, else_)}, opts());
+  const NDArray xv = NDArray::from_vector<double>({0.5, 1.0});
+  EXPECT_ALLCLOSE(f({xv})[0], NDArray::from_vector<double>({2 * std::exp(0.5) + 1.5, 2 * std::exp(1.0) + 1.5}));
+  EXPECT_ERROR(IndexError, f({NDArray::from_vector<double>({-0.5, -1.0})}), "index 5 is out of bounds");
+  EXPECT_EQ(runs(0), 1);
+}
+
 TEST_P(Lazy, NodesTheEagerPartNeedsRunAlways) {
   Var c = variable(scalar_type(DType::Int64), "c");
   Var x = vector("x", DType::Float64);

@@ -104,3 +104,17 @@ def test_python_values_errors_and_pickle():
     g = pickle.loads(pickle.dumps(f))
     np.testing.assert_array_equal(g(1.0, np.ones(2, np.float32)), np.ones(2, np.float32))
     np.testing.assert_array_equal(g(-1.0, np.ones(2, np.float32)), np.zeros(1, np.float32))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fusion_and_lifting_keep_the_branch_not_taken_from_running(mode):
+    # Both branches are elementwise work on x and the condition reads x too: fusing the branches'
+    # nodes together (or lifting their common add out with operands broadcastable in one branch
+    # only) ran the branch not taken, whose index is out of range.
+    x = T.dvector("x")
+    out = ifelse(T.gt(x.sum(), 0), T.exp(x) * 2 + x.sum(), x[5] + x * 3)
+    f = hypatia.function([x], out, mode=mode)
+    xv = np.array([0.5, 1.0])
+    np.testing.assert_allclose(f(xv), np.exp(xv) * 2 + 1.5)
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        f(-xv)

@@ -19,8 +19,9 @@ class FunctionGraphView:
 
     def toposort(self):
         """The nodes in execution order; those that run on a GPU as hypatia.gpuarray.GpuApply
-        (their op a GpuElemwise, GpuCAReduce, ...: Theano's names), but loops: a Scan (ScanGrad)
-        on the GPU is a Scan all the same, as Theano's was (its info['gpua'])."""
+        (their op a GpuElemwise, GpuCAReduce, ...: Theano's names), but control flow: a Scan
+        (ScanGrad) or IfElse on the GPU is a Scan or IfElse all the same, as Theano's were (its
+        info['gpua'], IfElse's gpu flag)."""
         nodes = self._fn.toposort()
         devices = self._fn.node_devices()
         if all(d == "cpu" for d in devices):
@@ -28,8 +29,8 @@ class FunctionGraphView:
         from hypatia import _core
         from hypatia.gpuarray import GpuApply
 
-        loops = (_core.Scan, _core.ScanGrad)
-        return [n if d == "cpu" or isinstance(n.op, loops) else GpuApply(n, d) for n, d in zip(nodes, devices)]
+        control = (_core.Scan, _core.ScanGrad, _core.IfElse)
+        return [n if d == "cpu" or isinstance(n.op, control) else GpuApply(n, d) for n, d in zip(nodes, devices)]
 
     @property
     def outputs(self):

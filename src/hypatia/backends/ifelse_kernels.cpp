@@ -1,9 +1,11 @@
 // The IfElse kernel: lazy (Kernel::run_lazy). It reads the condition, asks for the taken branch's
 // values only, and makes each output a view of one. A reference kernel; the CPU backend runs it
-// through its fallback (there is nothing to vectorize).
+// through its fallback (there is nothing to vectorize), a device backend as its own
+// (ifelse_kernels.h).
+#include "hypatia/backends/ifelse_kernels.h"
+
 #include <string>
 
-#include "hypatia/backends/registry.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/ifelse.h"
 
@@ -36,10 +38,11 @@ class IfElseKernel final : public Kernel {
 
 }  // namespace
 
+std::unique_ptr<Kernel> make_ifelse_kernel(const IfElse& op) { return std::make_unique<IfElseKernel>(op); }
+
 void register_ifelse_kernels() {
-  register_kernel(kReferenceBackend, typeid(IfElse), [](const Apply& node) {
-    return std::make_unique<IfElseKernel>(static_cast<const IfElse&>(*node.op));
-  });
+  register_kernel(kReferenceBackend, typeid(IfElse),
+                  [](const Apply& node) { return make_ifelse_kernel(static_cast<const IfElse&>(*node.op)); });
 }
 
 }  // namespace hypatia

@@ -58,7 +58,8 @@ std::optional<std::vector<Var>> nested_same_condition(FunctionGraph&, Apply& n) 
 }
 
 /// ifelse(c, f(a...), f(b...)) -> f(ifelse(c, a..., b...)) for one output whose branches are
-/// single-output results of one elementwise op read by nothing else: f runs once, after the choice.
+/// single-output results of one elementwise op read by nothing else, on operands of the same
+/// types: f runs once, after the choice.
 std::optional<std::vector<Var>> lift_common_op(FunctionGraph& fg, Apply& n) {
   const int n_outs = static_cast<const IfElse&>(*n.op).n_outs;
   if (n_outs != 1) return std::nullopt;
@@ -72,8 +73,10 @@ std::optional<std::vector<Var>> lift_common_op(FunctionGraph& fg, Apply& n) {
   const auto& ai = a->owner->inputs;
   const auto& bi = b->owner->inputs;
   if (ai.size() != bi.size()) return std::nullopt;
+  // Operands of one type pairwise: a chosen operand broadcastable in one branch only would be a
+  // length-1 axis the op (typed not broadcastable there) refuses at run time.
   for (size_t i = 0; i < ai.size(); ++i)
-    if (ai[i]->dtype() != bi[i]->dtype() || ai[i]->ndim() != bi[i]->ndim()) return std::nullopt;
+    if (!(ai[i]->type == bi[i]->type)) return std::nullopt;
   std::vector<Var> chosen = ifelse(n.inputs[0], ai, bi);
   Var out = apply_op1(a->owner->op, chosen);
   if (out->dtype() != n.output(0)->dtype() || out->ndim() != n.output(0)->ndim()) return std::nullopt;

@@ -120,12 +120,60 @@ bool reduce_fed(const FunctionGraph& fg, const Variable* v) {
 /// producers' and its readers').
 using Positions = std::unordered_map<const Apply*, double>;
 
+/// The lazy inputs (node, input index: an ifelse's branch values) that alone read a node's
+/// results, directly or through nodes read only so; empty for a node something eager reads (a
+/// graph output, an input that is not lazy). The runtime runs a node of a non-empty set only when
+/// one of them asks for it, so the nodes of one fused group must have the same set: fusing a
+/// branch's node with an eager one (or the other branch's) would run the branch, and its
+/// producers, whatever the condition.
+using Gate = std::vector<std::pair<const Apply*, int>>;
+using Gates = std::unordered_map<const Apply*, Gate>;
+
+Gates gates(const FunctionGraph& fg) {
+  Gates g;
+  const auto order = fg.toposort();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // readers before producers
+    const Apply* n = it->get();
+    Gate set;
+    bool eager = false;
+    for (int k = 0; k < n->nout() && !eager; ++k)
+      for (const Client& c : fg.clients(n->output_ptr(k))) {
+        if (!c.node) {
+          eager = true;
+          break;
+        }
+        const std::vector<bool> lazy = c.node->op->lazy_inputs();
+        if (static_cast<size_t>(c.index) < lazy.size() && lazy[static_cast<size_t>(c.index)]) {
+          set.emplace_back(c.node, c.index);
+          continue;
+        }
+        auto r = g.find(c.node);
+        if (r == g.end() || r->second.empty()) {
+          eager = true;
+          break;
+        }
+        set.insert(set.end(), r->second.begin(), r->second.end());
+      }
+    if (eager) set.clear();
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    g[n] = std::move(set);
+  }
+  return g;
+}
+
 /// One group being grown from a root.
 class Group {
  public:
   /// `single`: a tree with one output (the root), grown through producers only.
-  Group(const FunctionGraph& fg, const Positions& pos, Apply* root, bool single)
-      : fg_(fg), pos_(pos), dt_(*fusion_dtype(root)), single_(single), members_{root}, lo_{pos.at(root)} {
+  Group(const FunctionGraph& fg, const Positions& pos, const Gates& gates, Apply* root, bool single)
+      : fg_(fg),
+        pos_(pos),
+        gates_(gates),
+        dt_(*fusion_dtype(root)),
+        single_(single),
+        members_{root},
+        lo_{pos.at(root)} {
     const RewriteTarget* t = current_rewrite_target();
     max_inputs_ = std::clamp(t ? t->max_fusion_inputs : 0, 0, kMaxInputs);
     max_outputs_ = std::clamp(t ? t->max_fusion_outputs : 0, 0, kMaxOutputs);
@@ -176,6 +224,13 @@ class Group {
   }
 
   size_t size() const { return members_.size(); }
+  const std::vector<Apply*>& members() const { return members_; }
+  /// The lazy inputs that alone read x's results (Gate).
+  const Gate& gate(const Apply* x) const {
+    static const Gate none;
+    auto it = gates_.find(x);
+    return it == gates_.end() ? none : it->second;
+  }
   /// The results read outside the group, in graph order.
   std::vector<Var> outputs() const {
     std::vector<Apply*> sorted = members_;
@@ -288,7 +343,9 @@ class Group {
     return false;
   }
 
-  bool candidate(Apply* x) const { return x && !full() && !in(x) && fusion_dtype(x) == dt_ && pos_.count(x); }
+  bool candidate(Apply* x) const {
+    return x && !full() && !in(x) && fusion_dtype(x) == dt_ && pos_.count(x) && gate(x) == gate(members_[0]);
+  }
 
   bool try_add(Apply* x) {
     members_.push_back(x);
@@ -406,6 +463,7 @@ class Group {
 
   const FunctionGraph& fg_;
   const Positions& pos_;
+  const Gates& gates_;
   DType dt_;
   bool single_;
   int max_inputs_ = 0, max_outputs_ = 0;
@@ -445,6 +503,7 @@ bool fuse_elemwise(FunctionGraph& fg) {
   bool changed = false;
   auto order = fg.toposort();
   auto pos = positions(fg);
+  Gates gate = gates(fg);
   // First the trees whose result only reductions read (they become CompositeReduce nodes), so
   // that no multi-output group takes their nodes; then every other group.
   for (int pass = 0; pass < 2; ++pass)
@@ -453,7 +512,7 @@ bool fuse_elemwise(FunctionGraph& fg) {
       if (!fg.contains(root) || !fusible(root)) continue;
       const bool single = reduce_fed(fg, root->output_ptr(0));
       if (single != (pass == 0)) continue;
-      Group g(fg, pos, root, single);
+      Group g(fg, pos, gate, root, single);
       g.grow();
       if (g.size() < 2) continue;
       const std::vector<Var> olds = g.outputs();
@@ -464,7 +523,10 @@ bool fuse_elemwise(FunctionGraph& fg) {
       if (std::find(repl.begin(), repl.end(), nullptr) != repl.end()) continue;
       std::vector<std::pair<Var, Var>> pairs;
       for (size_t k = 0; k < olds.size(); ++k) pairs.emplace_back(olds[k], repl[k]);
+      const Gate group_gate = g.gate(root);
+      for (const Apply* m : g.members()) gate.erase(m);  // (gone: their addresses may be reused)
       replace_by_rewrite(fg, pairs, "elemwise_fusion");
+      gate[fused[0]->owner] = group_gate;
       if (repl != fused || !place(fg, pos, fused[0]->owner)) pos = positions(fg);
       changed = true;
     }

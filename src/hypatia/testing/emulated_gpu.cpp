@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "hypatia/backends/backend.h"
+#include "hypatia/backends/ifelse_kernels.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/backends/scan_kernels.h"
 #include "hypatia/core/device.h"
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
+#include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/scan.h"
 #include "hypatia/ops/subtensor.h"
 
@@ -194,6 +196,11 @@ void register_backend_once(State& s) {
         return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), emulated_loop_memory());
       },
       loop);
+  // IfElse as a device backend runs it: the condition on the host, the branches where they are.
+  register_kernel(
+      kEmulatedGpuBackend, typeid(IfElse),
+      [](const Apply& node) { return make_ifelse_kernel(static_cast<const IfElse&>(*node.op)); },
+      KernelTraits{.host_inputs = {0}});
   s.backend_registered = true;
 }
 

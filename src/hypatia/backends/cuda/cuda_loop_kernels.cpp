@@ -1,17 +1,19 @@
-// Scan and ScanGrad on the CUDA backend: the generic loops (backends/scan_kernels.h) with their
-// buffers in device memory. The body, compiled for this backend with device arguments and
-// outputs, runs step after step on the device's stream; state rows, traces and gradient sums are
-// copied and added on the device (generated elementwise kernels), and nothing crosses to the
-// host but an `until` loop's condition (one wait per step). A loop whose body has a node this
-// backend cannot run stays on the CPU, with its body.
+// Control flow on the CUDA backend. IfElse: the generic lazy kernel (ifelse_kernels.h), the
+// condition read on the host, the branches' values left on the device. Scan and ScanGrad: the generic loops
+// (backends/scan_kernels.h) with their buffers in device memory. The body, compiled for this backend with device
+// arguments and outputs, runs step after step on the device's stream; state rows, traces and gradient sums are copied
+// and added on the device (generated elementwise kernels), and nothing crosses to the host but an `until` loop's
+// condition (one wait per step). A loop whose body has a node this backend cannot run stays on the CPU, with its body.
 #include <map>
 #include <mutex>
 
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
+#include "hypatia/backends/ifelse_kernels.h"
 #include "hypatia/backends/scan_kernels.h"
 #include "hypatia/ops/elemwise.h"
+#include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/scan.h"
 
 namespace hypatia::cuda {
@@ -87,6 +89,10 @@ void register_cuda_loop_kernels() {
         return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), device_loop_memory());
       },
       traits);
+  register_kernel(
+      kCudaBackend, typeid(IfElse),
+      [](const Apply& node) { return make_ifelse_kernel(static_cast<const IfElse&>(*node.op)); },
+      KernelTraits{.host_inputs = {0}});
 }
 
 }  // namespace hypatia::cuda
