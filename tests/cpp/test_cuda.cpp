@@ -143,6 +143,9 @@ TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyT
     const DType dt = static_cast<DType>(d);
     if (dt == DType::Float16) continue;  // these nodes run on the CPU
     EXPECT_NO_THROW(cuda::check_source(cuda::arange_source(dt))) << dtype_name(dt);
+    const DType cum_out = reduce_default_dtype(ReduceKind::Sum, dt);
+    for (auto k : {cuda::CumKernel::Chunks, cuda::CumKernel::Offsets})
+      EXPECT_NO_THROW(cuda::check_source(cuda::cum_source(dt, cum_out, k))) << dtype_name(dt);
     EXPECT_NO_THROW(cuda::check_source(cuda::eye_source(dt))) << dtype_name(dt);
     for (bool is_max : {true, false})
       EXPECT_NO_THROW(cuda::check_source(cuda::arg_reduce_source(dt, is_max))) << dtype_name(dt);

@@ -147,6 +147,31 @@ TEST(CudaRun, ConvolutionsThroughIm2colAndCublasMatchTheCpu) {
   check_3d_convolutions_against_the_cpu();
 }
 
+TEST(CudaRun, CumulativeSumsAndProductsMatchTheCpu) {
+  REQUIRE_GPU();
+  uint64_t seed = 350;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Bool})
+    for (const Shape& shape : {Shape{1000000}, Shape{7, 300}, Shape{3, 1025, 2}, Shape{20000, 3}})
+      for (int axis = 0; axis < shape.size(); ++axis)
+        for (bool mul : {false, true}) {
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis) +
+                       (mul ? " prod" : " sum"));
+          NDArray x = random_array(shape, DType::Float64, seed++);
+          for (int64_t i = 0; i < x.size(); ++i) {
+            double& v = x.data<double>()[i];
+            v = mul ? (is_float(dt) ? 1 + v * 1e-4 : (i % 5 == 0 ? -1 : 1)) : std::round(v * 3);
+          }
+          x = x.astype(dt);
+          Var xv = variable(TensorType(dt, std::vector<bool>(shape.size(), false)), "x");
+          Var y = apply_op1(std::make_shared<CumOp>(mul, axis, axis == 1), {xv});
+          Function fg = function({xv}, {y}, on("cuda"));
+          EXPECT_TRUE(all_on_gpu(fg, "CumOp")) << fg.debugprint();
+          const NDArray want = function({xv}, {y}, on("cpu"))({x})[0], got = fg({x})[0];
+          const double tol = dt == DType::Float32 ? 1e-5 : 1e-10;
+          EXPECT_ALLCLOSE(got, want, is_float(dt) ? tol : 0, is_float(dt) ? tol : 0);
+        }
+}
+
 TEST(CudaRun, SortAndArgsortMatchTheCpu) {
   REQUIRE_GPU();
   uint64_t seed = 300;

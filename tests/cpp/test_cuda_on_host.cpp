@@ -75,6 +75,12 @@ struct HostConvGemmKernels {
   void (*swap01)(const void* args);
 };
 
+struct HostCumKernels {
+  hypatia::DType in;
+  void (*chunks)(const void* args);
+  void (*offsets)(const void* args);
+};
+
 // What a block-per-output kernel expects (one host thread: its block of one).
 #define __shared__
 inline void __syncthreads() {}
@@ -752,6 +758,60 @@ TEST(CudaKernelsOnHost, ConvolutionsThroughIm2colAndAProductAreTheCpus) {
         }
     }
   EXPECT_EQ(checked, 2 * 11 * 3 * 3);
+}
+
+TEST(CudaKernelsOnHost, CumulativeSumsAndProductsAreTheCpusInChunksOrNot) {
+  // The launches CumKernelImpl makes (cuda_cum_kernels.cpp), against the CPU's CumOp: bit for bit
+  // for integers and for lines in one chunk; floats in chunks within a few roundings.
+  struct Case {
+    Shape shape;
+    int axis;
+  };
+  const std::vector<Case> cases = {{{5, 20}, 1}, {{5, 20}, 0},   {{3, 1000}, 1},   {{1000, 3}, 0},
+                                   {{7}, 0},     {{4, 9, 6}, 1}, {{2, 300, 5}, 1}, {{1, 2000}, 1}};
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  int checked = 0, chunked = 0;
+  uint64_t seed = 900;
+  for (const HostCumKernels& k : kHostCumKernels)
+    for (const Case& c : cases)
+      for (bool mul : {false, true})
+        for (bool rev : {false, true}) {
+          SCOPED_TRACE(std::string(dtype_name(k.in)) + " " + c.shape.str() + " axis " + std::to_string(c.axis) +
+                       (mul ? " prod" : " sum") + (rev ? " reversed" : ""));
+          // Values near 1 for products of floats (no overflow), small integers otherwise.
+          NDArray xv = mul && is_float(k.in) ? testing::random_array(c.shape, DType::Float64, 0.9, 1.1, seed++)
+                                             : testing::random_array(c.shape, DType::Float64, -3, 4, seed++);
+          if (!is_float(k.in))
+            for (int64_t i = 0; i < xv.size(); ++i) xv.data<double>()[i] = std::floor(xv.data<double>()[i]);
+          xv = xv.astype(k.in);
+          Var x = variable(TensorType(k.in, std::vector<bool>(c.shape.size(), false)), "x");
+          Var y = apply_op1(std::make_shared<CumOp>(mul, c.axis, rev), {x});
+          const NDArray want = function({x}, {y}, cpu)({xv})[0];
+          int64_t outer = 1, inner = 1;
+          for (int d = 0; d < c.axis; ++d) outer *= c.shape[d];
+          for (int d = c.axis + 1; d < c.shape.size(); ++d) inner *= c.shape[d];
+          const int64_t n = c.shape[c.axis];
+          const cuda::CumPlan p = cuda::cum_plan(outer, n, inner);
+          NDArray got = NDArray::full(want.shape(), want.dtype(), 7.0);
+          NDArray part = NDArray::zeros({outer * inner * p.m}, DType::Float64);
+          struct {
+            long long outer, n, inner, chunk, m, mul, rev, write;
+            unsigned long long x, y, part;
+          } a{outer, n, inner, p.chunk, p.m, mul, rev, 0, ptr(xv), ptr(got), ptr(part)};
+          if (p.m > 1) {
+            k.chunks(&a);
+            k.offsets(&a);
+            ++chunked;
+          }
+          a.write = 1;
+          k.chunks(&a);
+          const bool exact = !is_float(k.in) || p.m == 1;
+          EXPECT_EQ(testing::compare_arrays(got, want, exact ? 0.0 : 1e-12, exact ? 0.0 : 1e-12), "");
+          ++checked;
+        }
+  EXPECT_EQ(checked, 6 * 8 * 4);
+  EXPECT_EQ(chunked, 6 * 4 * 4);  // the four shapes of few long lines
 }
 
 TEST(CudaKernelsOnHost, TheIm2colPathCutsTheBatchToItsBudgetAndRefusesSizesBeyondCublas) {

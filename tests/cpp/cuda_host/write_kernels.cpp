@@ -144,6 +144,18 @@ int main(int argc, char** argv) {
     conv_table += "},\n";
   }
   out << conv_table << "};\n";
+  std::string cum_table = "inline const HostCumKernels kHostCumKernels[] = {\n";
+  for (auto [in, o] : {std::pair{DType::Float32, DType::Float32}, std::pair{DType::Float64, DType::Float64},
+                       std::pair{DType::Int32, DType::Int64}, std::pair{DType::UInt8, DType::UInt64},
+                       std::pair{DType::Bool, DType::Int64}, std::pair{DType::Int64, DType::Int64}}) {
+    const std::string ns = "cum_" + std::string(dtype_name(in));
+    out << "namespace " << ns << "_chunks {\n" << host_form(cuda::cum_source(in, o, cuda::CumKernel::Chunks));
+    out << "inline void run(const void* a) { hyp_cum_chunks(*static_cast<const CumArgs*>(a)); }\n}\n";
+    out << "namespace " << ns << "_offsets {\n" << host_form(cuda::cum_source(in, o, cuda::CumKernel::Offsets));
+    out << "inline void run(const void* a) { hyp_cum_offsets(*static_cast<const CumArgs*>(a)); }\n}\n";
+    cum_table += "    {" + dtype_enum(in) + ", " + ns + "_chunks::run, " + ns + "_offsets::run},\n";
+  }
+  out << cum_table << "};\n";
   std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
   for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
     const std::string ns = "labels_" + std::string(dtype_name(dt));

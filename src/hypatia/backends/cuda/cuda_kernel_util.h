@@ -95,6 +95,18 @@ std::string check_labels_source(DType label_dt);
 /// ..) is input element (.., i / r, ..), copied as `itemsize` bytes (every dtype); its arguments.
 std::string repeat_source(size_t itemsize);
 std::vector<int64_t> repeat_args(const NDArray& x, const NDArray& out, int axis, int64_t r);
+/// CumOp's kernels (cuda_cum_kernels.cpp) for input dtype `in` and output `out`: hyp_cum_chunks
+/// (a thread per chunk of a line: its sum, or with `write` its outputs from the chunk's starting
+/// value) and hyp_cum_offsets (a thread per line: chunk sums to starting values, in place).
+/// Arguments: outer, n, inner, chunk, m, mul, rev, write, then x, y and the chunk sums.
+enum class CumKernel { Chunks, Offsets };
+std::string cum_source(DType in, DType out, CumKernel which);
+/// How the lines (outer x inner, n elements each) are cut: m chunks of `chunk` elements each
+/// (the last shorter); m == 1 when there are lines enough for the device.
+struct CumPlan {
+  int64_t m = 1, chunk = 1;
+};
+CumPlan cum_plan(int64_t outer, int64_t n, int64_t inner);
 /// Eye's values (cuda_nnet_kernels.cpp: hyp_eye): ones where column - row == k.
 std::string eye_source(DType dt);
 /// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.

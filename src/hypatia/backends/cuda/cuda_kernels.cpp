@@ -642,6 +642,7 @@ void register_cuda_pool_kernels();
 void register_cuda_sort_kernels();
 void register_cuda_conv_kernels();
 void register_cuda_loop_kernels();
+void register_cuda_cum_kernels();
 void register_cuda_random_kernels();
 std::shared_ptr<Recorder> make_cuda_recorder();
 }  // namespace cuda
@@ -748,6 +749,7 @@ void register_cuda_backend() {
   register_cuda_sort_kernels();
   register_cuda_conv_kernels();
   register_cuda_loop_kernels();
+  register_cuda_cum_kernels();
   register_cuda_random_kernels();
 }
 
