@@ -167,6 +167,11 @@ TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyT
   const std::vector<DType> f64 = {DType::UInt64};
   EXPECT_NO_THROW(cuda::check_source(cuda::index_source(DType::Float64, f64, cuda::IndexKernel::ScatterAdd)));
   for (DType dt : {DType::Float32, DType::Float64})
+    for (auto k : {cuda::FromUniform::Multinomial, cuda::FromUniform::ChoiceWithReplacement,
+                   cuda::FromUniform::ChoiceWithoutReplacement})
+      for (DType o : {DType::Int64, DType::Int32, DType::Float64})
+        EXPECT_NO_THROW(cuda::check_source(cuda::from_uniform_source(dt, dt, o, k))) << dtype_name(dt);
+  for (DType dt : {DType::Float32, DType::Float64})
     for (auto k : {cuda::ConvGemmKernel::Im2col, cuda::ConvGemmKernel::Col2im, cuda::ConvGemmKernel::Swap01})
       EXPECT_NO_THROW(cuda::check_source(cuda::conv_gemm_source(dt, k))) << dtype_name(dt);
 }

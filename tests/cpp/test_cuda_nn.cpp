@@ -172,6 +172,33 @@ TEST(CudaRun, CumulativeSumsAndProductsMatchTheCpu) {
         }
 }
 
+TEST(CudaRun, MultinomialAndChoiceDrawTheCpusSamples) {
+  REQUIRE_GPU();
+  uint64_t seed = 370;
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (int kind = 0; kind < 3; ++kind) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " kind " + std::to_string(kind));
+      const int64_t rows = 300, outcomes = 5000, n = 3;
+      NDArray p = random_array({rows, outcomes}, DType::Float64, seed++);
+      for (int64_t r = 0; r < rows; ++r) {
+        double s = 0;
+        for (int64_t m = 0; m < outcomes; ++m)
+          s += (p.data<double>()[r * outcomes + m] = std::abs(p.data<double>()[r * outcomes + m]));
+        for (int64_t m = 0; m < outcomes; ++m) p.data<double>()[r * outcomes + m] /= s;
+      }
+      NDArray u = random_array({rows * n}, DType::Float64, seed++);
+      for (int64_t i = 0; i < u.size(); ++i) u.data<double>()[i] = std::abs(u.data<double>()[i]) / 2;
+      Var P = variable(TensorType(dt, {false, false}), "p"), U = variable(TensorType(dt, {false}), "u");
+      std::shared_ptr<Op> op = kind == 0 ? std::shared_ptr<Op>(std::make_shared<MultinomialFromUniform>(DType::Int64))
+                                         : std::make_shared<ChoiceFromUniform>(DType::Int64, kind == 1);
+      Var z = apply_op1(op, {P, U, int_constant(n)});
+      Function fg = function({P, U}, {z}, on("cuda"));
+      EXPECT_TRUE(all_on_gpu(fg, "FromUniform")) << fg.debugprint();
+      EXPECT_ALLCLOSE(fg({p.astype(dt), u.astype(dt)})[0],
+                      function({P, U}, {z}, on("cpu"))({p.astype(dt), u.astype(dt)})[0], 0, 0);
+    }
+}
+
 TEST(CudaRun, SortAndArgsortMatchTheCpu) {
   REQUIRE_GPU();
   uint64_t seed = 300;

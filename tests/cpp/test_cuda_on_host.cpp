@@ -81,6 +81,12 @@ struct HostCumKernels {
   void (*offsets)(const void* args);
 };
 
+struct HostFromUniformKernel {
+  hypatia::DType pvals;
+  int which;  // cuda::FromUniform
+  void (*run)(const void* args);
+};
+
 // What a block-per-output kernel expects (one host thread: its block of one).
 #define __shared__
 inline void __syncthreads() {}
@@ -812,6 +818,47 @@ TEST(CudaKernelsOnHost, CumulativeSumsAndProductsAreTheCpusInChunksOrNot) {
         }
   EXPECT_EQ(checked, 6 * 8 * 4);
   EXPECT_EQ(chunked, 6 * 4 * 4);  // the four shapes of few long lines
+}
+
+TEST(CudaKernelsOnHost, MultinomialAndChoiceFromUniformsAreTheCpusDraws) {
+  // Rows of random probabilities (normalized), uniforms for n rounds: the counts and indices the
+  // CPU kernels give, bit for bit, with replacement and without (the rows renormalized).
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  int checked = 0;
+  uint64_t seed = 1000;
+  for (const HostFromUniformKernel& k : kHostFromUniformKernels)
+    for (auto [rows, outcomes, n] : {std::tuple{5, 7, 1}, std::tuple{3, 40, 4}, std::tuple{1, 1000, 3}}) {
+      const auto which = static_cast<cuda::FromUniform>(k.which);
+      SCOPED_TRACE(std::string(dtype_name(k.pvals)) + " kind " + std::to_string(k.which) + " rows " +
+                   std::to_string(rows) + " outcomes " + std::to_string(outcomes) + " n " + std::to_string(n));
+      NDArray p = testing::random_array({rows, outcomes}, DType::Float64, 0.0, 1.0, seed++);
+      for (int r = 0; r < rows; ++r) {
+        double s = 0;
+        for (int m = 0; m < outcomes; ++m) s += p.data<double>()[r * outcomes + m];
+        for (int m = 0; m < outcomes; ++m) p.data<double>()[r * outcomes + m] /= s;
+      }
+      const NDArray pv = p.astype(k.pvals);
+      const NDArray uv = testing::random_array({rows * n}, DType::Float64, 0.0, 1.0, seed++).astype(k.pvals);
+      Var P = variable(TensorType(k.pvals, {false, false}), "p"), U = variable(TensorType(k.pvals, {false}), "u");
+      Var N = variable(scalar_type(DType::Int64), "n");
+      std::shared_ptr<Op> op;
+      if (which == cuda::FromUniform::Multinomial)
+        op = std::make_shared<MultinomialFromUniform>(DType::Int64);
+      else
+        op = std::make_shared<ChoiceFromUniform>(DType::Int64, which == cuda::FromUniform::ChoiceWithReplacement);
+      const NDArray want = function({P, U, N}, {apply_op1(op, {P, U, N})}, cpu)({pv, uv, NDArray::scalar_int64(n)})[0];
+      NDArray got = NDArray::full(want.shape(), DType::Int64, 99.0);
+      NDArray scratch = pv.copy();  // (the rows the kernel renormalizes)
+      struct {
+        long long rows, outcomes, n;
+        unsigned long long p, u, z;
+      } a{rows, outcomes, n, ptr(scratch), ptr(uv), ptr(got)};
+      k.run(&a);
+      EXPECT_EQ(testing::compare_arrays(got, want, 0.0, 0.0), "");
+      ++checked;
+    }
+  EXPECT_EQ(checked, 2 * 3 * 3);
 }
 
 TEST(CudaKernelsOnHost, TheIm2colPathCutsTheBatchToItsBudgetAndRefusesSizesBeyondCublas) {

@@ -36,20 +36,6 @@ void mrg_uniform_run(const MRGUniform& op, const KernelArgs& args, const MrgGene
   if (work.data<int32_t>() != state.data<int32_t>()) state.assign(work);
 }
 
-namespace {
-
-void mrg_uniform_reference(const MRGUniform& op, const KernelArgs& args) {
-  mrg_uniform_run(op, args, [](int32_t* states, int64_t ns, float* f, double* d, int64_t n) {
-    if (f) mrg::generate(states, ns, 0, ns, f, n);
-    if (d) mrg::generate(states, ns, 0, ns, d, n);
-  });
-}
-
-/// pvals (rows, outcomes) and unis (rows * n) as doubles and the count n, checked.
-struct FromUniformInputs {
-  int64_t rows, outcomes, n;
-};
-
 FromUniformInputs check_from_uniform(const std::string& who, const KernelArgs& args) {
   const NDArray& pvals = *args.in[0];
   const NDArray& unis = *args.in[1];
@@ -60,6 +46,21 @@ FromUniformInputs check_from_uniform(const std::string& who, const KernelArgs& a
     fail<ValueError>(who, ": unis.shape[0] != pvals.shape[0] * n (", unis.shape(0), " uniforms for ", rows,
                      " rows and n = ", n, ")");
   return {rows, pvals.shape(1), n};
+}
+
+void check_choice_count(const ChoiceFromUniform& op, const FromUniformInputs& in) {
+  if (!op.replace && in.n > in.outcomes)
+    fail<ValueError>(op.name(), ": cannot sample without replacement ", in.n, " values from ", in.outcomes,
+                     " outcomes");
+}
+
+namespace {
+
+void mrg_uniform_reference(const MRGUniform& op, const KernelArgs& args) {
+  mrg_uniform_run(op, args, [](int32_t* states, int64_t ns, float* f, double* d, int64_t n) {
+    if (f) mrg::generate(states, ns, 0, ns, f, n);
+    if (d) mrg::generate(states, ns, 0, ns, d, n);
+  });
 }
 
 void multinomial_kernel(const MultinomialFromUniform& op, const KernelArgs& args) {
@@ -118,9 +119,7 @@ void choice_rows(const ChoiceFromUniform& op, const KernelArgs& args, const From
 
 void choice_kernel(const ChoiceFromUniform& op, const KernelArgs& args) {
   const FromUniformInputs in = check_from_uniform(op.name(), args);
-  if (!op.replace && in.n > in.outcomes)
-    fail<ValueError>(op.name(), ": cannot sample without replacement ", in.n, " values from ", in.outcomes,
-                     " outcomes");
+  check_choice_count(op, in);
   NDArray& z = prepare_output(*args.out[0], {in.rows, in.n}, op.odtype);
   z.fill(-1.0);
   dispatch_dtype(op.odtype, [&](auto otag) {

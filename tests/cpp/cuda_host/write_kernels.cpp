@@ -156,6 +156,17 @@ int main(int argc, char** argv) {
     cum_table += "    {" + dtype_enum(in) + ", " + ns + "_chunks::run, " + ns + "_offsets::run},\n";
   }
   out << cum_table << "};\n";
+  std::string fu_table = "inline const HostFromUniformKernel kHostFromUniformKernels[] = {\n";
+  for (DType p : {DType::Float32, DType::Float64})
+    for (auto [k, name] : {std::pair{cuda::FromUniform::Multinomial, "multinomial"},
+                           std::pair{cuda::FromUniform::ChoiceWithReplacement, "choice_replace"},
+                           std::pair{cuda::FromUniform::ChoiceWithoutReplacement, "choice"}}) {
+      const std::string ns = std::string(name) + "_" + std::string(dtype_name(p));
+      out << "namespace " << ns << " {\n" << host_form(cuda::from_uniform_source(p, p, DType::Int64, k));
+      out << "inline void run(const void* a) { hyp_from_uniform(*static_cast<const FuArgs*>(a)); }\n}\n";
+      fu_table += "    {" + dtype_enum(p) + ", " + std::to_string(static_cast<int>(k)) + ", " + ns + "::run},\n";
+    }
+  out << fu_table << "};\n";
   std::string labels_table = "inline const HostArangeKernel kHostCheckLabelsKernels[] = {\n";
   for (DType dt : {DType::Int64, DType::Int32, DType::UInt8, DType::UInt64}) {
     const std::string ns = "labels_" + std::string(dtype_name(dt));

@@ -73,6 +73,12 @@ enum class PoolKernel { Forward, MaxGrad, AverageGrad, MaxGradGrad };
 std::string pool_source(DType dt, const std::string& mode, PoolKernel which);
 /// MRG31k3p's generator kernel for samples of dtype dt (cuda_random_kernels.cpp).
 std::string mrg_source(DType dt);
+/// MultinomialFromUniform's and ChoiceFromUniform's kernel (cuda_random_kernels.cpp:
+/// hyp_from_uniform, a thread per row), for pvals, unis and output dtypes. Arguments: rows,
+/// outcomes, n, then the C-contiguous pvals (renormalized in place without replacement), unis
+/// and the output.
+enum class FromUniform { Multinomial, ChoiceWithReplacement, ChoiceWithoutReplacement };
+std::string from_uniform_source(DType pvals, DType unis, DType out, FromUniform which);
 /// SortOp's and ArgSortOp's kernels for a dtype (cuda_sort_kernels.cpp): hyp_sort_init,
 /// hyp_sort_pass (one step of sort_network.h's network) and hyp_sort_final.
 std::string sort_source(DType dt);
