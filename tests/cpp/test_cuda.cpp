@@ -163,7 +163,9 @@ TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyT
     ++compiled;
   }
   EXPECT_EQ(compiled, kNumDTypes - 1);
-  for (size_t size : {1, 2, 4, 8}) EXPECT_NO_THROW(cuda::check_source(cuda::repeat_source(size))) << size;
+  for (size_t size : {1, 2, 4, 8})
+    for (bool by_vector : {false, true})
+      EXPECT_NO_THROW(cuda::check_source(cuda::repeat_source(size, by_vector))) << size;
   const std::vector<DType> f64 = {DType::UInt64};
   EXPECT_NO_THROW(cuda::check_source(cuda::index_source(DType::Float64, f64, cuda::IndexKernel::ScatterAdd)));
   for (DType dt : {DType::Float32, DType::Float64})
@@ -746,13 +748,14 @@ TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {
   REQUIRE_GPU();
   Var x = matrix("x", DType::Float32), n = scalar("n", DType::Int64);
   const std::vector<Var> parts = split(x, std::vector<int64_t>{1, 3, 2}, 1);
-  std::vector<Out> outs = {parts[0],
-                           parts[1],
-                           parts[2],
-                           tile(x, {2, 1, 3}),
-                           tile(transpose(x), {2, 2}),
+  NDArray long_counts = NDArray::empty({500}, DType::Int64);
+  for (int64_t i = 0; i < 500; ++i) long_counts.data<int64_t>()[i] = i % 3;
+  std::vector<Out> outs = {parts[0], parts[1], parts[2], tile(x, {2, 1, 3}), tile(transpose(x), {2, 2}),
                            eye(n, constant(7.0, DType::Int64), constant(-1.0, DType::Int64), DType::Float32),
-                           repeat(repeat(x, 2, 0), 3, 1)};
+                           repeat(repeat(x, 2, 0), 3, 1),
+                           // by a vector of counts: short (in the launch's arguments), and long
+                           repeat(x, constant(NDArray::from_vector<int64_t>({0, 2, 1, 3, 1, 0})), 1),
+                           repeat(repeat(x, 100, 0), constant(long_counts), 0)};
   FunctionOptions oc = on("cpu"), og = on("cuda");
   Function fc = fn({x, n}, outs, oc), fg = fn({x, n}, outs, og);
   for (const auto& node : fg.toposort()) {

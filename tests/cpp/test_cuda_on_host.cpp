@@ -523,6 +523,32 @@ TEST(CudaKernelsOnHost, RepeatByOneCountIsTheCpus) {
   EXPECT_EQ(checked, 5 * 6 * 3 * 2);
 }
 
+TEST(CudaKernelsOnHost, RepeatByAVectorOfCountsIsTheCpus) {
+  // Counts with zeros, short (their running sums in the argument block) and long (in memory).
+  int checked = 0;
+  uint64_t seed = 1100;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Bool, DType::Int16})
+    for (const Shape& shape : {Shape{6}, Shape{3, 5}, Shape{2, 600}, Shape{700, 2}})
+      for (int axis = 0; axis < shape.size(); ++axis) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis));
+        const NDArray x = testing::random_array(shape, DType::Float64, -3.0, 3.0, seed++).astype(dt);
+        NDArray counts = NDArray::empty({shape[axis]}, DType::Int64);
+        for (int64_t j = 0; j < shape[axis]; ++j) counts.data<int64_t>()[j] = (j * 7 + seed) % 4;  // 0..3
+        Var xv = variable(TensorType::of_value(x), "x"), cv = variable(TensorType::of_value(counts), "c");
+        FunctionOptions cpu;
+        cpu.backend = "cpu";
+        const NDArray want = function({xv, cv}, {repeat(xv, cv, axis)}, cpu)({x, counts})[0];
+        NDArray got = NDArray::empty(want.shape(), dt);
+        const std::vector<int64_t> c(counts.data<int64_t>(), counts.data<int64_t>() + counts.size());
+        const std::vector<int64_t> ends = cuda::repeat_ends(c);
+        const std::vector<int64_t> a = cuda::repeat_args(x, got, axis, c, ends.data());
+        kHostRepeatByVectorKernels[itemsize(dt) - 1](a.data());
+        EXPECT_EQ(testing::compare_arrays(got, want, 0.0, 0.0), "");
+        ++checked;
+      }
+  EXPECT_EQ(checked, 4 * 7);
+}
+
 TEST(CudaKernelsOnHost, CrossentropyOfOneHotLabelsAndItsGradientAreTheCpus) {
   int checked = 0;
   for (const HostXentKernel& k : kHostXentKernels)

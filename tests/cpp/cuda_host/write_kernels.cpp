@@ -118,6 +118,13 @@ int main(int argc, char** argv) {
         << "inline void run(const void* a) { hyp_repeat(*static_cast<const RpArgs*>(a)); }\n}\n";
   out << "inline void (*const kHostRepeatKernels[])(const void*) = {repeat1::run, repeat2::run, nullptr, "
          "repeat4::run, nullptr, nullptr, nullptr, repeat8::run};\n";
+  for (size_t size : {1, 2, 4, 8})
+    out << "namespace repeat_by_vector" << size << " {\n"
+        << host_form(cuda::repeat_source(size, true))
+        << "inline void run(const void* a) { hyp_repeat(*static_cast<const RpArgs*>(a)); }\n}\n";
+  out << "inline void (*const kHostRepeatByVectorKernels[])(const void*) = {repeat_by_vector1::run, "
+         "repeat_by_vector2::run, nullptr, repeat_by_vector4::run, nullptr, nullptr, nullptr, "
+         "repeat_by_vector8::run};\n";
   std::string xent_table = "inline const HostXentKernel kHostXentKernels[] = {\n";
   for (auto [dt, label_dt] : {std::pair{DType::Float32, DType::Int64}, std::pair{DType::Float64, DType::Int32}})
     for (bool grad : {false, true}) {

@@ -99,8 +99,16 @@ std::string crossentropy_1hot_source(DType dt, DType label_dt, bool grad);
 std::string check_labels_source(DType label_dt);
 /// Repeat by one count r along `axis` (cuda_nnet_kernels.cpp: hyp_repeat): output element (.., i,
 /// ..) is input element (.., i / r, ..), copied as `itemsize` bytes (every dtype); its arguments.
-std::string repeat_source(size_t itemsize);
+/// `by_vector`: per input element along the axis its own count (the vector form of the arguments).
+inline constexpr int kRepeatInlineCounts = 448;
+std::string repeat_source(size_t itemsize, bool by_vector = false);
 std::vector<int64_t> repeat_args(const NDArray& x, const NDArray& out, int axis, int64_t r);
+/// The vector form: the counts' running sums in the block when they fit (kRepeatInlineCounts),
+/// else at `ends_at` in device memory (repeat_ends of the counts).
+std::vector<int64_t> repeat_args(const NDArray& x, const NDArray& out, int axis, const std::vector<int64_t>& counts,
+                                 const void* ends_at);
+/// ends[j] = counts[0] + ... + counts[j].
+std::vector<int64_t> repeat_ends(const std::vector<int64_t>& counts);
 /// CumOp's kernels (cuda_cum_kernels.cpp) for input dtype `in` and output `out`: hyp_cum_chunks
 /// (a thread per chunk of a line: its sum, or with `write` its outputs from the chunk's starting
 /// value) and hyp_cum_offsets (a thread per line: chunk sums to starting values, in place).

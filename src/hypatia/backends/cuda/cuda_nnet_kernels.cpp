@@ -196,24 +196,37 @@ class TileKernel final : public Kernel {
 };
 
 // ---- Repeat by one count (Theano's upsampling by x.repeat(2, axis)): each output element copied
-// from input element (.., i / r, ..) along the axis; a vector of counts runs on the CPU
+// from input element (.., i / r, ..) along the axis; by a vector of counts (read on the host), from
+// the input element whose copies cover i (a binary search of the counts' running sums, which
+// travel in the launch's argument block: a recording replays them; past kRepeatInlineCounts
+// entries they are copied to the device, and such a call is not recorded)
 
 class RepeatKernel final : public Kernel {
  public:
   explicit RepeatKernel(const Apply& node)
-      : op_(static_cast<const Repeat&>(*node.op)),
-        kernel_(get_kernel(repeat_source(itemsize(node.inputs[0]->type.dtype)), "hyp_repeat")) {}
+      : op_(static_cast<const Repeat&>(*node.op)), by_vector_(node.inputs[1]->type.ndim() == 1) {
+    kernel_ = get_kernel(repeat_source(itemsize(node.inputs[0]->type.dtype), by_vector_), "hyp_repeat");
+  }
   void run(const KernelArgs& a) override {
     Shape shape;
     const std::vector<int64_t> counts = kernel_util::repeat_counts(op_, a, &shape);
     NDArray& out = prepare_device_output(*a.out[0], shape, a.in[0]->dtype());
     if (out.size() == 0) return;
-    std::vector<int64_t> args = repeat_args(*a.in[0], out, op_.axis, counts.at(0));
+    if (!by_vector_) {
+      std::vector<int64_t> args = repeat_args(*a.in[0], out, op_.axis, counts.at(0));
+      launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
+      return;
+    }
+    NDArray ends;
+    if (counts.size() > static_cast<size_t>(kRepeatInlineCounts))
+      ends = NDArray::from_vector<int64_t>(repeat_ends(counts)).to_device(Device::cuda(0));
+    std::vector<int64_t> args = repeat_args(*a.in[0], out, op_.axis, counts, ends.valid() ? ends.raw() : nullptr);
     launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
   }
 
  private:
   const Repeat& op_;
+  bool by_vector_;
   cudaKernel_t kernel_ = nullptr;
 };
 
@@ -511,19 +524,35 @@ std::string read_index(DType dt) {
                              : "      const long long v = (long long)raw;\n";
 }
 
-std::string repeat_source(size_t itemsize) {
+std::string repeat_source(size_t itemsize, bool by_vector) {
   const char* T = itemsize == 1   ? "unsigned char"
                   : itemsize == 2 ? "unsigned short"
                   : itemsize == 4 ? "unsigned int"
                                   : "unsigned long long";
   const std::string D = std::to_string(kMaxDims);
   std::string s = "struct RpArgs { long long n, nd, axis, r, shape[" + D + "], ost[" + D + "], xst[" + D +
-                  "]; unsigned long long x, out; };\n";
+                  "]; unsigned long long x, out";
+  // By a vector of counts: their running sums (ends[j]: the output index after input j's
+  // copies), in the argument block when they fit, else in device memory at ends_at.
+  if (by_vector) s += "; long long count, ends_at, ends[" + std::to_string(kRepeatInlineCounts) + "]";
+  s += "; };\n";
   s += grid_stride_head("hyp_repeat", "RpArgs", "a.n");
+  if (by_vector)
+    s += "    const long long* ends = a.count <= " + std::to_string(kRepeatInlineCounts) +
+         " ? a.ends : (const long long*)a.ends_at;\n";
   s += "    long long q = t, xoff = 0, ooff = 0;\n";
   s += "    for (int d = (int)a.nd - 1; d >= 0; --d) {\n      const long long c = q % a.shape[d];\n"
-       "      q /= a.shape[d];\n      ooff += c * a.ost[d];\n      xoff += (d == a.axis ? c / a.r : c) * a.xst[d];\n"
-       "    }\n";
+       "      q /= a.shape[d];\n      ooff += c * a.ost[d];\n";
+  if (by_vector) {
+    // The input index along the axis: the first j whose copies end after c.
+    s += "      long long j = c;\n      if (d == a.axis) {\n        long long lo = 0, hi = a.count - 1;\n"
+         "        while (lo < hi) {\n          const long long mid = (lo + hi) / 2;\n"
+         "          if (ends[mid] > c) hi = mid; else lo = mid + 1;\n        }\n        j = lo;\n      }\n"
+         "      xoff += j * a.xst[d];\n";
+  } else {
+    s += "      xoff += (d == a.axis ? c / a.r : c) * a.xst[d];\n";
+  }
+  s += "    }\n";
   s += std::string("    *(") + T + "*)((char*)a.out + ooff) = *(const " + T + "*)((const char*)a.x + xoff);\n  }\n}\n";
   return s;
 }
@@ -536,6 +565,25 @@ std::vector<int64_t> repeat_args(const NDArray& x, const NDArray& out, int axis,
   a.push_back(ptr(x.raw()));
   a.push_back(ptr(out.raw()));
   return a;
+}
+
+std::vector<int64_t> repeat_args(const NDArray& x, const NDArray& out, int axis, const std::vector<int64_t>& counts,
+                                 const void* ends_at) {
+  std::vector<int64_t> a = repeat_args(x, out, axis, 1);
+  a.push_back(static_cast<int64_t>(counts.size()));
+  a.push_back(ptr(ends_at));
+  std::vector<int64_t> ends = repeat_ends(counts);
+  if (ends.size() > static_cast<size_t>(kRepeatInlineCounts)) ends.clear();
+  ends.resize(static_cast<size_t>(kRepeatInlineCounts), 0);
+  a.insert(a.end(), ends.begin(), ends.end());
+  return a;
+}
+
+std::vector<int64_t> repeat_ends(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> ends(counts.size());
+  int64_t total = 0;
+  for (size_t j = 0; j < counts.size(); ++j) ends[j] = total += counts[j];
+  return ends;
 }
 
 std::string eye_source(DType dt) {
@@ -664,14 +712,11 @@ void register_cuda_nnet_kernels() {
                                 2 * static_cast<const Tile&>(*node.op).reps.size() <= static_cast<size_t>(kMaxDims);
                        },
                    .recordable = true});
-  // Repeat: one count for every element (a 0-d repeats, read on the host), up to 12 axes.
+  // Repeat: one count for every element or a vector of counts (read on the host), up to 12 axes.
   register_kernel(
       b, typeid(Repeat),
       [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<RepeatKernel>(node); },
-      KernelTraits{.accepts =
-                       [](const Apply& node) {
-                         return node.inputs[1]->type.ndim() == 0 && node.inputs[0]->type.ndim() <= kMaxDims;
-                       },
+      KernelTraits{.accepts = [](const Apply& node) { return node.inputs[0]->type.ndim() <= kMaxDims; },
                    .host_inputs = {1},
                    .recordable = true});
   // Split: views of the input (the reference kernel's), the sizes read on the host.
