@@ -97,7 +97,23 @@ const Backend::Entry* Backend::own_entry(const Apply& node) const {
     if (it != kernels_.end()) e = &it->second;
   }
   if (e && e->traits.accepts && !e->traits.accepts(node)) return nullptr;
+  if (e && desc_.index_arithmetic_on_host && is_index_arithmetic(node)) return nullptr;
   return e;
+}
+
+bool is_index_arithmetic(const Apply& node) {
+  const Op& op = *node.op;
+  if (node.nout() == 0 || op.is_random() || op.has_side_effects() || op.moves_between_devices() ||
+      !op.inner_functions().empty() || !op.lazy_inputs().empty() || !op.destroy_map().empty())
+    return false;
+  auto integral = [](DType d) { return d == DType::Bool || is_integer(d); };
+  for (int k = 0; k < node.nout(); ++k) {
+    const TensorType& t = node.output_ptr(k)->type;
+    if (t.ndim() != 0 || !integral(t.dtype)) return false;
+  }
+  for (const Var& in : node.inputs)
+    if (in->type.ndim() > 1 || !integral(in->type.dtype)) return false;
+  return true;
 }
 
 const Backend* Backend::provider(const Apply& node) const {

@@ -77,6 +77,12 @@ class Backend {
     std::vector<rewrite::StorageDType> storage_dtypes;
     /// Records and replays device work (null: the backend cannot).
     std::shared_ptr<Recorder> recorder;
+    /// Index arithmetic runs on the fallback (the host): nodes whose outputs are all 0-d integers
+    /// (or bools) computed from integer values of at most one dimension (a shape's entries, a
+    /// loop's step count: is_index_arithmetic). A device backend whose results come back to the
+    /// host for such values (to size an output, to count a loop's steps) sets it: computed on the
+    /// device, each would cost a transfer and a wait per call.
+    bool index_arithmetic_on_host = false;
   };
 
   explicit Backend(Description d);
@@ -129,6 +135,11 @@ class Backend {
   mutable std::shared_mutex mu_;
   std::unordered_map<std::type_index, Entry> kernels_;
 };
+
+/// Whether `node` is index arithmetic (Description::index_arithmetic_on_host): every output 0-d of
+/// an integer or bool dtype, every input an integer or bool of at most one dimension, and the op
+/// neither random, with side effects, a transfer, nor one with inner functions or lazy inputs.
+bool is_index_arithmetic(const Apply& node);
 
 /// Registers a backend under its name (a second backend of one name is an error).
 void register_backend(std::unique_ptr<Backend> backend);

@@ -680,8 +680,10 @@ bool graph_runs_on_device(const Backend& backend, const std::vector<Var>& output
     if (!seen.insert(node).second) continue;
     const Backend* p = backend.provider(*node);
     if (!p) return false;
-    // (a shape reader reads its input where it lies: on the host or not, nothing moves)
-    if (p->device_kind() == DeviceKind::Host && !p->traits(*node)->any_device_inputs) return false;
+    // (a shape reader reads its input where it lies: nothing moves; index arithmetic runs on the
+    // host by the backend's choice, its scalars crossing)
+    if (p->device_kind() == DeviceKind::Host && !p->traits(*node)->any_device_inputs && !is_index_arithmetic(*node))
+      return false;
     for (const Var& in : node->inputs)
       if (in->owner) todo.push_back(in->owner);
   }

@@ -20,6 +20,7 @@
 #include "hypatia/core/ndarray.h"
 #include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/scan.h"
+#include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
 
 namespace hypatia::testing {
@@ -144,7 +145,8 @@ void register_backend_once(State& s) {
                                                      .fusable = cpu.rewrite_target().fusable,
                                                      .max_fusion_inputs = cpu.rewrite_target().max_fusion_inputs,
                                                      .max_fusion_outputs = cpu.rewrite_target().max_fusion_outputs,
-                                                     .storage_dtypes = cpu.storage_dtypes()}));
+                                                     .storage_dtypes = cpu.storage_dtypes(),
+                                                     .index_arithmetic_on_host = true}));
   // Every op the CPU runs, but the transfers (host code by definition) and the ops that run inner
   // functions or lazy inputs (their programs are compiled for the host): those stay on the CPU.
   KernelTraits traits;
@@ -158,6 +160,12 @@ void register_backend_once(State& s) {
     register_kernel(
         kEmulatedGpuBackend, t,
         [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<EmulatedKernel>(node); }, traits);
+  // Shape readers run on the host, as the CUDA backend's do (the reference kernels, reading only
+  // the shape of a device array): the stand-in has none of its own.
+  for (std::type_index t : {std::type_index(typeid(ShapeOp)), std::type_index(typeid(ShapeI))})
+    register_kernel(
+        kEmulatedGpuBackend, t, [](const Apply&) -> std::unique_ptr<Kernel> { return nullptr; },
+        KernelTraits{.accepts = [](const Apply&) { return false; }});
   KernelTraits checked = traits;
   checked.device_checks = true;
   register_kernel(

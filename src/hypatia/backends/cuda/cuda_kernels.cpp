@@ -665,7 +665,8 @@ void register_cuda_backend() {
       .max_fusion_outputs = 8,
       .default_for_device = true,
       .storage_dtypes = {rewrite::StorageDType{DType::Float16, DType::Float32}},
-      .recorder = make_cuda_recorder()}));
+      .recorder = make_cuda_recorder(),
+      .index_arithmetic_on_host = true}));
   const std::string_view b = kCudaBackend;
   register_kernel(
       b, typeid(Elemwise),
