@@ -9,8 +9,10 @@
 #include <unordered_set>
 
 #include "hypatia/backends/backend.h"
+#include "hypatia/backends/ifelse_kernels.h"
 #include "hypatia/core/cancel.h"
 #include "hypatia/core/error.h"
+#include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/scan.h"
 
 namespace hypatia {
@@ -688,6 +690,25 @@ bool graph_runs_on_device(const Backend& backend, const std::vector<Var>& output
       if (in->owner) todo.push_back(in->owner);
   }
   return true;
+}
+
+void register_device_control_flow(std::string_view backend, std::function<LoopMemory()> memory) {
+  KernelTraits loop;
+  loop.host_inputs = {0};  // the number of steps
+  loop.accepts = [name = std::string(backend)](const Apply& node) {
+    return graph_runs_on_device(get_backend(name), node.op->inner_functions().at(0).outputs);
+  };
+  register_kernel(
+      backend, typeid(Scan),
+      [memory](const Apply& node) { return make_scan_kernel(static_cast<const Scan&>(*node.op), memory()); }, loop);
+  register_kernel(
+      backend, typeid(ScanGrad),
+      [memory](const Apply& node) { return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), memory()); },
+      loop);
+  register_kernel(
+      backend, typeid(IfElse),
+      [](const Apply& node) { return make_ifelse_kernel(static_cast<const IfElse&>(*node.op)); },
+      KernelTraits{.host_inputs = {0}});
 }
 
 void register_scan_kernels() {

@@ -7,6 +7,8 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <string_view>
+#include <vector>
 
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/ndarray.h"
@@ -47,5 +49,10 @@ std::unique_ptr<Kernel> make_scan_grad_kernel(const ScanGrad& op, LoopMemory mem
 /// through a host fallback (shape readers aside): a device backend runs a loop only then, else
 /// the node and its body run on the host.
 bool graph_runs_on_device(const Backend& backend, const std::vector<Var>& outputs);
+/// Registers on the device backend named `backend` the control flow a device backend runs:
+/// Scan and ScanGrad with their buffers in `memory()` (the loops whose bodies run on its device,
+/// graph_runs_on_device; the step count read on the host) and IfElse (ifelse_kernels.h: the
+/// condition read on the host).
+void register_device_control_flow(std::string_view backend, std::function<LoopMemory()> memory);
 
 }  // namespace hypatia

@@ -12,14 +12,11 @@
 #include <vector>
 
 #include "hypatia/backends/backend.h"
-#include "hypatia/backends/ifelse_kernels.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/backends/scan_kernels.h"
 #include "hypatia/core/device.h"
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
-#include "hypatia/ops/ifelse.h"
-#include "hypatia/ops/scan.h"
 #include "hypatia/ops/shape.h"
 #include "hypatia/ops/subtensor.h"
 
@@ -185,30 +182,9 @@ void register_backend_once(State& s) {
         return std::make_unique<EmulatedKernel>(node);
       },
       checked);
-  // Scan and ScanGrad, as a device backend runs them: the loops' buffers in the stand-in's
+  // Scan, ScanGrad and IfElse as a device backend runs them: the loops' buffers in the stand-in's
   // memory, their bodies compiled for this backend with device arguments and outputs.
-  KernelTraits loop;
-  loop.host_inputs = {0};  // the number of steps
-  loop.accepts = [](const Apply& node) {
-    return graph_runs_on_device(get_backend(kEmulatedGpuBackend), node.op->inner_functions().at(0).outputs);
-  };
-  register_kernel(
-      kEmulatedGpuBackend, typeid(Scan),
-      [](const Apply& node) -> std::unique_ptr<Kernel> {
-        return make_scan_kernel(static_cast<const Scan&>(*node.op), emulated_loop_memory());
-      },
-      loop);
-  register_kernel(
-      kEmulatedGpuBackend, typeid(ScanGrad),
-      [](const Apply& node) -> std::unique_ptr<Kernel> {
-        return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), emulated_loop_memory());
-      },
-      loop);
-  // IfElse as a device backend runs it: the condition on the host, the branches where they are.
-  register_kernel(
-      kEmulatedGpuBackend, typeid(IfElse),
-      [](const Apply& node) { return make_ifelse_kernel(static_cast<const IfElse&>(*node.op)); },
-      KernelTraits{.host_inputs = {0}});
+  register_device_control_flow(kEmulatedGpuBackend, emulated_loop_memory);
   s.backend_registered = true;
 }
 

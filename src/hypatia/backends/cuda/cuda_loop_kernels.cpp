@@ -10,11 +10,8 @@
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
-#include "hypatia/backends/ifelse_kernels.h"
 #include "hypatia/backends/scan_kernels.h"
 #include "hypatia/ops/elemwise.h"
-#include "hypatia/ops/ifelse.h"
-#include "hypatia/ops/scan.h"
 
 namespace hypatia::cuda {
 namespace {
@@ -71,28 +68,6 @@ LoopMemory device_loop_memory() {
 
 }  // namespace
 
-void register_cuda_loop_kernels() {
-  KernelTraits traits;
-  traits.host_inputs = {0};  // the number of steps
-  traits.accepts = [](const Apply& node) {
-    return graph_runs_on_device(get_backend(kCudaBackend), node.op->inner_functions().at(0).outputs);
-  };
-  register_kernel(
-      kCudaBackend, typeid(Scan),
-      [](const Apply& node) -> std::unique_ptr<Kernel> {
-        return make_scan_kernel(static_cast<const Scan&>(*node.op), device_loop_memory());
-      },
-      traits);
-  register_kernel(
-      kCudaBackend, typeid(ScanGrad),
-      [](const Apply& node) -> std::unique_ptr<Kernel> {
-        return make_scan_grad_kernel(static_cast<const ScanGrad&>(*node.op), device_loop_memory());
-      },
-      traits);
-  register_kernel(
-      kCudaBackend, typeid(IfElse),
-      [](const Apply& node) { return make_ifelse_kernel(static_cast<const IfElse&>(*node.op)); },
-      KernelTraits{.host_inputs = {0}});
-}
+void register_cuda_loop_kernels() { register_device_control_flow(kCudaBackend, device_loop_memory); }
 
 }  // namespace hypatia::cuda
