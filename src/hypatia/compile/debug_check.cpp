@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "hypatia/core/cancel.h"
 #include "hypatia/core/error.h"
 
 namespace hypatia {
@@ -93,6 +94,8 @@ std::function<void(std::span<const NDArray>)> make_rewrite_check(const std::vect
     std::vector<NDArray> values;
     try {
       values = (*aux)(a);
+    } catch (const Cancelled&) {
+      throw;
     } catch (const Error&) {
       // A replaced value that cannot be computed on these arguments: one the call never computes
       // (a lazy branch not taken, say: the check computes every value), or one that fails the
