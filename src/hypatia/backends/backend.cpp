@@ -102,18 +102,18 @@ const Backend::Entry* Backend::own_entry(const Apply& node) const {
 }
 
 bool is_index_arithmetic(const Apply& node) {
-  const Op& op = *node.op;
-  if (node.nout() == 0 || op.is_random() || op.has_side_effects() || op.moves_between_devices() ||
-      !op.inner_functions().empty() || !op.lazy_inputs().empty() || !op.destroy_map().empty())
-    return false;
+  // The types first: they rule out nearly every node without building the op's lists.
   auto integral = [](DType d) { return d == DType::Bool || is_integer(d); };
+  if (node.nout() == 0) return false;
   for (int k = 0; k < node.nout(); ++k) {
     const TensorType& t = node.output_ptr(k)->type;
     if (t.ndim() != 0 || !integral(t.dtype)) return false;
   }
   for (const Var& in : node.inputs)
     if (in->type.ndim() > 1 || !integral(in->type.dtype)) return false;
-  return true;
+  const Op& op = *node.op;
+  return !op.is_random() && !op.has_side_effects() && !op.moves_between_devices() && op.inner_functions().empty() &&
+         op.lazy_inputs().empty() && op.destroy_map().empty();
 }
 
 const Backend* Backend::provider(const Apply& node) const {

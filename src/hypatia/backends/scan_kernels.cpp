@@ -673,12 +673,12 @@ std::unique_ptr<Kernel> make_scan_grad_kernel(const ScanGrad& op, LoopMemory mem
 
 bool graph_runs_on_device(const Backend& backend, const std::vector<Var>& outputs) {
   std::unordered_set<const Apply*> seen;
-  std::vector<const Apply*> todo;
+  std::vector<const Apply*> stack;
   for (const Var& v : outputs)
-    if (v->owner) todo.push_back(v->owner);
-  while (!todo.empty()) {
-    const Apply* node = todo.back();
-    todo.pop_back();
+    if (v->owner) stack.push_back(v->owner);
+  while (!stack.empty()) {
+    const Apply* node = stack.back();
+    stack.pop_back();
     if (!seen.insert(node).second) continue;
     const Backend* p = backend.provider(*node);
     if (!p) return false;
@@ -687,7 +687,7 @@ bool graph_runs_on_device(const Backend& backend, const std::vector<Var>& output
     if (p->device_kind() == DeviceKind::Host && !p->traits(*node)->any_device_inputs && !is_index_arithmetic(*node))
       return false;
     for (const Var& in : node->inputs)
-      if (in->owner) todo.push_back(in->owner);
+      if (in->owner) stack.push_back(in->owner);
   }
   return true;
 }

@@ -492,8 +492,8 @@ class ConvKernel final : public Kernel {
     if (cudnn_loadable(&why))
       cudnn_ = std::make_unique<CudnnConv>(which);
     else if (mode == "True")
-      fail<NotImplementedError>(op_.name(), ": dnn.enabled=True, but cuDNN cannot be used: ", why,
-                                " (dnn.enabled=auto runs convolutions through im2col and cuBLAS instead)");
+      fail<Error>(op_.name(), ": dnn.enabled=True, but cuDNN cannot be used: ", why,
+                  " (dnn.enabled=auto runs convolutions through im2col and cuBLAS instead)");
   }
 
   void run(const KernelArgs& a) override {
