@@ -40,6 +40,8 @@ if [ -f .devcarry/py.tgz ] && [ "${PY:-1}" = 1 ]; then
   HYPATIA_FLAGS=device=cuda timeout 120 python3 bench/cuda/python_gpu.py 2>&1 | tee "$OUT/python_gpu.txt"
   echo "python: $(( $(date +%s) - t0 )) s"
 fi
+# NVRTC's cold compile of 14 modules, one by one against the batch on this machine's cores.
+[ -x /tmp/h/bin/bench_nvrtc ] && timeout 60 /tmp/h/bin/bench_nvrtc 3 2>&1 | tee "$OUT/nvrtc.txt"
 timeout 240 /tmp/h/bin/bench_cuda 2>&1 | tee "$OUT/bench.txt"
 echo "bench: $(( $(date +%s) - t0 )) s"
 if [ "${ANCHORS:-1}" = 1 ]; then

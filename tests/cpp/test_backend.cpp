@@ -1,6 +1,7 @@
 // The open backend interface (backends/backend.h), device-aware arrays (core/device.h) and the
 // transfer ops (ops/transfer.h).
 #include <cstring>
+#include <thread>
 
 #include "backend_conformance.h"
 #include "hypatia/backends/backend.h"
@@ -91,6 +92,34 @@ TEST(Backends, ABackendWithAFallbackRunsGraphsAndItsOwnKernelsWin) {
   NDArray r = f({v})[0];
   EXPECT_EQ(own_runs, 1);
   EXPECT_EQ(r.get_flat(2), 3.0);  // its Elemwise kernel ran; DimShuffle came from the chain
+}
+
+TEST(Backends, ABackendIsToldWhenAFunctionsKernelsAreMadeAndItsErrorRaisesFromFunction) {
+  // The hook a device backend builds its kernels' code in (the CUDA backend's modules).
+  static int made = 0;
+  static bool fail = false;
+  static std::thread::id on;
+  static bool registered = [] {
+    register_backend(
+        std::make_unique<Backend>(Backend::Description{.name = "test_made", .fallback = "cpu", .kernels_made = [] {
+                                                         ++made;
+                                                         on = std::this_thread::get_id();
+                                                         if (fail) hypatia::fail<Error>("a module failed to build");
+                                                       }}));
+    return true;
+  }();
+  (void)registered;
+  Var x = vector("x");
+  FunctionOptions o;
+  o.backend = "test_made";
+  Function f = function({x}, {exp(x) + x}, o);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(on, std::this_thread::get_id());
+  EXPECT_ALLCLOSE(f({NDArray::from_vector<double>({1, 2})})[0],
+                  NDArray::from_vector<double>({1 + std::exp(1.0), 2 + std::exp(2.0)}));
+  fail = true;
+  EXPECT_ERROR(Error, function({x}, {exp(x) * x}, o), "a module failed to build");
+  fail = false;
 }
 
 int count_ops(const Function& f, const std::string& what) {

@@ -143,6 +143,12 @@ std::unique_ptr<Kernel> Backend::make_kernel(const Apply& node) const {
   return f(node);
 }
 
+void Backend::kernels_made() const {
+  int hops = 0;
+  for (const Backend* b = this; b && hops < 8; b = b->fallback(), ++hops)
+    if (b->desc_.kernels_made) b->desc_.kernels_made();
+}
+
 std::string Backend::chain_str() const {
   std::string chain = "'" + name() + "'";
   int hops = 0;

@@ -83,6 +83,10 @@ class Backend {
     /// host for such values (to size an output, to count a loop's steps) sets it: computed on the
     /// device, each would cost a transfer and a wait per call.
     bool index_arithmetic_on_host = false;
+    /// Called when a function's kernels are made (Program::make_frame), on the thread that made
+    /// them (null: nothing to do). A backend whose kernels request code to be built (the CUDA
+    /// backend's modules) builds it here, all at once, and throws its errors from function().
+    std::function<void()> kernels_made;
   };
 
   explicit Backend(Description d);
@@ -114,6 +118,9 @@ class Backend {
   /// Builds the kernel for `node` (from the first backend of the chain that has one); throws
   /// NotImplementedError naming the op and the backends asked when there is none.
   std::unique_ptr<Kernel> make_kernel(const Apply& node) const;
+  /// Tells this backend and its fallback chain that a function's kernels are made
+  /// (Description::kernels_made).
+  void kernels_made() const;
   /// "'cpu' (nor its fallback 'reference')": the backends asked for a kernel, for messages.
   std::string chain_str() const;
   /// The op types this backend itself has kernels for (not its fallback's).

@@ -203,6 +203,8 @@ std::unique_ptr<Program::Frame> Program::make_frame() const {
     for (int c : s.in) f->ptrs.push_back(&f->storage[c]);
     for (int c : s.out) f->ptrs.push_back(&f->storage[c]);
   }
+  backend->kernels_made();
+  if (debug_mode) oracle->kernels_made();
   if (profile) {
     f->seconds.assign(steps.size(), 0.0);
     f->cell_bytes.assign(constants.size(), 0);

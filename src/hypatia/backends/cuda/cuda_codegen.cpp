@@ -1,16 +1,22 @@
 #include "hypatia/backends/cuda/cuda_codegen.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/core/error.h"
@@ -422,17 +428,38 @@ std::string module_cache_dir() {
   return "/tmp/hypatia-cache";
 }
 
+/// A module to build: read from the disk cache and loaded, or compiled and loaded (once, by
+/// whichever thread first gets to it; the others wait).
+struct ModuleJob {
+  std::string key, source, what;  // (the source is dropped once built)
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false, done = false;
+  cudaLibrary_t lib = nullptr;
+  std::exception_ptr error;
+};
+
 namespace {
 
 struct ModuleCache {
   std::mutex mu;
-  std::unordered_map<std::string, cudaLibrary_t> libs;    // by key
-  std::unordered_map<std::string, cudaKernel_t> kernels;  // by key + '/' + name
+  std::unordered_map<std::string, cudaLibrary_t> libs;                  // by key
+  std::unordered_map<std::string, cudaKernel_t> kernels;                // by key + '/' + name
+  // By key: requested, not built (held by the refs: a module whose refs are all gone, as those of
+  // a function whose compile failed, is not built).
+  std::unordered_map<std::string, std::weak_ptr<ModuleJob>> pending;
   ModuleCacheStats stats;
+  ModuleLoader loader;  // (null functions: the CUDA runtime's)
 };
 ModuleCache& module_cache() {
   static ModuleCache* c = new ModuleCache();  // kept for the process: modules stay loaded
   return *c;
+}
+
+/// The modules the calling thread requested and has not built (build_requested_kernels).
+std::vector<std::weak_ptr<ModuleJob>>& requested() {
+  static thread_local std::vector<std::weak_ptr<ModuleJob>> jobs;
+  return jobs;
 }
 
 constexpr char kMagic[8] = {'H', 'Y', 'P', 'C', 'U', 'B', '1', '\0'};
@@ -453,8 +480,10 @@ std::vector<char> read_entry(const std::string& path) {
 bool write_entry(const std::string& dir, const std::string& path, const std::vector<char>& cubin) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  static std::atomic<uint64_t> serial{0};  // (threads of one process write at once)
   const std::string tmp = path + numbered(".tmp", ::getpid()) + "-" +
-                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "-" +
+                          std::to_string(serial.fetch_add(1));
   {
     std::ofstream f(tmp, std::ios::binary);
     if (!f) return false;
@@ -472,10 +501,125 @@ bool write_entry(const std::string& dir, const std::string& path, const std::vec
   return !ec;
 }
 
-bool load(const std::vector<char>& cubin, cudaLibrary_t* lib) {
+bool runtime_load(const std::vector<char>& cubin, cudaLibrary_t* lib) {
   if (cudaLibraryLoadData(lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0) == cudaSuccess) return true;
   cudaGetLastError();
   return false;
+}
+
+cudaKernel_t runtime_kernel(cudaLibrary_t lib, const char* name) {
+  cudaKernel_t k = nullptr;
+  check(cudaLibraryGetKernel(&k, lib, name), "cudaLibraryGetKernel");
+  return k;
+}
+
+/// The loader in use, with the runtime's functions where it names none (called under c.mu).
+ModuleLoader current_loader(const ModuleCache& c) {
+  ModuleLoader l = c.loader;
+  if (!l.load) l.load = runtime_load;
+  if (!l.kernel) l.kernel = runtime_kernel;
+  return l;
+}
+
+/// The module's key: a hash of the architecture, NVRTC's version and the source.
+std::string module_key(const std::string& source, int arch_) {
+  int major = 0, minor = 0;
+  nvrtc().version(&major, &minor);
+  const std::string salt = numbered("sm_", arch_) + numbered(" nvrtc ", major) + "." + std::to_string(minor) + "\n";
+  return hex(fnv1a(salt + source, 14695981039346656037ull)) + hex(std::hash<std::string>{}(salt + source));
+}
+
+/// Whether the loader is the CUDA runtime's (which needs a usable device), and its architecture.
+int loader_arch() {
+  ModuleCache& c = module_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.loader.load) return c.loader.arch;
+  }
+  require_available("CUDA kernel");
+  return arch();
+}
+
+/// The module's library: from the disk cache, else compiled by NVRTC (and written to the cache).
+cudaLibrary_t load_or_compile(const ModuleJob& j, const ModuleLoader& loader, int arch_) {
+  ModuleCache& c = module_cache();
+  const std::string dir = module_cache_dir() + "/cuda";
+  const std::string path = dir + "/" + j.key + ".cubin";
+  std::vector<char> cubin = read_entry(path);
+  cudaLibrary_t lib = nullptr;
+  if (!cubin.empty() && loader.load(cubin, &lib)) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    ++c.stats.disk_hits;
+    return lib;
+  }
+  const bool rejected = !cubin.empty();  // corrupt or stale: compiled again and replaced
+  const auto t0 = std::chrono::steady_clock::now();
+  cubin = compile_cubin(j.source, arch_);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const bool loaded = loader.load(cubin, &lib);
+  const bool written = loaded && write_entry(dir, path, cubin);
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.stats.disk_rejects += rejected;
+    c.stats.compile_seconds += seconds;
+    ++c.stats.compiles;
+    c.stats.disk_writes += written;
+  }
+  if (!loaded) fail<Error>("CUDA: the compiled module of kernel ", j.what, " could not be loaded");
+  return lib;
+}
+
+/// Builds `j` on the calling thread, or waits for the thread building it. Never throws: an error
+/// is kept in the job.
+void build(ModuleJob& j) {
+  {
+    std::unique_lock<std::mutex> lock(j.mu);
+    if (j.started) {
+      j.cv.wait(lock, [&] { return j.done; });
+      return;
+    }
+    j.started = true;
+  }
+  ModuleCache& c = module_cache();
+  cudaLibrary_t lib = nullptr;
+  std::exception_ptr error;
+  try {
+    const int arch_ = loader_arch();
+    ModuleLoader loader;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      loader = current_loader(c);
+    }
+    lib = load_or_compile(j, loader, arch_);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (!error) c.libs[j.key] = lib;  // (a module loaded again leaves the earlier one loaded: kernels may use it)
+    if (auto it = c.pending.find(j.key); it != c.pending.end()) {
+      const std::shared_ptr<ModuleJob> p = it->second.lock();
+      if (!p || p.get() == &j) c.pending.erase(it);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(j.mu);
+    j.lib = lib;
+    j.error = error;
+    j.done = true;
+    std::string().swap(j.source);
+  }
+  j.cv.notify_all();
+}
+
+/// The kernel `name` of a built module (cached by key and name).
+cudaKernel_t kernel_of(const std::string& key, cudaLibrary_t lib, const std::string& name) {
+  ModuleCache& c = module_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (auto it = c.kernels.find(key + "/" + name); it != c.kernels.end()) return it->second;
+  const cudaKernel_t k = current_loader(c).kernel(lib, name.c_str());
+  c.kernels[key + "/" + name] = k;
+  return k;
 }
 
 }  // namespace
@@ -486,43 +630,115 @@ ModuleCacheStats module_cache_stats() {
   return c.stats;
 }
 
-cudaKernel_t get_kernel(const std::string& source, const std::string& name, bool memory_cache) {
-  require_available("CUDA kernel");
+ModuleLoader set_module_loader(ModuleLoader loader) {
   ModuleCache& c = module_cache();
-  int major = 0, minor = 0;
-  nvrtc().version(&major, &minor);
-  const std::string salt = numbered("sm_", arch()) + numbered(" nvrtc ", major) + "." + std::to_string(minor) + "\n";
-  const std::string key =
-      hex(fnv1a(salt + source, 14695981039346656037ull)) + hex(std::hash<std::string>{}(salt + source));
   std::lock_guard<std::mutex> lock(c.mu);
-  if (auto it = c.kernels.find(key + "/" + name); memory_cache && it != c.kernels.end()) {
+  return std::exchange(c.loader, loader);
+}
+
+int compile_threads() {
+  static const int n = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    return std::clamp(cpus, 1, 8);
+  }();
+  return n;
+}
+
+KernelRef request_kernel(const std::string& source, const std::string& name) {
+  const std::string key = module_key(source, loader_arch());
+  KernelRef ref;
+  ref.s_ = std::make_shared<KernelRef::State>();
+  ref.s_->name = name;
+  ModuleCache& c = module_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (auto it = c.kernels.find(key + "/" + name); it != c.kernels.end()) {
     ++c.stats.memory_hits;
-    return it->second;
+    ref.s_->kernel.store(it->second, std::memory_order_relaxed);
+    return ref;
   }
-  cudaLibrary_t lib = nullptr;
-  if (auto it = c.libs.find(key); memory_cache && it != c.libs.end()) {
-    lib = it->second;
+  if (auto it = c.libs.find(key); it != c.libs.end()) {
     ++c.stats.memory_hits;
+    const cudaKernel_t k = current_loader(c).kernel(it->second, name.c_str());
+    c.kernels[key + "/" + name] = k;
+    ref.s_->kernel.store(k, std::memory_order_relaxed);
+    return ref;
+  }
+  std::weak_ptr<ModuleJob>& slot = c.pending[key];
+  std::shared_ptr<ModuleJob> job = slot.lock();
+  if (job) {
+    ++c.stats.memory_hits;  // being built, or requested by another kernel
   } else {
-    const std::string dir = module_cache_dir() + "/cuda";
-    const std::string path = dir + "/" + key + ".cubin";
-    std::vector<char> cubin = read_entry(path);
-    if (!cubin.empty() && load(cubin, &lib)) {
-      ++c.stats.disk_hits;
-    } else {
-      if (!cubin.empty()) ++c.stats.disk_rejects;  // corrupt or stale: compiled again and replaced
-      const auto t0 = std::chrono::steady_clock::now();
-      cubin = compile_cubin(source, arch());
-      c.stats.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      ++c.stats.compiles;
-      if (!load(cubin, &lib)) fail<Error>("CUDA: the compiled module of kernel ", name, " could not be loaded");
-      if (write_entry(dir, path, cubin)) ++c.stats.disk_writes;
-    }
-    c.libs[key] = lib;  // (a module loaded again leaves the earlier one loaded: kernels may use it)
+    job = std::make_shared<ModuleJob>();
+    job->key = key;
+    job->source = source;
+    job->what = name;
+    slot = job;
   }
-  cudaKernel_t k = nullptr;
-  check(cudaLibraryGetKernel(&k, lib, name.c_str()), "cudaLibraryGetKernel");
-  c.kernels[key + "/" + name] = k;
+  ref.s_->job = job;
+  auto& mine = requested();
+  if (mine.size() >= 256)  // (a thread that never builds its requests: keep the list short)
+    std::erase_if(mine, [](const std::weak_ptr<ModuleJob>& w) {
+      const std::shared_ptr<ModuleJob> j = w.lock();
+      if (!j) return true;
+      std::lock_guard<std::mutex> l(j->mu);
+      return j->done;
+    });
+  mine.push_back(job);
+  return ref;
+}
+
+cudaKernel_t KernelRef::resolve() const {
+  ModuleJob& j = *s_->job;
+  build(j);
+  if (j.error) std::rethrow_exception(j.error);
+  const cudaKernel_t k = kernel_of(j.key, j.lib, s_->name);
+  s_->kernel.store(k, std::memory_order_release);
+  return k;
+}
+
+void build_requested_kernels() {
+  std::vector<std::shared_ptr<ModuleJob>> jobs;
+  for (const auto& w : requested())
+    if (auto j = w.lock()) jobs.push_back(std::move(j));  // (gone: its kernels were dropped)
+  requested().clear();
+  if (jobs.empty()) return;
+  std::sort(jobs.begin(), jobs.end());
+  jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
+  // NVRTC is thread-safe and each program is independent: the modules compile at once, each
+  // thread taking the next one; the calling thread is one of them.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) build(*jobs[i]);
+  };
+  std::vector<std::thread> threads;
+  const size_t n = std::min<size_t>(jobs.size(), static_cast<size_t>(compile_threads()));
+  for (size_t t = 1; t < n; ++t) {
+    try {
+      threads.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: fewer build
+    }
+  }
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const auto& j : jobs)
+    if (j->error) std::rethrow_exception(j->error);
+}
+
+cudaKernel_t get_kernel(const std::string& source, const std::string& name, bool memory_cache) {
+  if (memory_cache) return request_kernel(source, name).get();
+  ModuleJob j;  // built again, from disk or NVRTC, whatever the memory cache holds
+  j.key = module_key(source, loader_arch());
+  j.source = source;
+  j.what = name;
+  build(j);
+  if (j.error) std::rethrow_exception(j.error);
+  ModuleCache& c = module_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  const cudaKernel_t k = current_loader(c).kernel(j.lib, name.c_str());
+  c.kernels[j.key + "/" + name] = k;
   return k;
 }
 

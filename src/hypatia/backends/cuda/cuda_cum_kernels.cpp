@@ -67,8 +67,8 @@ class CumKernelImpl final : public Kernel {
  public:
   explicit CumKernelImpl(const Apply& node) : op_(static_cast<const CumOp&>(*node.op)) {
     const DType in = node.inputs[0]->type.dtype, out = cum_out_dtype(op_, in);
-    chunks_ = get_kernel(cum_source(in, out, CumKernel::Chunks), "hyp_cum_chunks");
-    offsets_ = get_kernel(cum_source(in, out, CumKernel::Offsets), "hyp_cum_offsets");
+    chunks_ = request_kernel(cum_source(in, out, CumKernel::Chunks), "hyp_cum_chunks");
+    offsets_ = request_kernel(cum_source(in, out, CumKernel::Offsets), "hyp_cum_offsets");
   }
   void run(const KernelArgs& a) override {
     const NDArray& in = *a.in[0];
@@ -110,7 +110,7 @@ class CumKernelImpl final : public Kernel {
 
  private:
   const CumOp& op_;
-  cudaKernel_t chunks_ = nullptr, offsets_ = nullptr;
+  KernelRef chunks_, offsets_;
 };
 
 /// Every dtype but float16 (whose cumulative ops run on the CPU).

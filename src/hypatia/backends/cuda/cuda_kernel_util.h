@@ -32,10 +32,11 @@ void launch(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* wh
 NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype);
 
 /// The two generated kernels of an elementwise spec (compiled, or found in the module caches):
-/// the contiguous one when the module is made, the strided one, which takes NVRTC about twice as
-/// long (its index arithmetic), when an operand first needs it (most graphs never do).
+/// the contiguous one requested when the module is made (built with the function's other
+/// modules), the strided one, which takes NVRTC about twice as long (its index arithmetic), when
+/// an operand first needs it (most graphs never do).
 struct ElemModule {
-  cudaKernel_t contiguous = nullptr;
+  KernelRef contiguous;
   std::string what;
 
   ElemModule() = default;

@@ -51,7 +51,8 @@ NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype) {
 
 ElemModule::ElemModule(const ElemSpec& spec, const std::string& label)
     : what(label), strided_source_(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Strided)) {
-  contiguous = get_kernel(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Contiguous), "hyp_elem_c");
+  contiguous =
+      request_kernel(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Contiguous), "hyp_elem_c");
 }
 
 cudaKernel_t ElemModule::strided() const {
@@ -216,7 +217,7 @@ class ReduceKernel final : public Kernel {
  public:
   ReduceKernel(const Apply& node, ReduceKind kind, std::vector<int> axes, const ElemSpec& spec, DType out)
       : op_(*node.op), kind_(kind), axes_(std::move(axes)), out_(out), pattern_(node) {
-    kernel_ = get_kernel(table_prefix() + reduce_source(kind, spec, out, "hyp_reduce"), "hyp_reduce");
+    kernel_ = request_kernel(table_prefix() + reduce_source(kind, spec, out, "hyp_reduce"), "hyp_reduce");
   }
   void run(const KernelArgs& a) override {
     // The elementwise shape (a Reduce's input's own), then each input's strides split into the
@@ -272,7 +273,7 @@ class ReduceKernel final : public Kernel {
   std::vector<int> axes_;
   DType out_;
   BroadcastPattern pattern_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 /// ArgReduce (argmax, argmin): a block per output over the reduced axes (the one axis, or all of
@@ -280,7 +281,7 @@ class ReduceKernel final : public Kernel {
 class ArgReduceKernel final : public Kernel {
  public:
   explicit ArgReduceKernel(const Apply& node) : op_(static_cast<const ArgReduce&>(*node.op)) {
-    kernel_ = get_kernel(arg_reduce_source(node.inputs[0]->type.dtype, op_.is_max), "hyp_argreduce");
+    kernel_ = request_kernel(arg_reduce_source(node.inputs[0]->type.dtype, op_.is_max), "hyp_argreduce");
   }
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
@@ -302,7 +303,7 @@ class ArgReduceKernel final : public Kernel {
 
  private:
   const ArgReduce& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 bool reduce_accepts(const Apply& node) {
@@ -666,7 +667,8 @@ void register_cuda_backend() {
       .default_for_device = true,
       .storage_dtypes = {rewrite::StorageDType{DType::Float16, DType::Float32}},
       .recorder = make_cuda_recorder(),
-      .index_arithmetic_on_host = true}));
+      .index_arithmetic_on_host = true,
+      .kernels_made = build_requested_kernels}));
   const std::string_view b = kCudaBackend;
   register_kernel(
       b, typeid(Elemwise),

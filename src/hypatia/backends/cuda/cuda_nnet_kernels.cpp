@@ -81,7 +81,7 @@ std::string softmax_source(DType dt, bool log) {
 class SoftmaxKernel final : public Kernel {
  public:
   explicit SoftmaxKernel(const Apply& node) : op_(static_cast<const Softmax&>(*node.op)) {
-    kernel_ = get_kernel(table_prefix() + softmax_source(node.inputs[0]->type.dtype, op_.log), "hyp_softmax");
+    kernel_ = request_kernel(table_prefix() + softmax_source(node.inputs[0]->type.dtype, op_.log), "hyp_softmax");
   }
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
@@ -97,7 +97,7 @@ class SoftmaxKernel final : public Kernel {
 
  private:
   const Softmax& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 bool softmax_accepts(const Apply& node) {
@@ -127,7 +127,7 @@ class AllocKernel final : public Kernel {
 class ARangeKernel final : public Kernel {
  public:
   explicit ARangeKernel(const Apply& node) : op_(static_cast<const ARange&>(*node.op)) {
-    kernel_ = get_kernel(arange_source(op_.dtype), "hyp_arange");
+    kernel_ = request_kernel(arange_source(op_.dtype), "hyp_arange");
   }
   void run(const KernelArgs& a) override {
     const kernel_util::ArangePlan p = kernel_util::arange_plan(op_, a);
@@ -141,7 +141,7 @@ class ARangeKernel final : public Kernel {
 
  private:
   const ARange& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 // ---- Eye: the shape read on the host (its three 0-d inputs), each element written on the device
@@ -149,7 +149,7 @@ class ARangeKernel final : public Kernel {
 class EyeKernel final : public Kernel {
  public:
   explicit EyeKernel(const Apply& node) : op_(static_cast<const Eye&>(*node.op)) {
-    kernel_ = get_kernel(eye_source(op_.dtype), "hyp_eye");
+    kernel_ = request_kernel(eye_source(op_.dtype), "hyp_eye");
   }
   void run(const KernelArgs& a) override {
     const kernel_util::EyeShape e = kernel_util::eye_shape(op_, a);
@@ -161,7 +161,7 @@ class EyeKernel final : public Kernel {
 
  private:
   const Eye& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 // ---- Tile: the output seen as (repetition, length) pairs of axes, written from the input
@@ -205,7 +205,7 @@ class RepeatKernel final : public Kernel {
  public:
   explicit RepeatKernel(const Apply& node)
       : op_(static_cast<const Repeat&>(*node.op)), by_vector_(node.inputs[1]->type.ndim() == 1) {
-    kernel_ = get_kernel(repeat_source(itemsize(node.inputs[0]->type.dtype), by_vector_), "hyp_repeat");
+    kernel_ = request_kernel(repeat_source(itemsize(node.inputs[0]->type.dtype), by_vector_), "hyp_repeat");
   }
   void run(const KernelArgs& a) override {
     Shape shape;
@@ -227,7 +227,7 @@ class RepeatKernel final : public Kernel {
  private:
   const Repeat& op_;
   bool by_vector_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 // ---- CheckLabels: the shapes checked on the host, the labels on the device; the output is the
@@ -236,7 +236,7 @@ class RepeatKernel final : public Kernel {
 class CheckLabelsKernel final : public Kernel {
  public:
   explicit CheckLabelsKernel(const Apply& node) : op_(*node.op) {
-    kernel_ = get_kernel(check_labels_source(node.inputs[1]->type.dtype), "hyp_check_labels");
+    kernel_ = request_kernel(check_labels_source(node.inputs[1]->type.dtype), "hyp_check_labels");
   }
   void run(const KernelArgs& a) override {
     const NDArray &coding = *a.in[0], &labels = *a.in[1];
@@ -254,7 +254,7 @@ class CheckLabelsKernel final : public Kernel {
 
  private:
   const Op& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
   DeviceCheckBlock check_;
 };
 
@@ -266,9 +266,9 @@ class Crossentropy1HotKernel final : public Kernel {
  public:
   Crossentropy1HotKernel(const Apply& node, bool grad) : op_(*node.op), grad_(grad) {
     const size_t first = grad ? 1 : 0;
-    kernel_ =
-        get_kernel(crossentropy_1hot_source(node.inputs[first]->type.dtype, node.inputs[first + 1]->type.dtype, grad),
-                   "hyp_xent1hot");
+    kernel_ = request_kernel(
+        crossentropy_1hot_source(node.inputs[first]->type.dtype, node.inputs[first + 1]->type.dtype, grad),
+        "hyp_xent1hot");
   }
   void run(const KernelArgs& a) override {
     const size_t first = grad_ ? 1 : 0;
@@ -303,7 +303,7 @@ class Crossentropy1HotKernel final : public Kernel {
  private:
   const Op& op_;
   bool grad_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
   DeviceCheckBlock check_;
 };
 
@@ -371,8 +371,8 @@ void raise_index_error(const Op& op, DeviceCheckBlock& b) {
 class AdvancedSubtensorKernel final : public Kernel {
  public:
   explicit AdvancedSubtensorKernel(const Apply& node) : op_(*node.op) {
-    kernel_ =
-        get_kernel(index_source(node.inputs[0]->type.dtype, index_dtypes(node, 1), IndexKernel::Gather), "hyp_index");
+    kernel_ = request_kernel(index_source(node.inputs[0]->type.dtype, index_dtypes(node, 1), IndexKernel::Gather),
+                             "hyp_index");
   }
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
@@ -388,15 +388,15 @@ class AdvancedSubtensorKernel final : public Kernel {
 
  private:
   const Op& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
   DeviceCheckBlock check_;
 };
 
 class AdvancedIncSubtensorKernel final : public Kernel {
  public:
   explicit AdvancedIncSubtensorKernel(const Apply& node) : op_(static_cast<const IncSubtensor&>(*node.op)) {
-    kernel_ = get_kernel(index_source(node.inputs[0]->type.dtype, index_dtypes(node, 2), IndexKernel::ScatterAdd),
-                         "hyp_index");
+    kernel_ = request_kernel(index_source(node.inputs[0]->type.dtype, index_dtypes(node, 2), IndexKernel::ScatterAdd),
+                             "hyp_index");
   }
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
@@ -430,7 +430,7 @@ class AdvancedIncSubtensorKernel final : public Kernel {
 
  private:
   const IncSubtensor& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
   DeviceCheckBlock check_;
 };
 

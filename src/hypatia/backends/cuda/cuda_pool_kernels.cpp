@@ -106,7 +106,7 @@ namespace {
 class PoolKernelBase : public Kernel {
  protected:
   PoolKernelBase(const Apply& node, const PoolParams& p, PoolKernel which) : p_(p) {
-    kernel_ = get_kernel(table_prefix() + pool_source(node.inputs[0]->type.dtype, p.mode, which), "hyp_pool");
+    kernel_ = request_kernel(table_prefix() + pool_source(node.inputs[0]->type.dtype, p.mode, which), "hyp_pool");
   }
   /// Launches over n elements with x, the pooled max m, gz and the output y.
   void launch_pool(const pool_geometry::Geometry& g, int64_t n, const NDArray* x, const NDArray* m, const NDArray* gz,
@@ -122,7 +122,7 @@ class PoolKernelBase : public Kernel {
   static NDArray contiguous(const NDArray& a) { return a.is_c_contiguous() ? a : device_copy(a); }
 
   PoolParams p_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 class PoolForwardKernel final : public PoolKernelBase {

@@ -80,8 +80,9 @@ class FromUniformKernel final : public Kernel {
              : choice->replace ? FromUniform::ChoiceWithReplacement
                                : FromUniform::ChoiceWithoutReplacement;
     const DType odtype = choice ? choice->odtype : static_cast<const MultinomialFromUniform&>(*node.op).odtype;
-    kernel_ = get_kernel(from_uniform_source(node.inputs[0]->type.dtype, node.inputs[1]->type.dtype, odtype, which_),
-                         "hyp_from_uniform");
+    kernel_ =
+        request_kernel(from_uniform_source(node.inputs[0]->type.dtype, node.inputs[1]->type.dtype, odtype, which_),
+                       "hyp_from_uniform");
     odtype_ = odtype;
   }
   void run(const KernelArgs& a) override {
@@ -110,7 +111,7 @@ class FromUniformKernel final : public Kernel {
   const Op& op_;
   FromUniform which_;
   DType odtype_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 bool from_uniform_accepts(const Apply& node) {
@@ -121,7 +122,7 @@ bool from_uniform_accepts(const Apply& node) {
 class MrgKernel final : public Kernel {
  public:
   explicit MrgKernel(const Apply& node) : op_(static_cast<const MRGUniform&>(*node.op)) {
-    kernel_ = get_kernel(mrg_source(op_.dtype), "hyp_mrg");
+    kernel_ = request_kernel(mrg_source(op_.dtype), "hyp_mrg");
   }
   void run(const KernelArgs& a) override {
     const NDArray& rstate = *a.in[0];
@@ -145,7 +146,7 @@ class MrgKernel final : public Kernel {
 
  private:
   const MRGUniform& op_;
-  cudaKernel_t kernel_ = nullptr;
+  KernelRef kernel_;
 };
 
 }  // namespace

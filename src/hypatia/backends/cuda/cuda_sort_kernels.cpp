@@ -56,9 +56,9 @@ class SortKernel final : public Kernel {
  public:
   SortKernel(const Apply& node, int axis, bool indices) : axis_(axis), indices_(indices) {
     const std::string src = table_prefix() + sort_source(node.inputs[0]->type.dtype);
-    init_ = get_kernel(src, "hyp_sort_init");
-    pass_ = get_kernel(src, "hyp_sort_pass");
-    final_ = get_kernel(src, "hyp_sort_final");
+    init_ = request_kernel(src, "hyp_sort_init");
+    pass_ = request_kernel(src, "hyp_sort_pass");
+    final_ = request_kernel(src, "hyp_sort_final");
   }
   void run(const KernelArgs& a) override {
     const NDArray& in = *a.in[0];
@@ -96,7 +96,7 @@ class SortKernel final : public Kernel {
  private:
   int axis_;
   bool indices_;
-  cudaKernel_t init_ = nullptr, pass_ = nullptr, final_ = nullptr;
+  KernelRef init_, pass_, final_;
 };
 
 /// Every dtype but float16, which sorts on the CPU.

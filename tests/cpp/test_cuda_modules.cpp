@@ -1,0 +1,201 @@
+// The CUDA backend's module caches and their parallel build (backends/cuda/cuda_codegen.h:
+// request_kernel, build_requested_kernels), run here without a GPU: NVRTC compiles for real, and
+// a stand-in loader (cuda::set_module_loader) takes the place of the CUDA runtime's library
+// loading. test_cuda.cpp runs the same caches on a GPU.
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "test_cuda_util.h"
+
+namespace hypatia {
+namespace {
+
+/// What the stand-in loader saw: the threads that loaded modules, and how many it loaded.
+struct LoaderLog {
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  int loads = 0, rejected = 0;
+};
+LoaderLog& log() {
+  static LoaderLog l;
+  return l;
+}
+
+/// Accepts an ELF image (a cubin) and refuses anything else, as the runtime does a corrupt one.
+bool stand_in_load(const std::vector<char>& cubin, cudaLibrary_t* lib) {
+  LoaderLog& l = log();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (cubin.size() < 4 || std::memcmp(cubin.data(),
+                                      "\x7f"
+                                      "ELF",
+                                      4) != 0) {
+    ++l.rejected;
+    return false;
+  }
+  l.threads.insert(std::this_thread::get_id());
+  *lib = reinterpret_cast<cudaLibrary_t>(static_cast<uintptr_t>(++l.loads));
+  return true;
+}
+
+/// A kernel handle that names its library and kernel: (library << 32) + a hash of the name.
+cudaKernel_t stand_in_kernel(cudaLibrary_t lib, const char* name) {
+  const auto h = static_cast<uint32_t>(std::hash<std::string>{}(name) | 1);
+  return reinterpret_cast<cudaKernel_t>((reinterpret_cast<uintptr_t>(lib) << 32) + h);
+}
+uintptr_t library_of(cudaKernel_t k) { return reinterpret_cast<uintptr_t>(k) >> 32; }
+
+/// The stand-in loader and a fresh cache folder for one test; both undone after it.
+class StandInModules {
+ public:
+  StandInModules() {
+    previous_ = cuda::set_module_loader({stand_in_load, stand_in_kernel, 90});
+    dir_ = std::filesystem::temp_directory_path() /
+           ("hypatia-modules-" + std::to_string(::getpid()) + "-" + std::to_string(++serial_));
+    setenv("HYPATIA_CACHE_DIR", dir_.c_str(), 1);
+    std::lock_guard<std::mutex> lock(log().mu);
+    log().threads.clear();
+  }
+  ~StandInModules() {
+    cuda::set_module_loader(previous_);
+    unsetenv("HYPATIA_CACHE_DIR");
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+  /// A small kernel `name` whose source no other test (or run of this one) has asked for.
+  std::string source(const std::string& name, const std::string& body = "x[threadIdx.x] += 1.0f;") const {
+    return "// " + dir_.string() + "\nextern \"C\" __global__ void " + name + "(float* x) { " + body + " }\n";
+  }
+
+ private:
+  cuda::ModuleLoader previous_;
+  std::filesystem::path dir_;
+  static inline int serial_ = 0;
+};
+
+TEST(CudaModules, ABatchCompilesEachModuleOnceOnSeveralThreadsAndTheCachesServeItAfter) {
+  REQUIRE_NVRTC();
+  StandInModules m;
+  // Four modules, the first with two kernels; one kernel asked for twice.
+  const std::string two = m.source("k_a") + "extern \"C\" __global__ void k_b(float* x) { x[0] = 2.0f; }\n";
+  const cuda::ModuleCacheStats s0 = cuda::module_cache_stats();
+  std::vector<cuda::KernelRef> refs = {cuda::request_kernel(two, "k_a"),
+                                       cuda::request_kernel(two, "k_b"),
+                                       cuda::request_kernel(m.source("k_c"), "k_c"),
+                                       cuda::request_kernel(m.source("k_d"), "k_d"),
+                                       cuda::request_kernel(m.source("k_e"), "k_e"),
+                                       cuda::request_kernel(m.source("k_e"), "k_e")};
+  const cuda::ModuleCacheStats s1 = cuda::module_cache_stats();
+  EXPECT_EQ(s1.compiles, s0.compiles);            // nothing built yet
+  EXPECT_EQ(s1.memory_hits, s0.memory_hits + 2);  // k_b and the second k_e join a requested module
+  cuda::build_requested_kernels();
+  const cuda::ModuleCacheStats s2 = cuda::module_cache_stats();
+  EXPECT_EQ(s2.compiles, s1.compiles + 4);
+  EXPECT_EQ(s2.disk_writes, s1.disk_writes + 4);
+  EXPECT_EQ(s2.disk_hits, s1.disk_hits);
+  {
+    std::lock_guard<std::mutex> lock(log().mu);
+    EXPECT_EQ(static_cast<int>(log().threads.size()), std::min(cuda::compile_threads(), 4));
+  }
+  // Every ref resolves to its own kernel, of its module's library.
+  std::set<cudaKernel_t> distinct;
+  for (const auto& r : refs) distinct.insert(r.get());
+  EXPECT_EQ(distinct.size(), 5u);
+  EXPECT_EQ(library_of(refs[0].get()), library_of(refs[1].get()));
+  EXPECT_NE(refs[0].get(), refs[1].get());
+  EXPECT_EQ(refs[4].get(), refs[5].get());
+  EXPECT_EQ(cuda::module_cache_stats().compiles, s2.compiles);  // get() built nothing more
+  // Asked again: a memory hit, resolved at once; from disk when the memory cache is passed by.
+  const cuda::KernelRef again = cuda::request_kernel(m.source("k_c"), "k_c");
+  EXPECT_EQ(cuda::module_cache_stats().memory_hits, s2.memory_hits + 1);
+  EXPECT_EQ(again.get(), refs[2].get());
+  cuda::get_kernel(m.source("k_d"), "k_d", /*memory_cache=*/false);
+  const cuda::ModuleCacheStats s3 = cuda::module_cache_stats();
+  EXPECT_EQ(s3.disk_hits, s2.disk_hits + 1);
+  EXPECT_EQ(s3.compiles, s2.compiles);
+  cuda::build_requested_kernels();  // nothing left to build
+  EXPECT_EQ(cuda::module_cache_stats().compiles, s3.compiles);
+}
+
+TEST(CudaModules, ACompileErrorRaisesFromTheBatchAndTheOtherModulesStillBuild) {
+  REQUIRE_NVRTC();
+  StandInModules m;
+  const std::string bad = m.source("k_bad", "x[threadIdx.x] = undeclared_name;");
+  const cuda::KernelRef good = cuda::request_kernel(m.source("k_good"), "k_good");
+  const cuda::KernelRef broken = cuda::request_kernel(bad, "k_bad");
+  const cuda::ModuleCacheStats s0 = cuda::module_cache_stats();
+  EXPECT_ERROR(InternalError, cuda::build_requested_kernels(), "undeclared_name");
+  EXPECT_EQ(cuda::module_cache_stats().compiles, s0.compiles + 1);  // the good one
+  EXPECT_NE(good.get(), nullptr);
+  EXPECT_ERROR(InternalError, broken.get(), "NVRTC could not compile a generated kernel");
+  // Not cached as broken: asked again, it is compiled again (and fails again).
+  const cuda::KernelRef retry = cuda::request_kernel(bad, "k_bad");
+  EXPECT_ERROR(InternalError, retry.get(), "undeclared_name");
+}
+
+TEST(CudaModules, ARefNeverBuiltInABatchBuildsItsModuleOnFirstUse) {
+  REQUIRE_NVRTC();
+  StandInModules m;
+  const cuda::KernelRef ref = cuda::request_kernel(m.source("k_lazy"), "k_lazy");
+  const int64_t compiles = cuda::module_cache_stats().compiles;
+  EXPECT_NE(ref.get(), nullptr);
+  EXPECT_EQ(cuda::module_cache_stats().compiles, compiles + 1);
+  cuda::build_requested_kernels();  // already built: nothing to do
+  EXPECT_EQ(cuda::module_cache_stats().compiles, compiles + 1);
+  EXPECT_EQ(cuda::KernelRef().get(), nullptr);
+}
+
+TEST(CudaModules, ThreadsAskingForOneModuleAtOnceCompileItOnce) {
+  REQUIRE_NVRTC();
+  StandInModules m;
+  const std::string src = m.source("k_shared");
+  const int64_t compiles = cuda::module_cache_stats().compiles;
+  std::vector<cudaKernel_t> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const cuda::KernelRef ref = cuda::request_kernel(src, "k_shared");
+      cuda::build_requested_kernels();
+      got[t] = ref.get();
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(cuda::module_cache_stats().compiles, compiles + 1);
+  for (cudaKernel_t k : got) EXPECT_EQ(k, got[0]);
+}
+
+TEST(CudaModules, ACorruptCacheEntryIsCompiledAgainAndReplaced) {
+  REQUIRE_NVRTC();
+  StandInModules m;
+  const std::string src = m.source("k_entry");
+  cuda::get_kernel(src, "k_entry");
+  const auto dir = m.dir() / "cuda";
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  // A whole entry whose module the loader refuses (its header intact, its cubin not an image).
+  {
+    std::fstream f(entries[0], std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(16);
+    f.write("garbage!", 8);
+  }
+  const cuda::ModuleCacheStats s0 = cuda::module_cache_stats();
+  cuda::get_kernel(src, "k_entry", /*memory_cache=*/false);
+  const cuda::ModuleCacheStats s1 = cuda::module_cache_stats();
+  EXPECT_EQ(s1.disk_rejects, s0.disk_rejects + 1);
+  EXPECT_EQ(s1.compiles, s0.compiles + 1);
+  cuda::get_kernel(src, "k_entry", /*memory_cache=*/false);
+  EXPECT_EQ(cuda::module_cache_stats().disk_hits, s1.disk_hits + 1);  // replaced
+  // A truncated entry is no entry: compiled again.
+  std::filesystem::resize_file(entries[0], 20);
+  cuda::get_kernel(src, "k_entry", /*memory_cache=*/false);
+  EXPECT_EQ(cuda::module_cache_stats().compiles, s1.compiles + 1);
+}
+
+}  // namespace
+}  // namespace hypatia
