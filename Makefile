@@ -33,7 +33,7 @@ build-asan: deps
 
 # ThreadSanitizer: the tests of concurrent calls (jacobian's sub-program from four threads too), cancellation, lazy steps and the thread pool, and the kernel
 # suites that run on the pool (with its size threshold lowered so that they do).
-TSAN_TESTS ?= RuntimeCalls.*:Cancel.*:ThreadPool.*:Reduce.*:Nnet.*:BlasMatmul.*:TileProgram.*:FusionReduce.*:Subtensor.*:Grad.Jacobian*:*Lazy*:MRG.*:Scan.*
+TSAN_TESTS ?= RuntimeCalls.*:Cancel.*:ThreadPool.*:Reduce.*:Nnet.*:BlasMatmul.*:TileProgram.*:FusionReduce.*:Subtensor.*:Grad.Jacobian*:*Lazy*:MRG.*:Scan.*:CudaModules.*
 build-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHYPATIA_TSAN=ON -DHYPATIA_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target hypatia_tests

@@ -355,6 +355,41 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
   EXPECT_EQ(traced, 2);
 }
 
+TEST(Placement, IndexArithmeticMadeInPlaceAfterPlacementStaysOnTheHost) {
+  // The gradient of a mean divides by a count computed from shape entries (sub, int_div, neg,
+  // maximum of 0-d integers): placement puts that arithmetic on the host; the in-place pass, which
+  // runs after it, makes those nodes in place. They must stay on the host: the device's kernel
+  // would be handed host scalars (the emulated GPU's kernels refuse a host input).
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;
+  Var x = matrix("x", DType::Float32);
+  Var y = vector("y", DType::Int64);
+  Var w = shared(NDArray::from_vector<float>({0.5f, -1, 2, 0.25f, 1, -0.5f}).reshape({2, 3}), "w");
+  Var cost = mean(categorical_crossentropy(softmax(dot(x, w)), y));
+  Var g = grad(cost, std::vector<Var>{w})[0];
+  Function f = function({x, y}, {cost, g}, o);
+  const auto nodes = f.toposort();
+  const auto devices = f.node_devices();
+  int index_arithmetic = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Apply& n = *nodes[i];
+    if (n.op->destroy_map().empty() || n.nout() != 1 || n.output_ptr(0)->type.ndim() != 0 ||
+        !is_integer(n.output_ptr(0)->type.dtype))
+      continue;
+    ++index_arithmetic;
+    EXPECT_EQ(devices[i], Device::host()) << n.op->name();
+  }
+  EXPECT_GE(index_arithmetic, 1);
+  const NDArray xv = NDArray::from_vector<float>({1, 2, -1, 0.5f, 3, 1, 0, -2}).reshape({4, 2});
+  const NDArray yv = NDArray::from_vector<int64_t>({0, 2, 1, 2});
+  FunctionOptions cpu;
+  Function fc = function({x, y}, {cost, g}, cpu);
+  const auto got = f({xv, yv}), want = fc({xv, yv});
+  EXPECT_ALLCLOSE(got[0], want[0], 1e-6);
+  EXPECT_ALLCLOSE(got[1], want[1], 1e-6);
+}
+
 /// The device of the first node of `op_name` in f's schedule.
 Device device_of(const Function& f, const std::string& op_name) {
   const auto nodes = f.toposort();

@@ -113,7 +113,7 @@ bool is_index_arithmetic(const Apply& node) {
     if (in->type.ndim() > 1 || !integral(in->type.dtype)) return false;
   const Op& op = *node.op;
   return !op.is_random() && !op.has_side_effects() && !op.moves_between_devices() && op.inner_functions().empty() &&
-         op.lazy_inputs().empty() && op.destroy_map().empty();
+         op.lazy_inputs().empty();
 }
 
 const Backend* Backend::provider(const Apply& node) const {

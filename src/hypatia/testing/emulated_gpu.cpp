@@ -41,17 +41,22 @@ NDArray retag(const NDArray& a, Device d) {
 }
 
 /// The node's CPU kernel on the stand-in's memory: its inputs viewed as host arrays, its outputs
-/// (new buffers, or views and in-place results over the inputs) seen as device arrays.
+/// (new buffers, or views and in-place results over the inputs) seen as device arrays. Strict as
+/// a device's kernel is: an input on the host is placement's error (InternalError), not read.
 class EmulatedKernel final : public Kernel {
  public:
-  explicit EmulatedKernel(const Apply& node) : cpu_(get_backend("cpu").make_kernel(node)) {}
+  explicit EmulatedKernel(const Apply& node) : cpu_(get_backend("cpu").make_kernel(node)), op_(node.op->name()) {}
   void run(const KernelArgs& a) override {
     Device device = Device::cuda(0);
     std::vector<NDArray> in, out;
     in.reserve(a.in.size());
     out.reserve(a.out.size());
-    for (const NDArray* x : a.in) {
-      if (x->valid() && !x->on_host()) device = x->device();
+    for (size_t i = 0; i < a.in.size(); ++i) {
+      const NDArray* x = a.in[i];
+      if (x->valid() && x->on_host())
+        fail<InternalError>(op_, " on the emulated GPU: input ", i, " is a host array (", x->describe(),
+                            "); placement should have moved it to the device");
+      if (x->valid()) device = x->device();
       in.push_back(retag(*x, Device::host()));
     }
     for (const NDArray* x : a.out) out.push_back(retag(*x, Device::host()));
@@ -64,6 +69,7 @@ class EmulatedKernel final : public Kernel {
 
  private:
   std::unique_ptr<Kernel> cpu_;
+  std::string op_;
 };
 
 /// Advanced indexing by integer vectors on the leading axes, as the CUDA backend runs it
