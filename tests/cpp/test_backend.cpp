@@ -7,6 +7,7 @@
 #include "hypatia/backends/backend.h"
 #include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/scan.h"
+#include "hypatia/runtime/program.h"
 #include "hypatia/testing/emulated_gpu.h"
 #include "test_util.h"
 
@@ -355,11 +356,11 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
   EXPECT_EQ(traced, 2);
 }
 
-TEST(Placement, IndexArithmeticMadeInPlaceAfterPlacementStaysOnTheHost) {
+TEST(Placement, IndexArithmeticMadeInPlaceStaysOnTheHost) {
   // The gradient of a mean divides by a count computed from shape entries (sub, int_div, neg,
-  // maximum of 0-d integers): placement puts that arithmetic on the host; the in-place pass, which
-  // runs after it, makes those nodes in place. They must stay on the host: the device's kernel
-  // would be handed host scalars (the emulated GPU's kernels refuse a host input).
+  // maximum of 0-d integers). The in-place pass, which runs before placement, makes those nodes in
+  // place; they are index arithmetic all the same, and run on the host: on the device each call
+  // would copy a shape entry there and compute the count with four launches.
   EmulatedGpu gpu;
   FunctionOptions o;
   o.backend = hypatia::testing::kEmulatedGpuBackend;
@@ -388,6 +389,28 @@ TEST(Placement, IndexArithmeticMadeInPlaceAfterPlacementStaysOnTheHost) {
   const auto got = f({xv, yv}), want = fc({xv, yv});
   EXPECT_ALLCLOSE(got[0], want[0], 1e-6);
   EXPECT_ALLCLOSE(got[1], want[1], 1e-6);
+}
+
+TEST(Placement, AStepReadingAValueOnTheOtherSideIsAnInternalErrorAtCompileTime) {
+  // Program::finalize checks where each step's inputs are against where its kernel reads them: a
+  // device kernel handed a host argument would meet a bad address on a GPU. A schedule built by
+  // hand (placement never makes one): exp on the emulated GPU reading the host argument directly.
+  EmulatedGpu gpu;
+  Var x = vector("x", DType::Float64);
+  Var e = exp(x);
+  Program p;
+  p.backend = &get_backend(hypatia::testing::kEmulatedGpuBackend);
+  p.cell_kind = {CellKind::Input, CellKind::Intermediate};
+  p.constants.resize(2);
+  p.inputs.push_back(Program::InputSlot{.cell = 0, .type = x->type, .name = "x"});
+  Program::Step st;
+  st.node = e->owner->shared_from_this();
+  st.in = {0};
+  st.out = {1};
+  p.steps.push_back(st);
+  EXPECT_ERROR(InternalError, p.finalize(),
+               "placement left input 0 (an argument) in cpu memory, but the kernel that runs it (backend "
+               "'emulated_gpu') reads it in cuda:0 memory");
 }
 
 /// The device of the first node of `op_name` in f's schedule.

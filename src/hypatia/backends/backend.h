@@ -146,8 +146,7 @@ class Backend {
 /// Whether `node` is index arithmetic (Description::index_arithmetic_on_host): every output 0-d of
 /// an integer or bool dtype, every input an integer or bool of at most one dimension, and the op
 /// neither random, with side effects, a transfer, nor one with inner functions or lazy inputs.
-/// Whether the op works in place does not count: placement decides before the in-place pass, and
-/// a node made in place after it must keep its side.
+/// Whether the op works in place does not count (the in-place pass runs before placement).
 bool is_index_arithmetic(const Apply& node);
 
 /// Registers a backend under its name (a second backend of one name is an error).

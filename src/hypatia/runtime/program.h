@@ -173,6 +173,10 @@ class Program final : public InnerProgram {
   void run_steps(Frame& f, size_t begin, size_t end, bool replay = false);
   void run_step(Frame& f, size_t t);
   void check_input_devices(const Step& st, const KernelArgs& a) const;
+  /// At compile time: every step's inputs are where its kernel reads them (InternalError naming
+  /// the op and the input otherwise: a placement error, which a device would meet as a bad
+  /// address).
+  void check_placement() const;
   /// Runs step t's lazy kernel, computing the inputs it asks for.
   void run_lazy_step(Frame& f, size_t t);
   /// Computes cell c if a deferred step produces it and has not run in this call.
