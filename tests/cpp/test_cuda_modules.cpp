@@ -1,7 +1,9 @@
 // The CUDA backend's module caches and their parallel build (backends/cuda/cuda_codegen.h:
 // request_kernel, build_requested_kernels), run here without a GPU: NVRTC compiles for real, and
 // a stand-in loader (cuda::set_module_loader) takes the place of the CUDA runtime's library
-// loading. test_cuda.cpp runs the same caches on a GPU.
+// loading. test_cuda.cpp runs the same caches on a GPU. With device memory stood in by host
+// memory too (the emulated GPU's), whole functions compile for the CUDA backend: its placement,
+// fusion, kernels and generated modules for every sample of the OpInfo table, in CI.
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +13,8 @@
 #include <set>
 #include <thread>
 
+#include "backend_conformance.h"
+#include "hypatia/testing/emulated_gpu.h"
 #include "test_cuda_util.h"
 
 namespace hypatia {
@@ -195,6 +199,33 @@ TEST(CudaModules, ACorruptCacheEntryIsCompiledAgainAndReplaced) {
   std::filesystem::resize_file(entries[0], 20);
   cuda::get_kernel(src, "k_entry", /*memory_cache=*/false);
   EXPECT_EQ(cuda::module_cache_stats().compiles, s1.compiles + 1);
+}
+
+TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAGpu) {
+  REQUIRE_NVRTC();
+  if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.OpInfo* compile and run the table on it";
+  StandInModules modules;
+  testing::EmulatedGpu memory;           // device arrays in host memory (constants placed on the device)
+  testing::DebugChecks no_debug(false);  // (DebugMode is refused on a device backend)
+  // Compiled only: the same compile errors as the CPU's (none where the CPU compiles), placement
+  // consistent with every kernel's traits (Program::finalize), every kernel made and every
+  // generated module compiled by NVRTC.
+  const cuda::ModuleCacheStats s0 = cuda::module_cache_stats();
+  const testing::Conformance fwd = testing::compare_op_infos_with_cpu("cuda", /*run=*/false);
+  EXPECT_EQ(fwd.failures, "");
+  EXPECT_GT(fwd.compared, 3000);
+  EXPECT_GT(fwd.on_device, 3000);
+  const testing::Conformance grads = testing::compare_op_info_gradients_with_cpu("cuda", /*run=*/false);
+  EXPECT_EQ(grads.failures, "");
+  EXPECT_GT(grads.compared, 1000);
+  EXPECT_GT(grads.on_device, 3000);
+  const cuda::ModuleCacheStats s1 = cuda::module_cache_stats();
+  EXPECT_GT(s1.compiles - s0.compiles, 50);
+  std::printf(
+      "OpInfo compiled for the CUDA backend: %d samples (%d nodes on it), %d gradients (%d nodes), %lld "
+      "modules (NVRTC %.1f s)\n",
+      fwd.compared, fwd.on_device, grads.compared, grads.on_device, static_cast<long long>(s1.compiles - s0.compiles),
+      s1.compile_seconds - s0.compile_seconds);
 }
 
 }  // namespace

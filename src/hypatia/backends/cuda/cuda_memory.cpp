@@ -190,12 +190,16 @@ CheckSlots& check_slots() {
 
 }  // namespace
 
-DeviceCheckBlock::DeviceCheckBlock()
-    : device_(device_allocator().allocate(kWords * sizeof(long long))), host_(check_slots().take()) {
-  clear();
+void DeviceCheckBlock::ensure() {
+  if (host_) return;
+  device_ = device_allocator().allocate(kWords * sizeof(long long));
+  host_ = check_slots().take();
+  check(cudaMemsetAsync(device_.get(), 0, kWords * sizeof(long long), stream()),
+        "clearing a device check (cudaMemsetAsync)");
 }
 
 DeviceCheckBlock::~DeviceCheckBlock() {
+  if (!host_) return;
   // A copy queued into the host words may still be pending: wait before the slot is reused. (At
   // exit the runtime may be gone: the slot is then never reused, and nothing may throw here.)
   try {
@@ -207,18 +211,20 @@ DeviceCheckBlock::~DeviceCheckBlock() {
 }
 
 void DeviceCheckBlock::clear() {
+  ensure();
   check(cudaMemsetAsync(device_.get(), 0, kWords * sizeof(long long), stream()),
         "clearing a device check (cudaMemsetAsync)");
 }
 
 bool DeviceCheckBlock::take_failure(long long (&words)[kWords]) {
-  if (host_[0] == 0) return false;
+  if (!host_ || host_[0] == 0) return false;
   std::memcpy(words, host_, sizeof(words));
   std::memset(host_, 0, sizeof(words));
   return true;
 }
 
 void DeviceCheckBlock::fetch() {
+  ensure();
   check(cudaMemcpyAsync(host_, device_.get(), kWords * sizeof(long long), cudaMemcpyDeviceToHost, stream()),
         "reading a device check (cudaMemcpyAsync)");
 }

@@ -68,12 +68,15 @@ void set_allocation_sink(std::vector<std::shared_ptr<void>>* sink);
 class DeviceCheckBlock {
  public:
   static constexpr int kWords = 4;
-  DeviceCheckBlock();
+  DeviceCheckBlock() = default;  // (its memory is taken at the first use: compiling touches no device)
   ~DeviceCheckBlock();
   DeviceCheckBlock(const DeviceCheckBlock&) = delete;
   DeviceCheckBlock& operator=(const DeviceCheckBlock&) = delete;
   /// The device words (a kernel argument).
-  unsigned long long device() const { return reinterpret_cast<unsigned long long>(device_.get()); }
+  unsigned long long device() {
+    ensure();
+    return reinterpret_cast<unsigned long long>(device_.get());
+  }
   /// Queues the clearing of the device words (before the kernel).
   void clear();
   /// Queues their copy to the host words (after the kernel).
@@ -83,6 +86,9 @@ class DeviceCheckBlock {
   bool take_failure(long long (&words)[kWords]);
 
  private:
+  /// Takes the device and host words (cleared) if it has none yet.
+  void ensure();
+
   std::shared_ptr<void> device_;
   long long* host_ = nullptr;
 };
