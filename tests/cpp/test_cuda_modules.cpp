@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backend_conformance.h"
+#include "hypatia/ops/scan.h"
 #include "hypatia/testing/emulated_gpu.h"
 #include "test_cuda_util.h"
 
@@ -226,6 +227,74 @@ TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAG
       "modules (NVRTC %.1f s)\n",
       fwd.compared, fwd.on_device, grads.compared, grads.on_device, static_cast<long long>(s1.compiles - s0.compiles),
       s1.compile_seconds - s0.compile_seconds);
+}
+
+TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGpu) {
+  REQUIRE_NVRTC();
+  if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.* compile and run these on it";
+  StandInModules modules;
+  testing::EmulatedGpu memory;
+  testing::DebugChecks no_debug(false);
+  using testing::on;
+  using testing::transfers;
+  // Seed 000: 4, 3, 2 and 0 transfers per call as the operands become shared variables.
+  auto f32 = [](const Shape& sh, uint64_t seed) { return testing::seeded_array(sh, DType::Float32, seed); };
+  Var m = matrix("m", DType::Float32), x = matrix("x", DType::Float32), b = matrix("b", DType::Float32);
+  Var ms = shared(f32({8, 8}, 1), "ms"), xs = shared(f32({8, 8}, 2), "xs"), bs = shared(f32({8, 8}, 3), "bs");
+  EXPECT_EQ(transfers(function({m, x, b}, {add(dot(m, x), b)}, on("cuda"))), 4);
+  EXPECT_EQ(transfers(function({x, b}, {add(dot(ms, x), b)}, on("cuda"))), 3);
+  EXPECT_EQ(transfers(function({b}, {add(dot(ms, xs), b)}, on("cuda"))), 2);
+  EXPECT_EQ(transfers(function({}, {Out(device_from_host(add(dot(ms, xs), bs), Device::cuda(0)), true)}, on("cuda"))),
+            0);
+  // The MLP training step of bench_cuda (batch and labels in shared variables, the cost kept on
+  // the device): every node on the GPU but the index arithmetic (the batch's size for the mean)
+  // and the shape entries it reads, which the host computes; one transfer per call, the count
+  // the mean divides by (its cast and the division run on the device).
+  Var xb = shared(f32({16, 12}, 4), "xb");
+  Var yb = shared(NDArray::zeros({16}, DType::Int64), "yb");
+  std::vector<Var> params;
+  Var h = xb;
+  const int sizes[] = {12, 8, 8, 3};
+  for (int l = 0; l < 3; ++l) {
+    Var w = shared(f32({sizes[l], sizes[l + 1]}, 10 + l), "W"), bias = shared(f32({sizes[l + 1]}, 20 + l), "b");
+    params.push_back(w);
+    params.push_back(bias);
+    Var a = add(dot(h, w), bias);
+    h = l < 2 ? tanh(a) : softmax(a);
+  }
+  Var cost = mean(categorical_crossentropy(h, yb));
+  std::vector<Var> g = grad(cost, params);
+  FunctionOptions o = on("cuda");
+  for (size_t i = 0; i < params.size(); ++i)
+    o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.01, DType::Float32)))});
+  Function step = function({}, {Out(device_from_host(cost, Device::cuda(0)), true)}, o);
+  const auto nodes = step.toposort();
+  const auto devices = step.node_devices();
+  int host_nodes = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Apply& n = *nodes[i];
+    if (n.op->moves_between_devices() || devices[i] == Device::cuda(0)) continue;
+    ++host_nodes;
+    EXPECT_TRUE(n.nout() == 1 && n.output_ptr(0)->type.ndim() == 0 && is_integer(n.output_ptr(0)->type.dtype))
+        << n.op->name() << " runs on the host";
+  }
+  EXPECT_GE(host_nodes, 2);
+  EXPECT_EQ(transfers(step), 1) << step.debugprint();
+  // An RNN: the scan runs on the device, its body compiled for it.
+  Var W = shared(f32({6, 6}, 30), "W");
+  Var seq = variable(TensorType(DType::Float32, {false, false}), "seq");
+  Var h0 = variable(TensorType(DType::Float32, {false}), "h0");
+  Var U = variable(TensorType(DType::Float32, {false, false}), "U");
+  auto outs = scan([](const std::vector<Var>& a) { return std::vector<Var>{tanh(dot(a[2], a[1]) + dot(a[3], a[0]))}; },
+                   {seq}, {h0}, {W, U});
+  Function rnn = function({seq, h0, U}, {outs[0]}, on("cuda"));
+  int scans = 0;
+  for (const auto& n : rnn.toposort())
+    if (n->op->name() == "Scan") {
+      ++scans;
+      EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda");
+    }
+  EXPECT_EQ(scans, 1);
 }
 
 }  // namespace
