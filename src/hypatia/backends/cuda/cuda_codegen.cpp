@@ -529,7 +529,8 @@ std::string module_key(const std::string& source, int arch_) {
   return hex(fnv1a(salt + source, 14695981039346656037ull)) + hex(std::hash<std::string>{}(salt + source));
 }
 
-/// Whether the loader is the CUDA runtime's (which needs a usable device), and its architecture.
+/// The architecture modules are compiled for: the stand-in loader's, else device 0's (which must
+/// be usable: NotImplementedError naming why otherwise).
 int loader_arch() {
   ModuleCache& c = module_cache();
   {
