@@ -6,6 +6,7 @@
 // fusion, kernels and generated modules for every sample of the OpInfo table, in CI.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "backend_conformance.h"
+#include "graph_fuzz.h"
 #include "hypatia/ops/scan.h"
 #include "hypatia/testing/emulated_gpu.h"
 #include "test_cuda_util.h"
@@ -295,6 +297,49 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
       EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda");
     }
   EXPECT_EQ(scans, 1);
+}
+
+TEST(CudaCompile, RandomGraphsCompileForTheCudaBackendWhereTheyCompileForTheCpu) {
+  // The graph fuzzer's graphs (every op family, scan, ifelse, gradients, shared updates) compiled
+  // for the CUDA backend without running: its rewrites, placement and kernels must take every
+  // graph the CPU's take. HYPATIA_FUZZ_GRAPHS=N runs more.
+  REQUIRE_NVRTC();
+  if (cuda::available()) GTEST_SKIP() << "a GPU is present";
+  StandInModules modules;
+  testing::EmulatedGpu memory;
+  testing::DebugChecks no_debug(false);
+  const char* env = std::getenv("HYPATIA_FUZZ_GRAPHS");
+  const uint64_t n = env && *env ? std::strtoull(env, nullptr, 10) : (testing::kSanitizerBuild ? 10 : 40);
+  int compiled = 0, failures = 0;
+  for (uint64_t seed = 1; seed <= n && failures < 5; ++seed) {
+    testing::FuzzSource src(seed);
+    const testing::FuzzGraph g = testing::build_fuzz_graph(src);
+    auto compile = [&](const std::string& backend) -> std::string {
+      FunctionOptions o;
+      o.backend = backend;
+      o.on_unused_input = "ignore";
+      o.updates = g.updates;
+      try {
+        function(std::vector<In>(g.inputs.begin(), g.inputs.end()),
+                 std::vector<Out>(g.outputs.begin(), g.outputs.end()), o);
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+      return "";
+    };
+    const std::string cpu = compile("cpu");
+    if (!cpu.empty()) continue;  // (a graph the CPU refuses: the fuzzer's own test covers it)
+    const std::string gpu = compile("cuda");
+    if (gpu.empty()) {
+      ++compiled;
+    } else {
+      ++failures;
+      ADD_FAILURE() << "graph seed " << seed
+                    << " compiles for the CPU but not for the CUDA backend: " << gpu.substr(0, 600) << "\n"
+                    << g.describe();
+    }
+  }
+  EXPECT_GT(compiled, static_cast<int>(n / 2));
 }
 
 }  // namespace
