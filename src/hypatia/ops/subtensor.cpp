@@ -357,6 +357,15 @@ ShapeVars indexed_shape(const IndexSpec& spec, const ShapeVars& xs, const std::v
 
 }  // namespace
 
+bool indexes_by_leading_vectors(const Apply& node, const IndexSpec& spec, size_t first) {
+  if (spec.empty() || node.inputs.size() < first || node.inputs.size() - first != spec.size()) return false;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    const TensorType& t = node.inputs[first + i]->type;
+    if (spec[i].kind != IndexEntry::Kind::IntArray || t.ndim() != 1 || !is_integer(t.dtype)) return false;
+  }
+  return true;
+}
+
 std::string index_spec_str(const IndexSpec& spec) {
   std::ostringstream os;
   for (size_t i = 0; i < spec.size(); ++i) {

@@ -72,6 +72,10 @@ std::vector<
 index_spec_key(const IndexSpec& spec);
 /// "1:3:, int64" as in Theano's op names.
 std::string index_spec_str(const IndexSpec& spec);
+/// Whether `node` (an AdvancedSubtensor or advanced IncSubtensor) indexes by integer vectors on
+/// its leading axes only: `spec` k >= 1 integer-array entries, inputs first.. each an integer
+/// vector (the indexing a device backend runs with checks on the device).
+bool indexes_by_leading_vectors(const Apply& node, const IndexSpec& spec, size_t first);
 
 /// Theano's Subtensor: basic indexing (Int, Slice, NewAxis entries). Inputs: x, then the
 /// symbolic index scalars in spec order. The output is a view of x.

@@ -129,14 +129,6 @@ LoopMemory emulated_loop_memory() {
                     .truthy = [f = host.truthy, h](const NDArray& a) { return f(retag(a, h)); }};
 }
 
-/// The nodes the CUDA backend indexes with device checks: every index entry an integer vector.
-bool indexes_by_vectors(const Apply& node, const IndexSpec& spec, size_t first) {
-  if (spec.empty() || node.inputs.size() - first != spec.size()) return false;
-  for (size_t i = 0; i < spec.size(); ++i)
-    if (spec[i].kind != IndexEntry::Kind::IntArray || node.inputs[first + i]->type.ndim() != 1) return false;
-  return true;
-}
-
 void register_backend_once(State& s) {
   if (s.backend_registered) return;
   // The CPU's rewrite targets (fusion, float16 stored and computed in float32): its kernels run.
@@ -174,7 +166,7 @@ void register_backend_once(State& s) {
   register_kernel(
       kEmulatedGpuBackend, typeid(AdvancedSubtensor),
       [](const Apply& node) -> std::unique_ptr<Kernel> {
-        if (indexes_by_vectors(node, static_cast<const AdvancedSubtensor&>(*node.op).spec, 1))
+        if (indexes_by_leading_vectors(node, static_cast<const AdvancedSubtensor&>(*node.op).spec, 1))
           return std::make_unique<DeferredIndexKernel>(node, 1);
         return std::make_unique<EmulatedKernel>(node);
       },
@@ -183,7 +175,7 @@ void register_backend_once(State& s) {
       kEmulatedGpuBackend, typeid(IncSubtensor),
       [](const Apply& node) -> std::unique_ptr<Kernel> {
         const auto& op = static_cast<const IncSubtensor&>(*node.op);
-        if (op.advanced && !op.set_instead_of_inc && indexes_by_vectors(node, op.spec, 2))
+        if (op.advanced && !op.set_instead_of_inc && indexes_by_leading_vectors(node, op.spec, 2))
           return std::make_unique<DeferredIndexKernel>(node, 2);
         return std::make_unique<EmulatedKernel>(node);
       },

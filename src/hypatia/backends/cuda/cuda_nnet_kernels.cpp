@@ -342,16 +342,6 @@ bool join_accepts(const Apply& node) {
 
 // ---- advanced indexing by integer vectors on the leading axes
 
-/// Whether `spec` is k >= 1 integer-array entries and nothing else, each array a vector.
-bool leading_vectors(const IndexSpec& spec, const std::vector<Var>& index_inputs) {
-  if (spec.empty() || spec.size() != index_inputs.size()) return false;
-  for (size_t i = 0; i < spec.size(); ++i)
-    if (spec[i].kind != IndexEntry::Kind::IntArray || index_inputs[i]->type.ndim() != 1 ||
-        !is_integer(index_inputs[i]->type.dtype))
-      return false;
-  return true;
-}
-
 std::vector<DType> index_dtypes(const Apply& node, size_t first) {
   std::vector<DType> r;
   for (size_t i = first; i < node.inputs.size(); ++i) r.push_back(node.inputs[i]->type.dtype);
@@ -433,10 +423,6 @@ class AdvancedIncSubtensorKernel final : public Kernel {
   KernelRef kernel_;
   DeviceCheckBlock check_;
 };
-
-std::vector<Var> tail(const Apply& node, size_t first) {
-  return std::vector<Var>(node.inputs.begin() + static_cast<std::ptrdiff_t>(first), node.inputs.end());
-}
 
 std::vector<int> from(size_t first, size_t n) {
   std::vector<int> r;
@@ -742,7 +728,8 @@ void register_cuda_nnet_kernels() {
       KernelTraits{.accepts =
                        [](const Apply& node) {
                          const auto& op = static_cast<const AdvancedSubtensor&>(*node.op);
-                         return node.inputs[0]->type.dtype != DType::Float16 && leading_vectors(op.spec, tail(node, 1));
+                         return node.inputs[0]->type.dtype != DType::Float16 &&
+                                indexes_by_leading_vectors(node, op.spec, 1);
                        },
                    .recordable = true,
                    .device_checks = true});
@@ -754,7 +741,7 @@ void register_cuda_nnet_kernels() {
                          const auto& op = static_cast<const IncSubtensor&>(*node.op);
                          return op.advanced && !op.set_instead_of_inc && f32_or_f64(node.inputs[0]->type.dtype) &&
                                 node.inputs[1]->type.dtype == node.inputs[0]->type.dtype &&
-                                leading_vectors(op.spec, tail(node, 2));
+                                indexes_by_leading_vectors(node, op.spec, 2);
                        },
                    .recordable = true,
                    .device_checks = true});
