@@ -356,6 +356,10 @@ std::string reduce_source(ReduceKind kind, const ElemSpec& spec, DType out, cons
   return s;
 }
 
+void append_dims(std::vector<int64_t>& args, const std::vector<int64_t>& v, int64_t fill) {
+  for (int d = 0; d < kMaxDims; ++d) args.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
+}
+
 std::vector<int64_t> elem_args(int64_t n, const std::vector<int64_t>& shape, const std::vector<void*>& outs,
                                const std::vector<std::vector<int64_t>>& out_strides,
                                const std::vector<const void*>& ins,
@@ -364,11 +368,10 @@ std::vector<int64_t> elem_args(int64_t n, const std::vector<int64_t>& shape, con
   a.reserve(2 + kMaxDims + (outs.size() + ins.size()) * (1 + kMaxDims));
   a.push_back(n);
   a.push_back(static_cast<int64_t>(shape.size()));
-  for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(shape.size()) ? shape[d] : 1);
+  append_dims(a, shape, 1);
   auto block = [&](const auto& ptrs, const std::vector<std::vector<int64_t>>& strides) {
     for (const auto* p : ptrs) a.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)));
-    for (const auto& st : strides)
-      for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(st.size()) ? st[d] : 0);
+    for (const auto& st : strides) append_dims(a, st, 0);
   };
   block(outs, out_strides);
   block(ins, in_strides);
@@ -443,8 +446,8 @@ namespace {
 
 struct ModuleCache {
   std::mutex mu;
-  std::unordered_map<std::string, cudaLibrary_t> libs;                  // by key
-  std::unordered_map<std::string, cudaKernel_t> kernels;                // by key + '/' + name
+  std::unordered_map<std::string, cudaLibrary_t> libs;    // by key
+  std::unordered_map<std::string, cudaKernel_t> kernels;  // by key + '/' + name
   // By key: requested, not built (held by the refs: a module whose refs are all gone, as those of
   // a function whose compile failed, is not built).
   std::unordered_map<std::string, std::weak_ptr<ModuleJob>> pending;

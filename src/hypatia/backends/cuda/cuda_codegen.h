@@ -85,6 +85,9 @@ std::string reduce_source(ReduceKind kind, const ElemSpec& spec, DType out, cons
 /// The contiguous kernel reads only n, the pointers, and stride[0] of each input (0: a scalar
 /// read by every element, 1: contiguous).
 inline constexpr int kMaxDims = 12;
+/// Appends `v` to an argument block as one of its fixed arrays: kMaxDims entries, `fill` after
+/// v's own (v has at most kMaxDims).
+void append_dims(std::vector<int64_t>& args, const std::vector<int64_t>& v, int64_t fill);
 std::vector<int64_t> elem_args(int64_t n, const std::vector<int64_t>& shape, const std::vector<void*>& outs,
                                const std::vector<std::vector<int64_t>>& out_strides,
                                const std::vector<const void*>& ins,

@@ -250,18 +250,15 @@ class ReduceKernel final : public Kernel {
     if (n_out == 0) return;
     std::vector<int64_t> args = {n_out, n_red, static_cast<int64_t>(oshape.size()),
                                  static_cast<int64_t>(rshape.size())};
-    auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
-      for (int d = 0; d < kMaxDims; ++d) args.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
-    };
-    put(oshape, 1);
-    put(rshape, 1);
+    append_dims(args, oshape, 1);
+    append_dims(args, rshape, 1);
     for (NDArray* x : a.in) args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(x->raw())));
     for (bool reduced : {false, true})
       for (NDArray* x : a.in) {
         std::vector<int64_t> st;
         for (int d = 0; d < full.size(); ++d)
           if (red[d] == reduced) st.push_back(x->shape(d) == full[d] ? x->strides()[d] : 0);
-        put(st, 0);
+        append_dims(args, st, 0);
       }
     args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(out.raw())));
     launch(kernel_, static_cast<int>(std::min<int64_t>(n_out, 65535)), args, op_.name().c_str());
@@ -623,13 +620,10 @@ std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector
                                      const std::vector<int64_t>& red_strides, const void* x, void* out) {
   std::vector<int64_t> args = {n_out, n, static_cast<int64_t>(out_shape.size()),
                                static_cast<int64_t>(red_shape.size())};
-  auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
-    for (int d = 0; d < kMaxDims; ++d) args.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
-  };
-  put(out_shape, 1);
-  put(out_strides, 0);
-  put(red_shape, 1);
-  put(red_strides, 0);
+  append_dims(args, out_shape, 1);
+  append_dims(args, out_strides, 0);
+  append_dims(args, red_shape, 1);
+  append_dims(args, red_strides, 0);
   args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(x)));
   args.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(out)));
   return args;

@@ -465,22 +465,19 @@ std::vector<int64_t> index_args(const NDArray& x, const IndexVectors& g, const N
     ist.push_back(g.idx[d]->shape(0) == 1 ? 0 : g.idx[d]->strides()[0]);
   }
   std::vector<int64_t> a = {g.L, nrest, static_cast<int64_t>(rest_shape.size())};
-  auto put = [&](const std::vector<int64_t>& v, int64_t fill) {
-    for (int d = 0; d < kMaxDims; ++d) a.push_back(d < static_cast<int>(v.size()) ? v[d] : fill);
-  };
-  put(rest_shape, 1);
-  put(xst, 0);
-  put(rst, 0);
+  append_dims(a, rest_shape, 1);
+  append_dims(a, xst, 0);
+  append_dims(a, rst, 0);
   a.push_back(y ? y->strides()[0] : 0);
-  put(yst, 0);
-  put(n, 0);
-  put(ist, 0);
+  append_dims(a, yst, 0);
+  append_dims(a, n, 0);
+  append_dims(a, ist, 0);
   a.push_back(ptr(x.raw()));
   a.push_back(y ? ptr(y->raw()) : 0);
   a.push_back(static_cast<int64_t>(err));
   std::vector<int64_t> ip;
   for (const NDArray* i : g.idx) ip.push_back(ptr(i->raw()));
-  put(ip, 0);
+  append_dims(a, ip, 0);
   return a;
 }
 
