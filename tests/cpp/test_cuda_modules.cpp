@@ -221,15 +221,22 @@ TEST(CudaModules, ACorruptCacheEntryIsCompiledAgainAndReplaced) {
   EXPECT_EQ(cuda::module_cache_stats().compiles, s1.compiles + 1);
 }
 
+/// What compiling for the CUDA backend without a GPU needs, for one test: the stand-in loader,
+/// device arrays in host memory (constants placed on the device), and no DebugMode checks (refused
+/// on a device backend).
+struct CompilingWithoutAGpu {
+  StandInModules modules;
+  testing::EmulatedGpu memory;
+  testing::DebugChecks no_debug{false};
+};
+
 TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAGpu) {
   REQUIRE_NVRTC();
   if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.OpInfo* compile and run the table on it";
   // (Three minutes under the sanitizers, for code the Release suite runs and the sanitizers see
   // in the other CudaCompile tests.)
   if (testing::kSanitizerBuild) GTEST_SKIP() << "run by the Release suite";
-  StandInModules modules;
-  testing::EmulatedGpu memory;           // device arrays in host memory (constants placed on the device)
-  testing::DebugChecks no_debug(false);  // (DebugMode is refused on a device backend)
+  CompilingWithoutAGpu scope;
   // Compiled only: the same compile errors as the CPU's (none where the CPU compiles), placement
   // consistent with every kernel's traits (Program::finalize), every kernel made and every
   // generated module compiled by NVRTC.
@@ -254,9 +261,7 @@ TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAG
 TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGpu) {
   REQUIRE_NVRTC();
   if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.* compile and run these on it";
-  StandInModules modules;
-  testing::EmulatedGpu memory;
-  testing::DebugChecks no_debug(false);
+  CompilingWithoutAGpu scope;
   using testing::on;
   using testing::transfers;
   // Seed 000: 4, 3, 2 and 0 transfers per call as the operands become shared variables.
@@ -325,9 +330,7 @@ TEST(CudaCompile, RandomGraphsCompileForTheCudaBackendWhereTheyCompileForTheCpu)
   // graph the CPU's take. HYPATIA_FUZZ_GRAPHS=N runs more.
   REQUIRE_NVRTC();
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";
-  StandInModules modules;
-  testing::EmulatedGpu memory;
-  testing::DebugChecks no_debug(false);
+  CompilingWithoutAGpu scope;
   const char* env = std::getenv("HYPATIA_FUZZ_GRAPHS");
   const uint64_t n = env && *env ? std::strtoull(env, nullptr, 10) : (testing::kSanitizerBuild ? 10 : 40);
   int compiled = 0, failures = 0;

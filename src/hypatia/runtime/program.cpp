@@ -373,7 +373,7 @@ void Program::run_debug(Frame& f, size_t t) {
 void Program::check_placement() const {
   // Where each cell's value is at compile time: an argument on the host (on the device for an
   // inner function of a device node), a shared variable where placement put it, a constant where
-  // it lives, a transfer's output on its target, any other step's output on its kernel's device.
+  // it lives, a step's output on its kernel's device.
   std::vector<DeviceKind> where(cell_kind.size(), DeviceKind::Host);
   for (size_t c = 0; c < cell_kind.size(); ++c)
     if (cell_kind[c] == CellKind::Input && io_device)
@@ -381,33 +381,27 @@ void Program::check_placement() const {
     else if (cell_kind[c] == CellKind::Constant && constants[c].valid())
       where[c] = constants[c].device().kind;
   for (const SharedSlot& sh : shared) where[sh.cell] = sh.device;
-  std::vector<int> producer(cell_kind.size(), -1);
-  for (size_t t = 0; t < steps.size(); ++t) {
-    const Step& st = steps[t];
+  for (const Step& st : steps) {
     const Op& op = *st.node->op;
-    const auto* to_device = dynamic_cast<const DeviceFromHost*>(&op);
-    const bool transfer = op.moves_between_devices();
     // A kernel reads its inputs in its device's memory, but those read on the host and those of
     // a kernel reading shapes only (a transfer reads either side).
-    if (!transfer && !st.any_device)
+    if (!op.moves_between_devices() && !st.any_device)
       for (size_t i = 0; i < st.in.size(); ++i) {
         const DeviceKind want = i < 64 && (st.host_inputs >> i & 1) ? DeviceKind::Host : st.device;
         const int c = st.in[i];
+        const Step* from = producer_[c] >= 0 ? &steps[producer_[c]] : nullptr;
         // (A transfer's output is checked on each call instead: check_devices, a TypeError, as the
         // user's own transfers in a graph without placement may be wrong.)
-        if (where[c] == want || (producer[c] >= 0 && steps[producer[c]].node->op->moves_between_devices())) continue;
+        if ((from && from->node->op->moves_between_devices()) || where[c] == want) continue;
         fail<InternalError>(op.name(), ": placement left input ", i, " (",
-                            producer[c] >= 0 ? "the output of " + steps[producer[c]].node->op->name()
-                                             : std::string(cell_kind[c] == CellKind::Shared     ? "a shared variable"
-                                                           : cell_kind[c] == CellKind::Constant ? "a constant"
-                                                                                                : "an argument"),
+                            from ? "the output of " + from->node->op->name()
+                                 : std::string(cell_kind[c] == CellKind::Shared     ? "a shared variable"
+                                               : cell_kind[c] == CellKind::Constant ? "a constant"
+                                                                                    : "an argument"),
                             ") in ", Device{where[c], 0}.str(), " memory, but the kernel that runs it (backend '",
                             backend->name(), "') reads it in ", Device{want, 0}.str(), " memory");
       }
-    for (int c : st.out) {
-      where[c] = to_device ? to_device->device.kind : transfer ? DeviceKind::Host : st.device;
-      producer[c] = static_cast<int>(t);
-    }
+    for (int c : st.out) where[c] = st.device;  // (a transfer's output is never compared)
   }
 }
 

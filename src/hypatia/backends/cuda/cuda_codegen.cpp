@@ -533,7 +533,7 @@ std::string module_key(const std::string& source, int arch_) {
 }
 
 /// The architecture modules are compiled for: the stand-in loader's, else device 0's (which must
-/// be usable: NotImplementedError naming why otherwise).
+/// be usable; require_available says why not).
 int loader_arch() {
   ModuleCache& c = module_cache();
   {

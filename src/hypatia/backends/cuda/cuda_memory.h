@@ -86,7 +86,7 @@ class DeviceCheckBlock {
   bool take_failure(long long (&words)[kWords]);
 
  private:
-  /// Takes the device and host words (cleared) if it has none yet.
+  /// Takes the device and host words if it has none yet (the host words cleared).
   void ensure();
 
   std::shared_ptr<void> device_;
