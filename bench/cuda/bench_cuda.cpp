@@ -254,11 +254,12 @@ void mlp() {
                                : "and labels passed from the host",
                 t / kSteps, placement_summary(f).c_str());
     std::printf(
-        "  CUDA graphs: %lld recorded, %lld failed%s, %.1f replays per step; %.3f ms per step with every "
-        "kernel launched from the host (%.2fx)\n",
+        "  CUDA graphs: %lld recorded, %lld failed%s, %.1f replays per step (%zu runs planned); %.3f ms per "
+        "step with every kernel launched from the host (%.2fx)\n",
         static_cast<long long>(g1.recorded - g0.recorded), static_cast<long long>(g1.failed - g0.failed),
         g1.last_error.empty() ? "" : (" (last: " + g1.last_error + ")").c_str(),
-        static_cast<double>(g1.replays - g0.replays) / (4.0 * kSteps), t_launched / kSteps, t_launched / t);
+        static_cast<double>(g1.replays - g0.replays) / (4.0 * kSteps), f.recorded_runs().size(), t_launched / kSteps,
+        t_launched / t);
   }
 }
 

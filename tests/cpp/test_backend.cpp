@@ -356,11 +356,12 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
   EXPECT_EQ(traced, 2);
 }
 
-TEST(Placement, IndexArithmeticMadeInPlaceStaysOnTheHost) {
+TEST(Placement, IndexArithmeticStaysOnTheHostAndOutOfPlace) {
   // The gradient of a mean divides by a count computed from shape entries (sub, int_div, neg,
-  // maximum of 0-d integers). The in-place pass, which runs before placement, makes those nodes in
-  // place; they are index arithmetic all the same, and run on the host: on the device each call
-  // would copy a shape entry there and compute the count with four launches.
+  // maximum of 0-d integers): index arithmetic, which runs on the host (on the device each call
+  // would copy a shape entry there and compute the count with four launches). The in-place pass
+  // leaves integer scalars out of place: in place, each would order the shape's other readers
+  // (device kernels) before it and split the device's work.
   EmulatedGpu gpu;
   FunctionOptions o;
   o.backend = hypatia::testing::kEmulatedGpuBackend;
@@ -375,13 +376,22 @@ TEST(Placement, IndexArithmeticMadeInPlaceStaysOnTheHost) {
   int index_arithmetic = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Apply& n = *nodes[i];
-    if (n.op->destroy_map().empty() || n.nout() != 1 || n.output_ptr(0)->type.ndim() != 0 ||
+    if (!dynamic_cast<const Elemwise*>(n.op.get()) || n.output_ptr(0)->type.ndim() != 0 ||
         !is_integer(n.output_ptr(0)->type.dtype))
       continue;
     ++index_arithmetic;
     EXPECT_EQ(devices[i], Device::host()) << n.op->name();
+    EXPECT_TRUE(n.op->destroy_map().empty()) << n.op->name();
   }
-  EXPECT_GE(index_arithmetic, 1);
+  EXPECT_GE(index_arithmetic, 3);
+  // A node built in place by hand is index arithmetic all the same (placement runs after the
+  // in-place pass and asks the op's types, not its form).
+  Var a = scalar("a", DType::Int64), b = scalar("b", DType::Int64);
+  Var d = sub(a, b);
+  const auto& sub_op = static_cast<const Elemwise&>(*d->owner->op);
+  Var in_place = apply_op1(std::make_shared<Elemwise>(sub_op.scalar, sub_op.cast_to, 0), {a, b});
+  ASSERT_FALSE(in_place->owner->op->destroy_map().empty());
+  EXPECT_TRUE(is_index_arithmetic(*in_place->owner));
   const NDArray xv = NDArray::from_vector<float>({1, 2, -1, 0.5f, 3, 1, 0, -2}).reshape({4, 2});
   const NDArray yv = NDArray::from_vector<int64_t>({0, 2, 1, 2});
   FunctionOptions cpu;

@@ -670,6 +670,35 @@ TEST(CudaRun, AStepOverABatchAndLabelsOnTheDeviceMovesNothingAndReplaysWhole) {
   EXPECT_GT(testing::compare_arrays(get_value(w0), w0_before, 0.0, 0.0).size(), 0u);
 }
 
+TEST(CudaRun, ACountComputedFromShapesIsUploadedInsideTheRecordingAndKeyedByItsValue) {
+  REQUIRE_GPU();
+  // mean over rows of a shared matrix: the host computes the row count from its shape, and its
+  // GpuFromHost (hyp_upload: the bytes in the kernel's arguments) is recorded with the device
+  // work. Changing the shape changes the count: another recording, never a stale value.
+  Var x = shared(random_array({8, 6}, DType::Float32, 3), "x");
+  Var y = mul(mean(x, std::vector<int>{0}), constant(3.0, DType::Float32));
+  Function f = function({}, {Out(device_from_host(exp(y), Device::cuda(0)), true)}, on("cuda"));
+  int uploads = 0;
+  for (const auto& n : f.toposort()) uploads += dynamic_cast<const DeviceFromHost*>(n->op.get()) != nullptr;
+  const auto runs = f.recorded_runs();
+  ASSERT_EQ(runs.size(), 1u) << f.debugprint();
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  Var xc = matrix("x", DType::Float32);
+  Function want = function({xc}, {exp(mul(mean(xc, std::vector<int>{0}), constant(3.0, DType::Float32)))}, cpu);
+  const cuda::GraphStats s0 = cuda::graph_stats();
+  for (int64_t rows : {8, 8, 8, 5, 5, 5, 8, 8, 1, 1, 1}) {
+    const NDArray v = random_array({rows, 6}, DType::Float32, 10 + rows);
+    set_value(x, v);
+    EXPECT_ALLCLOSE(f({})[0].to_device(Device::host()), want({v})[0], 1e-5, 1e-6) << rows << " rows";
+  }
+  const cuda::GraphStats s1 = cuda::graph_stats();
+  EXPECT_EQ(s1.failed, s0.failed) << s1.last_error;
+  EXPECT_GE(s1.replays - s0.replays, 4) << f.debugprint();
+  std::printf("mean over rows: %d GpuFromHost in the graph, %lld recordings, %lld replays\n", uploads,
+              static_cast<long long>(s1.recorded - s0.recorded), static_cast<long long>(s1.replays - s0.replays));
+}
+
 TEST(CudaRun, DeviceResultsTheCallerKeepsAreNotOverwrittenByReplays) {
   REQUIRE_GPU();
   Var s = shared(NDArray::zeros({1000}, DType::Float32), "s");

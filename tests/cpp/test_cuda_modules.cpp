@@ -307,6 +307,46 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
   }
   EXPECT_GE(host_nodes, 2);
   EXPECT_EQ(transfers(step), 1) << step.debugprint();
+  // Recorded as CUDA graphs: the host's shape arithmetic is scheduled first and the count's
+  // transfer (a value computed from shapes, keyed by its bytes) is recorded with the device
+  // work, so a call replays two runs: the step's computation, then the shared variables'
+  // updates (the call checks them in between).
+  const auto runs = step.recorded_runs();
+  ASSERT_EQ(runs.size(), 2u) << step.debugprint();
+  EXPECT_EQ(runs[0].first, static_cast<size_t>(host_nodes));
+  EXPECT_EQ(runs[0].second, runs[1].first);
+  EXPECT_EQ(runs[1].second, nodes.size());
+  // A learning rate passed on each call may change on each: its transfer runs before the run,
+  // which reads it in device memory (a recording keyed by it might never replay).
+  Var lr = scalar("lr", DType::Float32);
+  FunctionOptions o2 = on("cuda");
+  for (size_t i = 0; i < params.size(); ++i) o2.updates.push_back({params[i], sub(params[i], mul(g[i], lr))});
+  Function step2 = function({lr}, {Out(device_from_host(cost, Device::cuda(0)), true)}, o2);
+  const auto nodes2 = step2.toposort();
+  const auto runs2 = step2.recorded_runs();
+  int lr_transfers = 0;
+  for (size_t i = 0; i < nodes2.size(); ++i) {
+    if (!dynamic_cast<const DeviceFromHost*>(nodes2[i]->op.get())) continue;
+    const bool from_lr = nodes2[i]->inputs[0]->name == "lr";
+    lr_transfers += from_lr;
+    bool recorded = false;
+    for (auto [b, e] : runs2) recorded = recorded || (b <= i && i < e);
+    EXPECT_EQ(recorded, !from_lr) << i << ": " << nodes2[i]->op->name() << " of " << nodes2[i]->inputs[0]->str();
+  }
+  EXPECT_EQ(lr_transfers, 1);
+  EXPECT_EQ(runs2.size(), 2u) << step2.debugprint();
+  // A mean over rows alone (CudaRun.ACountComputedFromShapes... runs it): one run, the count's
+  // upload in it, after the host's arithmetic.
+  Var xm = shared(f32({8, 6}, 5), "xm");
+  Var ym = exp(mul(mean(xm, std::vector<int>{0}), constant(3.0, DType::Float32)));
+  Function rows = function({}, {Out(device_from_host(ym, Device::cuda(0)), true)}, on("cuda"));
+  const auto rows_nodes = rows.toposort();
+  const auto rows_devices = rows.node_devices();
+  const auto rows_runs = rows.recorded_runs();
+  ASSERT_EQ(rows_runs.size(), 1u) << rows.debugprint();
+  for (size_t i = 0; i < rows_nodes.size(); ++i)
+    EXPECT_EQ(i >= rows_runs[0].first, rows_nodes[i]->op->moves_between_devices() || rows_devices[i] == Device::cuda(0))
+        << i << ": " << rows_nodes[i]->op->name();
   // An RNN: the scan runs on the device, its body compiled for it.
   Var W = shared(f32({6, 6}, 30), "W");
   Var seq = variable(TensorType(DType::Float32, {false, false}), "seq");

@@ -466,6 +466,21 @@ TEST(CudaKernelsOnHost, ArgmaxAndArgminAreTheCpusFirstNanThenFirstExtreme) {
   EXPECT_EQ(checked, 12 * (2 + 3 + 4 + 3));
 }
 
+TEST(CudaKernelsOnHost, UploadWritesTheBytesOfItsArgumentBlock) {
+  // GpuFromHost of at most kMaxRecordedHostBytes (a recordable transfer).
+  for (size_t n : {size_t{0}, size_t{1}, size_t{8}, size_t{13}, kMaxRecordedHostBytes}) {
+    SCOPED_TRACE(std::to_string(n) + " bytes");
+    std::vector<unsigned char> src(n), dst(kMaxRecordedHostBytes + 1, 0xAA);
+    for (size_t i = 0; i < n; ++i) src[i] = static_cast<unsigned char>(i * 37 + 11);
+    std::vector<int64_t> args = cuda::upload_args(dst.data(), src.data(), n);
+    upload::run(args.data());
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(dst[i], src[i]) << "byte " << i;
+    EXPECT_EQ(dst[n], 0xAA) << "a byte past the value was written";
+  }
+  std::vector<unsigned char> big(kMaxRecordedHostBytes + 1);
+  EXPECT_THROW(cuda::upload_args(big.data(), big.data(), big.size()), InternalError);
+}
+
 TEST(CudaKernelsOnHost, EyeIsTheCpus) {
   int checked = 0;
   for (const HostArangeKernel& k : kHostEyeKernels)

@@ -403,6 +403,35 @@ TEST(Replay, HostReadInputsAreKeyedByValue) {
   EXPECT_GE(r.replays, 5);
 }
 
+TEST(Replay, StepsThatAreNotRecordedAndNeedNoRecordedStepRunFirstSoTheOthersFormOneRun) {
+  // softmax (never recorded on the fake device) of an argument, added to a recorded product's
+  // result by a recorded elementwise step: in the plain order softmax lands between the two and
+  // leaves no run of two recorded steps; the schedule runs it first.
+  FakeRecorder& r = fake();
+  Var x = matrix("x", DType::Float64), w = matrix("w", DType::Float64), y = matrix("y", DType::Float64);
+  Function f = compile({x, w, y}, {exp(dot(x, w)) * 2.0 + softmax(y)});
+  const auto nodes = f.toposort();
+  ASSERT_FALSE(nodes.empty());
+  EXPECT_EQ(nodes[0]->op->name().find("Softmax"), 0u) << f.debugprint();
+  const auto runs = f.recorded_runs();
+  ASSERT_EQ(runs.size(), 1u) << f.debugprint();
+  EXPECT_EQ(runs[0], std::make_pair(size_t{1}, nodes.size()));
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  Function want = function({x, w, y}, {exp(dot(x, w)) * 2.0 + softmax(y)}, cpu);
+  const NDArray xv = make_array({0.5, -1, 2, 0.25, 1, -0.5}, {3, 2}, DType::Float64);
+  const NDArray wv = make_array({1, 0.5, -0.25, 2}, {2, 2}, DType::Float64);
+  NDArray yv = make_array({0, 1, -1, 2, 0.5, 0.5}, {3, 2}, DType::Float64);
+  for (int i = 0; i < 8; ++i) {
+    yv.data<double>()[0] = 0.5 * i;
+    EXPECT_ALLCLOSE(f({xv, wv, yv})[0], want({xv, wv, yv})[0]);
+  }
+  // The first two calls run the steps (softmax's output, which the run reads, is in a new buffer
+  // on the second), the third records the run and replays it, and the others replay it.
+  EXPECT_EQ(r.recordings, 1);
+  EXPECT_EQ(r.replays, 6);
+}
+
 TEST(Replay, ARecordingThatFailsOrIsRefusedLeavesTheStepsToRun) {
   FakeRecorder& r = fake();
   Function f = exp_function();

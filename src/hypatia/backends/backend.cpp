@@ -129,6 +129,35 @@ const KernelTraits* Backend::traits(const Apply& node) const {
   return b ? &b->own_entry(node)->traits : nullptr;
 }
 
+bool Backend::records(const Apply& node) const {
+  if (!recorder() || provider(node) != this) return false;
+  const KernelTraits& t = own_entry(node)->traits;
+  if (!t.recordable || t.any_device_inputs) return false;
+  // A transfer's value joins the recording (keyed by its bytes) only where it is computed from
+  // shapes: an argument may change on every call, and a recording keyed by it would then never
+  // replay (its transfer runs before the recorded run, which reads the copy in device memory).
+  if (node.op->moves_between_devices())
+    for (int i : t.host_inputs)
+      if (i < static_cast<int>(node.inputs.size()) && !computed_from_shapes(*node.inputs[i], 0)) return false;
+  return true;
+}
+
+bool Backend::computed_from_shapes(const Variable& v, int depth) const {
+  if (v.kind == VarKind::Constant) return true;
+  if (!v.owner || depth > 32) return false;
+  const Apply& n = *v.owner;
+  const Backend* p = provider(n);
+  const KernelTraits* t = p ? &p->own_entry(n)->traits : nullptr;
+  if (!t) return false;
+  if (t->any_device_inputs) return true;  // Shape, Shape_i
+  if (p->device_kind() != DeviceKind::Host || n.op->moves_between_devices() || n.op->is_random() ||
+      n.op->has_side_effects() || !n.op->inner_functions().empty())
+    return false;
+  for (const Var& in : n.inputs)
+    if (!computed_from_shapes(*in, depth + 1)) return false;
+  return true;
+}
+
 std::unique_ptr<Kernel> Backend::make_kernel(const Apply& node) const {
   const Backend* b = provider(node);
   if (!b) {

@@ -25,6 +25,10 @@
 
 namespace hypatia {
 
+/// The largest value in bytes that a recorded kernel reads on the host (KernelTraits::host_inputs):
+/// the runtime keys a recording by such values; a run reading a larger one there is not recorded.
+inline constexpr size_t kMaxRecordedHostBytes = 256;
+
 /// The device work of a run of kernels, recorded once (Recorder) and queued again by replay()
 /// with the same arguments: the same buffers, shapes and parameters (a CUDA graph).
 class Recording {
@@ -115,6 +119,10 @@ class Backend {
   /// The traits of the kernel that serves `node` (null: none serves it).
   const KernelTraits* traits(const Apply& node) const;
   bool supports(const Apply& node) const { return provider(node) != nullptr; }
+  /// Whether this backend's Recorder records `node`'s kernel: it has one, serves the node itself
+  /// with a kernel whose traits say recordable, and that kernel reads more than shapes; a
+  /// transfer only of a value computed from shapes and constants on the host (a mean's count).
+  bool records(const Apply& node) const;
   /// Builds the kernel for `node` (from the first backend of the chain that has one); throws
   /// NotImplementedError naming the op and the backends asked when there is none.
   std::unique_ptr<Kernel> make_kernel(const Apply& node) const;
@@ -136,6 +144,9 @@ class Backend {
   };
   /// This backend's own kernel of node's op type if it accepts the node; null otherwise.
   const Entry* own_entry(const Apply& node) const;
+  /// Whether `v` is a constant or computed on the host from shapes (Shape, Shape_i) and constants
+  /// only: the same on every call whose shapes are.
+  bool computed_from_shapes(const Variable& v, int depth) const;
 
   Description desc_;
   RewriteTarget target_;

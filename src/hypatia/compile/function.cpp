@@ -179,8 +179,10 @@ void place(const FunctionGraph& fg, const Backend& backend, const std::string& l
 }
 
 /// 5. Schedule: inputs before users, readers of an overwritten value before the node that
-/// overwrites it, and the nodes that overwrite shared variables last (rewrite/destroy.h).
-std::vector<std::shared_ptr<Apply>> schedule(const FunctionGraph& fg, const std::string& label) {
+/// overwrites it, and the nodes that overwrite shared variables last (rewrite/destroy.h); on a
+/// backend that records its kernels' work, the nodes it records in as few runs as the rest allows.
+std::vector<std::shared_ptr<Apply>> schedule(const FunctionGraph& fg, const Backend& backend,
+                                             const std::string& label) {
   for (const auto& n : fg.toposort()) {
     const AliasMap dm = n->op->destroy_map();
     for (const auto& o : dm)
@@ -189,7 +191,9 @@ std::vector<std::shared_ptr<Apply>> schedule(const FunctionGraph& fg, const std:
           fail<ValueError>(label, ": ", n->op->name(), " overwrites its input ", i, " (", n->inputs[i]->str(), ") but ",
                            why, "; use the op's non in-place form");
   }
-  auto order = destroy_order(fg);
+  std::function<bool(const Apply&)> recorded;
+  if (backend.recorder()) recorded = [&backend](const Apply& n) { return backend.records(n); };
+  auto order = destroy_order(fg, {nullptr, -1}, recorded);
   if (!order)
     fail<ValueError>(label, ": the graph's in-place operations cannot be ordered (each overwrites a value ",
                      "another one still needs); use their non in-place forms");
@@ -457,7 +461,7 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   place_on_devices(*program->fgraph, backend, outputs.size(), opts.device_io);
   if (opts.device_io && backend.device_kind() != DeviceKind::Host)
     program->io_device = Device{backend.device_kind(), 0};
-  const auto order = schedule(*program->fgraph, label);
+  const auto order = schedule(*program->fgraph, backend, label);
   plan_memory(*program, order, inputs, outputs, opts);
   build_program(*program, opts, label);
 
@@ -523,6 +527,7 @@ std::vector<std::shared_ptr<Apply>> Function::toposort() const {
   for (const auto& t : program_->steps) r.push_back(t.node);
   return r;
 }
+std::vector<std::pair<size_t, size_t>> Function::recorded_runs() const { return program_->recorded_runs(); }
 std::vector<Device> Function::node_devices() const {
   std::vector<Device> r;
   for (const auto& t : program_->steps)

@@ -116,6 +116,9 @@ class Function {
   /// there; the host for the others). Transfers count as the host's, whichever backend's kernel
   /// copies (Theano's GpuFromHost and HostFromGpu are neither host nor GPU work).
   std::vector<Device> node_devices() const;
+  /// The runs of toposort() that the backend records once and then replays whole, as [begin,
+  /// end) index pairs (none on a backend without a Recorder, under DebugMode or profiling).
+  std::vector<std::pair<size_t, size_t>> recorded_runs() const;
   /// The outputs of the compiled graph (then the update values).
   std::vector<Var> graph_outputs() const;
   /// debugprint of the compiled graph (with provenance: the rewrite behind each node and the user

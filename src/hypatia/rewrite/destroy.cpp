@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <queue>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -112,7 +113,8 @@ std::string destroy_refusal(const FunctionGraph& fg, const Apply& n, int input) 
 }
 
 std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionGraph& fg,
-                                                                 std::pair<const Apply*, int> extra) {
+                                                                 std::pair<const Apply*, int> extra,
+                                                                 const std::function<bool(const Apply&)>& recorded) {
   const auto order = fg.toposort();
   const int n = static_cast<int>(order.size());
   std::unordered_map<const Apply*, int> idx;
@@ -143,20 +145,31 @@ std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionG
     const int b = d.first;  // a named copy: clang 14 cannot capture a structured binding
     for_each_reader_before(fg, *order[b], d.second, [&](const Apply* c) { edge(idx.at(c), b); });
   }
+  // Each node's group: 0, or with `recorded` 0 for the others that depend on no recorded node, 1
+  // for the recorded ones, 2 for the others (the toposort lists inputs' owners first).
+  std::vector<int> group(n, 0);
+  if (recorded)
+    for (int b = 0; b < n; ++b) {
+      bool after = false;
+      for (const Var& v : order[b]->inputs)
+        if (v->owner)
+          if (auto it = idx.find(v->owner); it != idx.end()) after = after || group[it->second] > 0;
+      group[b] = recorded(*order[b]) ? 1 : after ? 2 : 0;
+    }
   // Kahn's algorithm, keeping the plain toposort's order where the constraints allow, with the
-  // nodes that overwrite shared variables after all others.
-  using Key = std::pair<bool, int>;
+  // nodes that overwrite shared variables after all others, and the groups in their order.
+  using Key = std::tuple<bool, int, int>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> ready;
   for (int i = 0; i < n; ++i)
-    if (indeg[i] == 0) ready.push({last[i], i});
+    if (indeg[i] == 0) ready.push({last[i], group[i], i});
   std::vector<std::shared_ptr<Apply>> result;
   result.reserve(n);
   while (!ready.empty()) {
-    const int i = ready.top().second;
+    const int i = std::get<2>(ready.top());
     ready.pop();
     result.push_back(order[i]);
     for (int s : succ[i])
-      if (--indeg[s] == 0) ready.push({last[s], s});
+      if (--indeg[s] == 0) ready.push({last[s], group[s], s});
   }
   if (static_cast<int>(result.size()) != n) return std::nullopt;
   return result;

@@ -12,6 +12,7 @@
 //  - no other reader of V (or of a view of V) depends on the node's result, and the readers can all
 //    run before it together with the other in-place nodes' constraints (no cycle).
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,8 +35,13 @@ std::vector<Var> views_of(const FunctionGraph& fg, const Var& v);
 /// the node that destroys it, and nodes overwriting shared variables last. `extra`: one more
 /// (node, input) pair to treat as destroyed (to test a candidate rewrite). Nothing when the
 /// constraints form a cycle.
-std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(const FunctionGraph& fg,
-                                                                 std::pair<const Apply*, int> extra = {nullptr, -1});
+/// `recorded` (a device backend that records runs of its kernels: Backend::records) groups the
+/// nodes it accepts: where the constraints allow, the other nodes that depend on none of them
+/// (the host's shape arithmetic) come first and those that do (transfers back to the host) as late
+/// as they can, so that the recorded nodes form few long runs.
+std::optional<std::vector<std::shared_ptr<Apply>>> destroy_order(
+    const FunctionGraph& fg, std::pair<const Apply*, int> extra = {nullptr, -1},
+    const std::function<bool(const Apply&)>& recorded = {});
 
 /// Whether destroy_order(fg, {&n, input}) would find an order, given that destroy_order(fg) does:
 /// the new constraints (every other reader of the value, or of a view of it, before n) close a

@@ -46,6 +46,12 @@ bool inplace_pass(FunctionGraph& fg) {
   bool changed = false;
   for (const auto& n : fg.toposort()) {
     if (!fg.contains(n.get()) || !n->op->destroy_map().empty()) continue;
+    // Integer scalars (a shape's entries, index arithmetic) stay out of place: writing one in place
+    // saves eight bytes and orders every other reader of the input before the node (on a device
+    // backend, device kernels reading a shape: the host's arithmetic would split the device work).
+    if (n->nout() == 1 && n->output_ptr(0)->type.ndim() == 0 &&
+        (is_integer(n->output_ptr(0)->type.dtype) || n->output_ptr(0)->type.dtype == DType::Bool))
+      continue;
     // The shared variable whose new value the node computes first: its buffer stays the
     // variable's from call to call (what the CUDA backend's recorded graphs are keyed on).
     // Then intermediates: overwriting them saves an allocation; other leaves only when nothing

@@ -256,7 +256,7 @@ void Program::finalize() {
       s.device = p->device_kind();
       if (const KernelTraits* t = p->traits(*s.node)) {
         s.any_device = t->any_device_inputs;
-        s.recordable = t->recordable && p == backend && !s.any_device;
+        s.recordable = backend->records(*s.node);
         s.device_checks = t->device_checks && s.device != DeviceKind::Host;
         for (int i : t->host_inputs)
           if (i < 64) s.host_inputs |= uint64_t{1} << i;

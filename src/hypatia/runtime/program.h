@@ -158,6 +158,8 @@ class Program final : public InnerProgram {
 
   /// The kernel of step `i` in the first frame (for introspection).
   const Kernel& kernel(size_t i) const;
+  /// The runs of steps [begin, end) that the backend's Recorder records and replays (Segment).
+  std::vector<std::pair<size_t, size_t>> recorded_runs() const;
 
  private:
   struct Frame;

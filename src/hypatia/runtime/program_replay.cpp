@@ -38,8 +38,6 @@ constexpr size_t kMinSegmentSteps = 2;
 /// Recordings per segment and frame (keys seen in steady state: one, or two for a value that
 /// alternates between buffers).
 constexpr size_t kMaxRecordings = 4;
-/// Host-read inputs larger than this are not keyed by value: their segment runs its steps.
-constexpr size_t kMaxHostKeyBytes = 256;
 /// Keys remembered from calls that ran the steps: a key seen among them is recorded (a value that
 /// cycles through a few buffers repeats within as many calls).
 constexpr size_t kRecentKeys = 4;
@@ -63,7 +61,7 @@ bool append_key(std::vector<int64_t>& key, const NDArray& a, uint8_t reads) {
   }
   if (!host_read) return true;
   const size_t n = a.nbytes();
-  if (!a.on_host() || !a.is_c_contiguous() || n > kMaxHostKeyBytes) return false;
+  if (!a.on_host() || !a.is_c_contiguous() || n > kMaxRecordedHostBytes) return false;
   const size_t at = key.size();
   key.resize(at + (n + 7) / 8, 0);
   if (n > 0) std::memcpy(key.data() + at, a.raw(), n);
@@ -139,6 +137,12 @@ void Program::plan_segments() {
     }
     close(b, hi);
   }
+}
+
+std::vector<std::pair<size_t, size_t>> Program::recorded_runs() const {
+  std::vector<std::pair<size_t, size_t>> r;
+  for (const Segment& sg : segments_) r.emplace_back(sg.begin, sg.end);
+  return r;
 }
 
 void Program::run_segment(Frame& f, size_t s) {

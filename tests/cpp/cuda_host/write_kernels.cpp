@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
     eye_table += "    {" + dtype_enum(dt) + ", " + ns + "::run},\n";
   }
   out << eye_table << "};\n";
+  out << "namespace upload {\n"
+      << host_form(cuda::upload_source())
+      << "inline void run(const void* a) { hyp_upload(*static_cast<const UploadArgs*>(a)); }\n}\n";
   for (size_t size : {1, 2, 4, 8})
     out << "namespace repeat" << size << " {\n"
         << host_form(cuda::repeat_source(size))

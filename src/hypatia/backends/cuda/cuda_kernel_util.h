@@ -122,6 +122,12 @@ struct CumPlan {
   int64_t m = 1, chunk = 1;
 };
 CumPlan cum_plan(int64_t outer, int64_t n, int64_t inner);
+/// A copy to the device of at most kMaxRecordedHostBytes from its argument block
+/// (cuda_kernels.cpp: hyp_upload): a transfer a recording can hold.
+std::string upload_source();
+/// hyp_upload's argument block: the destination, the byte count and the bytes of `src` (n <=
+/// kMaxRecordedHostBytes).
+std::vector<int64_t> upload_args(void* dst, const void* src, size_t n);
 /// Eye's values (cuda_nnet_kernels.cpp: hyp_eye): ones where column - row == k.
 std::string eye_source(DType dt);
 /// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.

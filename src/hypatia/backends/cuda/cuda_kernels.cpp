@@ -6,6 +6,7 @@
 // CPU backend, its fallback: the placement step of function() moves values across with
 // transfers (compile/placement.cpp).
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -556,17 +557,39 @@ class ReshapeKernel final : public Kernel {
   std::unique_ptr<Kernel> view_;
 };
 
-void device_from_host_kernel(const DeviceFromHost& op, const KernelArgs& a) {
-  // An argument already on the device (a function input that only transfers read) is copied on
-  // the device: the output is a fresh buffer, which device nodes may overwrite in place, and the
-  // caller's array stays as it was. (Placement removes the user's transfer of a value the device
-  // computes: no such node runs.)
-  if (!a.in[0]->on_host()) {
-    *a.out[0] = device_copy(*a.in[0]);
-    return;
+// ---- DeviceFromHost: a copy to the device; at most kMaxRecordedHostBytes go in the argument
+// block of a kernel that writes them (a recording holds its arguments, where a copy would read
+// host memory again when replayed: the runtime keys a recording by such a value)
+
+class DeviceFromHostKernel final : public Kernel {
+ public:
+  explicit DeviceFromHostKernel(const Apply& node) : op_(static_cast<const DeviceFromHost&>(*node.op)) {
+    upload_ = request_kernel(upload_source(), "hyp_upload");
   }
-  *a.out[0] = a.in[0]->to_device(op.device);
-}
+  void run(const KernelArgs& a) override {
+    const NDArray& x = *a.in[0];
+    // An argument already on the device (a function input that only transfers read) is copied on
+    // the device: the output is a fresh buffer, which device nodes may overwrite in place, and the
+    // caller's array stays as it was. (Placement removes the user's transfer of a value the device
+    // computes: no such node runs.)
+    if (!x.on_host()) {
+      *a.out[0] = device_copy(x);
+      return;
+    }
+    if (x.nbytes() > kMaxRecordedHostBytes || !x.is_c_contiguous()) {
+      *a.out[0] = x.to_device(op_.device);
+      return;
+    }
+    NDArray& out = prepare_device_output(*a.out[0], x.shape(), x.dtype());
+    if (out.nbytes() == 0) return;
+    std::vector<int64_t> args = upload_args(out.raw(), x.raw(), x.nbytes());
+    launch(upload_, grid_for(static_cast<int64_t>(x.nbytes())), args, "GpuFromHost");
+  }
+
+ private:
+  const DeviceFromHost& op_;
+  KernelRef upload_;
+};
 
 void host_from_device_kernel(const HostFromDevice&, const KernelArgs& a) {
   // Always a fresh host array (the op has no view_map): a host input is copied.
@@ -613,6 +636,24 @@ std::string arg_reduce_source(DType dt, bool is_max) {
   s += "        sv[t] = sv[t + w];\n        si[t] = si[t + w];\n      }\n      __syncthreads();\n    }\n";
   s += "    if (t == 0) ((long long*)a.out)[o] = si[0];\n    __syncthreads();\n  }\n}\n";
   return s;
+}
+
+std::string upload_source() {
+  std::string s = "struct UploadArgs { unsigned long long out; long long n, words[" +
+                  std::to_string(kMaxRecordedHostBytes / 8) + "]; };\n";
+  s += grid_stride_head("hyp_upload", "UploadArgs", "a.n");
+  s += "    ((unsigned char*)a.out)[t] = ((const unsigned char*)a.words)[t];\n  }\n}\n";
+  return s;
+}
+
+std::vector<int64_t> upload_args(void* dst, const void* src, size_t n) {
+  static_assert(kMaxRecordedHostBytes % 8 == 0);
+  if (n > kMaxRecordedHostBytes) fail<InternalError>("upload_args: ", n, " bytes, more than the kernel takes");
+  std::vector<int64_t> args(2 + kMaxRecordedHostBytes / 8, 0);
+  args[0] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst));
+  args[1] = static_cast<int64_t>(n);
+  if (n > 0) std::memcpy(args.data() + 2, src, n);
+  return args;
 }
 
 std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector<int64_t>& out_shape,
@@ -702,7 +743,7 @@ void register_cuda_backend() {
                                               op.out_dtype);
       },
       KernelTraits{.recordable = true});
-  // Every kernel below but the transfers only queues device work (its host inputs are keyed by
+  // Every kernel below but the transfers to the host only queues device work (its host inputs are keyed by
   // value when recorded): KernelTraits::recordable.
   register_kernel(b, typeid(ArgReduce), make<ArgReduceKernel>(),
                   KernelTraits{.accepts =
@@ -739,7 +780,9 @@ void register_cuda_backend() {
   register_kernel(b, typeid(DimShuffle), reference_kernel(), KernelTraits{.recordable = true});
   register_kernel(b, typeid(Rebroadcast), reference_kernel(), KernelTraits{.recordable = true});
   register_kernel(b, typeid(Reshape), make<ReshapeKernel>(), KernelTraits{.host_inputs = {1}, .recordable = true});
-  register_simple_kernel<DeviceFromHost>(b, device_from_host_kernel);
+  // A transfer's host value is read on the host (its bytes in the kernel's arguments, or copied).
+  register_kernel(b, typeid(DeviceFromHost), make<DeviceFromHostKernel>(),
+                  KernelTraits{.host_inputs = {0}, .recordable = true});
   register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
   register_cuda_nnet_kernels();
   register_cuda_pool_kernels();
