@@ -1,5 +1,5 @@
 // Pooling geometries the CUDA tests check against the CPU kernels (test_cuda.cpp on a GPU,
-// test_cuda_on_host.cpp on the host): each mode runs over each of them.
+// test_cuda_on_host_nnet.cpp on the host): each mode runs over each of them.
 #pragma once
 #include <array>
 #include <string>
