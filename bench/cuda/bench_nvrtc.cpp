@@ -4,6 +4,8 @@
 // compile_threads() threads at once). Needs no GPU: NVRTC compiles for real and a stand-in
 // loader takes the CUDA runtime's place (cuda::set_module_loader), so it runs here and on the
 // device machine alike. Each round compiles new sources (a salt) into a fresh cache folder.
+// Then the warm compile of a whole function (the MLP step) on the CUDA backend against the CPU's,
+// and the cost of a module's cache key.
 //
 //   build/bench/bench_nvrtc [rounds]
 #include <unistd.h>
@@ -18,7 +20,9 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/hypatia.h"
 #include "hypatia/ops/elemwise.h"
+#include "hypatia/testing/emulated_gpu.h"
 
 namespace {
 
@@ -50,6 +54,48 @@ std::vector<std::string> modules(const std::string& salt) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The module key's hash before 2026-11-27: FNV-1a byte by byte (the baseline of the key's cost).
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// function() of the MLP training step (784-500-500-10, batch 256, everything in shared
+/// variables) on `backend`, the graph built first (not timed); ms.
+double mlp_compile_ms(const std::string& backend) {
+  auto values = [](const Shape& shape) { return NDArray::full(shape, DType::Float32, 0.01); };
+  Var xb = shared(values({256, 784}), "xb");
+  Var yb = shared(NDArray::zeros({256}, DType::Int64), "yb");
+  std::vector<Var> params;
+  Var h = xb;
+  const int sizes[] = {784, 500, 500, 10};
+  for (int l = 0; l < 3; ++l) {
+    Var w = shared(values({sizes[l], sizes[l + 1]}), "W"), bias = shared(values({sizes[l + 1]}), "b");
+    params.push_back(w);
+    params.push_back(bias);
+    Var a = add(dot(h, w), bias);
+    h = l < 2 ? tanh(a) : softmax(a);
+  }
+  Var cost = mean(categorical_crossentropy(h, yb));
+  std::vector<Var> g = grad(cost, params);
+  FunctionOptions o;
+  o.backend = backend;
+  for (size_t i = 0; i < params.size(); ++i)
+    o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.01, DType::Float32)))});
+  const auto t0 = std::chrono::steady_clock::now();
+  Function f = function({}, {cost}, o);
+  return 1e3 * seconds_since(t0);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -85,6 +131,35 @@ int main(int argc, char** argv) {
     best_serial = std::min(best_serial, serial);
     best_batch = std::min(best_batch, batch);
   }
+  // Warm: the modules are in the memory cache (the compile of a function whose kernels a process
+  // has built before), so function() costs what the backend does on the host. Shared variables
+  // live in the emulated GPU's host memory (its moves are memory copies here).
+  testing::install_emulated_gpu();
+  std::vector<double> cpu_ms, cuda_ms;
+  mlp_compile_ms("cuda");  // builds the modules
+  for (int i = 0; i < 21; ++i) {
+    cpu_ms.push_back(mlp_compile_ms("cpu"));
+    cuda_ms.push_back(mlp_compile_ms("cuda"));
+  }
+  std::printf(
+      "warm compile of the MLP step (function(), median of 21): CUDA backend %.2f ms, CPU backend %.2f ms "
+      "(%.2fx)\n",
+      median(cuda_ms), median(cpu_ms), median(cuda_ms) / median(cpu_ms));
+  const std::string big = modules("key")[0];
+  std::vector<double> key_us, fnv_us;
+  volatile uint64_t sink = 0;
+  for (int i = 0; i < 201; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    sink = sink + cuda::module_key(big, 90).size();
+    key_us.push_back(1e6 * seconds_since(t0));
+    t0 = std::chrono::steady_clock::now();
+    sink = sink + fnv1a(big);
+    fnv_us.push_back(1e6 * seconds_since(t0));
+  }
+  std::printf(
+      "module key of a %zu-byte module source (median of 201): %.1f us; FNV-1a byte by byte (the key "
+      "before) %.1f us (%.1fx)\n",
+      big.size(), median(key_us), median(fnv_us), median(fnv_us) / median(key_us));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::printf(

@@ -97,6 +97,41 @@ class StandInModules {
   static inline int serial_ = 0;
 };
 
+TEST(CudaModules, ModuleKeysDifferForEveryByteLengthAndArchitecture) {
+  REQUIRE_NVRTC();
+  // A source as long as a generated module's (the scalar-op table first): one byte changed
+  // anywhere (every position in the last words, where the hash's tail is), a byte more or less
+  // (zeros too), another architecture: each its own key, and the same key every time.
+  std::string base;
+  for (int i = 0; base.size() < 25000; ++i)
+    base += "x[" + std::to_string(i) + "] = y[" + std::to_string(i % 7) + "];\n";
+  std::set<std::string> keys;
+  size_t n = 0;
+  auto add = [&](const std::string& src, int arch) {
+    ++n;
+    keys.insert(cuda::module_key(src, arch));
+  };
+  add(base, 90);
+  add(base, 80);
+  add(base, 100);
+  for (size_t at = 0; at < base.size(); at += at + 40 < base.size() ? 97 : 1)
+    for (char c : {'#', '\0'}) {
+      std::string v = base;
+      if (v[at] == c) continue;
+      v[at] = c;
+      add(v, 90);
+    }
+  for (size_t len = base.size() - 17; len < base.size(); ++len) add(base.substr(0, len), 90);
+  for (size_t zeros : {1, 2, 7, 8, 9}) add(base + std::string(zeros, '\0'), 90);
+  add(base + " ", 90);
+  add("", 90);
+  add(std::string(1, '\0'), 90);
+  add(std::string(8, '\0'), 90);
+  EXPECT_EQ(keys.size(), n);
+  EXPECT_EQ(cuda::module_key(base, 90), cuda::module_key(std::string(base), 90));
+  EXPECT_EQ(cuda::module_key(base, 90).size(), 32u);
+}
+
 TEST(CudaModules, ABatchCompilesEachModuleOnceOnSeveralThreadsAndTheCachesServeItAfter) {
   REQUIRE_NVRTC();
   StandInModules m;

@@ -153,6 +153,9 @@ struct ModuleLoader {
 };
 /// Replaces the loader (a default-constructed one: the CUDA runtime's); returns the previous one.
 ModuleLoader set_module_loader(ModuleLoader loader);
+/// A module's cache key (memory and disk): 128 bits of a hash of the architecture, NVRTC's version
+/// and the source, in hex.
+std::string module_key(const std::string& source, int arch);
 
 /// Counters of the module caches (tests and the profiler).
 /// Each request is one memory hit (the module loaded or being built), disk hit or compile.
