@@ -450,6 +450,67 @@ TEST(Replay, ARecordingThatFailsOrIsRefusedLeavesTheStepsToRun) {
   EXPECT_EQ(r.recordings, 1);
 }
 
+TEST(Replay, AFailedRecordingRunsTheStepsOnInputsItsStepsFreed) {
+  // softmax (not recorded) makes an intermediate that only the recorded run reads: its last reader
+  // frees it (gc) while the run is recorded; when the recording then fails, the steps run again on
+  // it.
+  FakeRecorder& r = fake();
+  Var x = matrix("x", DType::Float64), w = matrix("w", DType::Float64);
+  Function f = compile({x, w}, {exp(dot(softmax(x), w)) * 2.0});
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  Function want = function({x, w}, {exp(dot(softmax(x), w)) * 2.0}, cpu);
+  ASSERT_EQ(f.recorded_runs().size(), 1u) << f.debugprint();
+  const NDArray xv = make_array({0.5, -1, 2, 0.25, 1, -0.5}, {3, 2}, DType::Float64);
+  const NDArray wv = make_array({1, 0.5, -0.25, 2}, {2, 2}, DType::Float64);
+  r.fail = true;
+  for (int i = 0; i < 4; ++i) EXPECT_ALLCLOSE(f({xv, wv})[0], want({xv, wv})[0]) << "call " << i;
+  EXPECT_EQ(r.begins, 1);
+  EXPECT_EQ(r.recordings, 0);
+}
+
+TEST(Replay, AnInputMadeEachCallAndFreedInsideTheRunIsNotTakenByTheRecording) {
+  // softmax (not recorded) makes a new buffer each call that only the run's first product reads;
+  // freed there while recording, it would go back to the allocator and a later product of the
+  // same size would take it, kept by the recording: every later call's input is elsewhere, its
+  // key new, and the run would never replay.
+  FakeRecorder& r = fake();
+  Var x = matrix("x", DType::Float64), y = matrix("y", DType::Float64);
+  Function f = compile({x, y}, {dot(dot(dot(softmax(x), y), y), y)});
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  Function want = function({x, y}, {dot(dot(dot(softmax(x), y), y), y)}, cpu);
+  const NDArray xv = make_array({0.5, -1, 2, 0.25}, {2, 2}, DType::Float64);
+  const NDArray yv = make_array({1, 0.5, -0.25, 2}, {2, 2}, DType::Float64);
+  for (int i = 0; i < 12; ++i) EXPECT_ALLCLOSE(f({xv, yv})[0], want({xv, yv})[0]) << "call " << i;
+  EXPECT_EQ(r.recordings, 1);
+  EXPECT_GE(r.replays, 9);
+}
+
+TEST(Replay, WithoutGarbageCollectionTheRecordingOwnsEveryBufferItWrites) {
+  // gc off: intermediate cells keep last call's buffers. Recorded over them, a replay would write
+  // buffers it does not own (given back when a replay empties its cells): an output the caller
+  // kept from an earlier call, made from such a buffer, would change under it.
+  FakeRecorder& r = fake();
+  FunctionOptions o;
+  o.allow_gc = false;
+  Var x = matrix("x", DType::Float64), y = matrix("y", DType::Float64);
+  Function f = compile({x, y}, {softmax(dot(dot(x, y), y))}, o);
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  Function want = function({x, y}, {softmax(dot(dot(x, y), y))}, cpu);
+  const NDArray yv = make_array({1, 0.5, -0.25, 2}, {2, 2}, DType::Float64);
+  std::vector<NDArray> kept, expect;
+  NDArray xv = make_array({0.5, -1, 2, 0.25}, {2, 2}, DType::Float64);
+  for (int i = 0; i < 8; ++i) {
+    xv.data<double>()[0] = 0.5 * i;  // the same buffer, other values: a replay reads them
+    kept.push_back(f({xv, yv})[0]);
+    expect.push_back(want({xv, yv})[0]);
+  }
+  for (int i = 0; i < 8; ++i) EXPECT_ALLCLOSE(kept[i], expect[i], 1e-12, 1e-12) << "call " << i;
+  EXPECT_GE(r.replays, 1);
+}
+
 TEST(Replay, ErrorsAreTheStepsOwnAndLaterCallsStillReplay) {
   FakeRecorder& r = fake();
   Function f = exp_function();

@@ -191,10 +191,21 @@ void Program::run_segment(Frame& f, size_t s) {
     return run_steps_here();
   }
   // Record: the kernels run on the host and queue their device work into the recording. The
-  // inputs' buffers as they are now (gc may empty an input's cell during the steps): a live-out
-  // value in one of them is a view of that input.
-  std::vector<std::pair<const void*, const std::byte*>> in_bufs;
-  for (int c : sg.inputs) in_bufs.emplace_back(f.storage[c].storage().get(), f.storage[c].raw());
+  // inputs' values are held until the recording's first replay is queued: gc frees an
+  // intermediate input at its last reader during the steps, and (1) a failed recording runs the
+  // steps again on it, (2) its buffer must not go back to the allocator before the recorded reads
+  // are queued: a later allocation of this recording would take it and key every later call off
+  // (the input's next value is elsewhere), or another thread would write it first. A live-out
+  // value in an input's buffer is a view of that input. The cells the steps write start empty
+  // (gc off keeps last call's buffers there), so that every buffer the recording writes is
+  // allocated while it records, and kept by it.
+  std::vector<NDArray> inputs_held;
+  inputs_held.reserve(sg.inputs.size());
+  for (int c : sg.inputs) inputs_held.push_back(f.storage[c]);
+  auto restore_inputs = [&] {
+    for (size_t i = 0; i < sg.inputs.size(); ++i) f.storage[sg.inputs[i]] = inputs_held[i];
+  };
+  for (int c : sg.written) f.storage[c].reset();
   std::unique_ptr<Recording> work;
   try {
     for (size_t t = sg.begin; t < sg.end; ++t) run_step(f, t);
@@ -206,6 +217,7 @@ void Program::run_segment(Frame& f, size_t s) {
     // recording's, and this segment's steps run from now on.
     recorder_->end(false);
     r.off = true;
+    restore_inputs();
     try {
       run_steps_here();
     } catch (...) {
@@ -217,6 +229,7 @@ void Program::run_segment(Frame& f, size_t s) {
   work = recorder_->end(true);
   if (!work) {
     r.off = true;
+    restore_inputs();
     return run_steps_here();
   }
   auto rec = std::make_unique<Frame::SegmentRecording>();
@@ -227,10 +240,10 @@ void Program::run_segment(Frame& f, size_t s) {
     if (!v.valid()) continue;
     size_t input = sg.inputs.size();
     for (size_t i = 0; i < sg.inputs.size() && input == sg.inputs.size(); ++i)
-      if (v.storage().get() == in_bufs[i].first) input = i;
+      if (inputs_held[i].valid() && v.storage().get() == inputs_held[i].storage().get()) input = i;
     if (input < sg.inputs.size()) {
       rec->aliases.push_back(
-          {c, input, v.raw() - in_bufs[input].second, v.shape(), v.strides(), v.dtype(), v.writeable()});
+          {c, input, v.raw() - inputs_held[input].raw(), v.shape(), v.strides(), v.dtype(), v.writeable()});
     } else {
       rec->held.push_back({c, v, 0});
     }
@@ -238,6 +251,7 @@ void Program::run_segment(Frame& f, size_t s) {
   for (auto& h : rec->held) h.refs = h.value.use_count() - frame_refs(f.storage, h.value);
   with_node_context(*steps[sg.begin].node, f.args(steps[sg.begin], sg.begin), [&] { rec->work->replay(); });
   r.recordings.push_back(std::move(rec));
+  // (inputs_held goes now: its buffers return to the allocator after the recorded reads.)
 }
 
 }  // namespace hypatia
