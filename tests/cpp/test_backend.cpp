@@ -585,6 +585,39 @@ TEST(DeviceChecks, AnIndexOutOfRangeFoundOnTheDeviceFailsTheCallBeforeAnySharedV
   EXPECT_EQ(get_value(steps).get_flat(0), 1.0);
 }
 
+TEST(DeviceChecks, AnIndexOutOfRangeInAScanBodyFailsTheCallAsOnTheCpu) {
+  // A scan over rows of an index matrix, gathering rows of x in its body: the gather runs on the
+  // device and checks its indices there; each step of the loop raises its own failure (the next
+  // step's launch would clear it), with the CPU's message.
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;
+  Var x = matrix("x", DType::Float64);
+  Var idx = matrix("idx", DType::Int64);
+  auto outs = scan(
+      [](const std::vector<Var>& a) {  // row_t, acc_{t-1}, x
+        return std::vector<Var>{a[1] + sum(subtensor(a[2], {Index(a[0])}))};
+      },
+      {idx}, {constant(0.0, DType::Float64)}, {x});
+  Function f = function({x, idx}, {outs[0]}, o);
+  FunctionOptions cpu;
+  cpu.backend = "cpu";
+  Function fc = function({x, idx}, {outs[0]}, cpu);
+  const NDArray xv = NDArray::from_vector<double>({0, 1, 2, 3, 4, 5}).reshape({2, 3});
+  const NDArray good = NDArray::from_vector<int64_t>({0, 1, 1, 1}).reshape({2, 2});
+  EXPECT_ALLCLOSE(f({xv, good})[0], fc({xv, good})[0]);
+  for (const NDArray& bad : {NDArray::from_vector<int64_t>({0, 5, 1, 1}).reshape({2, 2}),
+                             NDArray::from_vector<int64_t>({0, 1, 1, -3}).reshape({2, 2})}) {
+    const std::string want = error_of<IndexError>([&] { fc({xv, bad}); });
+    ASSERT_FALSE(want.empty());
+    const std::string got = error_of<IndexError>([&] { f({xv, bad}); });
+    const std::string bound = bad.get_flat(1) == 5 ? "index 5 is out of bounds" : "index -3 is out of bounds";
+    EXPECT_NE(got.find(bound), std::string::npos) << got << "\nthe CPU: " << want;
+    EXPECT_NE(want.find(bound), std::string::npos) << want;
+  }
+  EXPECT_ALLCLOSE(f({xv, good})[0], fc({xv, good})[0]);
+}
+
 TEST(Placement, EveryOpInfoSampleOnTheEmulatedGpuMatchesTheCpu) {
   // Every op the CPU has runs on the emulated GPU: placement and its transfers for all of them.
   EmulatedGpu gpu;

@@ -35,6 +35,9 @@ class Program::Runner final : public InnerRunner {
       outs[i].reset();
     }
     p_.run_steps(f, 0, p_.steps.size());
+    // Indices and labels checked on the device (KernelTraits::device_checks): each run raises its
+    // own (a wait per run: the next run's launches clear the checks' words).
+    if (p_.any_device_checks_) p_.check_on_device(f);
     for (size_t i = 0; i < outs.size(); ++i) {
       const int c = p_.outputs[i].cell;
       size_t j = 0;
