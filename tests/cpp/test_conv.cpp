@@ -2,6 +2,7 @@
 // the reference kernels (direct loops) over border modes, strides, dilations, groups, flips,
 // dtypes and layouts; hand-computed values; gradients and second derivatives by verify_grad;
 // shapes; errors naming both shapes.
+#include <array>
 #include <cmath>
 
 #include "test_util.h"
@@ -265,6 +266,37 @@ TEST(Conv, ShapesAreInferredWithoutRunningTheConvolution) {
   auto sg = fg({random_array({5, 3, 20, 11}, DType::Float32), random_array({7, 3, 4, 3}, DType::Float32)});
   const std::vector<double> want_g = {3, 11, 7, 4};
   for (int i = 0; i < 4; ++i) EXPECT_EQ(sg[i].get_flat(0), want_g[i]) << i;
+}
+
+TEST(Conv, HalfPaddingIsTheanosForEvenDilatedFilters) {
+  // Theano pads 'half' by half the dilated filter's span, ((k - 1) * dilation + 1) // 2 on each
+  // side: a 2-wide filter dilated by 2 spans 3 and gets 1 (a 'same' output), a 4-wide one dilated
+  // by 3 spans 10 and gets 5. The same as border "pad" with those pads, values, inferred shapes and
+  // gradients alike; conv3d's depth too.
+  Var x = variable(tensor4_type(DType::Float64), "x"), w = variable(tensor4_type(DType::Float64), "w");
+  for (auto [kh, dh, kw, dw, ph, pw] :
+       std::vector<std::array<int64_t, 6>>{{2, 2, 4, 3, 1, 5}, {3, 2, 2, 1, 2, 1}, {4, 2, 5, 1, 3, 2}}) {
+    SCOPED_TRACE("k " + std::to_string(kh) + "x" + std::to_string(kw) + " dilation " + std::to_string(dh) + "x" +
+                 std::to_string(dw));
+    Conv2dParams half = params("half", 0, 0, 1, 1, dh, dw, 1, true), pad = params("pad", ph, pw, 1, 1, dh, dw, 1, true);
+    Var yh = conv2d(x, w, half), yp = conv2d(x, w, pad);
+    Var cost = sum(mul(yh, yh));
+    Function f = function({x, w}, {yh, yp, shape_i(yh, 2), shape_i(yh, 3), grad(cost, x), grad(sum(mul(yp, yp)), x)});
+    const NDArray xv = random_array({2, 1, 9, 12}, DType::Float64, -1, 1, 31),
+                  wv = random_array({2, 1, kh, kw}, DType::Float64, -1, 1, 32);
+    const auto r = f({xv, wv});
+    EXPECT_EQ(r[0].shape(), Shape({2, 2, 9 + 2 * ph - dh * (kh - 1), 12 + 2 * pw - dw * (kw - 1)}));
+    EXPECT_ALLCLOSE(r[0], r[1], 0.0, 0.0);
+    EXPECT_EQ(r[2].get_flat(0), r[0].shape(2));
+    EXPECT_EQ(r[3].get_flat(0), r[0].shape(3));
+    EXPECT_ALLCLOSE(r[4], r[5], 0.0, 0.0);
+  }
+  EXPECT_EQ(params("half", 0, 0, 1, 1, 2, 3, 1, true).pads(2, 4), std::make_pair(int64_t{1}, int64_t{5}));
+  Conv3dParams p3;
+  p3.hw = params("half", 0, 0, 1, 1, 1, 1, 1, true);
+  p3.dil_d = 2;
+  EXPECT_EQ(p3.depth_pad(2), 1);
+  EXPECT_EQ(p3.depth_pad(3), 2);
 }
 
 TEST(Conv, ErrorsNameBothShapes) {

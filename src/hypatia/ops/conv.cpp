@@ -14,7 +14,9 @@ namespace hypatia {
 
 std::pair<int64_t, int64_t> Conv2dParams::pads(int64_t kh, int64_t kw) const {
   if (border == "full") return {dil_h * (kh - 1), dil_w * (kw - 1)};
-  if (border == "half") return {dil_h * (kh / 2), dil_w * (kw / 2)};
+  // Theano's: half the dilated kernel's span, (dilation * (k - 1) + 1) // 2 (for an odd k,
+  // dilation * (k / 2); for an even k with dilation above 1, less).
+  if (border == "half") return {(dil_h * (kh - 1) + 1) / 2, (dil_w * (kw - 1) + 1) / 2};
   if (border == "pad") return {pad_h, pad_w};
   return {0, 0};
 }
@@ -139,7 +141,8 @@ Var out_size_sym(const Conv2dParams& p, const Var& in, const Var& k, bool rows) 
   if (p.border == "full")
     pads = mul(int_constant(2 * dil), sub(k, int_constant(1)));
   else if (p.border == "half")
-    pads = mul(int_constant(2 * dil), int_div(k, int_constant(2)));
+    pads = mul(int_constant(2),
+               int_div(add(mul(int_constant(dil), sub(k, int_constant(1))), int_constant(1)), int_constant(2)));
   else if (p.border == "pad")
     pads = int_constant(rows ? p.pad_h + p.end_h() : p.pad_w + p.end_w());
   else
@@ -389,7 +392,7 @@ Var conv2d_unshared_grad_wrt_inputs(Var kern, Var top, Var h, Var w, Conv2dParam
 
 int64_t Conv3dParams::depth_pad(int64_t kd) const {
   if (hw.border == "full") return dil_d * (kd - 1);
-  if (hw.border == "half") return dil_d * (kd / 2);
+  if (hw.border == "half") return (dil_d * (kd - 1) + 1) / 2;
   if (hw.border == "pad") return pad_d;
   return 0;
 }
@@ -492,7 +495,8 @@ Var depth_out_sym(const Conv3dParams& p, const Var& in, const Var& k) {
   if (p.hw.border == "full")
     pads = mul(int_constant(2 * dil), sub(k, int_constant(1)));
   else if (p.hw.border == "half")
-    pads = mul(int_constant(2 * dil), int_div(k, int_constant(2)));
+    pads = mul(int_constant(2),
+               int_div(add(mul(int_constant(dil), sub(k, int_constant(1))), int_constant(1)), int_constant(2)));
   else
     pads = int_constant(p.hw.border == "pad" ? 2 * p.pad_d : 0);
   Var span = add(mul(int_constant(dil), sub(k, int_constant(1))), int_constant(1));

@@ -17,7 +17,7 @@ namespace hypatia {
 /// in channels / groups, rows, cols). With flip (Theano's filter_flip, the default) the op is a
 /// convolution (the filters are flipped in both spatial axes), without it a correlation.
 struct Conv2dParams {
-  /// "valid" (no padding), "full" (pad (k - 1) * dilation), "half" (pad (k / 2) * dilation), or
+  /// "valid" (no padding), "full" (pad (k - 1) * dilation), "half" (pad ((k - 1) * dilation + 1) / 2, Theano's), or
   /// "pad" (pad_h, pad_w zeros before the first row and column; pad_h_end, pad_w_end after the
   /// last, -1 meaning the same as before: Theano's border_mode ((top, bottom), (left, right))).
   std::string border = "valid";
