@@ -84,11 +84,23 @@ void check_convolutions_against_the_cpu() {
     }
 }
 
+/// Runs `check` and expects cuDNN to have run convolutions and declined none.
+template <class F>
+void expect_cudnn_ran(F&& check) {
+  const cuda::ConvStats s0 = cuda::conv_stats();
+  check();
+  const cuda::ConvStats s1 = cuda::conv_stats();
+  EXPECT_GT(s1.cudnn, s0.cudnn);
+  EXPECT_EQ(s1.refused, s0.refused) << s1.last_refusal;
+  std::printf("convolution passes: %lld through cuDNN, %lld through im2col (asymmetric padding)\n",
+              static_cast<long long>(s1.cudnn - s0.cudnn), static_cast<long long>(s1.im2col - s0.im2col));
+}
+
 TEST(CudaRun, ConvolutionsThroughCudnnMatchTheCpu) {
   REQUIRE_GPU();
   std::string why;
   if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
-  check_convolutions_against_the_cpu();
+  expect_cudnn_ran(check_convolutions_against_the_cpu);
 }
 
 TEST(CudaRun, ConvolutionsWithTimedAlgorithmsMatchTheCpu) {
@@ -98,7 +110,7 @@ TEST(CudaRun, ConvolutionsWithTimedAlgorithmsMatchTheCpu) {
   // Theano's dnn.conv.algo_* = time_once: cuDNN times its candidates on each node's first call.
   testing::ScopedSetting<std::string> fwd(config().dnn_conv_algo_fwd, "time_once"),
       data(config().dnn_conv_algo_bwd_data, "time_once"), filter(config().dnn_conv_algo_bwd_filter, "time_once");
-  check_convolutions_against_the_cpu();
+  expect_cudnn_ran(check_convolutions_against_the_cpu);
 }
 
 /// 3-d convolutions and both gradients on the GPU against the CPU.
@@ -148,15 +160,18 @@ TEST(CudaRun, ThreeDConvolutionsThroughCudnnMatchTheCpu) {
   REQUIRE_GPU();
   std::string why;
   if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
-  check_3d_convolutions_against_the_cpu();
+  expect_cudnn_ran(check_3d_convolutions_against_the_cpu);
 }
 
 TEST(CudaRun, ConvolutionsThroughIm2colAndCublasMatchTheCpu) {
   REQUIRE_GPU();
   // Theano's dnn.enabled=False: the path that runs where libcudnn cannot be loaded.
   testing::ScopedSetting<std::string> no_dnn(config().dnn_enabled, "False");
+  const cuda::ConvStats s0 = cuda::conv_stats();
   check_convolutions_against_the_cpu();
   check_3d_convolutions_against_the_cpu();
+  EXPECT_EQ(cuda::conv_stats().cudnn, s0.cudnn);
+  EXPECT_GT(cuda::conv_stats().im2col, s0.im2col);
 }
 
 TEST(CudaRun, CumulativeSumsAndProductsMatchTheCpu) {

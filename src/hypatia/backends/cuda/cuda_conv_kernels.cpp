@@ -128,7 +128,24 @@ ConvGemmShape gemm_shape(const Geometry& s) {
   return g;
 }
 
+std::atomic<int64_t> g_cudnn_runs{0}, g_im2col_runs{0}, g_refused{0};
+std::mutex g_refusal_mu;
+std::string g_last_refusal;
+
+/// Counts a shape cuDNN refused (it then runs through im2col), with why.
+void count_refusal(const std::string& why) {
+  ++g_refused;
+  std::lock_guard<std::mutex> lock(g_refusal_mu);
+  g_last_refusal = why;
+}
+
 }  // namespace
+
+ConvStats conv_stats() {
+  std::lock_guard<std::mutex> lock(g_refusal_mu);
+  return ConvStats{g_cudnn_runs.load(), g_im2col_runs.load(), g_refused.load(), g_last_refusal};
+}
+
 }  // namespace hypatia::cuda
 
 #if __has_include(<cudnn.h>)
@@ -190,10 +207,22 @@ const Cudnn& dnn() {
   return d;
 }
 
+/// A status by which cuDNN declines a shape or parameter (BAD_PARAM, NOT_SUPPORTED and their
+/// sub-codes): the convolution runs through im2col instead.
+class DnnRefusal final : public Error {
+ public:
+  using Error::Error;
+};
+
 void check_dnn(cudnnStatus_t s, const char* what) {
   if (s == CUDNN_STATUS_SUCCESS) [[likely]]
     return;
-  if (s == CUDNN_STATUS_ALLOC_FAILED) fail<MemoryError>("cuDNN: ", what, " failed: out of device memory");
+  if (s == CUDNN_STATUS_ALLOC_FAILED || s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+    fail<MemoryError>("cuDNN: ", what, " failed: out of memory");
+  const int code = static_cast<int>(s);
+  if ((code >= CUDNN_STATUS_BAD_PARAM && code < CUDNN_STATUS_BAD_PARAM + 1000) ||
+      (code >= CUDNN_STATUS_NOT_SUPPORTED && code < CUDNN_STATUS_NOT_SUPPORTED + 1000))
+    fail<DnnRefusal>("cuDNN: ", what, ": ", dnn().cudnnGetErrorString(s));
   fail<Error>("cuDNN: ", what, " failed: ", dnn().cudnnGetErrorString(s));
 }
 
@@ -291,13 +320,16 @@ class Descriptors {
   cudnnConvolutionDescriptor_t conv = nullptr;
 };
 
-/// The first of cuDNN's heuristic choices that computes in FMA math: (algorithm, workspace bytes);
-/// algorithm -1 when there is none.
+/// The most workspace a convolution takes (its heuristic choices and timed search).
+constexpr size_t kMaxWorkspace = size_t{512} << 20;
+
+/// The first of cuDNN's heuristic choices that computes in FMA math within kMaxWorkspace:
+/// (algorithm, workspace bytes); algorithm -1 when there is none.
 template <class Perf>
 std::pair<int, size_t> pick(const Perf* perf, int n) {
   for (int i = 0; i < n; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
-        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && perf[i].memory <= kMaxWorkspace)
       return {static_cast<int>(perf[i].algo), perf[i].memory};
   return {-1, 0};
 }
@@ -308,19 +340,55 @@ class CudnnConv {
  public:
   explicit CudnnConv(ConvPass which) : which_(which) {}
 
-  /// Writes `out` from the C-contiguous, non-empty A and B; false (nothing queued) when cuDNN has
-  /// no algorithm in float arithmetic for this shape.
+  /// Writes `out` from the C-contiguous, non-empty A and B; false (nothing queued) when cuDNN
+  /// declines the shape: a tensor beyond its legacy API's int element count, no algorithm in float
+  /// arithmetic within kMaxWorkspace, a refusal (DnnRefusal), or no room for the workspace now.
   bool run(const Geometry& s, DType dt, const NDArray& A, const NDArray& B, NDArray& out) {
-    Plan& plan = plan_for(s, dt, A.raw(), B.raw(), out.raw());
-    if (plan.algo < 0) return false;
+    for (const NDArray* t : {&A, &B, static_cast<const NDArray*>(&out)})
+      if (t->size() > INT32_MAX) {
+        count_refusal("a tensor of " + std::to_string(t->size()) + " elements (cuDNN's limit: 2^31 - 1)");
+        return false;
+      }
+    Plan* plan = nullptr;
+    try {
+      plan = &plan_for(s, dt, A.raw(), B.raw(), out.raw());
+    } catch (const DnnRefusal& e) {
+      plans_[s.key(dt)].algo = -1;  // declined once, declined again: im2col from now on
+      count_refusal(e.what());
+      return false;
+    }
+    if (plan->algo < 0) return false;
     NDArray ws;
-    if (plan.workspace > 0) ws = NDArray::empty({static_cast<int64_t>(plan.workspace)}, DType::UInt8, Device::cuda(0));
+    try {
+      if (plan->workspace > 0)
+        ws = NDArray::empty({static_cast<int64_t>(plan->workspace)}, DType::UInt8, Device::cuda(0));
+    } catch (const MemoryError&) {
+      count_refusal("no room for a workspace of " + std::to_string(plan->workspace) + " bytes");
+      return false;
+    }
+    try {
+      call(*plan, dt, A, B, out, plan->workspace > 0 ? ws.raw() : nullptr);
+    } catch (const DnnRefusal& e) {
+      plan->algo = -1;  // this shape runs through im2col from now on
+      count_refusal(e.what());
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  struct Plan {
+    std::unique_ptr<Descriptors> desc;
+    int algo = 0;
+    size_t workspace = 0;
+  };
+
+  void call(const Plan& plan, DType dt, const NDArray& A, const NDArray& B, NDArray& out, void* wsp) {
     const double one_d = 1, zero_d = 0;
     const float one_f = 1, zero_f = 0;
     const void* alpha = dt == DType::Float64 ? static_cast<const void*>(&one_d) : &one_f;
     const void* beta = dt == DType::Float64 ? static_cast<const void*>(&zero_d) : &zero_f;
     const Descriptors& d = *plan.desc;
-    void* wsp = plan.workspace > 0 ? ws.raw() : nullptr;
     DnnHandle h = handle();
     if (which_ == ConvPass::Forward)
       check_dnn(dnn().cudnnConvolutionForward(h.h, alpha, d.x, A.raw(), d.w, B.raw(), d.conv,
@@ -338,20 +406,12 @@ class CudnnConv {
                                                      plan.workspace, beta, d.w, out.raw()),
                 "cudnnConvolutionBackwardFilter");
     after_launch("cuDNN convolution");
-    return true;
   }
-
- private:
-  struct Plan {
-    std::unique_ptr<Descriptors> desc;
-    int algo = 0;
-    size_t workspace = 0;
-  };
 
   /// The largest workspace among the usable heuristic choices (the timed search's budget).
   template <class Perf>
   static size_t largest_workspace(const Perf* perf, int n) {
-    constexpr size_t kCap = size_t{512} << 20;
+    constexpr size_t kCap = kMaxWorkspace;
     size_t m = 0;
     for (int i = 0; i < n; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
@@ -517,9 +577,13 @@ class ConvKernel final : public Kernel {
       copy_into(out, NDArray::zeros({}, dt).to_device(Device::cuda(0)).broadcast_to(out_shape));
       return;
     }
-    if (symmetric && cudnn_ && cudnn_->run(s, dt, A, B, out)) return;
+    if (symmetric && cudnn_ && cudnn_->run(s, dt, A, B, out)) {
+      ++g_cudnn_runs;
+      return;
+    }
     if (!gemm_) gemm_ = std::make_unique<CudaConvGemm>(dt);
     gemm_->run(which_, gemm_shape(s), A, B, out);
+    ++g_im2col_runs;
   }
 
  private:

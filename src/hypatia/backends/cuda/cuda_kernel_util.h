@@ -220,6 +220,14 @@ class CudaConvGemm {
 bool cudnn_loadable(std::string* why);
 /// Makes the recording cuDNN handle now if convolutions have run (before a capture starts).
 void prepare_cudnn_recording();
+/// Convolution passes run through cuDNN and through im2col since the process started, and the
+/// shapes cuDNN refused (its legacy API's int sizes, a status of BAD_PARAM or NOT_SUPPORTED, or a
+/// workspace the device has no room for: those run through im2col), with the last refusal.
+struct ConvStats {
+  int64_t cudnn = 0, im2col = 0, refused = 0;
+  std::string last_refusal;
+};
+ConvStats conv_stats();
 
 }  // namespace cuda
 }  // namespace hypatia

@@ -60,12 +60,25 @@ struct Runtime {
 const Runtime& rt() {
   static const Runtime r = [] {
     Runtime x;
-    for (const char* n : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"})
-      if ((x.lib = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
+    // The runtime of the major version these headers declare (another's structures, such as
+    // cudaDeviceProp, are laid out otherwise): libcudart.so.<major>, or libcudart.so if it is that.
+    constexpr int kMajor = CUDART_VERSION / 1000;
+    const std::string versioned = "libcudart.so." + std::to_string(kMajor);
+    std::string found_other;
+    for (const std::string& n : {versioned, std::string("libcudart.so")}) {
+      if (!(x.lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) continue;
+      using Version = cudaError_t (*)(int*);
+      const auto version = reinterpret_cast<Version>(dlsym(x.lib, "cudaRuntimeGetVersion"));
+      int v = 0;
+      if (version && version(&v) == cudaSuccess && v / 1000 == kMajor) break;
+      found_other = n + " is CUDA " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+      dlclose(x.lib);
+      x.lib = nullptr;
+    }
     if (!x.lib) {
-      x.why =
-          "libcudart could not be loaded (tried libcudart.so.13, .12 and libcudart.so; put the CUDA toolkit's "
-          "lib64 on LD_LIBRARY_PATH)";
+      x.why = "libcudart of CUDA " + std::to_string(kMajor) + " could not be loaded (tried " + versioned +
+              " and libcudart.so" + (found_other.empty() ? "" : "; " + found_other) +
+              "; put the CUDA toolkit's lib64 on LD_LIBRARY_PATH)";
       return x;
     }
 #define HYP_RT_BIND(name)                                            \
