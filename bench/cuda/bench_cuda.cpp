@@ -206,24 +206,12 @@ void mlp() {
     const bool batch_shared = variant < 2, labels_shared = variant == 1;
     Var x = batch_shared ? shared(xs, "xb") : matrix("x", DType::Float32);
     Var yv = labels_shared ? shared(ys, "yb") : vector("y", DType::Int64);
-    std::vector<Var> params;
-    const int sizes[] = {784, 500, 500, 10};
-    Var h = x;
-    for (int l = 0; l < 3; ++l) {
-      const char* names[] = {"W0", "b0", "W1", "b1", "W2", "b2"};
-      NDArray w0 = random_f32({sizes[l], sizes[l + 1]}, 20 + l);
-      Var w = shared(w0, names[2 * l]);
-      Var b = shared(NDArray::zeros({sizes[l + 1]}, DType::Float32), names[2 * l + 1]);
-      params.push_back(w);
-      params.push_back(b);
-      Var a = add(dot(h, w), b);
-      h = l < 2 ? tanh(a) : softmax(a);
-    }
-    Var cost = mean(categorical_crossentropy(h, yv));
-    std::vector<Var> g = grad(cost, params);
+    const testing::Mlp net = testing::mlp(x, yv, {784, 500, 500, 10}, [](const Shape& sh, int layer, bool is_bias) {
+      return is_bias ? NDArray::zeros(sh, DType::Float32) : random_f32(sh, 20 + layer);
+    });
+    Var cost = net.cost;
     FunctionOptions o = cuda_opts();
-    for (size_t i = 0; i < params.size(); ++i)
-      o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.01, DType::Float32)))});
+    o.updates = net.sgd(constant(0.01, DType::Float32));
     std::vector<In> ins;
     std::vector<NDArray> args;
     if (!labels_shared) {

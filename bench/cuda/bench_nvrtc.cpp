@@ -70,26 +70,14 @@ uint64_t fnv1a(const std::string& s) {
 /// variables) on `backend`, the graph built first (not timed); ms.
 double mlp_compile_ms(const std::string& backend) {
   auto values = [](const Shape& shape) { return NDArray::full(shape, DType::Float32, 0.01); };
-  Var xb = shared(values({256, 784}), "xb");
-  Var yb = shared(NDArray::zeros({256}, DType::Int64), "yb");
-  std::vector<Var> params;
-  Var h = xb;
-  const int sizes[] = {784, 500, 500, 10};
-  for (int l = 0; l < 3; ++l) {
-    Var w = shared(values({sizes[l], sizes[l + 1]}), "W"), bias = shared(values({sizes[l + 1]}), "b");
-    params.push_back(w);
-    params.push_back(bias);
-    Var a = add(dot(h, w), bias);
-    h = l < 2 ? tanh(a) : softmax(a);
-  }
-  Var cost = mean(categorical_crossentropy(h, yb));
-  std::vector<Var> g = grad(cost, params);
+  const testing::Mlp net =
+      testing::mlp(shared(values({256, 784}), "xb"), shared(NDArray::zeros({256}, DType::Int64), "yb"),
+                   {784, 500, 500, 10}, [&](const Shape& sh, int, bool) { return values(sh); });
   FunctionOptions o;
   o.backend = backend;
-  for (size_t i = 0; i < params.size(); ++i)
-    o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.01, DType::Float32)))});
+  o.updates = net.sgd(constant(0.01, DType::Float32));
   const auto t0 = std::chrono::steady_clock::now();
-  Function f = function({}, {cost}, o);
+  Function f = function({}, {net.cost}, o);
   return 1e3 * seconds_since(t0);
 }
 

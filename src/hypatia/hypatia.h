@@ -30,5 +30,6 @@
 #include "hypatia/ops/subtensor.h"
 #include "hypatia/ops/transfer.h"
 #include "hypatia/rewrite/rewriter.h"
+#include "hypatia/testing/models.h"
 #include "hypatia/testing/opinfo.h"
 #include "hypatia/testing/verify_grad.h"

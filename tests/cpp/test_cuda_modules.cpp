@@ -314,22 +314,12 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
   // the mean divides by (its cast and the division run on the device).
   Var xb = shared(f32({16, 12}, 4), "xb");
   Var yb = shared(NDArray::zeros({16}, DType::Int64), "yb");
-  std::vector<Var> params;
-  Var h = xb;
-  const int sizes[] = {12, 8, 8, 3};
-  for (int l = 0; l < 3; ++l) {
-    Var w = shared(f32({sizes[l], sizes[l + 1]}, 10 + l), "W"), bias = shared(f32({sizes[l + 1]}, 20 + l), "b");
-    params.push_back(w);
-    params.push_back(bias);
-    Var a = add(dot(h, w), bias);
-    h = l < 2 ? tanh(a) : softmax(a);
-  }
-  Var cost = mean(categorical_crossentropy(h, yb));
-  std::vector<Var> g = grad(cost, params);
+  const testing::Mlp net = testing::mlp(xb, yb, {12, 8, 8, 3}, [&](const Shape& sh, int layer, bool is_bias) {
+    return f32(sh, (is_bias ? 20 : 10) + layer);
+  });
   FunctionOptions o = on("cuda");
-  for (size_t i = 0; i < params.size(); ++i)
-    o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.01, DType::Float32)))});
-  Function step = function({}, {Out(device_from_host(cost, Device::cuda(0)), true)}, o);
+  o.updates = net.sgd(constant(0.01, DType::Float32));
+  Function step = function({}, {Out(device_from_host(net.cost, Device::cuda(0)), true)}, o);
   const auto nodes = step.toposort();
   const auto devices = step.node_devices();
   int host_nodes = 0;
@@ -355,8 +345,8 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
   // which reads it in device memory (a recording keyed by it might never replay).
   Var lr = scalar("lr", DType::Float32);
   FunctionOptions o2 = on("cuda");
-  for (size_t i = 0; i < params.size(); ++i) o2.updates.push_back({params[i], sub(params[i], mul(g[i], lr))});
-  Function step2 = function({lr}, {Out(device_from_host(cost, Device::cuda(0)), true)}, o2);
+  o2.updates = net.sgd(lr);
+  Function step2 = function({lr}, {Out(device_from_host(net.cost, Device::cuda(0)), true)}, o2);
   const auto nodes2 = step2.toposort();
   const auto runs2 = step2.recorded_runs();
   int lr_transfers = 0;
