@@ -6,11 +6,14 @@
 // are held elsewhere) is tested here without a GPU; the CUDA recorder itself in test_cuda.cpp.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "graph_fuzz.h"
 #include "hypatia/backends/backend.h"
 #include "hypatia/ops/nnet.h"
 #include "hypatia/testing/opinfo.h"
@@ -168,7 +171,10 @@ FakeRecorder& fake() {
     auto rec = std::make_shared<FakeRecorder>();
     FakeRecorder* raw = rec.get();
     register_backend(std::make_unique<Backend>(
-        Backend::Description{.name = "test_replay", .fallback = "cpu", .recorder = std::move(rec)}));
+        Backend::Description{.name = "test_replay",
+                             .fallback = "cpu",
+                             .storage_dtypes = {rewrite::StorageDType{DType::Float16, DType::Float32}},
+                             .recorder = std::move(rec)}));
     auto add = [](std::type_index op, std::vector<int> host, bool recordable = true) {
       register_kernel(
           "test_replay", op,
@@ -526,6 +532,80 @@ TEST(Replay, ErrorsAreTheStepsOwnAndLaterCallsStillReplay) {
   const int before = r.replays;
   for (int i = 0; i < 3; ++i) EXPECT_ALLCLOSE(f({a, b})[0], expected(a, b));
   EXPECT_EQ(r.replays, before + 3);
+}
+
+TEST(Replay, RandomGraphsGiveTheCpusResultsCallAfterCall) {
+  // The graph fuzzer's graphs on the fake recording device against the CPU backend: each graph
+  // built twice from its seed (two sets of shared variables), called five times on the same
+  // argument buffers (the second call records, the later ones replay), outputs and shared
+  // variables compared after every call, with gc and without. HYPATIA_FUZZ_GRAPHS=N runs more.
+  FakeRecorder& r = fake();
+  const char* env = std::getenv("HYPATIA_FUZZ_GRAPHS");
+  const uint64_t n = env && *env ? std::strtoull(env, nullptr, 10) : (testing::kSanitizerBuild ? 10 : 40);
+  int compared = 0, failures = 0;
+  for (uint64_t seed = 1; seed <= n && failures < 5; ++seed) {
+    for (bool gc : {true, false}) {
+      testing::FuzzSource sa(seed), sb(seed);
+      const testing::FuzzGraph ga = testing::build_fuzz_graph(sa), gb = testing::build_fuzz_graph(sb);
+      auto compile = [&](const testing::FuzzGraph& g, const std::string& backend) {
+        FunctionOptions o;
+        o.backend = backend;
+        o.on_unused_input = "ignore";
+        o.updates = g.updates;
+        o.allow_gc = gc;
+        return function(std::vector<In>(g.inputs.begin(), g.inputs.end()),
+                        std::vector<Out>(g.outputs.begin(), g.outputs.end()), o);
+      };
+      std::optional<Function> fa, fb;
+      try {
+        fb.emplace(compile(gb, "cpu"));
+      } catch (const Error&) {
+        continue;  // (a graph the CPU refuses: the fuzzer's own test covers it)
+      }
+      fa.emplace(compile(ga, "test_replay"));
+      const double rtol = ga.rtol > 0 ? ga.rtol : 1e-6, atol = ga.atol > 0 ? ga.atol : 1e-8;
+      std::string failure;
+      for (int call = 0; call < 5 && failure.empty(); ++call) {
+        std::vector<NDArray> oa, ob;
+        std::string ea, eb;
+        try {
+          oa = (*fa)(ga.values);
+        } catch (const Error& e) {
+          ea = e.what();
+        }
+        try {
+          ob = (*fb)(gb.values);
+        } catch (const Error& e) {
+          eb = e.what();
+        }
+        if (ea.empty() != eb.empty()) {
+          failure = "call " + std::to_string(call) + ": recorded '" + ea.substr(0, 300) + "', CPU '" +
+                    eb.substr(0, 300) + "'";
+          break;
+        }
+        for (size_t k = 0; k < oa.size() && k < ob.size() && failure.empty(); ++k) {
+          const std::string d = testing::compare_arrays(oa[k], ob[k], rtol, atol);
+          if (!d.empty()) failure = "call " + std::to_string(call) + " output " + std::to_string(k) + ": " + d;
+        }
+        for (size_t k = 0; k < ga.shared.size() && failure.empty(); ++k) {
+          const std::string d =
+              testing::compare_arrays(get_value(ga.shared[k].first), get_value(gb.shared[k].first), rtol, atol);
+          if (!d.empty()) failure = "call " + std::to_string(call) + " shared " + std::to_string(k) + ": " + d;
+        }
+      }
+      ++compared;
+      if (!failure.empty()) {
+        ++failures;
+        ADD_FAILURE() << "graph seed " << seed << (gc ? "" : " (gc off)") << ": " << failure << "\n"
+                      << ga.describe() << "\n"
+                      << fa->debugprint();
+      }
+    }
+  }
+  EXPECT_GT(compared, static_cast<int>(n));
+  EXPECT_GT(r.replays, 0);
+  std::printf("random graphs on the fake recording device: %d compared, %d recordings, %d replays\n", compared,
+              r.recordings.load(), r.replays.load());
 }
 
 TEST(Replay, WithoutGarbageCollectionAndFromManyThreads) {
