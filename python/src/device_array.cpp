@@ -196,8 +196,17 @@ void init_device_array(nb::module_& m) {
               strides.push_back(s / static_cast<int64_t>(isz));
             }
             synchronize(a);
-            // The export owns a reference to this GpuArray, which keeps the buffer alive.
-            nb::ndarray<nb::array_api> view(a.raw(), shape.size(), shape.data(), self.h, strides.data(),
+            // The export owns the buffer; when the consumer lets go, its queued work (on its own
+            // streams) is waited for before the buffer can return to Hypatia's allocator.
+            nb::capsule owner(new NDArray(a), [](void* p) noexcept {
+              auto* held = static_cast<NDArray*>(p);
+              try {
+                synchronize_device(held->device());
+              } catch (...) {  // (a device error is reported by the next call that queues work)
+              }
+              delete held;
+            });
+            nb::ndarray<nb::array_api> view(a.raw(), shape.size(), shape.data(), owner, strides.data(),
                                             dl_dtype(a.dtype()), type, a.device().index);
             nb::object exported = nb::cast(view, nb::rv_policy::reference);
             return exported.attr("__dlpack__")(**kwargs);

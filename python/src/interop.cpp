@@ -214,10 +214,22 @@ NDArray from_cuda_dlpack(PyObject* obj, int device) {
     shape.push_back(static_cast<int64_t>(t.shape(i)));
     strides.push_back(t.stride(i) * static_cast<int64_t>(itemsize(*dt)));
   }
-  // The import, as a Python object, owns the buffer's reference: released with the GIL.
+  // The producer's queued work (on its own streams, which Hypatia's is not ordered after) is done
+  // before Hypatia reads the buffer: nanobind asked for the capsule without naming a stream.
+  const Device where = Device::cuda(device);  // (device_memory refuses another GPU than the first)
+  synchronize_device(where);
+  // The import, as a Python object, owns the buffer's reference: released with the GIL, after
+  // Hypatia's work queued on it is done (the producer may reuse the memory at once).
   PyObject* keep = nb::cast(t, nb::rv_policy::reference).release().ptr();
-  std::shared_ptr<void> owner(t.data(), PyRefDeleter{keep});
-  return NDArray::wrap(std::move(owner), static_cast<std::byte*>(t.data()), shape, strides, *dt, Device::cuda(device));
+  std::shared_ptr<void> owner(t.data(), [keep, where](void*) noexcept {
+    try {
+      const DeviceMemory& m = device_memory(where);
+      if (m.synchronize) m.synchronize();
+    } catch (...) {  // (a device error is reported by the next call that queues work)
+    }
+    PyRefDeleter{keep}(nullptr);
+  });
+  return NDArray::wrap(std::move(owner), static_cast<std::byte*>(t.data()), shape, strides, *dt, where);
 }
 
 }  // namespace

@@ -182,8 +182,18 @@ TEST(Devices, NamesParseAndPrint) {
   Var v = vector("v", DType::Float64);
   EXPECT_ERROR(NotImplementedError, function({v}, {exp(v)}), "device=cuda1");
   EXPECT_EQ(Device::parse("cuda:2").str(), "cuda:2");
-  EXPECT_ERROR(ValueError, Device::parse("gpu0"), "expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'");
+  // Theano's old backend's names: device=gpu is the first GPU.
+  EXPECT_EQ(Device::parse("gpu"), Device::cuda(0));
+  EXPECT_EQ(Device::parse("gpu0"), Device::cuda(0));
+  EXPECT_EQ(Device::parse("gpu1"), Device::cuda(1));
+  EXPECT_ERROR(ValueError, Device::parse("gpux"), "expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'");
+  EXPECT_ERROR(ValueError, Device::parse("tpu"), "not a device");
   EXPECT_ERROR(ValueError, Device::parse("cuda:-1"), "not a device");
+  // Memory on another GPU than the first is refused, not put on the first under its name.
+  EmulatedGpu gpu;
+  EXPECT_ERROR(NotImplementedError, NDArray::from_vector<float>({1, 2}).to_device(Device::cuda(2)),
+               "CUDA_VISIBLE_DEVICES=2");
+  EXPECT_EQ(NDArray::from_vector<float>({1, 2}).to_device(Device::parse("gpu")).device(), Device::cuda(0));
 }
 
 TEST(Devices, ADeviceArrayComesFromItsAllocatorAndHostCodeRefusesIt) {
@@ -288,8 +298,12 @@ TEST(Transfers, AnInputThatOnlyTransfersReadAcceptsAnArrayAlreadyOnTheDevice) {
   EXPECT_ERROR(TypeError, g({d}), "the function reads this input on the host: transfer it first");
   Function id = function({x}, {x, host_from_device(on_dev)}, o);
   EXPECT_ERROR(TypeError, id({d}), "reads this input on the host");
-  // Another device than the transfers'.
-  EXPECT_ERROR(TypeError, f({h.to_device(Device::cuda(1))}), "only an array on cuda:0 or the host is accepted");
+  // Another device than the transfers' (such memory is refused where it would be made; an array
+  // labelled so by a C++ caller's wrap is refused by the call).
+  EXPECT_ERROR(NotImplementedError, h.to_device(Device::cuda(1)), "CUDA_VISIBLE_DEVICES=1");
+  const NDArray d0 = h.to_device(Device::cuda(0));
+  const NDArray d1 = NDArray::wrap(d0.storage(), d0.raw(), d0.shape(), d0.strides(), d0.dtype(), Device::cuda(1));
+  EXPECT_ERROR(TypeError, f({d1}), "only an array on cuda:0 or the host is accepted");
 }
 
 TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {

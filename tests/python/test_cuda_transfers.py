@@ -19,7 +19,9 @@ def test_transfer_nodes_have_theanos_names():
     assert str(y.owner.op) == "GpuFromHost<cuda:0>"
     back = sandbox.cuda.basic_ops.host_from_gpu(y)
     assert str(back.owner.op) == "HostFromGpu"
-    assert str(T.transfer(x, "cuda1").owner.op) == "GpuFromHost<cuda:1>"
+    assert str(T.transfer(x, "cuda0").owner.op) == "GpuFromHost<cuda:0>"
+    with pytest.raises(NotImplementedError, match="CUDA_VISIBLE_DEVICES=1"):
+        T.transfer(x, "cuda1")  # one GPU: another is refused by name, not run on the first
     assert str(T.transfer(y, "cpu").owner.op) == "HostFromGpu"
     with pytest.raises(ValueError, match="expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'"):
         T.transfer(x, "tpu")

@@ -342,3 +342,16 @@ def test_another_librarys_cuda_array_is_used_in_place(stand_in):
     h = function([x], x * 2, mode=NONE)
     with pytest.raises(TypeError, match="reads this input on the host"):
         h(_CudaExporter(g))
+
+
+def test_theanos_gpu_device_names_are_the_first_gpu_and_another_gpu_is_refused(stand_in):
+    # Theano's old backend: device=gpu, gpu0. A GPU other than the first is refused by name
+    # (Hypatia runs on one), never put on the first under another label.
+    v = np.arange(4, dtype="float32")
+    assert GpuArray(v, device="gpu").device == GpuArray(v, device="cuda0").device
+    assert GpuArray(v, device="gpu0").device == GpuArray(v).device
+    with pytest.raises(NotImplementedError, match="CUDA_VISIBLE_DEVICES=2"):
+        GpuArray(v, device="cuda2")
+    x = T.fvector("x")
+    with pytest.raises(NotImplementedError, match="CUDA_VISIBLE_DEVICES=1"):
+        function([x], Out(T.transfer(x, "gpu1"), borrow=True), mode=NONE)(v)

@@ -50,15 +50,18 @@ std::string Device::str() const {
 
 Device Device::parse(std::string_view s) {
   if (s == "cpu") return host();
-  if (s.substr(0, 4) == "cuda") {
-    std::string_view rest = s.substr(4);
+  // Theano's old CUDA backend named its devices gpu, gpu0, gpu1...: the same GPUs.
+  const size_t name = s.substr(0, 4) == "cuda" ? 4 : s.substr(0, 3) == "gpu" ? 3 : 0;
+  if (name > 0) {
+    std::string_view rest = s.substr(name);
     if (rest.empty()) return cuda(0);
     if (rest.front() == ':') rest.remove_prefix(1);
     int i = -1;
     auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), i);
     if (ec == std::errc() && p == rest.data() + rest.size() && i >= 0 && i < 4096) return cuda(i);
   }
-  fail<ValueError>("device: '", s, "' is not a device; expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'");
+  fail<ValueError>("device: '", s,
+                   "' is not a device; expected 'cpu', 'cuda', 'cudaN' or 'cuda:N' (or Theano's 'gpu', 'gpuN')");
 }
 
 void register_device_memory(DeviceKind kind, DeviceMemory memory) {
@@ -68,7 +71,26 @@ void register_device_memory(DeviceKind kind, DeviceMemory memory) {
   r.by_kind[static_cast<size_t>(kind)] = r.all.back().get();
 }
 
+void synchronize_device(Device device) {
+  if (device.kind == DeviceKind::Host) return;
+  const DeviceMemory& m = device_memory(device);
+  if (m.synchronize_device)
+    m.synchronize_device();
+  else if (m.synchronize)
+    m.synchronize();
+}
+
+void require_first_device(Device device) {
+  // The device backends drive device 0 of their kind: memory labelled with another index would be
+  // device 0's (and another library handed it would look for it on that GPU).
+  if (device.kind != DeviceKind::Host && device.index != 0) [[unlikely]]
+    fail<NotImplementedError>("device ", device.str(), ": Hypatia runs on device 0 of a kind only (more than one GPU ",
+                              "is not built yet); to use that GPU, make it the only visible one ",
+                              "(CUDA_VISIBLE_DEVICES=", device.index, ") and name it cuda0");
+}
+
 const DeviceMemory& device_memory(Device device) {
+  require_first_device(device);
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   const DeviceMemory*& m = r.by_kind[static_cast<size_t>(device.kind)];

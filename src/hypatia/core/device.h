@@ -42,7 +42,16 @@ struct DeviceMemory {
   /// Waits until the work queued on the device so far is done (null: work is never queued), so
   /// that another library may read its buffers (the Python device arrays' DLPack export).
   std::function<void()> synchronize;
+  /// Waits until all work on the device is done, whoever queued it on whichever stream (null: as
+  /// synchronize): before Hypatia reads a buffer another library hands it, and before a buffer it
+  /// handed out returns to its allocator.
+  std::function<void()> synchronize_device;
 };
+/// Calls `device`'s synchronize_device (or synchronize); nothing for host memory.
+void synchronize_device(Device device);
+/// NotImplementedError for a device other than the first of its kind (one GPU is driven; the way
+/// to use another is CUDA_VISIBLE_DEVICES), which device_memory and the transfer ops check.
+void require_first_device(Device device);
 
 /// Registers the memory functions of every device of `kind` (replacing earlier ones).
 void register_device_memory(DeviceKind kind, DeviceMemory memory);

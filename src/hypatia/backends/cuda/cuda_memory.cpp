@@ -265,6 +265,9 @@ void register_cuda_memory() {
   m.synchronize = [] {
     if (available()) synchronize();
   };
+  m.synchronize_device = [] {
+    if (available()) check(cudaDeviceSynchronize(), "waiting for the device (cudaDeviceSynchronize)");
+  };
   register_device_memory(DeviceKind::Cuda, std::move(m));
 }
 

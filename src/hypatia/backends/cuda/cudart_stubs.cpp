@@ -30,6 +30,7 @@ struct Runtime {
   X(cudaSetDevice)             \
   X(cudaStreamCreateWithFlags) \
   X(cudaStreamSynchronize)     \
+  X(cudaDeviceSynchronize)     \
   X(cudaGetErrorName)          \
   X(cudaGetErrorString)        \
   X(cudaGetLastError)          \
@@ -114,6 +115,7 @@ HYP_FORWARD(cudaGetDeviceProperties, (cudaDeviceProp * prop, int device), (prop,
 HYP_FORWARD(cudaSetDevice, (int device), (device))
 HYP_FORWARD(cudaStreamCreateWithFlags, (cudaStream_t * s, unsigned int flags), (s, flags))
 HYP_FORWARD(cudaStreamSynchronize, (cudaStream_t s), (s))
+HYP_FORWARD(cudaDeviceSynchronize, (), ())
 HYP_FORWARD(cudaGetLastError, (), ())
 HYP_FORWARD(cudaPeekAtLastError, (), ())
 HYP_FORWARD(cudaLaunchKernel, (const void* f, dim3 g, dim3 b, void** args, size_t shm, cudaStream_t s),
