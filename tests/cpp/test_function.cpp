@@ -104,6 +104,14 @@ TEST(Function, OutputsAreFreshUnlessBorrowed) {
   Function g = function({x}, {Out(x + 1.0, /*borrow=*/true)}, FunctionOptions{.allow_gc = false});
   NDArray a1 = g({arg})[0];
   EXPECT_ALLCLOSE(a1, f32({6, 7}, {2}));
+  // A constant output lent with borrow is the constant's buffer, read-only: written, it would
+  // change every later call's result.
+  Function c = function({}, {Out(constant(f32({1, 2, 3}, {3})), /*borrow=*/true)});
+  NDArray lent = c({})[0];
+  EXPECT_FALSE(lent.writeable());
+  EXPECT_ERROR(ValueError, lent.fill(42.0), "read-only");
+  EXPECT_ALLCLOSE(c({})[0], f32({1, 2, 3}, {3}));
+  EXPECT_TRUE(function({}, {Out(constant(f32({1, 2, 3}, {3})), /*borrow=*/false)})({})[0].writeable());
 }
 
 TEST(Function, NoGcReusesIntermediateBuffers) {

@@ -430,6 +430,7 @@ NDArray NDArray::broadcast_to(const Shape& shape) const {
 
 void NDArray::assign(const NDArray& src) const {
   require_host("assign");
+  if (!writeable_) fail<ValueError>("assign: the destination is read-only (", describe(), ")");
   src.require_host("assign");
   if (!(src.shape() == shape_))
     fail<ValueError>("assign: source shape ", src.shape().str(), " differs from destination ", shape_.str());
@@ -454,6 +455,7 @@ void NDArray::assign(const NDArray& src) const {
 
 void NDArray::fill(double value) const {
   require_host("fill");
+  if (!writeable_) fail<ValueError>("fill: the array is read-only (", describe(), ")");
   dispatch_storage_dtype(dtype_, [&](auto t) {
     using T = decltype(t);
     T v = static_cast<T>(value);

@@ -252,7 +252,8 @@ class NDArray {
   NDArray to_device(Device device) const;
   NDArray ascontiguous() const { return is_c_contiguous() ? *this : copy(); }
   NDArray astype(DType dtype) const;
-  /// Copies src's elements into this array (same shape; any layouts; converts dtype).
+  /// Copies src's elements into this array (same shape; any layouts; converts dtype); ValueError
+  /// when this handle is read-only (writeable() false), as for fill.
   void assign(const NDArray& src) const;
   void fill(double value) const;
 

@@ -674,9 +674,11 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       bool fresh = !o.may_alias_leaf;
       for (size_t j = 0; j < i && fresh; ++j) fresh = outputs[j].cell != o.cell;
       for (const NDArray& nv : new_values) fresh = fresh && !nv.shares_buffer(cell);
-      if (o.borrow)
+      if (o.borrow) {
         outs[i] = cell;
-      else if (fresh && cell_kind[o.cell] == CellKind::Intermediate)
+        // A constant's own buffer, lent: read-only (written, it would change every later call).
+        if (cell_kind[o.cell] == CellKind::Constant) outs[i].set_writeable(false);
+      } else if (fresh && cell_kind[o.cell] == CellKind::Intermediate)
         outs[i] = std::move(cell);
       else
         outs[i] = cell.copy();
