@@ -332,7 +332,8 @@ bool scan_on_gpu(const Function& f) {
 TEST(CudaRun, AnRnnScanLoopsOnTheGpuAndMatchesTheCpu) {
   REQUIRE_GPU();
   // The body (two products, tanh, a sum) runs on the device step after step, its states and
-  // traces in device memory; the gradient (ScanGrad, on the CPU) reads the traces.
+  // traces in device memory; the gradient (ScanGrad) runs there too and reads the traces. No step,
+  // one, and fifty.
   const int H = 64, I = 32;
   Var W = shared(random_array({H, H}, DType::Float32, 400), "W");
   Var xs = variable(TensorType(DType::Float32, {false, false}), "xs");
@@ -347,8 +348,12 @@ TEST(CudaRun, AnRnnScanLoopsOnTheGpuAndMatchesTheCpu) {
   Function fg = function({xs, h0, U}, {outs[0], outs[1], g[0]}, on("cuda"));
   Function fc = function({xs, h0, U}, {outs[0], outs[1], g[0]}, on("cpu"));
   EXPECT_TRUE(scan_on_gpu(fg)) << fg.debugprint();
+  int grads_on_gpu = 0;
+  for (const auto& n : fg.toposort())
+    grads_on_gpu += n->op->name() == "ScanGrad" && get_backend("cuda").provider(*n)->name() == "cuda";
+  EXPECT_EQ(grads_on_gpu, 1) << fg.debugprint();
   const NDArray hv = random_array({H}, DType::Float32, 401), Uv = random_array({H, I}, DType::Float32, 402);
-  for (int64_t T : {1, 50}) {
+  for (int64_t T : {0, 1, 50}) {
     SCOPED_TRACE("steps " + std::to_string(T));
     const NDArray xv = random_array({T, I}, DType::Float32, 403);
     const auto a = fc({xv, hv, Uv}), b = fg({xv, hv, Uv});

@@ -18,7 +18,8 @@ class Program::Runner final : public InnerRunner {
     f_->keep_intermediates = true;
     lean_ = !p.debug_mode && !p.profile && !p.pre_step && !p.post_step && p.shared.empty() && p.updates.empty() &&
             !p.check_rewrites && p.first_shared_destroyer == p.steps.size();
-    scalar_ = lean_ && !p.any_lazy_ && plan_scalars();
+    // (Not for a body compiled for a device: its values, constants included, are in device memory.)
+    scalar_ = lean_ && !p.any_lazy_ && !p.io_device && plan_scalars();
   }
 
   void run(std::span<const NDArray> args, std::span<NDArray> outs) override {

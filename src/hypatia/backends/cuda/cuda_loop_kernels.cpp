@@ -48,9 +48,12 @@ void zero_on_device(const NDArray& dst) {
     if (!cached.valid()) cached = NDArray::zeros({}, dst.dtype()).to_device(Device::cuda(0));
     z = cached;
   }
-  NDArray d = dst;
+  // (ElemModule::run takes inputs of the output's ndim: the zero as a 1 x ... x 1 view.)
+  Shape ones;
+  for (int k = 0; k < dst.ndim(); ++k) ones.push_back(1);
+  NDArray d = dst, zb = z.reshape(ones);
   NDArray* o[] = {&d};
-  NDArray* i[] = {&z};
+  NDArray* i[] = {&zb};
   copy_module(dst.dtype()).run(dst.shape(), o, i);
 }
 
