@@ -324,12 +324,12 @@ TEST(CudaKernelsOnHost, EyeIsTheCpus) {
   int checked = 0;
   for (const HostArangeKernel& k : kHostEyeKernels)
     for (const auto& [n, m, diag] : {std::tuple<int64_t, int64_t, int64_t>{4, 4, 0},
-                                    {3, 5, 1},
-                                    {5, 3, -2},
-                                    {2, 3, 7},
-                                    {3, 2, -9},
-                                    {1, 6, -1},
-                                    {6, 1, 0}}) {
+                                     {3, 5, 1},
+                                     {5, 3, -2},
+                                     {2, 3, 7},
+                                     {3, 2, -9},
+                                     {1, 6, -1},
+                                     {6, 1, 0}}) {
       SCOPED_TRACE(std::string(dtype_name(k.dt)) + " " + std::to_string(n) + "x" + std::to_string(m) + " k " +
                    std::to_string(diag));
       Var nv = scalar("n", DType::Int64), mv = scalar("m", DType::Int64), kv = scalar("k", DType::Int64);
