@@ -1,5 +1,5 @@
-// What the CUDA backend's tests share (test_cuda.cpp, test_cuda_nn.cpp): the skips without NVRTC
-// or a GPU, function options per backend, node counts, seeded random arrays.
+// What the CUDA backend's tests share (test_cuda*.cpp): the skips without NVRTC
+// or a GPU, function options per backend, node counts, seeded random arrays, a classifier's step.
 #pragma once
 #include <random>
 #include <string>
@@ -53,6 +53,20 @@ inline bool all_on_gpu(const Function& f, const std::string& op) {
   for (const auto& n : f.toposort())
     if (n->op->name().find(op) != std::string::npos && get_backend("cuda").provider(*n)->name() != "cuda") return false;
   return true;
+}
+
+/// A 20-16-5 tanh classifier's SGD step (softmax cross-entropy on labels, rate 0.1) on `backend`:
+/// inputs x (float32 matrix) and y (int64 labels), output the cost; its parameters in `params`.
+inline Function classifier_step(const std::string& backend, std::vector<Var>& params) {
+  Var x = matrix("x", DType::Float32);
+  Var y = vector("y", DType::Int64);
+  const Mlp net = mlp(x, y, {20, 16, 5}, [](const Shape& sh, int layer, bool is_bias) {
+    return is_bias ? NDArray::zeros(sh, DType::Float32) : seeded_array(sh, DType::Float32, 1 + layer, -0.5, 0.5);
+  });
+  params = net.params;
+  FunctionOptions o = on(backend);
+  o.updates = net.sgd(constant(0.1, DType::Float32));
+  return function({x, y}, {net.cost}, o);
 }
 
 }  // namespace hypatia::testing
