@@ -6,6 +6,7 @@ compiled from. Objects pickled together stay linked (a function and the shared v
 """
 import functools
 import pickle
+import warnings
 
 import numpy as np
 
@@ -54,8 +55,19 @@ def _rebuild_constant(value, name):
 
 
 @_rebuilds("a shared variable")
-def _rebuild_shared(value, name, broadcastable):
-    return _core.shared(value, name or "", True, list(broadcastable))
+def _rebuild_shared(value, name, broadcastable, target=None):
+    # target: the device the variable was created on with shared(target=) (None: it was not).
+    if target is not None and target != "cpu":
+        try:
+            return _core.shared(value, name or "", True, list(broadcastable), target)
+        except (NotImplementedError, ValueError) as e:
+            warnings.warn(
+                f"unpickling shared variable {name!r}: it was created on {target}, which is not available here "
+                f"({e}); its value is on the host",
+                stacklevel=2,
+            )
+            target = None
+    return _core.shared(value, name or "", True, list(broadcastable), target)
 
 
 @_rebuilds("an Apply node")
@@ -81,7 +93,9 @@ def _reduce_variable(v):
     if kind == "constant":
         return _rebuild_constant, (np.array(v.data), v.name), state
     if kind == "shared":
-        return _rebuild_shared, (v.get_value(borrow=False), v.name, v.broadcastable), state
+        args = (v.get_value(borrow=False), v.name, v.broadcastable)
+        target = _core.shared_target(v)
+        return _rebuild_shared, args + ((target,) if target is not None else ()), state
     if kind == "output":
         return _output_of, (v.owner, v.index, v.name), state
     raise TypeError(f"cannot pickle {v}: an undefined gradient is not a value")

@@ -279,11 +279,23 @@ void init_graph(nb::module_& m) {
       "value"_a, "name"_a = "", "A constant holding the value (numpy arrays viewed, other values converted).");
   m.def(
       "shared",
-      [](nb::handle value, std::string name, bool borrow, std::vector<bool> broadcastable) {
-        return shared(to_ndarray(value.ptr()), std::move(name), borrow, std::move(broadcastable));
+      [](nb::handle value, std::string name, bool borrow, std::vector<bool> broadcastable,
+         std::optional<std::string> target) {
+        std::optional<Device> where;
+        if (target) where = Device::parse(*target);
+        return shared(to_ndarray(value.ptr()), std::move(name), borrow, std::move(broadcastable), where);
       },
-      "value"_a, "name"_a = "", "borrow"_a = false, "broadcastable"_a = std::vector<bool>{},
-      "A shared variable holding the value (copied unless borrow: then a numpy array is used in place).");
+      "value"_a, "name"_a = "", "borrow"_a = false, "broadcastable"_a = std::vector<bool>{}, "target"_a = nb::none(),
+      "A shared variable holding the value (copied unless borrow: then a numpy array is used in place); "
+      "with a target device ('cpu', 'cuda0') the value lives there and stays there.");
+  m.def(
+      "shared_target",
+      [](const Var& v) -> std::optional<std::string> {
+        if (!v || !v->is_shared()) throw TypeError("shared_target: the variable is not a shared variable");
+        if (!v->cell->fixed_device) return std::nullopt;
+        return v->cell->load().device().str();
+      },
+      "shared_var"_a, "The device a shared variable was created on with shared(target=), else None.");
   m.def(
       "device_from_host",
       [](const Var& x, const std::string& device) { return device_from_host(x, Device::parse(device)); }, "x"_a,

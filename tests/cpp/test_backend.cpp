@@ -7,6 +7,7 @@
 #include "hypatia/backends/backend.h"
 #include "hypatia/ops/ifelse.h"
 #include "hypatia/ops/scan.h"
+#include "hypatia/ops/transfer.h"
 #include "hypatia/runtime/program.h"
 #include "hypatia/testing/emulated_gpu.h"
 #include "test_util.h"
@@ -368,6 +369,49 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
       ++traced;
     }
   EXPECT_EQ(traced, 2);
+}
+
+TEST(Placement, ASharedVariableCreatedWithATargetStaysOnItsDevice) {
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;
+  // target cpu: the device reads it through a transfer per call, and its update comes back.
+  Var w = shared(NDArray::from_vector<double>({1, 2}), "w", false, {}, Device::host());
+  Var m = shared(NDArray::from_vector<double>({3, 3}), "m");  // no target: moves when compiled
+  FunctionOptions so = o;
+  so.updates = {{w, exp(w) * m}};
+  Function step = function({}, {}, so);
+  EXPECT_EQ(get_value(w, false, true).device(), Device::host());
+  EXPECT_EQ(get_value(m, false, true).device(), Device::cuda(0));
+  int to_device = 0, to_host = 0;
+  for (const auto& n : step.toposort()) {
+    to_device += dynamic_cast<const DeviceFromHost*>(n->op.get()) != nullptr;
+    to_host += dynamic_cast<const HostFromDevice*>(n->op.get()) != nullptr;
+  }
+  EXPECT_EQ(to_device, 1);
+  EXPECT_EQ(to_host, 1);
+  const int64_t in0 = copies().in, out0 = copies().out;
+  step({});
+  EXPECT_EQ(copies().in, in0 + 1);
+  EXPECT_EQ(copies().out, out0 + 1);
+  EXPECT_EQ(get_value(w, false, true).device(), Device::host());
+  EXPECT_ALLCLOSE(get_value(w), NDArray::from_vector<double>({3 * std::exp(1.0), 3 * std::exp(2.0)}));
+  // set_value of a device array copies it to the host, where the variable lives.
+  set_value(w, NDArray::from_vector<double>({0, 0}).to_device(Device::cuda(0)));
+  EXPECT_EQ(get_value(w, false, true).device(), Device::host());
+  step({});
+  EXPECT_ALLCLOSE(get_value(w), NDArray::from_vector<double>({3, 3}));
+  // target cuda: on the device from the start (before any function), and a function that reads
+  // it on the host brings it over per call without moving it.
+  Var v = shared(NDArray::from_vector<double>({4, 5}), "v", false, {}, Device::cuda(0));
+  EXPECT_TRUE(v->cell->fixed_device);
+  EXPECT_EQ(get_value(v, false, true).device(), Device::cuda(0));
+  EXPECT_ALLCLOSE(function({}, {v * 2.0})({})[0], NDArray::from_vector<double>({8, 10}));
+  EXPECT_EQ(get_value(v, false, true).device(), Device::cuda(0));
+  EXPECT_ALLCLOSE(function({}, {exp(v)}, o)({})[0], NDArray::from_vector<double>({std::exp(4.0), std::exp(5.0)}));
+  // Another GPU than the first is refused by name.
+  EXPECT_ERROR(NotImplementedError, shared(NDArray::from_vector<double>({1}), "u", false, {}, Device::cuda(1)),
+               "CUDA_VISIBLE_DEVICES=1");
 }
 
 TEST(Placement, IndexArithmeticStaysOnTheHostAndOutOfPlace) {

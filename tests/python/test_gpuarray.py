@@ -6,6 +6,7 @@ CPU's), and the copies between the two are counted."""
 import ctypes
 import gc
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -219,6 +220,60 @@ def emulated_only(stand_in):
         pytest.skip("a real GPU is here: these run on it in test_cuda_transfers.py")
 
 
+def test_shared_target_keeps_a_variable_on_its_device(stand_in):
+    emulated_only(stand_in)
+    v = np.arange(4, dtype="float32")
+    # target='cpu': stays on the host; the device reads it through a transfer per call and its
+    # update comes back (Theano gpuarray's TensorSharedVariable beside GPU code).
+    w = shared(v, "w", target="cpu")
+    assert _core.shared_target(w) == "cpu"
+    f = function([], [], updates=[(w, T.exp(w) * 2)], mode=EMULATED)
+    names = [str(n.op) for n in f.maker.fgraph.toposort()]
+    assert names.count("GpuFromHost<cuda:0>") == 1 and names.count("HostFromGpu") == 1, names
+    assert isinstance(w.get_value(return_internal_type=True), np.ndarray)
+    c0 = copies()
+    f()
+    assert copies()[:2] == (c0[0] + 1, c0[1] + 1)
+    np.testing.assert_allclose(w.get_value(), np.exp(v) * 2, rtol=1e-6)
+    w.set_value(GpuArray(v))  # copied to the host, where w lives
+    assert isinstance(w.get_value(return_internal_type=True), np.ndarray)
+    # target='cuda' (or Theano's 'gpu', 'gpu0'): on the device from the start, and kept there.
+    for t in ("cuda", "cuda0", "gpu", "gpu0", "cuda:0"):
+        s = shared(v, "s", target=t)
+        assert isinstance(s.get_value(return_internal_type=True), GpuArray), t
+        assert _core.shared_target(s) == "cuda:0"
+    np.testing.assert_array_equal(function([], s * 2, mode=CPU)(), 2 * v)  # read on the host per call
+    assert isinstance(s.get_value(return_internal_type=True), GpuArray)
+    # Without a target nothing is fixed (the default moves to the device when compiled).
+    assert _core.shared_target(shared(v)) is None
+    # Pickled and back: the target too.
+    r = pickle.loads(pickle.dumps(s))
+    assert _core.shared_target(r) == "cuda:0" and isinstance(r.get_value(return_internal_type=True), GpuArray)
+    np.testing.assert_array_equal(r.get_value(), v)
+    assert _core.shared_target(pickle.loads(pickle.dumps(w))) == "cpu"
+    # Bad targets and keywords, by name.
+    with pytest.raises(ValueError, match=r"shared\(target='dev0'\): device: 'dev0' is not a device"):
+        shared(v, target="dev0")
+    with pytest.raises(TypeError, match=r"shared\(target=...\) takes a device name"):
+        shared(v, target=0)
+    with pytest.raises(NotImplementedError, match="CUDA_VISIBLE_DEVICES=1"):
+        shared(v, target="cuda1")
+    with pytest.raises(TypeError, match="unexpected keyword argument.*targte"):
+        shared(v, targte="cpu")
+
+
+def test_a_pickled_gpu_shared_variable_loads_on_the_host_where_no_gpu_is():
+    if os.environ.get("HYPATIA_TEST_EMULATED_GPU") or real_gpu():
+        pytest.skip("a GPU (or the emulated one) is here")
+    from hypatia import _pickle
+
+    v = np.arange(3, dtype="float32")
+    with pytest.warns(UserWarning, match="it was created on cuda:0, which is not available here"):
+        s = _pickle._rebuild_shared(v, "s", (False,), "cuda:0")
+    assert _core.shared_target(s) is None and isinstance(s.get_value(return_internal_type=True), np.ndarray)
+    np.testing.assert_array_equal(s.get_value(), v)
+
+
 def test_seed_001_on_the_emulated_gpu(stand_in):
     emulated_only(stand_in)
     x = shared(np.linspace(0, 1, 6).astype("float32"), "x")
@@ -291,7 +346,6 @@ def test_a_strided_result_kept_on_the_device_comes_back_whole(stand_in):
 
 
 def test_a_gpuarray_pickles_through_its_values(stand_in):
-    import pickle
 
     v = np.arange(6, dtype="float32").reshape(2, 3)
     back = pickle.loads(pickle.dumps(GpuArray(v)))
@@ -300,7 +354,6 @@ def test_a_gpuarray_pickles_through_its_values(stand_in):
 
 
 def test_gpu_op_views_pickle_as_the_view_of_their_host_op():
-    import pickle
 
     from hypatia.gpuarray import GpuApply, GpuElemwise
 

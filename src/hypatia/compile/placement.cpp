@@ -87,12 +87,13 @@ class Placer {
       if (k.any_device()) continue;
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         Variable* in = node->inputs[i].get();
-        if (in->is_shared() && k.reads_on_device(static_cast<int>(i))) to_move.insert(in);
+        if (in->is_shared() && !in->cell->fixed_device && k.reads_on_device(static_cast<int>(i))) to_move.insert(in);
       }
     }
     for (const auto& [var, idx] : fg_.update_outputs) {
       const Var& value = fg_.outputs().at(idx);
-      if (value->owner && !value->owner->op->moves_between_devices() && kernel(*value->owner).dev)
+      if (value->owner && !value->owner->op->moves_between_devices() && kernel(*value->owner).dev &&
+          !var->cell->fixed_device)
         to_move.insert(const_cast<Variable*>(var));
     }
     for (Variable* v : to_move) {

@@ -18,7 +18,8 @@ class Backend;
 /// - a shared variable keeps its value's device; one whose value is on the host and that a
 ///   device node reads, or whose update the device computes, moves to the device now (its value
 ///   is copied there once: Theano's shared variables under device=cuda), so that a training loop
-///   of shared parameters transfers nothing;
+///   of shared parameters transfers nothing; one created with a target (SharedCell::
+///   fixed_device) stays where it is, and its device readers get a transfer;
 /// - a node reads its inputs on its own side, except the inputs its kernel reads on the host
 ///   (KernelTraits::host_inputs) and shape readers (any_device_inputs); one transfer per value
 ///   and side serves every reader;

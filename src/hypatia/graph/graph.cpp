@@ -136,14 +136,20 @@ Var constant(NDArray value, std::string name) {
 
 Var constant(double value, DType dt) { return constant(NDArray::scalar(value, dt)); }
 
-Var shared(NDArray value, std::string name, bool borrow, std::vector<bool> broadcastable) {
+Var shared(NDArray value, std::string name, bool borrow, std::vector<bool> broadcastable,
+           std::optional<Device> target) {
   if (!value.valid()) fail<ValueError>("shared: the value is an empty NDArray");
   if (broadcastable.empty()) broadcastable.assign(value.ndim(), false);
   TensorType t{value.dtype(), broadcastable};
   if (auto err = t.check_value(value); !err.empty()) fail<TypeError>("shared '", name, "': ", err);
   auto v = std::make_shared<Variable>(t, VarKind::Shared, std::move(name));
   v->cell = std::make_shared<SharedCell>();
-  v->cell->value = borrow ? std::move(value) : value.copy();
+  if (target && value.device() != *target) {
+    v->cell->value = value.to_device(*target);
+  } else {
+    v->cell->value = borrow ? std::move(value) : value.copy();
+  }
+  v->cell->fixed_device = target.has_value();
   v->trace = current_trace();
   return v;
 }

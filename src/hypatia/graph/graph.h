@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -32,6 +33,11 @@ enum class VarKind { Input, Output, Constant, Shared, NullGrad };
 struct SharedCell {
   NDArray value;  // guarded by mu
   mutable std::mutex mu;
+  /// The value stays on the device it was created on (shared(..., target=)): placement moves no
+  /// such variable to the device that reads it (its readers there get a transfer per call), and
+  /// set_value copies into that device. Otherwise a host value that a device reads or updates
+  /// moves there when the function is compiled. Set once, before the variable is shared.
+  bool fixed_device = false;
 
   /// A reference to the current value.
   NDArray load() const {
@@ -188,8 +194,11 @@ Var constant(NDArray value, std::string name = "");
 /// A 0-d constant of dtype `dt`.
 Var constant(double value, DType dt);
 /// A shared variable holding `value` (copied unless borrow). Its type is not broadcastable
-/// anywhere unless `broadcastable` says so.
-Var shared(NDArray value, std::string name = "", bool borrow = false, std::vector<bool> broadcastable = {});
+/// anywhere unless `broadcastable` says so. With a `target` (Theano gpuarray's shared(...,
+/// target=)) the value lives on that device (copied there now) and stays there
+/// (SharedCell::fixed_device); without, it starts where `value` is.
+Var shared(NDArray value, std::string name = "", bool borrow = false, std::vector<bool> broadcastable = {},
+           std::optional<Device> target = std::nullopt);
 /// Marker for an undefined gradient of input `input_index` of `op`.
 Var grad_undefined(const Op& op, int input_index, const TensorType& type, const std::string& why);
 
