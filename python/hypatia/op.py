@@ -19,6 +19,20 @@ value of the output's type; an output that aliases an input is copied unless vie
 Optional: grad(inputs, output_grads) -> one variable (or None: disconnected) per input,
 R_op(inputs, eval_points), infer_shape(node, input_shapes), connection_pattern(node), view_map,
 destroy_map. Equality and hashing follow __props__ (identity when it is None).
+
+Instead of perform, an op may define Theano's make_thunk(node, storage_map, compute_map,
+no_recycling): storage_map maps each input and output variable of the node to a one-element list;
+the thunk it returns reads the inputs' cells and sets the outputs' (compute_map's output entries
+may be set to True; nothing requires it). It is called once per compiled function and thread, and
+the output cells are emptied before every run (an earlier output may be the caller's by then).
+
+On the GPU: an op whose make_node takes device values (sandbox.cuda.basic_ops.gpu_from_host,
+as_cuda_ndarray_variable or gpu_contiguous of its inputs, as Theano's CudaNdarrayType inputs) runs
+on the device under device=cuda: perform or the thunk gets C-contiguous GpuArrays (``.gpudata``:
+the device address for a PyCUDA or CuPy kernel; cupy.asarray(a) uses the buffer in place) once the
+device has computed them, and gives GpuArrays (GpuArray.zeros(shape)), CuPy or torch CUDA arrays
+(a numpy value is copied to the device). Its own device work, on any stream, is waited for before
+the function goes on. It needs a device backend: the CPU backend refuses it.
 """
 from hypatia import _core
 from hypatia._core import NullTypeGradError

@@ -1,10 +1,14 @@
 // Ops defined in Python: a subclass of hypatia.Op (make_node returning hypatia.Apply(self, inputs,
-// outputs), perform, and optionally grad, R_op, infer_shape, connection_pattern, view_map,
-// destroy_map) becomes a PyOp in the C++ graph. Each part of the Op contract calls the Python
-// object (taking the GIL), and one kernel, registered for both backends, calls perform.
+// outputs), perform or make_thunk, and optionally grad, R_op, infer_shape, connection_pattern,
+// view_map, destroy_map) becomes a PyOp in the C++ graph. Each part of the Op contract calls the
+// Python object (taking the GIL), and one kernel calls perform (or the thunk make_thunk made). A
+// node whose inputs are device values (gpu_from_host, as Theano's CudaNdarrayType inputs) runs on
+// the device backends: its perform or thunk gets GpuArray values and may give device arrays back.
+#include <algorithm>
 #include <string>
 
 #include "bindings.h"
+#include "device_array.h"
 
 namespace hypatia::python {
 namespace {
@@ -39,7 +43,7 @@ Var as_var(nb::handle h) {
 
 class PyOp final : public Op {
  public:
-  explicit PyOp(nb::object py) : py_(std::move(py)) {}
+  PyOp(nb::object py, bool on_device) : py_(std::move(py)), on_device_(on_device) {}
   ~PyOp() override {
     if (!Py_IsInitialized()) {
       (void)py_.release();  // the interpreter is gone: leak rather than touch it
@@ -49,6 +53,8 @@ class PyOp final : public Op {
     py_.reset();
   }
   const nb::object& py() const { return py_; }
+  /// Whether the node runs on a device: some input is a device value (device_value()).
+  bool on_device() const { return on_device_; }
 
   std::string name() const override {
     nb::gil_scoped_acquire gil;
@@ -56,7 +62,7 @@ class PyOp final : public Op {
   }
   bool equals(const Op& other) const override {
     const auto* o = dynamic_cast<const PyOp*>(&other);
-    if (!o) return false;
+    if (!o || o->on_device_ != on_device_) return false;
     nb::gil_scoped_acquire gil;
     return py_.equal(o->py_);
   }
@@ -128,53 +134,188 @@ class PyOp final : public Op {
 
  private:
   nb::object py_;
+  bool on_device_;
 };
 
-/// Runs a PyOp node: perform(node, input arrays, output storage) in Python.
+/// Whether `v` is a value on a device in the graph as the user built it: the result of a transfer
+/// to a device (gpu_from_host) or of a Python op that runs on one.
+bool device_value(const Variable& v) {
+  if (!v.owner) return false;
+  if (dynamic_cast<const DeviceFromHost*>(v.owner->op.get())) return true;
+  const auto* p = dynamic_cast<const PyOp*>(v.owner->op.get());
+  return p && p->on_device();
+}
+
+/// Drops a Python reference held by C++ (leaked once the interpreter is gone).
+void release_python(nb::object& o) {
+  if (!o.is_valid()) return;
+  if (!Py_IsInitialized()) {
+    (void)o.release();
+    return;
+  }
+  nb::gil_scoped_acquire gil;
+  o.reset();
+}
+
+/// Runs a PyOp node in Python: perform(node, inputs, output storage), or the thunk the op's
+/// make_thunk(node, storage_map, compute_map, no_recycling) gave (made on the first run, one per
+/// kernel, so per function and thread). On the host the inputs are read-only numpy arrays; on a
+/// device (PyOp::on_device) they are GpuArrays, C-contiguous, and the device has finished the work
+/// that computes them; outputs may be GpuArrays or another library's CUDA arrays (a host value is
+/// copied to the device), and the op's own device work is waited for before the function goes on
+/// (it may run on any stream).
 class PyOpKernel final : public Kernel {
  public:
-  explicit PyOpKernel(const Apply& node) : node_(node), op_(static_cast<const PyOp&>(*node.op)) {
+  PyOpKernel(const Apply& node, bool device) : node_(node), op_(static_cast<const PyOp&>(*node.op)), device_(device) {
     nb::gil_scoped_acquire gil;
     views_ = op_.view_map();
+    thunked_ = overrides(op_.py(), "make_thunk");
   }
+  ~PyOpKernel() override {
+    release_python(thunk_);
+    release_python(in_cells_);
+    release_python(out_cells_);
+    release_python(out_computed_);
+  }
+  PyOpKernel(const PyOpKernel&) = delete;
+  PyOpKernel& operator=(const PyOpKernel&) = delete;
+
   void run(const KernelArgs& args) override {
+    std::vector<NDArray> ins;
+    ins.reserve(args.in.size());
+    for (NDArray* in : args.in) ins.push_back(device_ ? contiguous_on_device(*in) : *in);
+    if (device_) synchronize_device(device_of(args));  // the inputs are computed
     nb::gil_scoped_acquire gil;
     nb::list inputs;
-    for (NDArray* in : args.in) {
-      PyObject* a = to_numpy(*in, /*writeable=*/false);
+    for (const NDArray& in : ins) {
+      PyObject* a = device_ ? wrap_device_array(in) : to_numpy(in, /*writeable=*/false);
       if (!a) throw nb::python_error();
       inputs.append(nb::steal(a));
     }
-    nb::list storage;
-    for (size_t i = 0; i < args.out.size(); ++i) storage.append(nb::list(nb::make_tuple(nb::none())));
-    nb::object node = nb::cast(const_cast<Apply&>(node_).shared_from_this());
-    op_.py().attr("perform")(node, inputs, storage);
-    // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
-    static nb::handle may_share = nb::object(nb::module_::import_("numpy").attr("may_share_memory")).release();
-    for (size_t i = 0; i < args.out.size(); ++i) {
-      nb::object value = nb::cast<nb::list>(storage[i])[0];
-      const TensorType& type = node_.output_ptr(static_cast<int>(i))->type;
-      const std::string who = op_.name() + ".perform, output " + std::to_string(i);
-      if (value.is_none()) fail<ValueError>(who, ": perform did not set output_storage[", i, "][0]");
-      NDArray v = filter_value(value.ptr(), type, Downcast::None, who.c_str());
-      if (auto err = type.check_value(v); !err.empty()) fail<TypeError>(who, ": ", err);
-      // An output that aliases an input without view_map saying so is copied: the runtime
-      // treats it as a fresh array it may hand out or reuse.
-      bool declared = i < views_.size() && !views_[i].empty();
-      if (!declared)
-        for (nb::handle in : inputs)
-          if (nb::cast<bool>(may_share(value, in))) {
-            v = v.copy();
-            break;
-          }
-      *args.out[i] = std::move(v);
+    std::vector<nb::object> values = thunked_ ? run_thunk(inputs) : run_perform(inputs);
+    for (size_t i = 0; i < args.out.size(); ++i) *args.out[i] = output(i, values[i], ins, inputs, args);
+    if (device_) {
+      nb::gil_scoped_release nogil;
+      synchronize_device(device_of(args));  // the op's own work on the outputs is done
     }
   }
 
  private:
+  /// The device the node's values are on (its first device input or output).
+  static Device device_of(const KernelArgs& args) {
+    for (NDArray* a : args.in)
+      if (a->valid() && !a->on_host()) return a->device();
+    return Device::cuda(0);
+  }
+  /// A device input as the op gets it: C-contiguous (a strided view goes through the host).
+  static NDArray contiguous_on_device(const NDArray& a) {
+    if (a.on_host() || a.is_c_contiguous()) return a;
+    return a.to_device(Device::host()).to_device(a.device());
+  }
+
+  std::vector<nb::object> run_perform(const nb::list& inputs) {
+    nb::list storage;
+    for (size_t i = 0; i < static_cast<size_t>(node_.nout()); ++i) storage.append(nb::list(nb::make_tuple(nb::none())));
+    op_.py().attr("perform")(node(), inputs, storage);
+    std::vector<nb::object> values;
+    for (nb::handle cell : storage) values.push_back(nb::cast<nb::list>(cell)[0]);
+    return values;
+  }
+
+  std::vector<nb::object> run_thunk(const nb::list& inputs) {
+    if (!thunk_.is_valid()) make_thunk();
+    // Theano's storage cells: the thunk reads each input's cell and sets each output's. Outputs
+    // start empty on every run (an output of the previous run may be the caller's now).
+    nb::list in_cells = nb::borrow<nb::list>(in_cells_), out_cells = nb::borrow<nb::list>(out_cells_);
+    for (size_t i = 0; i < inputs.size(); ++i) nb::cast<nb::list>(in_cells[i])[0] = inputs[i];
+    for (nb::handle cell : out_cells) nb::cast<nb::list>(cell)[0] = nb::none();
+    for (nb::handle cell : nb::borrow<nb::list>(out_computed_)) nb::cast<nb::list>(cell)[0] = nb::bool_(false);
+    thunk_();
+    std::vector<nb::object> values;
+    for (nb::handle cell : out_cells) values.push_back(nb::cast<nb::list>(cell)[0]);
+    // The cells hold nothing between runs (no buffer kept alive, none seen as shared).
+    for (nb::handle cell : in_cells) nb::cast<nb::list>(cell)[0] = nb::none();
+    for (nb::handle cell : out_cells) nb::cast<nb::list>(cell)[0] = nb::none();
+    return values;
+  }
+
+  void make_thunk() {
+    nb::dict storage_map, compute_map;
+    nb::list in_cells, out_cells, out_computed;
+    for (const Var& v : node_.inputs) {
+      nb::object key = nb::cast(v);
+      if (!storage_map.contains(key)) {
+        storage_map[key] = nb::list(nb::make_tuple(nb::none()));
+        compute_map[key] = nb::list(nb::make_tuple(nb::bool_(true)));
+      }
+      in_cells.append(storage_map[key]);
+    }
+    for (int i = 0; i < node_.nout(); ++i) {
+      nb::object key = nb::cast(const_cast<Apply&>(node_).output(i));
+      storage_map[key] = nb::list(nb::make_tuple(nb::none()));
+      compute_map[key] = nb::list(nb::make_tuple(nb::bool_(false)));
+      out_cells.append(storage_map[key]);
+      out_computed.append(compute_map[key]);
+    }
+    nb::object thunk = op_.py().attr("make_thunk")(node(), storage_map, compute_map, nb::list());
+    if (!PyCallable_Check(thunk.ptr()))
+      fail<TypeError>(op_.name(), ".make_thunk: expected a callable (the thunk), got ",
+                      nb::cast<std::string>(nb::repr(thunk)));
+    thunk_ = std::move(thunk);
+    in_cells_ = std::move(in_cells);
+    out_cells_ = std::move(out_cells);
+    out_computed_ = std::move(out_computed);
+  }
+
+  nb::object node() const { return nb::cast(const_cast<Apply&>(node_).shared_from_this()); }
+
+  NDArray output(size_t i, const nb::object& value, const std::vector<NDArray>& ins, const nb::list& inputs,
+                 const KernelArgs& args) const {
+    const TensorType& type = node_.output_ptr(static_cast<int>(i))->type;
+    const std::string who =
+        op_.name() + (thunked_ ? ".make_thunk's thunk" : ".perform") + ", output " + std::to_string(i);
+    if (value.is_none())
+      fail<ValueError>(
+          who, ": ",
+          thunked_ ? "the thunk did not set its output's storage cell" : "perform did not set output_storage[",
+          thunked_ ? "" : std::to_string(i) + "][0]");
+    NDArray v = filter_value(value.ptr(), type, Downcast::None, who.c_str());
+    if (auto err = type.check_value(v); !err.empty()) fail<TypeError>(who, ": ", err);
+    // A value on the other side is moved where the node runs.
+    if (device_ && v.on_host()) {
+      nb::gil_scoped_release nogil;
+      return v.to_device(device_of(args));
+    }
+    if (!device_ && !v.on_host()) {
+      nb::gil_scoped_release nogil;
+      return v.to_device(Device::host());
+    }
+    // An output that aliases an input without view_map saying so is copied: the runtime treats it
+    // as a fresh array it may hand out or reuse.
+    const bool declared = i < views_.size() && !views_[i].empty();
+    if (declared) return v;
+    if (device_) {
+      for (const NDArray& in : ins)
+        if (v.may_share_memory(in)) return contiguous_copy_on_device(v);
+      return v;
+    }
+    // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+    static nb::handle may_share = nb::object(nb::module_::import_("numpy").attr("may_share_memory")).release();
+    for (nb::handle in : inputs)
+      if (nb::cast<bool>(may_share(value, in))) return v.copy();
+    return v;
+  }
+  static NDArray contiguous_copy_on_device(const NDArray& v) {
+    nb::gil_scoped_release nogil;
+    return v.is_c_contiguous() ? v.copy() : v.to_device(Device::host()).to_device(v.device());
+  }
+
   const Apply& node_;
   const PyOp& op_;
+  bool device_;
+  bool thunked_ = false;
   AliasMap views_;
+  nb::object thunk_, in_cells_, out_cells_, out_computed_;
 };
 
 }  // namespace
@@ -189,7 +330,8 @@ std::shared_ptr<Apply> make_apply(nb::handle op, std::vector<Var> inputs, nb::ha
   if (nb::isinstance<Op>(op))
     cop = nb::cast<std::shared_ptr<Op>>(op);
   else
-    cop = std::make_shared<PyOp>(nb::borrow(op));
+    cop = std::make_shared<PyOp>(
+        nb::borrow(op), std::any_of(inputs.begin(), inputs.end(), [](const Var& v) { return v && device_value(*v); }));
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i]) fail<TypeError>("Apply: input ", i, " is None");
   std::vector<TensorType> types;
@@ -210,11 +352,19 @@ std::shared_ptr<Apply> make_apply(nb::handle op, std::vector<Var> inputs, nb::ha
   return node;
 }
 
-void init_pyop(nb::module_&) {
-  // A Python Op's perform runs on host arrays: its kernel serves every host backend.
-  for (const std::string& b : backend_names())
-    if (get_backend(b).device_kind() == DeviceKind::Host)
-      register_kernel(b, typeid(PyOp), [](const Apply& node) { return std::make_unique<PyOpKernel>(node); });
+void register_pyop_kernels() {
+  // A node of host values runs on every host backend (a device backend's fallback takes it); one
+  // of device values on every device backend.
+  for (const std::string& b : backend_names()) {
+    const bool device = get_backend(b).device_kind() != DeviceKind::Host;
+    register_kernel(
+        b, typeid(PyOp), [device](const Apply& node) { return std::make_unique<PyOpKernel>(node, device); },
+        KernelTraits{.accepts = [device](const Apply& node) {
+          return static_cast<const PyOp&>(*node.op).on_device() == device;
+        }});
+  }
 }
+
+void init_pyop(nb::module_&) { register_pyop_kernels(); }
 
 }  // namespace hypatia::python

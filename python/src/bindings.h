@@ -23,11 +23,14 @@ void init_grad(nb::module_& m);        // grad, Lop, Rop, jacobian, hessian, ver
 void init_function(nb::module_& m);    // Function (the per-call path), Profile
 void init_config(nb::module_& m);      // config get/set
 void init_pyop(nb::module_& m);        // Ops defined in Python (hypatia.Op subclasses): PyOp and its kernel
-void init_sort(nb::module_& m);        // SortOp, ArgSortOp, sort, argsort
-void init_linalg(nb::module_& m);      // Linalg, nlinalg and slinalg builders
-void init_random(nb::module_& m);      // MRG31k3p ops and MRGRandomStreams
-void init_scan(nb::module_& m);        // Scan, ScanGrad, scan_node
-void init_messages(nb::module_& m);    // warnings, Print values and profile summaries through Python
+/// Registers the Python ops' kernel on every backend registered so far (again after a backend is
+/// added: the emulated GPU's).
+void register_pyop_kernels();
+void init_sort(nb::module_& m);      // SortOp, ArgSortOp, sort, argsort
+void init_linalg(nb::module_& m);    // Linalg, nlinalg and slinalg builders
+void init_random(nb::module_& m);    // MRG31k3p ops and MRGRandomStreams
+void init_scan(nb::module_& m);      // Scan, ScanGrad, scan_node
+void init_messages(nb::module_& m);  // warnings, Print values and profile summaries through Python
 
 /// "file.py:12" of the innermost Python frame outside the hypatia package ("" outside Python).
 std::string python_trace();

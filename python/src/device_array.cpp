@@ -4,6 +4,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include "bindings.h"
 #include "errors.h"
 #include "hypatia/testing/emulated_gpu.h"
 #include "interop.h"
@@ -75,10 +76,16 @@ const NDArray* device_array_of(PyObject* obj) {
 }
 
 void init_device_array(nb::module_& m) {
-  m.def("_install_emulated_gpu", &testing::install_emulated_gpu, "as_default"_a = false,
-        "For Hypatia's tests without a GPU (testing/emulated_gpu.h): host memory stands in for the CUDA "
-        "devices', and the backend 'emulated_gpu' runs the CPU's kernels on it (as_default: also under "
-        "device=cuda).");
+  m.def(
+      "_install_emulated_gpu",
+      [](bool as_default) {
+        testing::install_emulated_gpu(as_default);
+        register_pyop_kernels();  // (the stand-in's backend took the CPU's kernel for Python ops)
+      },
+      "as_default"_a = false,
+      "For Hypatia's tests without a GPU (testing/emulated_gpu.h): host memory stands in for the CUDA "
+      "devices', and the backend 'emulated_gpu' runs the CPU's kernels on it (as_default: also under "
+      "device=cuda).");
   m.def("_remove_emulated_gpu", &testing::remove_emulated_gpu, "Gives the CUDA devices their own memory back.");
   m.def(
       "_emulated_gpu_copies",
@@ -180,6 +187,42 @@ void init_device_array(nb::module_& m) {
             return d;
           },
           "CUDA Array Interface v3 (CuPy, Numba, PyTorch): the device pointer, after the queued work is done.")
+      .def_prop_ro(
+          "gpudata",
+          [](const GpuArray& g) {
+            synchronize(g.array);
+            return reinterpret_cast<uintptr_t>(g.array.raw());
+          },
+          "The device address of the first element, as an int (Theano's CudaNdarray.gpudata: what a PyCUDA or "
+          "CuPy kernel launch takes), after the queued work is done.")
+      .def_static(
+          "zeros",
+          [](nb::handle shape, nb::handle dtype, const std::string& device) {
+            Shape s;
+            if (PyLong_Check(shape.ptr()))
+              s.push_back(nb::cast<int64_t>(shape));
+            else
+              for (nb::handle d : shape) s.push_back(nb::cast<int64_t>(d));
+            for (int64_t d : s)
+              if (d < 0)
+                fail<ValueError>("GpuArray.zeros: negative dimension in shape ",
+                                 nb::cast<std::string>(nb::repr(shape)));
+            const std::optional<DType> dt = dtype_from_python(dtype.ptr());
+            if (!dt)
+              fail<TypeError>("GpuArray.zeros: dtype ", nb::cast<std::string>(nb::repr(dtype)),
+                              " is not one Hypatia has");
+            const Device d = Device::parse(device);
+            if (d.is_host())
+              fail<ValueError>("GpuArray.zeros: device '", device, "' is the host; expected a GPU ('cuda', 'cudaN')");
+            NDArray a;
+            {
+              nb::gil_scoped_release nogil;
+              a = NDArray::zeros(s, *dt).to_device(d);
+            }
+            return GpuArray{std::move(a)};
+          },
+          "shape"_a, "dtype"_a = "float32", "device"_a = "cuda",
+          "A GpuArray of zeros (Theano's CudaNdarray.zeros(shape); float32 unless dtype says otherwise).")
       .def("__dlpack_device__",
            [](const GpuArray& g) { return nb::make_tuple(dlpack_device_type(g.array), g.array.device().index); })
       .def(

@@ -1,6 +1,7 @@
 // function(): check -> clone -> rewrite -> place -> schedule -> plan memory -> build the Program.
 #include "hypatia/compile/function.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "hypatia/core/error.h"
 #include "hypatia/core/messages.h"
 #include "hypatia/graph/printing.h"
+#include "hypatia/ops/transfer.h"
 #include "hypatia/rewrite/destroy.h"
 #include "hypatia/rewrite/rewriter.h"
 #include "hypatia/runtime/program.h"
@@ -173,8 +175,16 @@ void rewrite_step(Program& program, const Backend& backend, const std::string& l
 void place(const FunctionGraph& fg, const Backend& backend, const std::string& label) {
   for (const auto& n : fg.toposort())
     if (!backend.supports(*n)) {
+      // (A Python op of device values runs on device backends only.)
+      const bool reads_device_values = backend.device_kind() == DeviceKind::Host &&
+                                       std::any_of(n->inputs.begin(), n->inputs.end(), [](const Var& v) {
+                                         return v->owner && dynamic_cast<const DeviceFromHost*>(v->owner->op.get());
+                                       });
       fail<NotImplementedError>(label, ": ", n->op->name(), " has no kernel on backend ", backend.chain_str(),
-                                "; compile with another backend, or register a kernel for this op");
+                                reads_device_values
+                                    ? "; its inputs are device values (gpu_from_host): compile it for a device "
+                                      "backend (device=cuda, or mode=Mode(linker='cuda'))"
+                                    : "; compile with another backend, or register a kernel for this op");
     }
 }
 
