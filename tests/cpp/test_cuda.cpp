@@ -261,6 +261,62 @@ TEST(CudaAllocator, SizeClassesReuseAndPressure) {
   EXPECT_EQ(pool.used, 0u);
 }
 
+TEST(CudaAllocator, OutOfMemoryAsksOtherHoldersToLetGoAndRetries) {
+  // Host stand-ins with a budget of 4 MiB; `held` stands for a recording of an idle function
+  // (its buffers came from this allocator), which the pressure handler drops.
+  size_t used = 0;
+  std::map<void*, size_t> live;
+  std::vector<std::shared_ptr<void>> held;
+  int relieved = 0;
+  cuda::CachingAllocator a(cuda::CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
+                                                         if (used + n > (4u << 20)) return nullptr;
+                                                         void* p = std::malloc(n);
+                                                         used += n;
+                                                         live[p] = n;
+                                                         return p;
+                                                       },
+                                                       .free =
+                                                           [&](void* p) {
+                                                             used -= live.at(p);
+                                                             live.erase(p);
+                                                             std::free(p);
+                                                           },
+                                                       .free_bytes = [&] { return (4u << 20) - used; },
+                                                       .relieve =
+                                                           [&] {
+                                                             ++relieved;
+                                                             held.clear();
+                                                           }});
+  held.push_back(a.allocate(3 << 20));
+  // 3 MiB held, nothing cached: a 2 MiB request fits only once the holder lets go.
+  auto b = a.allocate(2 << 20);
+  EXPECT_EQ(relieved, 1);
+  EXPECT_EQ(a.stats().pressure, 1u);
+  EXPECT_TRUE(held.empty());
+  // Nothing more to give: the error says what was tried.
+  std::string msg = error_of<MemoryError>([&] { auto c = a.allocate(3 << 20); });
+  EXPECT_EQ(relieved, 2);
+  EXPECT_NE(msg.find("with the recorded device work of functions not running now"), std::string::npos) << msg;
+  b.reset();
+  a.release_cached();
+  EXPECT_EQ(used, 0u);
+}
+
+TEST(MemoryPressure, HandlersRunForEachEventAndNotAfterTheyAreRemoved) {
+  std::vector<DeviceKind> seen;
+  const uint64_t count0 = memory_pressure_count();
+  const uint64_t id = add_memory_pressure_handler([&](DeviceKind k) {
+    seen.push_back(k);
+    relieve_memory_pressure(k);  // pressure from inside a handler: counted, no handler runs again
+  });
+  relieve_memory_pressure(DeviceKind::Cuda);
+  EXPECT_EQ(seen, std::vector<DeviceKind>{DeviceKind::Cuda});
+  EXPECT_EQ(memory_pressure_count(), count0 + 2);
+  remove_memory_pressure_handler(id);
+  relieve_memory_pressure(DeviceKind::Cuda);
+  EXPECT_EQ(seen.size(), 1u);
+}
+
 // ------------------------------------------------------------------------------------------------
 // On a GPU.
 

@@ -40,7 +40,9 @@ NDArray unowned(const NDArray& a) {
 
 class FakeRecording final : public Recording {
  public:
-  FakeRecording(FakeCapture c, std::atomic<int>* replays) : c_(std::move(c)), replays_(replays) {}
+  FakeRecording(FakeCapture c, std::atomic<int>* replays, std::atomic<int>* dropped)
+      : c_(std::move(c)), replays_(replays), dropped_(dropped) {}
+  ~FakeRecording() override { ++*dropped_; }
   void replay() override {
     for (auto& w : c_.work) w();
     ++*replays_;
@@ -49,16 +51,20 @@ class FakeRecording final : public Recording {
  private:
   FakeCapture c_;
   std::atomic<int>* replays_;
+  std::atomic<int>* dropped_;
 };
 
 class FakeRecorder final : public Recorder {
  public:
-  std::atomic<int> begins{0}, recordings{0}, replays{0};
+  std::atomic<int> begins{0}, recordings{0}, replays{0}, dropped{0};
   std::atomic<bool> refuse{false}, fail{false};
+  /// The next softmax step on the fake device reports memory pressure first (as an allocation
+  /// inside a call would).
+  std::atomic<bool> pressure_in_softmax{false};
 
   void reset() {
-    begins = recordings = replays = 0;
-    refuse = fail = false;
+    begins = recordings = replays = dropped = 0;
+    refuse = fail = pressure_in_softmax = false;
   }
   bool begin() override {
     if (refuse || !mu_.try_lock()) return false;
@@ -72,7 +78,7 @@ class FakeRecorder final : public Recorder {
     mu_.unlock();
     if (fail || !keep) return nullptr;
     ++recordings;
-    return std::make_unique<FakeRecording>(std::move(*c), &replays);
+    return std::make_unique<FakeRecording>(std::move(*c), &replays, &dropped);
   }
 
  private:
@@ -112,9 +118,11 @@ class FakeKernel final : public Kernel {
       : cpu_(get_backend("cpu").make_kernel(node)),
         dm_(node.op->destroy_map()),
         view_(!node.op->view_map().empty()),
-        host_(std::move(host_inputs)) {}
+        host_(std::move(host_inputs)),
+        softmax_(dynamic_cast<const Softmax*>(node.op.get()) != nullptr) {}
 
   void run(const KernelArgs& a) override {
+    if (softmax_ && pressure_in_softmax()) relieve_memory_pressure(DeviceKind::Host);
     if (view_) return cpu_->run(a);  // a view: host work only, as on a device
     bool in_place = false;
     for (const auto& d : dm_) in_place = in_place || !d.empty();
@@ -164,10 +172,19 @@ class FakeKernel final : public Kernel {
   AliasMap dm_;
   bool view_;
   std::vector<int> host_;
+  bool softmax_;
+  static bool pressure_in_softmax();
 };
 
+FakeRecorder*& fake_recorder() {
+  static FakeRecorder* r = nullptr;
+  return r;
+}
+
+bool FakeKernel::pressure_in_softmax() { return fake_recorder()->pressure_in_softmax.exchange(false); }
+
 FakeRecorder& fake() {
-  static FakeRecorder* r = [] {
+  static FakeRecorder* r = fake_recorder() = [] {
     auto rec = std::make_shared<FakeRecorder>();
     FakeRecorder* raw = rec.get();
     register_backend(std::make_unique<Backend>(
@@ -606,6 +623,58 @@ TEST(Replay, RandomGraphsGiveTheCpusResultsCallAfterCall) {
   EXPECT_GT(r.replays, 0);
   std::printf("random graphs on the fake recording device: %d compared, %d recordings, %d replays\n", compared,
               r.recordings.load(), r.replays.load());
+}
+
+TEST(Replay, MemoryPressureDropsTheRecordingsOfIdleFunctionsAndTheyAreMadeAgain) {
+  FakeRecorder& r = fake();
+  Function f = exp_function();
+  NDArray a = f64({0.5, -1, 2}), b = f64({1, 2, -0.5});
+  for (int i = 0; i < 3; ++i) EXPECT_ALLCLOSE(f({a, b})[0], expected(a, b));
+  EXPECT_EQ(r.recordings, 1);
+  relieve_memory_pressure(DeviceKind::Cuda);  // another device's: nothing of this backend's
+  EXPECT_EQ(r.dropped, 0);
+  relieve_memory_pressure(DeviceKind::Host);  // (the fake device is the host's kind)
+  EXPECT_EQ(r.dropped, 1);
+  // The next call runs the steps, the one after records again, then replays.
+  const int replays = r.replays;
+  for (int i = 0; i < 4; ++i) {
+    a.data<double>()[0] = i;
+    EXPECT_ALLCLOSE(f({a, b})[0], expected(a, b));
+  }
+  EXPECT_EQ(r.recordings, 2);
+  EXPECT_EQ(r.replays, replays + 3);
+  // A function that was destroyed is not asked.
+  {
+    Function g = exp_function();
+    g({a, b});
+    g({a, b});
+  }
+  EXPECT_EQ(r.dropped, 2);
+  relieve_memory_pressure(DeviceKind::Host);
+  EXPECT_EQ(r.dropped, 3);  // f's second recording
+}
+
+TEST(Replay, ACallUnderMemoryPressureDropsItsOwnRecordingsAtItsNextRun) {
+  // Pressure while the call runs (from a step after the recorded run, as an allocation there
+  // would): the call's frame is busy, so the handler leaves it; the next call drops them.
+  FakeRecorder& r = fake();
+  Var x = matrix("x", DType::Float64), y = matrix("y", DType::Float64);
+  Function f = compile({x, y}, {softmax(exp(x * y) + x)});
+  Function ref = function({x, y}, {softmax(exp(x * y) + x)});
+  NDArray a = testing::random_array({3, 4}, DType::Float64, -1, 1, 3),
+          b = testing::random_array({3, 4}, DType::Float64, -1, 1, 4);
+  for (int i = 0; i < 3; ++i) EXPECT_ALLCLOSE(f({a, b})[0], ref({a, b})[0]);
+  ASSERT_EQ(r.recordings, 1) << f.debugprint();
+  r.pressure_in_softmax = true;
+  EXPECT_ALLCLOSE(f({a, b})[0], ref({a, b})[0]);
+  EXPECT_FALSE(r.pressure_in_softmax);
+  EXPECT_EQ(r.dropped, 0);  // busy when the pressure came
+  const int replays = r.replays;
+  EXPECT_ALLCLOSE(f({a, b})[0], ref({a, b})[0]);
+  EXPECT_EQ(r.dropped, 1);
+  EXPECT_EQ(r.replays, replays);  // the steps ran
+  for (int i = 0; i < 3; ++i) EXPECT_ALLCLOSE(f({a, b})[0], ref({a, b})[0]);
+  EXPECT_EQ(r.recordings, 2);
 }
 
 TEST(Replay, WithoutGarbageCollectionAndFromManyThreads) {

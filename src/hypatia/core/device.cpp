@@ -1,6 +1,7 @@
 #include "hypatia/core/device.h"
 
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <mutex>
@@ -63,6 +64,54 @@ Device Device::parse(std::string_view s) {
   fail<ValueError>("device: '", s,
                    "' is not a device; expected 'cpu', 'cuda', 'cudaN' or 'cuda:N' (or Theano's 'gpu', 'gpuN')");
 }
+
+namespace {
+
+struct PressureHandlers {
+  std::mutex mu;  // held while handlers run: removing one waits for them
+  std::vector<std::pair<uint64_t, MemoryPressureHandler>> handlers;
+  uint64_t next_id = 1;
+  std::atomic<uint64_t> count{0};
+};
+
+PressureHandlers& pressure_handlers() {
+  static auto* p = new PressureHandlers();  // never destroyed: programs freed at exit remove theirs
+  return *p;
+}
+
+thread_local bool t_relieving = false;
+
+}  // namespace
+
+uint64_t add_memory_pressure_handler(MemoryPressureHandler handler) {
+  auto& p = pressure_handlers();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.handlers.emplace_back(p.next_id, std::move(handler));
+  return p.next_id++;
+}
+
+void remove_memory_pressure_handler(uint64_t id) {
+  auto& p = pressure_handlers();
+  std::lock_guard<std::mutex> lock(p.mu);
+  std::erase_if(p.handlers, [id](const auto& h) { return h.first == id; });
+}
+
+void relieve_memory_pressure(DeviceKind kind) {
+  auto& p = pressure_handlers();
+  p.count.fetch_add(1, std::memory_order_relaxed);
+  if (t_relieving) return;
+  t_relieving = true;
+  try {
+    std::lock_guard<std::mutex> lock(p.mu);
+    for (const auto& [id, h] : p.handlers) h(kind);
+  } catch (...) {
+    t_relieving = false;
+    throw;
+  }
+  t_relieving = false;
+}
+
+uint64_t memory_pressure_count() { return pressure_handlers().count.load(std::memory_order_relaxed); }
 
 void register_device_memory(DeviceKind kind, DeviceMemory memory) {
   auto& r = registry();

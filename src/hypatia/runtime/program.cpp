@@ -186,7 +186,10 @@ class UpdateSerializer {
 }  // namespace
 
 Program::Program() = default;
-Program::~Program() = default;
+Program::~Program() {
+  // First: once removed, the handler is not running (and never runs) on this program.
+  if (pressure_handler_) remove_memory_pressure_handler(pressure_handler_);
+}
 
 std::unique_ptr<Program::Frame> Program::make_frame() const {
   auto f = std::make_unique<Frame>();
@@ -275,6 +278,9 @@ void Program::finalize() {
                           "shared variable (its checks would come after the write)");
   plan_segments();
   primary_ = make_frame();
+  // (After the primary frame exists: the handler reads it from any thread.)
+  if (!segments_.empty() && !pressure_handler_)
+    pressure_handler_ = add_memory_pressure_handler([this](DeviceKind kind) { relieve_pressure(kind); });
 }
 
 const Kernel& Program::kernel(size_t i) const { return *primary_->kernels.at(i); }

@@ -211,6 +211,9 @@ class Program final : public InnerProgram {
   /// Finds the segments (at finalize; none without a Recorder, with DebugMode, profiling, step
   /// hooks or lazy steps).
   void plan_segments();
+  /// A memory-pressure handler (core/device.h): the idle frames drop their recordings (a busy one
+  /// drops them at its next segment: Frame::SegmentState::pressure).
+  void relieve_pressure(DeviceKind kind);
   /// Runs segment s: replays a recording whose key the cells match, records one when the key
   /// repeats the previous call's, or runs the steps.
   void run_segment(Frame& f, size_t s);
@@ -221,6 +224,8 @@ class Program final : public InnerProgram {
   bool any_deferred_ = false, any_lazy_ = false, any_device_checks_ = false;
   Recorder* recorder_ = nullptr;
   std::vector<Segment> segments_;
+  /// The id of relieve_pressure's registration (0: none).
+  uint64_t pressure_handler_ = 0;
   /// Per step: the segment that begins there, or -1.
   std::vector<int> segment_at_;
   /// Cells emptied after every call: inputs, shared values and (with gc) intermediates.

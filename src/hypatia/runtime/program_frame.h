@@ -63,13 +63,22 @@ struct Program::Frame {
     std::vector<Alias> aliases;
   };
   /// Per segment: its recordings, the keys of the last calls that ran its steps (newest first),
-  /// whether recording failed (the steps then always run), and the key being built.
+  /// whether recording failed (the steps then always run), the key being built, and the
+  /// memory_pressure_count() its recordings were made under (pressure since: they are dropped).
   struct SegmentState {
     std::vector<std::unique_ptr<SegmentRecording>> recordings;
     std::vector<std::vector<int64_t>> recent;
     std::vector<int64_t> key;
     bool off = false;
+    uint64_t pressure = 0;
   };
+  /// Drops every recording (their buffers go back to the allocator): memory pressure.
+  void drop_recordings() {
+    for (SegmentState& s : segments) {
+      s.recordings.clear();
+      s.recent.clear();
+    }
+  }
   std::vector<SegmentState> segments;
 
   KernelArgs args(const Step& s, size_t t) const {

@@ -139,6 +139,18 @@ void Program::plan_segments() {
   }
 }
 
+void Program::relieve_pressure(DeviceKind kind) {
+  if (!backend || backend->device_kind() != kind) return;
+  // Idle frames only: the primary when no call holds it, and the pool's (a call holding a frame
+  // may be recording or replaying; its recordings go at its next segment).
+  if (primary_ && !primary_busy_.exchange(true, std::memory_order_acquire)) {
+    primary_->drop_recordings();
+    primary_busy_.store(false, std::memory_order_release);
+  }
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  for (auto& f : pool_) f->drop_recordings();
+}
+
 std::vector<std::pair<size_t, size_t>> Program::recorded_runs() const {
   std::vector<std::pair<size_t, size_t>> r;
   for (const Segment& sg : segments_) r.emplace_back(sg.begin, sg.end);
@@ -155,6 +167,11 @@ void Program::run_segment(Frame& f, size_t s) {
     }
   };
   if (r.off || !recorder_->enabled()) return run_steps_here();
+  if (const uint64_t pressure = memory_pressure_count(); r.pressure != pressure) [[unlikely]] {
+    r.recordings.clear();  // memory ran short since they were made
+    r.recent.clear();
+    r.pressure = pressure;
+  }
   std::vector<int64_t>& key = r.key;
   key.clear();
   for (size_t i = 0; i < sg.inputs.size(); ++i)

@@ -37,12 +37,20 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
       release_cached();
       p = raw_.alloc(cls);
     }
+    if (!p && raw_.relieve) {
+      raw_.relieve();  // (what the holders let go of returns to the cache)
+      release_cached();
+      p = raw_.alloc(cls);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.pressure;
+    }
     if (!p) {
       const size_t free_bytes = raw_.free_bytes ? raw_.free_bytes() : 0;
       std::lock_guard<std::mutex> lock(mu_);
       fail<MemoryError>("CUDA: out of device memory: ", bytes, " bytes requested (size class ", cls, "); ", free_bytes,
                         " bytes free on the device, ", stats_.in_use, " bytes in use by Hypatia's arrays, ",
-                        stats_.cached, " cached (released before this retry)");
+                        stats_.cached, " cached (released before this retry, with the recorded device work of ",
+                        "functions not running now)");
     }
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.raw_allocs;
@@ -96,6 +104,7 @@ CachingAllocator& device_allocator() {
             if (cudaMemGetInfo(&f, &t) != cudaSuccess) cudaGetLastError();
             return f;
           },
+      .relieve = [] { relieve_memory_pressure(DeviceKind::Cuda); },
   });
   return *a;
 }

@@ -5,8 +5,11 @@
 // function called in a loop never reaches cudaMalloc (59 us for 1 MB on an H200) after its first
 // call. Reuse is stream-ordered: every kernel and copy of the backend is queued on one stream, so a
 // buffer the host lets go of while queued work still reads it is only written by work queued
-// later. When the device is out of memory the cache is released and the allocation retried; if it
-// still fails the MemoryError names the bytes asked for, the device's free bytes and the cache.
+// later. When the device is out of memory the cache is released and the allocation retried; then
+// the holders of memory they can rebuild let go of what is idle (relieve_memory_pressure: the
+// recordings of device work of functions not running now), and the allocation is retried once
+// more; if it still fails the MemoryError names the bytes asked for, the device's free bytes and
+// the cache.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -20,11 +23,13 @@ namespace hypatia::cuda {
 class CachingAllocator {
  public:
   /// The raw device functions (tests give host stand-ins): allocate (null when out of memory),
-  /// free, and the device's free bytes (for messages).
+  /// free, the device's free bytes (for messages), and what lets other holders of device memory
+  /// give theirs back (null: nothing; the device's allocator: relieve_memory_pressure).
   struct Raw {
     std::function<void*(size_t)> alloc;
     std::function<void(void*)> free;
     std::function<size_t()> free_bytes;
+    std::function<void()> relieve;
   };
   struct Stats {
     size_t in_use = 0;      // bytes (size classes) handed out and not yet returned
@@ -32,6 +37,7 @@ class CachingAllocator {
     size_t peak = 0;        // most in_use so far
     size_t raw_allocs = 0;  // calls of Raw::alloc that succeeded
     size_t reuses = 0;      // allocations served from the cache
+    size_t pressure = 0;    // allocations that needed other holders to give memory back
   };
 
   explicit CachingAllocator(Raw raw) : raw_(std::move(raw)) {}
