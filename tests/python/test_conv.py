@@ -358,3 +358,43 @@ def test_unshared_conv2d_verify_grad_second_order_and_causal():
     # A filter whose output size does not match is an error, not a wrong result.
     with pytest.raises(Exception, match="shape|size|batch"):
         f(img, rng.uniform(-1, 1, (3, 2, 3, 2, 3, 3)))
+
+
+def test_seed_004s_gpucorrmm_ops_are_correlations_with_their_gradient_ops():
+    # Theano's GpuCorrMM (no kernel flip) and GpuCorrMM_gradWeights / _gradInputs, with the
+    # gradients' spatial sizes inferred where the other shapes fix them.
+    from hypatia.sandbox.cuda.blas import GpuCorrMM, GpuCorrMM_gradInputs, GpuCorrMM_gradWeights
+
+    rng = np.random.RandomState(4)
+    x, w, t = T.dtensor4("x"), T.dtensor4("w"), T.dtensor4("t")
+    img = rng.uniform(-1, 1, (2, 3, 7, 6))
+    kern = rng.uniform(-1, 1, (4, 3, 3, 2))
+    for border, sub, infer in [("valid", (1, 1), True), ("full", (1, 1), True), ((1, 2), (1, 1), True),
+                               (1, (1, 1), True), ("half", (1, 1), False), ("valid", (2, 1), False)]:
+        op = GpuCorrMM(border_mode=border, subsample=sub)
+        y = op(x, w)
+        want = np_conv2d(img, kern, border if not isinstance(border, int) else (border, border), sub, flip=False)
+        f = hypatia.function([x, w], y)
+        np.testing.assert_allclose(f(img, kern), want, rtol=1e-12, err_msg=str(op))
+        top = rng.uniform(-1, 1, want.shape)
+        gx, gw = T.grad(T.sum(y * t), [x, w])
+        shapes = (None, None) if infer else ((7, 6), (3, 2))
+        gw2 = GpuCorrMM_gradWeights(border_mode=border, subsample=sub)(x, t, shape=shapes[1])
+        gx2 = GpuCorrMM_gradInputs(border_mode=border, subsample=sub)(w, t, shape=shapes[0])
+        a, b, c, d = hypatia.function([x, w, t], [gx, gw, gx2, gw2])(img, kern, top)
+        np.testing.assert_allclose(c, a, rtol=1e-12, err_msg=str(op))
+        np.testing.assert_allclose(d, b, rtol=1e-12, err_msg=str(op))
+        # The weight gradient by its definition: sum over batch and positions of top * patch.
+        if sub == (1, 1) and border == "valid":
+            dw = np.einsum("nohw,nchw->oc", top, img[:, :, 0:5, 0:5])[:, :, None, None]
+            np.testing.assert_allclose(d[:, :, :1, :1], dw, rtol=1e-12)
+    hypatia.gradient.verify_grad(lambda xx, ww: GpuCorrMM(border_mode="half")(xx, ww), [img, kern], rng=rng)
+    # The old sandbox's pad, the op's text, equality, and what cannot be inferred.
+    assert GpuCorrMM(pad=(1, 2)) == GpuCorrMM(border_mode=(1, 2)) != GpuCorrMM()
+    assert str(GpuCorrMM("valid", (1, 1))) == "GpuCorrMM{valid, (1, 1), (1, 1), 1}"
+    with pytest.raises(ValueError, match=r"GpuCorrMM_gradWeights: shape \(the kernel's rows and cols\) must be given"):
+        GpuCorrMM_gradWeights(border_mode="half")(x, t)
+    with pytest.raises(ValueError, match="give the padding as border_mode or as pad, not both"):
+        GpuCorrMM(border_mode="full", pad=1)
+    with pytest.raises(ValueError, match="border_mode must be 'valid', 'full', 'half'"):
+        GpuCorrMM(border_mode="same")
