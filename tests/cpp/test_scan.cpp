@@ -111,6 +111,33 @@ TEST(Scan, UntilStopsAndZeroSteps) {
   EXPECT_EQ(z[1].shape()[0], 0);
 }
 
+TEST(Scan, AnUntilLoopAllocatesForTheStepsItRunsNotForItsBound) {
+  // n_steps is a bound of 2^40 steps (24 TiB of trace for this state): the traces start short and
+  // grow with the steps (200 here: grown twice), on arrays and through a nit-sot.
+  Var x0 = vector("x0", DType::Float64);
+  ScanInfo info;
+  info.state_taps = {{-1}};
+  info.state_traced = {true};
+  info.n_nitsot = 1;
+  info.until = true;
+  Var prev = vector("prev", DType::Float64);
+  Var nxt = prev + 1.0;
+  auto outs = scan_node(info, {prev}, {nxt, nxt * 2.0, gt(sum(nxt), constant(600.0, DType::Float64))},
+                        int_constant(int64_t{1} << 40), {}, {expand_dims(x0, 0)}, {});
+  Function f = function({In(x0)}, {outs[0], outs[1]});
+  for (int call = 0; call < 2; ++call) {
+    auto r = f({make_array({0, 1, 2}, {3}, DType::Float64)});
+    // sum after step t (from 1) is 3 + 3t > 600 first at t = 200.
+    ASSERT_EQ(r[0].shape(), (Shape{200, 3}));
+    ASSERT_EQ(r[1].shape(), (Shape{200, 3}));
+    for (int t = 0; t < 200; ++t)
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(r[0].get_flat(t * 3 + k), t + 1 + k) << t;
+        EXPECT_EQ(r[1].get_flat(t * 3 + k), 2.0 * (t + 1 + k)) << t;
+      }
+  }
+}
+
 TEST(Scan, SequenceWorkIsPushedOutOfTheLoop) {
   // x_t U + b depends only on the sequence: one product over the whole sequence outside the loop;
   // the result equals the loop's with the rule excluded.

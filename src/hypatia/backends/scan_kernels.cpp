@@ -110,10 +110,13 @@ class ScanKernel final : public Kernel {
     L.len.resize(n_state);
     int64_t ring = 1;
     for (size_t k = 0; k < n_state; ++k) ring = std::max<int64_t>(ring, info.window(static_cast<int>(k)) + 1);
+    // An until loop's n_steps is a bound, often far above the steps it runs: its traces (on
+    // arrays) start at kUntilRows rows and double as the steps need (grow_rows).
+    const int64_t traced_rows = info.until && !scalar_ ? std::min(n, kUntilRows) : n;
     for (size_t k = 0; k < n_state; ++k) {
       const NDArray w = window_of(who, info, a, k);
       L.win[k] = info.window(static_cast<int>(k));
-      L.len[k] = info.state_traced[k] ? L.win[k] + n : scalar_ ? ring : L.win[k] + 1;
+      L.len[k] = info.state_traced[k] ? L.win[k] + traced_rows : scalar_ ? ring : L.win[k] + 1;
       L.buf[k] = mem_.empty(with_length(L.len[k], element_shape(w)), w.dtype());
       mem_.copy(L.buf[k].slice(0, 0, L.win[k], 1), w);
     }
@@ -150,12 +153,26 @@ class ScanKernel final : public Kernel {
   }
 
  private:
+  /// The rows an until loop's traces start with (on arrays).
+  static constexpr int64_t kUntilRows = 64;
+
   /// The loop's buffers: per state its buffer, window and length; per nit-sot output its trace.
   struct Loop {
     std::vector<NDArray> buf;
     std::vector<int64_t> win, len;
     std::vector<NDArray> nitsot;
   };
+
+  /// `buf` (rows along axis 0, the first `used` of them written) with room for at least `need`
+  /// rows, at most `most`: twice as many rows, the written ones copied over.
+  NDArray grow_rows(const NDArray& buf, int64_t used, int64_t need, int64_t most) const {
+    const int64_t rows = std::min(most, std::max(need, 2 * buf.shape(0)));
+    Shape s = buf.shape();
+    s[0] = rows;
+    NDArray bigger = mem_.empty(s, buf.dtype());
+    if (used > 0) mem_.copy(bigger.slice(0, 0, used, 1), buf.slice(0, 0, used, 1));
+    return bigger;
+  }
 
   /// Steps on arrays (the body's runner per step, outputs copied into the buffers); returns the
   /// number of steps run.
@@ -170,6 +187,12 @@ class ScanKernel final : public Kernel {
     for (int j = 0; j < info.n_nonseq; ++j) args_[ns_base + j] = *a.in[1 + n_seq + n_state + j];
     int64_t done = n;
     for (int64_t t = 0; t < n; ++t) {
+      // A traced state's buffer (an until loop's starts short) has room for this step's row.
+      for (size_t k = 0; k < n_state; ++k)
+        if (info.state_traced[k] && L.win[k] + t >= L.len[k]) {
+          L.buf[k] = grow_rows(L.buf[k], L.win[k] + t, L.win[k] + t + 1, L.win[k] + n);
+          L.len[k] = L.buf[k].shape(0);
+        }
       size_t i = 0;
       for (size_t s = 0; s < n_seq; ++s)
         for (int tap : info.seq_taps[s]) args_[i++] = a.in[1 + s]->select(0, t + tap - info.seq_taps[s].front());
@@ -186,7 +209,8 @@ class ScanKernel final : public Kernel {
       }
       for (size_t j = 0; j < n_nitsot; ++j) {
         const NDArray& v = outs_[n_state + j];
-        if (t == 0) L.nitsot[j] = mem_.empty(with_length(n, v.shape()), v.dtype());
+        if (t == 0) L.nitsot[j] = mem_.empty(with_length(info.until ? std::min(n, kUntilRows) : n, v.shape()), v.dtype());
+        if (t >= L.nitsot[j].shape(0)) L.nitsot[j] = grow_rows(L.nitsot[j], t, t + 1, n);
         const NDArray row = L.nitsot[j].select(0, t);
         if (!(v.shape() == row.shape()))
           fail<ValueError>(who, ": at step ", t, " the body's output ", n_state + j, " has shape ", v.shape().str(),
