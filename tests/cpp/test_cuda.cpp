@@ -16,6 +16,7 @@
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/ops/composite.h"
+#include "hypatia/ops/linalg.h"
 #include "hypatia/ops/reduce.h"
 #include "hypatia/ops/transfer.h"
 #include "test_cuda_util.h"
@@ -149,6 +150,9 @@ TEST(CudaCodegen, IndexingLabelShapeAndArgReduceKernelsCompileForEveryDtypeTheyT
     for (auto k : {cuda::CumKernel::Chunks, cuda::CumKernel::Offsets})
       EXPECT_NO_THROW(cuda::check_source(cuda::cum_source(dt, cum_out, k))) << dtype_name(dt);
     EXPECT_NO_THROW(cuda::check_source(cuda::eye_source(dt))) << dtype_name(dt);
+    if (dt == DType::Float32 || dt == DType::Float64) {
+      EXPECT_NO_THROW(cuda::check_source(cuda::linalg_source(dt))) << dtype_name(dt);
+    }
     for (bool is_max : {true, false})
       EXPECT_NO_THROW(cuda::check_source(cuda::arg_reduce_source(dt, is_max))) << dtype_name(dt);
     if (is_integer(dt)) {
@@ -679,6 +683,58 @@ TEST(CudaRun, ArgmaxArgminAndBatchedDotRunOnTheGpuAndMatchTheCpu) {
   const auto want2 = fc({xf, yv, vv}), got2 = fg({xf, yv, vv});
   for (size_t k = 3; k < outs.size(); ++k) EXPECT_ALLCLOSE(got2[k], want2[k], 1e-5, 1e-6) << k;
   EXPECT_ERROR(ValueError, fg({xf, random_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
+}
+
+TEST(CudaRun, CholeskySolveAndInverseRunThroughCusolverAndMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Var a = matrix("a", dt), b = matrix("b", dt), v = vector("v", dt);
+    // A positive definite matrix from a (8 x 8): a a^T + 8 I; a transposed view as an operand too.
+    Var spd = dot(a, transpose(a)) + constant(8.0, dt) * eye(8, dt);
+    std::vector<Out> outs = {cholesky(spd),
+                             cholesky(spd, /*lower=*/false),
+                             solve(a, b),
+                             solve(a, v),
+                             solve(transpose(a), b),
+                             solve(spd, b, SolveStructure::Symmetric, /*lower=*/true),
+                             solve(spd, v, SolveStructure::Symmetric, /*lower=*/false),
+                             solve(spd, b, SolveStructure::PositiveDefinite, /*lower=*/true),
+                             solve(spd, b, SolveStructure::PositiveDefinite, /*lower=*/false),
+                             solve_triangular(cholesky(spd), b, /*lower=*/true),
+                             solve_triangular(cholesky(spd), v, /*lower=*/true, /*trans=*/true),
+                             solve_triangular(cholesky(spd, false), b, /*lower=*/false, false, /*unit_diagonal=*/true),
+                             matrix_inverse(a)};
+    Function fc = fn({a, b, v}, outs, on("cpu")), fg = fn({a, b, v}, outs, on("cuda"));
+    int on_gpu = 0;
+    for (const auto& n : fg.toposort())
+      if (dynamic_cast<const Linalg*>(n->op.get())) {
+        EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << n->op->name();
+        ++on_gpu;
+      }
+    EXPECT_GE(on_gpu, 12);
+    const NDArray av = random_array({8, 8}, dt, 11, -1, 1), bv = random_array({8, 3}, dt, 12, -1, 1),
+                  vv = random_array({8}, dt, 13, -1, 1);
+    const auto want = fc({av, bv, vv}), got = fg({av, bv, vv});
+    const double tol = dt == DType::Float64 ? 1e-10 : 2e-4;
+    for (size_t k = 0; k < outs.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], tol, tol) << "output " << k;
+  }
+  // Errors found on the device, raised with the CPU's words once the call waits.
+  Var a = matrix("a", DType::Float64), b = matrix("b", DType::Float64);
+  Function chol = fn({a}, {cholesky(a)}, on("cuda")), chol_nan = fn({a}, {cholesky(a, true, "nan")}, on("cuda"));
+  const NDArray not_pd = testing::make_array({1, 2, 2, 1}, {2, 2}, DType::Float64);
+  EXPECT_ERROR(ValueError, chol({not_pd}), "is not positive definite (its leading minor of order 2");
+  const NDArray nan = chol_nan({not_pd})[0];
+  for (int64_t t = 0; t < 4; ++t) EXPECT_TRUE(std::isnan(nan.get_flat(t))) << t;
+  const NDArray singular = testing::make_array({1, 2, 2, 4}, {2, 2}, DType::Float64);
+  EXPECT_ERROR(ValueError, fn({a}, {matrix_inverse(a)}, on("cuda"))({singular}), "the matrix is singular (U[1, 1]");
+  EXPECT_ERROR(ValueError, fn({a, b}, {solve(a, b)}, on("cuda"))({singular, singular}), "A is singular (U[1, 1]");
+  const NDArray zero_diag = testing::make_array({1, 0, 3, 0}, {2, 2}, DType::Float64);
+  EXPECT_ERROR(ValueError, fn({a, b}, {solve_triangular(a, b, true)}, on("cuda"))({zero_diag, singular}),
+               "its diagonal element 1 is zero");
+  // And the next call runs.
+  EXPECT_ALLCLOSE(chol({testing::make_array({4, 2, 2, 3}, {2, 2}, DType::Float64)})[0],
+                  testing::make_array({2, 0, 1, std::sqrt(2.0)}, {2, 2}, DType::Float64), 1e-12, 1e-12);
 }
 
 TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {

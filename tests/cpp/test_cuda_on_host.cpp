@@ -403,6 +403,91 @@ TEST(CudaKernelsOnHost, RepeatByAVectorOfCountsIsTheCpus) {
   EXPECT_EQ(checked, 4 * 7);
 }
 
+TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
+  // Column-major 3 x 3: element (i, j) at j * 3 + i holds 10 * i + j + 1.
+  for (const HostLinalgKernels& k : kHostLinalgKernels) {
+    SCOPED_TRACE(dtype_name(k.dt));
+    const int64_t n = 3;
+    auto set = [&](NDArray& m, int64_t t, double v) {
+      if (k.dt == DType::Float32)
+        m.data<float>()[t] = static_cast<float>(v);
+      else
+        m.data<double>()[t] = v;
+    };
+    auto fresh = [&] {
+      NDArray m = NDArray::empty({n * n}, k.dt);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < n; ++i) set(m, j * n + i, static_cast<double>(10 * i + j + 1));
+      return m;
+    };
+    auto at = [&](const NDArray& m, int64_t i, int64_t j) { return m.get_flat(j * n + i); };
+    NDArray info = NDArray::zeros({1}, DType::Int32);
+    for (bool lower : {true, false}) {
+      // The factor's other triangle zeroed.
+      NDArray m = fresh();
+      struct {
+        long long n, lower, nan;
+        unsigned long long a, info;
+      } tri{n, lower, 1, ptr(m), ptr(info)};
+      k.tri(&tri);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          EXPECT_EQ(at(m, i, j), (lower ? j > i : i > j) ? 0.0 : 10.0 * i + j + 1) << i << "," << j;
+      // The kept triangle mirrored into the other.
+      NDArray s = fresh();
+      struct {
+        long long n, lower;
+        unsigned long long a;
+      } sym{n, lower, ptr(s)};
+      k.sym(&sym);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const bool kept = lower ? i >= j : i <= j;
+          EXPECT_EQ(at(s, i, j), kept ? 10.0 * i + j + 1 : 10.0 * j + i + 1) << i << "," << j;
+        }
+    }
+    // A failed factorization with nan_on_error: NaN throughout; without, only the triangle.
+    info.data<int32_t>()[0] = 2;
+    NDArray m = fresh();
+    struct {
+      long long n, lower, nan;
+      unsigned long long a, info;
+    } tri{n, 1, 1, ptr(m), ptr(info)};
+    k.tri(&tri);
+    for (int64_t t = 0; t < n * n; ++t) EXPECT_TRUE(std::isnan(m.get_flat(t))) << t;
+    // devInfo into the check block: nothing for 0, else (1, info, code).
+    long long err[4] = {0, 0, 0, 0};
+    struct {
+      unsigned long long info, err;
+      long long code;
+    } ia{ptr(info), reinterpret_cast<unsigned long long>(err), 2};
+    k.info(&ia);
+    EXPECT_EQ(err[0], 1);
+    EXPECT_EQ(err[1], 2);
+    EXPECT_EQ(err[2], 2);
+    long long none[4] = {0, 0, 0, 0};
+    info.data<int32_t>()[0] = 0;
+    ia.err = reinterpret_cast<unsigned long long>(none);
+    k.info(&ia);
+    EXPECT_EQ(none[0], 0);
+    // The first zero on the diagonal (index + 1), none when there is none.
+    NDArray d = fresh();
+    long long derr[4] = {0, 0, 0, 0};
+    struct {
+      long long n;
+      unsigned long long a, err;
+    } da{n, ptr(d), reinterpret_cast<unsigned long long>(derr)};
+    k.diag(&da);
+    EXPECT_EQ(derr[0], 0);
+    set(d, 1 * n + 1, 0.0);
+    set(d, 2 * n + 2, 0.0);
+    k.diag(&da);
+    EXPECT_EQ(derr[0], 1);
+    EXPECT_EQ(derr[1], 2);  // diagonal element 1
+    EXPECT_EQ(derr[2], 3);
+  }
+}
+
 TEST(CudaKernelsOnHost, ArangeIsTheCpusBitForBit) {
   struct Range {
     double start, stop, step;

@@ -53,6 +53,14 @@ struct HostConvGemmKernels {
   void (*swap01)(const void* args);
 };
 
+struct HostLinalgKernels {
+  hypatia::DType dt;
+  void (*info)(const void* args);
+  void (*tri)(const void* args);
+  void (*sym)(const void* args);
+  void (*diag)(const void* args);
+};
+
 struct HostCumKernels {
   hypatia::DType in;
   void (*chunks)(const void* args);
@@ -73,6 +81,7 @@ extern const std::span<const HostArgReduceKernel> kHostArgReduceKernels;
 extern const std::span<const HostXentKernel> kHostXentKernels;
 extern const std::span<const HostConvGemmKernels> kHostConvGemmKernels;
 extern const std::span<const HostCumKernels> kHostCumKernels;
+extern const std::span<const HostLinalgKernels> kHostLinalgKernels;
 extern const std::span<const HostFromUniformKernel> kHostFromUniformKernels;
 /// Repeat's kernels by element size in bytes (index size - 1; 1, 2, 4 and 8 are there).
 extern void (*const kHostRepeatKernels[8])(const void* args);

@@ -195,5 +195,16 @@ int main(int argc, char** argv) {
     labels_table += "    {" + dtype_enum(dt) + ", " + ns + "::run},\n";
   }
   out << labels_table << table_tail("HostArangeKernel", "kHostCheckLabelsKernels");
+  std::string la_table = table_head("HostLinalgKernels", "kHostLinalgKernels");
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const std::string ns = "la_" + std::string(dtype_name(dt));
+    out << "namespace " << ns << " {\n" << host_form(cuda::linalg_source(dt));
+    out << "void info(const void* a) { hyp_la_info(*static_cast<const LaInfoArgs*>(a)); }\n"
+        << "void tri(const void* a) { hyp_la_tri(*static_cast<const LaTriArgs*>(a)); }\n"
+        << "void sym(const void* a) { hyp_la_sym(*static_cast<const LaSymArgs*>(a)); }\n"
+        << "void diag(const void* a) { hyp_la_diag(*static_cast<const LaDiagArgs*>(a)); }\n}\n";
+    la_table += "    {" + dtype_enum(dt) + ", " + ns + "::info, " + ns + "::tri, " + ns + "::sym, " + ns + "::diag},\n";
+  }
+  out << la_table << table_tail("HostLinalgKernels", "kHostLinalgKernels");
   return out.good() ? 0 : 1;
 }

@@ -168,6 +168,8 @@ const Cublas& cublas() {
     bind(lib, c.dgemm, "cublasDgemm_v2");
     bind(lib, c.sgemm_strided_batched, "cublasSgemmStridedBatched");
     bind(lib, c.dgemm_strided_batched, "cublasDgemmStridedBatched");
+    bind(lib, c.strsm, "cublasStrsm_v2");
+    bind(lib, c.dtrsm, "cublasDtrsm_v2");
     require_available("cuBLAS");
     check_cublas(c.create(&c.handle), "cublasCreate");
     check_cublas(c.set_stream(c.handle, state().stream), "cublasSetStream");

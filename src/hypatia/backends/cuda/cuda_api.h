@@ -82,6 +82,8 @@ struct Cublas {
   decltype(&cublasDgemm_v2) dgemm;
   decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;  // (BatchedDot)
   decltype(&cublasDgemmStridedBatched) dgemm_strided_batched;
+  decltype(&cublasStrsm_v2) strsm;  // (triangular solves: Linalg's Solve)
+  decltype(&cublasDtrsm_v2) dtrsm;
   cublasHandle_t handle = nullptr;
 };
 const Cublas& cublas();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/ndarray.h"
 
@@ -27,6 +28,16 @@ inline constexpr int kBlock = 256;
 int grid_for(int64_t n);
 /// Launches `k` with kBlock threads and one argument block (its bytes: `args`).
 void launch(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what);
+/// Launches a kernel that checks its inputs on the device: its check block cleared before the
+/// kernel and fetched after it (KernelTraits::device_checks).
+void launch_checked(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what, DeviceCheckBlock& check);
+/// The device function such kernels call, hyp_check_failed(err, a, b, c): the first failed check
+/// wins the flag of the block at `err` and writes its three words (the host reads them after the
+/// call has waited for the device).
+inline constexpr const char* kCheckFailed =
+    "__device__ void hyp_check_failed(unsigned long long err, long long a, long long b, long long c) {\n"
+    "  long long* w = (long long*)err;\n"
+    "  if (atomicCAS((unsigned long long*)w, 0ull, 1ull) == 0ull) { w[1] = a; w[2] = b; w[3] = c; }\n}\n";
 /// Makes `cell` a C-contiguous device array of `shape` and `dtype`, reusing its buffer when it is
 /// one already and nothing else holds it.
 NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype);
@@ -128,6 +139,11 @@ std::string upload_source();
 /// hyp_upload's argument block: the destination, the byte count and the bytes of `src` (n <=
 /// kMaxRecordedHostBytes).
 std::vector<int64_t> upload_args(void* dst, const void* src, size_t n);
+/// The helper kernels of Linalg on the GPU (cuda_linalg_kernels.cpp), for a dtype: hyp_la_info
+/// (cuSOLVER's devInfo into a check block), hyp_la_tri (a factor's other triangle zeroed, or NaN
+/// throughout after a failure), hyp_la_sym (a triangle mirrored) and hyp_la_diag (the first zero
+/// on a diagonal), on column-major n x n matrices.
+std::string linalg_source(DType dt);
 /// Eye's values (cuda_nnet_kernels.cpp: hyp_eye): ones where column - row == k.
 std::string eye_source(DType dt);
 /// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.

@@ -40,6 +40,12 @@ void launch(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* wh
   cuda::launch(k, grid, kBlock, params, what);
 }
 
+void launch_checked(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what, DeviceCheckBlock& check) {
+  check.clear();
+  launch(k, grid, args, what);
+  check.fetch();
+}
+
 NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype) {
   if (cell.valid() && !cell.on_host() && cell.unique() && cell.writeable() && cell.dtype() == dtype &&
       cell.shape() == shape && cell.is_c_contiguous() && cell.offset() == 0)
@@ -680,6 +686,7 @@ void register_cuda_conv_kernels();
 void register_cuda_loop_kernels();
 void register_cuda_cum_kernels();
 void register_cuda_random_kernels();
+void register_cuda_linalg_kernels();
 std::shared_ptr<Recorder> make_cuda_recorder();
 }  // namespace cuda
 
@@ -791,6 +798,7 @@ void register_cuda_backend() {
   register_cuda_loop_kernels();
   register_cuda_cum_kernels();
   register_cuda_random_kernels();
+  register_cuda_linalg_kernels();
 }
 
 }  // namespace hypatia

@@ -24,13 +24,6 @@ int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintpt
 
 bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }
 
-/// Launches a kernel that checks its inputs on the device: its check block cleared before the
-/// kernel and fetched after it (KernelTraits::device_checks).
-void launch_checked(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what, DeviceCheckBlock& check) {
-  check.clear();
-  launch(k, grid, args, what);
-  check.fetch();
-}
 
 // ---- softmax and log_softmax along the last axis of a matrix or vector
 
@@ -493,12 +486,6 @@ std::string arange_source(DType dt) {
   return s;
 }
 
-/// The first failed check wins the flag of the block and writes its three words (the host reads
-/// them after the call has waited for the device).
-constexpr const char* kCheckFailed =
-    "__device__ void hyp_check_failed(unsigned long long err, long long a, long long b, long long c) {\n"
-    "  long long* w = (long long*)err;\n"
-    "  if (atomicCAS((unsigned long long*)w, 0ull, 1ull) == 0ull) { w[1] = a; w[2] = b; w[3] = c; }\n}\n";
 
 /// How an index of dtype `dt` (in `raw`) is read as long long v (a uint64 above 2^63 is out of
 /// range, not negative).
