@@ -28,11 +28,14 @@ the output cells are emptied before every run (an earlier output may be the call
 
 On the GPU: an op whose make_node takes device values (sandbox.cuda.basic_ops.gpu_from_host,
 as_cuda_ndarray_variable or gpu_contiguous of its inputs, as Theano's CudaNdarrayType inputs) runs
-on the device under device=cuda: perform or the thunk gets C-contiguous GpuArrays (``.gpudata``:
-the device address for a PyCUDA or CuPy kernel; cupy.asarray(a) uses the buffer in place) once the
-device has computed them, and gives GpuArrays (GpuArray.zeros(shape)), CuPy or torch CUDA arrays
-(a numpy value is copied to the device). Its own device work, on any stream, is waited for before
-the function goes on. It needs a device backend: the CPU backend refuses it.
+on the device under device=cuda: perform or the thunk gets those inputs as read-only C-contiguous
+GpuArrays (``.gpudata``: the device address for a PyCUDA or CuPy kernel; cupy.asarray(a) uses the
+buffer in place) once the device has computed them, and its other inputs as numpy arrays; it gives
+GpuArrays (GpuArray.zeros(shape)), CuPy or torch CUDA arrays (a numpy value is copied to the
+device). Its own device work, on any stream, is waited for before the function goes on. PyCUDA
+must work in the CUDA primary context, as Hypatia does: ``import pycuda.autoprimaryctx`` (not
+``pycuda.autoinit``, whose context of its own cannot read Hypatia's buffers). It needs a device
+backend: the CPU backend refuses it.
 """
 from hypatia import _core
 from hypatia._core import NullTypeGradError
@@ -58,6 +61,20 @@ class Op(metaclass=_OpMeta):
 
     def perform(self, node, inputs, output_storage):
         raise NotImplementedError(f"{type(self).__name__} must define perform")
+
+    def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
+        """Theano's default: a thunk that runs perform on the storage cells (what a subclass's
+        make_thunk may fall back to with super().make_thunk(...))."""
+        inputs = [storage_map[v] for v in node.inputs]
+        outputs = [storage_map[v] for v in node.outputs]
+        computed = [compute_map[v] for v in node.outputs]
+
+        def thunk():
+            self.perform(node, [cell[0] for cell in inputs], outputs)
+            for cell in computed:
+                cell[0] = True
+
+        return thunk
 
     def grad(self, inputs, output_grads):
         raise NullTypeGradError(f"{self}: the gradient is not implemented (define grad)")

@@ -293,7 +293,7 @@ void init_graph(nb::module_& m) {
       [](const Var& v) -> std::optional<std::string> {
         if (!v || !v->is_shared()) throw TypeError("shared_target: the variable is not a shared variable");
         if (!v->cell->fixed_device) return std::nullopt;
-        return v->cell->load().device().str();
+        return v->cell->fixed_device->str();
       },
       "shared_var"_a, "The device a shared variable was created on with shared(target=), else None.");
   m.def(

@@ -43,7 +43,9 @@ Var as_var(nb::handle h) {
 
 class PyOp final : public Op {
  public:
-  PyOp(nb::object py, bool on_device) : py_(std::move(py)), on_device_(on_device) {}
+  /// `host_inputs`: on a device, the inputs that are not device values (read on the host).
+  PyOp(nb::object py, bool on_device, std::vector<int> host_inputs)
+      : py_(std::move(py)), on_device_(on_device), host_inputs_(std::move(host_inputs)) {}
   ~PyOp() override {
     if (!Py_IsInitialized()) {
       (void)py_.release();  // the interpreter is gone: leak rather than touch it
@@ -55,6 +57,8 @@ class PyOp final : public Op {
   const nb::object& py() const { return py_; }
   /// Whether the node runs on a device: some input is a device value (device_value()).
   bool on_device() const { return on_device_; }
+  /// On a device, the inputs it reads on the host (numpy arrays, as Theano's non-Cuda inputs).
+  const std::vector<int>& host_inputs() const { return host_inputs_; }
 
   std::string name() const override {
     nb::gil_scoped_acquire gil;
@@ -62,7 +66,7 @@ class PyOp final : public Op {
   }
   bool equals(const Op& other) const override {
     const auto* o = dynamic_cast<const PyOp*>(&other);
-    if (!o || o->on_device_ != on_device_) return false;
+    if (!o || o->on_device_ != on_device_ || o->host_inputs_ != host_inputs_) return false;
     nb::gil_scoped_acquire gil;
     return py_.equal(o->py_);
   }
@@ -135,6 +139,7 @@ class PyOp final : public Op {
  private:
   nb::object py_;
   bool on_device_;
+  std::vector<int> host_inputs_;
 };
 
 /// Whether `v` is a value on a device in the graph as the user built it: the result of a transfer
@@ -181,14 +186,20 @@ class PyOpKernel final : public Kernel {
   PyOpKernel& operator=(const PyOpKernel&) = delete;
 
   void run(const KernelArgs& args) override {
+    // On a device: its device values C-contiguous (a strided view goes through the host) and
+    // read-only, like the host's numpy inputs; its other inputs are on the host.
     std::vector<NDArray> ins;
     ins.reserve(args.in.size());
-    for (NDArray* in : args.in) ins.push_back(device_ ? contiguous_on_device(*in) : *in);
+    for (NDArray* in : args.in) {
+      NDArray v = device_ && !in->on_host() ? contiguous_on_device(*in) : *in;
+      if (device_ && !v.on_host()) v.set_writeable(false);
+      ins.push_back(std::move(v));
+    }
     if (device_) synchronize_device(device_of(args));  // the inputs are computed
     nb::gil_scoped_acquire gil;
     nb::list inputs;
     for (const NDArray& in : ins) {
-      PyObject* a = device_ ? wrap_device_array(in) : to_numpy(in, /*writeable=*/false);
+      PyObject* a = in.on_host() ? to_numpy(in, /*writeable=*/false) : wrap_device_array(in);
       if (!a) throw nb::python_error();
       inputs.append(nb::steal(a));
     }
@@ -230,12 +241,20 @@ class PyOpKernel final : public Kernel {
     for (size_t i = 0; i < inputs.size(); ++i) nb::cast<nb::list>(in_cells[i])[0] = inputs[i];
     for (nb::handle cell : out_cells) nb::cast<nb::list>(cell)[0] = nb::none();
     for (nb::handle cell : nb::borrow<nb::list>(out_computed_)) nb::cast<nb::list>(cell)[0] = nb::bool_(false);
-    thunk_();
+    // The cells hold nothing between runs (no buffer kept alive, none seen as shared).
+    auto clear = [&] {
+      for (nb::handle cell : in_cells) nb::cast<nb::list>(cell)[0] = nb::none();
+      for (nb::handle cell : out_cells) nb::cast<nb::list>(cell)[0] = nb::none();
+    };
+    try {
+      thunk_();
+    } catch (...) {
+      clear();
+      throw;
+    }
     std::vector<nb::object> values;
     for (nb::handle cell : out_cells) values.push_back(nb::cast<nb::list>(cell)[0]);
-    // The cells hold nothing between runs (no buffer kept alive, none seen as shared).
-    for (nb::handle cell : in_cells) nb::cast<nb::list>(cell)[0] = nb::none();
-    for (nb::handle cell : out_cells) nb::cast<nb::list>(cell)[0] = nb::none();
+    clear();
     return values;
   }
 
@@ -329,9 +348,14 @@ std::shared_ptr<Apply> make_apply(nb::handle op, std::vector<Var> inputs, nb::ha
   std::shared_ptr<const Op> cop;
   if (nb::isinstance<Op>(op))
     cop = nb::cast<std::shared_ptr<Op>>(op);
-  else
-    cop = std::make_shared<PyOp>(
-        nb::borrow(op), std::any_of(inputs.begin(), inputs.end(), [](const Var& v) { return v && device_value(*v); }));
+  else {
+    // On a device when some input is a device value; the others it reads on the host.
+    std::vector<int> host_inputs;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] && !device_value(*inputs[i])) host_inputs.push_back(static_cast<int>(i));
+    const bool on_device = host_inputs.size() < inputs.size();
+    cop = std::make_shared<PyOp>(nb::borrow(op), on_device, on_device ? std::move(host_inputs) : std::vector<int>{});
+  }
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i]) fail<TypeError>("Apply: input ", i, " is None");
   std::vector<TensorType> types;
@@ -359,9 +383,9 @@ void register_pyop_kernels() {
     const bool device = get_backend(b).device_kind() != DeviceKind::Host;
     register_kernel(
         b, typeid(PyOp), [device](const Apply& node) { return std::make_unique<PyOpKernel>(node, device); },
-        KernelTraits{.accepts = [device](const Apply& node) {
-          return static_cast<const PyOp&>(*node.op).on_device() == device;
-        }});
+        KernelTraits{
+            .accepts = [device](const Apply& node) { return static_cast<const PyOp&>(*node.op).on_device() == device; },
+            .host_inputs_of = [](const Apply& node) { return static_cast<const PyOp&>(*node.op).host_inputs(); }});
   }
 }
 

@@ -199,10 +199,15 @@ void init_device_array(nb::module_& m) {
           "zeros",
           [](nb::handle shape, nb::handle dtype, const std::string& device) {
             Shape s;
-            if (PyLong_Check(shape.ptr()))
-              s.push_back(nb::cast<int64_t>(shape));
+            auto dim = [](nb::handle d) {
+              nb::object i = nb::steal(PyNumber_Index(d.ptr()));  // ints, numpy integers
+              if (!i.is_valid()) throw nb::python_error();
+              return nb::cast<int64_t>(i);
+            };
+            if (PyIndex_Check(shape.ptr()))
+              s.push_back(dim(shape));
             else
-              for (nb::handle d : shape) s.push_back(nb::cast<int64_t>(d));
+              for (nb::handle d : shape) s.push_back(dim(d));
             for (int64_t d : s)
               if (d < 0)
                 fail<ValueError>("GpuArray.zeros: negative dimension in shape ",

@@ -404,7 +404,7 @@ TEST(Placement, ASharedVariableCreatedWithATargetStaysOnItsDevice) {
   // target cuda: on the device from the start (before any function), and a function that reads
   // it on the host brings it over per call without moving it.
   Var v = shared(NDArray::from_vector<double>({4, 5}), "v", false, {}, Device::cuda(0));
-  EXPECT_TRUE(v->cell->fixed_device);
+  EXPECT_TRUE(v->cell->fixed_device == Device::cuda(0));
   EXPECT_EQ(get_value(v, false, true).device(), Device::cuda(0));
   EXPECT_ALLCLOSE(function({}, {v * 2.0})({})[0], NDArray::from_vector<double>({8, 10}));
   EXPECT_EQ(get_value(v, false, true).device(), Device::cuda(0));

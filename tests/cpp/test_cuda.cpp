@@ -304,18 +304,30 @@ TEST(CudaAllocator, OutOfMemoryAsksOtherHoldersToLetGoAndRetries) {
   b.reset();
   a.release_cached();
   EXPECT_EQ(used, 0u);
+  // A thread that captures a recording frees nothing (freeing would break the capture): its lock
+  // is empty, and the allocation fails at once (the recording fails; its steps run again).
+  cuda::CachingAllocator capturing(cuda::CachingAllocator::Raw{
+      .alloc = [&](size_t n) -> void* { return nullptr; },
+      .free = [&](void* p) { ADD_FAILURE() << "freed while capturing"; },
+      .free_bytes = [] { return size_t{0}; },
+      .relieve = [&] { ++relieved; },
+      .exclusive = [] { return std::unique_lock<std::mutex>(); }});
+  EXPECT_ERROR(MemoryError, capturing.allocate(100), "out of device memory");
+  EXPECT_EQ(relieved, 2);
+  EXPECT_EQ(capturing.stats().pressure, 0u);
 }
 
 TEST(MemoryPressure, HandlersRunForEachEventAndNotAfterTheyAreRemoved) {
   std::vector<DeviceKind> seen;
-  const uint64_t count0 = memory_pressure_count();
+  const uint64_t count0 = memory_pressure_count(DeviceKind::Cuda), host0 = memory_pressure_count(DeviceKind::Host);
   const uint64_t id = add_memory_pressure_handler([&](DeviceKind k) {
     seen.push_back(k);
     relieve_memory_pressure(k);  // pressure from inside a handler: counted, no handler runs again
   });
   relieve_memory_pressure(DeviceKind::Cuda);
   EXPECT_EQ(seen, std::vector<DeviceKind>{DeviceKind::Cuda});
-  EXPECT_EQ(memory_pressure_count(), count0 + 2);
+  EXPECT_EQ(memory_pressure_count(DeviceKind::Cuda), count0 + 2);
+  EXPECT_EQ(memory_pressure_count(DeviceKind::Host), host0);
   remove_memory_pressure_handler(id);
   relieve_memory_pressure(DeviceKind::Cuda);
   EXPECT_EQ(seen.size(), 1u);

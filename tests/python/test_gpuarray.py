@@ -244,6 +244,13 @@ def test_shared_target_keeps_a_variable_on_its_device(stand_in):
         assert _core.shared_target(s) == "cuda:0"
     np.testing.assert_array_equal(function([], s * 2, mode=CPU)(), 2 * v)  # read on the host per call
     assert isinstance(s.get_value(return_internal_type=True), GpuArray)
+    # A function on the host backend updating it (in place, and not): the value goes back to the GPU.
+    for updates in ([(s, s + 1)], [(s, T.exp(s))]):
+        before = s.get_value()
+        function([], [], updates=updates, mode=CPU)()
+        assert isinstance(s.get_value(return_internal_type=True), GpuArray) and _core.shared_target(s) == "cuda:0"
+        assert not np.array_equal(s.get_value(), before)
+    s.set_value(v)
     # Without a target nothing is fixed (the default moves to the device when compiled).
     assert _core.shared_target(shared(v)) is None
     # Pickled and back: the target too.

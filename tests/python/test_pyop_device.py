@@ -149,6 +149,63 @@ def test_a_device_op_gets_gpuarrays_and_may_give_host_or_device_values():
         np.testing.assert_allclose(h(xv), np.exp(xv) - 1)
 
 
+def test_a_device_ops_host_inputs_stay_numpy_and_its_device_inputs_are_read_only():
+    seen = []
+
+    class Scale(hypatia.Op):
+        __props__ = ()
+
+        def make_node(self, x, k):
+            x = cuda.basic_ops.as_cuda_ndarray_variable(x)
+            k = T.as_tensor_variable(k)
+            return hypatia.Apply(self, [x, k], [x.type()])
+
+        def perform(self, node, inputs, out):
+            x, k = inputs
+            seen.append((type(x), type(k), x.__cuda_array_interface__["data"][1]))
+            out[0][0] = GpuArray(np.asarray(x) * float(k))
+
+    with emulated_gpu() as mode:
+        x, k = T.fvector("x"), T.fscalar("k")
+        f = function([x, k], Scale()(x, k), mode=mode)
+        np.testing.assert_array_equal(f(np.arange(3, dtype="float32"), 2.0), [0, 2, 4])
+        assert seen == [(GpuArray, np.ndarray, True)]  # (the interface's read-only flag)
+        names = [str(n.op) for n in f.maker.fgraph.toposort()]
+        assert names.count("GpuFromHost<cuda:0>") == 1, names  # x only: k stays on the host
+
+
+def test_a_device_op_in_a_scan_body_loops_on_the_device():
+    with emulated_gpu() as mode:
+        x = T.fvector("x")
+        out, _ = hypatia.scan(lambda a: DoubleOp()(a), outputs_info=[x], n_steps=3)
+        f = function([x], out[-1], mode=mode)
+        scan_node = [n for n in f.maker.fgraph.toposort() if type(n.op).__name__ == "Scan"][0]
+        assert f.node_devices()[f.maker.fgraph.toposort().index(scan_node)] == "cuda:0"
+        np.testing.assert_array_equal(f(np.arange(3, dtype="float32")), 8 * np.arange(3))
+
+
+def test_make_thunk_falls_back_to_perform_through_super():
+    class Plus(hypatia.Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            x = T.as_tensor_variable(x)
+            return hypatia.Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, out):
+            out[0][0] = inputs[0] + 1
+
+        def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
+            return super().make_thunk(node, storage_map, compute_map, no_recycling, impl)
+
+    x = T.dvector("x")
+    np.testing.assert_array_equal(function([x], Plus()(x), mode=hypatia.Mode(linker="cpu"))(np.zeros(2)), [1, 1])
+    with emulated_gpu():
+        z = GpuArray.zeros(np.int64(3))
+        assert z.shape == (3,) and z.dtype == np.float32 and not np.asarray(z).any()
+        assert GpuArray.zeros((2, np.int32(2)), "float64").shape == (2, 2)
+
+
 def test_thunk_errors_name_the_op():
     class NoOutput(hypatia.Op):
         __props__ = ()

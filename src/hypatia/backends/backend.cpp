@@ -137,7 +137,7 @@ bool Backend::records(const Apply& node) const {
   // shapes: an argument may change on every call, and a recording keyed by it would then never
   // replay (its transfer runs before the recorded run, which reads the copy in device memory).
   if (node.op->moves_between_devices())
-    for (int i : t.host_inputs)
+    for (int i : t.host_inputs_for(node))
       if (i < static_cast<int>(node.inputs.size()) && !computed_from_shapes(*node.inputs[i], 0)) return false;
   return true;
 }

@@ -102,6 +102,12 @@ struct KernelTraits {
   /// Inputs the kernel reads in host memory whatever its backend's device (shape vectors, the
   /// 0-d alpha and beta of a product): function()'s placement moves none of them to the device.
   std::vector<int> host_inputs;
+  /// When set, host_inputs per node instead (a Python op on a device reads its inputs that are
+  /// not device values on the host). Read through host_inputs_for.
+  std::function<std::vector<int>(const Apply& node)> host_inputs_of;
+  std::vector<int> host_inputs_for(const Apply& node) const {
+    return host_inputs_of ? host_inputs_of(node) : host_inputs;
+  }
   /// The kernel reads only its inputs' shapes (Shape, Shape_i): they may be on any device.
   bool any_device_inputs = false;
   /// The kernel's run() only queues device work on its backend's stream (through its

@@ -209,7 +209,8 @@ class ScanKernel final : public Kernel {
       }
       for (size_t j = 0; j < n_nitsot; ++j) {
         const NDArray& v = outs_[n_state + j];
-        if (t == 0) L.nitsot[j] = mem_.empty(with_length(info.until ? std::min(n, kUntilRows) : n, v.shape()), v.dtype());
+        if (t == 0)
+          L.nitsot[j] = mem_.empty(with_length(info.until ? std::min(n, kUntilRows) : n, v.shape()), v.dtype());
         if (t >= L.nitsot[j].shape(0)) L.nitsot[j] = grow_rows(L.nitsot[j], t, t + 1, n);
         const NDArray row = L.nitsot[j].select(0, t);
         if (!(v.shape() == row.shape()))
@@ -707,8 +708,10 @@ bool graph_runs_on_device(const Backend& backend, const std::vector<Var>& output
     const Backend* p = backend.provider(*node);
     if (!p) return false;
     // (a shape reader reads its input where it lies: nothing moves; index arithmetic runs on the
-    // host by the backend's choice, its scalars crossing)
-    if (p->device_kind() == DeviceKind::Host && !p->traits(*node)->any_device_inputs && !is_index_arithmetic(*node))
+    // host by the backend's choice, its scalars crossing; the user's transfers are placement's to
+    // keep or drop: gpu_from_host of a value the device has leaves the graph)
+    if (p->device_kind() == DeviceKind::Host && !p->traits(*node)->any_device_inputs && !is_index_arithmetic(*node) &&
+        !node->op->moves_between_devices())
       return false;
     for (const Var& in : node->inputs)
       if (in->owner) stack.push_back(in->owner);

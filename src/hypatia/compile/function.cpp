@@ -580,7 +580,7 @@ void set_value(const Var& shared_var, NDArray value, bool borrow) {
   if (auto err = shared_var->type.check_value(value); !err.empty())
     fail<TypeError>("set_value of shared variable '", shared_var->name, "' (", shared_var->type.str(), "): ", err);
   // The value stays where the variable lives (a shared variable on the GPU is copied into).
-  const Device where = shared_var->cell->load().device();
+  const Device where = shared_var->cell->fixed_device.value_or(shared_var->cell->load().device());
   if (value.device() != where)
     value = value.to_device(where);
   else if (!borrow)

@@ -54,16 +54,18 @@ class Placer {
   struct Kernel {
     bool dev;
     const KernelTraits* traits;
+    std::vector<int> host_inputs;
     /// Whether input i is read on the device.
     bool reads_on_device(int i) const {
-      return dev && std::find(traits->host_inputs.begin(), traits->host_inputs.end(), i) == traits->host_inputs.end();
+      return dev && std::find(host_inputs.begin(), host_inputs.end(), i) == host_inputs.end();
     }
     /// Whether the kernel reads only its inputs' shapes (they stay where they are).
     bool any_device() const { return traits->any_device_inputs; }
   };
   Kernel kernel(const Apply& node) const {
     const Backend* p = backend_.provider(node);
-    return {p->device_kind() != DeviceKind::Host, p->traits(node)};
+    const KernelTraits* t = p->traits(node);
+    return {p->device_kind() != DeviceKind::Host, t, t->host_inputs_for(node)};
   }
 
   Side side_of_leaf(const Variable& v) const {

@@ -71,7 +71,7 @@ struct PressureHandlers {
   std::mutex mu;  // held while handlers run: removing one waits for them
   std::vector<std::pair<uint64_t, MemoryPressureHandler>> handlers;
   uint64_t next_id = 1;
-  std::atomic<uint64_t> count{0};
+  std::array<std::atomic<uint64_t>, kKinds> count{};
 };
 
 PressureHandlers& pressure_handlers() {
@@ -98,7 +98,7 @@ void remove_memory_pressure_handler(uint64_t id) {
 
 void relieve_memory_pressure(DeviceKind kind) {
   auto& p = pressure_handlers();
-  p.count.fetch_add(1, std::memory_order_relaxed);
+  p.count[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
   if (t_relieving) return;
   t_relieving = true;
   try {
@@ -111,7 +111,9 @@ void relieve_memory_pressure(DeviceKind kind) {
   t_relieving = false;
 }
 
-uint64_t memory_pressure_count() { return pressure_handlers().count.load(std::memory_order_relaxed); }
+uint64_t memory_pressure_count(DeviceKind kind) {
+  return pressure_handlers().count[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
+}
 
 void register_device_memory(DeviceKind kind, DeviceMemory memory) {
   auto& r = registry();

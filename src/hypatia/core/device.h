@@ -57,7 +57,7 @@ void require_first_device(Device device);
 /// Holders of device memory that they can rebuild (the runtime's recordings of device work)
 /// register a handler that lets go of what is idle now; relieve_memory_pressure runs them all
 /// (from the failing allocation, which then retries) and counts the event, so that a holder busy
-/// now lets go at its next use (memory_pressure_count() changed). A handler must not allocate;
+/// now lets go at its next use (memory_pressure_count(kind) changed). A handler must not allocate;
 /// one that pressure reaches again from inside a handler is skipped.
 using MemoryPressureHandler = std::function<void(DeviceKind)>;
 /// Adds a handler; returns its id for remove_memory_pressure_handler.
@@ -66,8 +66,8 @@ uint64_t add_memory_pressure_handler(MemoryPressureHandler handler);
 void remove_memory_pressure_handler(uint64_t id);
 /// Counts the event and runs every handler for `kind`.
 void relieve_memory_pressure(DeviceKind kind);
-/// How many times memory pressure was relieved so far (any device).
-uint64_t memory_pressure_count();
+/// How many times memory pressure on devices of `kind` was relieved so far.
+uint64_t memory_pressure_count(DeviceKind kind);
 
 /// Registers the memory functions of every device of `kind` (replacing earlier ones).
 void register_device_memory(DeviceKind kind, DeviceMemory memory);

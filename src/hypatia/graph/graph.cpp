@@ -149,7 +149,7 @@ Var shared(NDArray value, std::string name, bool borrow, std::vector<bool> broad
   } else {
     v->cell->value = borrow ? std::move(value) : value.copy();
   }
-  v->cell->fixed_device = target.has_value();
+  v->cell->fixed_device = target;
   v->trace = current_trace();
   return v;
 }

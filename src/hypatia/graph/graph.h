@@ -33,11 +33,11 @@ enum class VarKind { Input, Output, Constant, Shared, NullGrad };
 struct SharedCell {
   NDArray value;  // guarded by mu
   mutable std::mutex mu;
-  /// The value stays on the device it was created on (shared(..., target=)): placement moves no
-  /// such variable to the device that reads it (its readers there get a transfer per call), and
-  /// set_value copies into that device. Otherwise a host value that a device reads or updates
+  /// The device the value stays on (shared(..., target=)): placement moves no such variable to
+  /// the device that reads it (its readers there get a transfer per call), and set_value and
+  /// every update commit their value there. Without, a host value that a device reads or updates
   /// moves there when the function is compiled. Set once, before the variable is shared.
-  bool fixed_device = false;
+  std::optional<Device> fixed_device;
 
   /// A reference to the current value.
   NDArray load() const {

@@ -261,7 +261,7 @@ void Program::finalize() {
         s.any_device = t->any_device_inputs;
         s.recordable = backend->records(*s.node);
         s.device_checks = t->device_checks && s.device != DeviceKind::Host;
-        for (int i : t->host_inputs)
+        for (int i : t->host_inputs_for(*s.node))
           if (i < 64) s.host_inputs |= uint64_t{1} << i;
       }
     }
@@ -645,12 +645,27 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
     // nodes that overwrite shared variables run after the other values are checked, and after
     // checking their own inputs: past that point nothing can fail.
     std::vector<NDArray> new_values(updates.size());
+    // A variable created on a device other than where this program computes its update
+    // (shared(target=)) gets the value there: copied now, or, for an update the program writes in
+    // place into its per-call copy, into a buffer taken now (after that point nothing may fail).
+    std::vector<NDArray> homes(updates.size());
     for (size_t i = 0; i < updates.size(); ++i) {
       const UpdateSlot& u = updates[i];
-      if (u.in_place) continue;
+      const std::optional<Device>& home = u.shared->fixed_device;
+      if (u.in_place) {
+        if (!home) continue;
+        for (const SharedSlot& s : shared)  // (the per-call value the program writes in place)
+          if (const NDArray& cur = f.storage[s.cell]; s.shared == u.shared && cur.valid() && cur.device() != *home)
+            homes[i] = NDArray::empty(cur.shape(), cur.dtype(), *home);
+        continue;
+      }
       NDArray v = f.storage[u.value_cell];
       if (auto err = u.variable->type.check_value(v); !err.empty())
         fail<ValueError>("function '", name, "': the update of shared variable '", u.variable->name, "': ", err);
+      if (home && v.device() != *home) {
+        new_values[i] = v.to_device(*home);
+        continue;
+      }
       bool alias = u.may_alias_leaf;
       for (const NDArray& prev : new_values) alias |= prev.shares_buffer(v);
       new_values[i] = alias ? v.copy() : std::move(v);
@@ -671,8 +686,21 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
         }
         run_step(f, t);
       }
-      for (size_t i = 0; i < updates.size(); ++i)
-        if (updates[i].in_place) new_values[i] = f.storage[updates[i].value_cell];
+      for (size_t i = 0; i < updates.size(); ++i) {
+        if (!updates[i].in_place) continue;
+        new_values[i] = f.storage[updates[i].value_cell];
+        NDArray& v = new_values[i];
+        if (homes[i].valid() && homes[i].shape() == v.shape() && v.is_c_contiguous() &&
+            v.on_host() != homes[i].on_host()) {
+          if (v.nbytes() > 0) {
+            if (v.on_host())
+              device_memory(homes[i].device()).copy_from_host(homes[i].raw(), v.raw(), v.nbytes());
+            else
+              device_memory(v.device()).copy_to_host(homes[i].raw(), v.raw(), v.nbytes());
+          }
+          v = std::move(homes[i]);
+        }
+      }
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const OutputSlot& o = outputs[i];

@@ -64,7 +64,8 @@ struct Program::Frame {
   };
   /// Per segment: its recordings, the keys of the last calls that ran its steps (newest first),
   /// whether recording failed (the steps then always run), the key being built, and the
-  /// memory_pressure_count() its recordings were made under (pressure since: they are dropped).
+  /// memory_pressure_count() of its device kind its recordings were made under (pressure since:
+  /// they are dropped).
   struct SegmentState {
     std::vector<std::unique_ptr<SegmentRecording>> recordings;
     std::vector<std::vector<int64_t>> recent;

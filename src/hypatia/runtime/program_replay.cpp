@@ -167,7 +167,7 @@ void Program::run_segment(Frame& f, size_t s) {
     }
   };
   if (r.off || !recorder_->enabled()) return run_steps_here();
-  if (const uint64_t pressure = memory_pressure_count(); r.pressure != pressure) [[unlikely]] {
+  if (const uint64_t pressure = memory_pressure_count(backend->device_kind()); r.pressure != pressure) [[unlikely]] {
     r.recordings.clear();  // memory ran short since they were made
     r.recent.clear();
     r.pressure = pressure;

@@ -95,6 +95,11 @@ cudaStream_t recording_stream() {
 }
 
 void set_recording(bool on) { t_recording = on; }
+
+std::mutex& capture_mutex() {
+  static auto* m = new std::mutex();  // never destroyed (arrays freed at exit may still free memory)
+  return *m;
+}
 bool recording() { return t_recording; }
 
 void check(cudaError_t e, const char* what) {

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
+#include <mutex>
 #include <string>
 
 namespace hypatia::cuda {
@@ -40,6 +41,10 @@ cudaStream_t recording_stream();
 void set_recording(bool on);
 /// Whether the calling thread records.
 bool recording();
+/// Held by the thread that records, from the capture's start to its end (cuda_graphs.cpp). What
+/// may not happen while any stream captures (a wait for the whole device, freeing device memory)
+/// takes it first, so it waits for the capture instead of breaking it.
+std::mutex& capture_mutex();
 /// What the backend's Recorder did in this process (cuda_graphs.cpp): graphs made, recordings
 /// that failed (the steps ran instead) and the last failure's CUDA error, and replays.
 struct GraphStats {

@@ -62,7 +62,8 @@ class CudaRecorder final : public Recorder {
 
   bool begin() override {
     if (!enabled() || !available()) return false;
-    if (!mu_.try_lock()) return false;
+    std::mutex& mu = capture_mutex();
+    if (!mu.try_lock()) return false;
     cudaStream_t s = nullptr;
     try {
       s = recording_stream();
@@ -70,12 +71,12 @@ class CudaRecorder final : public Recorder {
       prepare_cublas_recording();
       prepare_cudnn_recording();
     } catch (const Error&) {
-      mu_.unlock();
+      mu.unlock();
       return false;
     }
     if (cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
       cudaGetLastError();
-      mu_.unlock();
+      mu.unlock();
       return false;
     }
     buffers_.clear();
@@ -91,7 +92,7 @@ class CudaRecorder final : public Recorder {
     cudaError_t e = cudaStreamEndCapture(recording_stream(), &graph);
     std::vector<std::shared_ptr<void>> buffers;
     buffers.swap(buffers_);
-    mu_.unlock();
+    capture_mutex().unlock();
     if (e != cudaSuccess || !graph || !keep) {
       // A capture a call broke (a synchronisation, say) counts as failed, also when the steps
       // threw; a user's error thrown before any CUDA call leaves a valid capture, dropped.
@@ -113,7 +114,7 @@ class CudaRecorder final : public Recorder {
   }
 
  private:
-  std::mutex mu_;  // held from begin() to end(), by the recording thread
+  // (capture_mutex() is held from begin() to end(), by the recording thread)
   std::vector<std::shared_ptr<void>> buffers_;
 };
 

@@ -129,8 +129,8 @@ class LinalgKernel final : public Kernel {
       fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
     const int n = lapack_dim(op_, x.shape(0));
     if (op_.kind == LinalgKind::Solve && a.in[1]->shape(0) != x.shape(0))
-      fail<ValueError>(op_.name(), ": A is ", x.shape().str(), " but b has ", a.in[1]->shape(0),
-                       " rows (b's shape ", a.in[1]->shape().str(), ")");
+      fail<ValueError>(op_.name(), ": A is ", x.shape().str(), " but b has ", a.in[1]->shape(0), " rows (b's shape ",
+                       a.in[1]->shape().str(), ")");
     if (n == 0 || (op_.kind == LinalgKind::Solve && a.in[1]->size() == 0)) {
       const Shape& s = op_.kind == LinalgKind::Solve ? a.in[1]->shape() : x.shape();
       prepare_device_output(*a.out[0], s, dt_);
@@ -176,8 +176,8 @@ class LinalgKernel final : public Kernel {
         fail<ValueError>(who, solve ? ": A is not positive definite" : ": the matrix is not positive definite",
                          " (its leading minor of order ", w[1], " is not positive)");
       case kSingularLu:
-        fail<ValueError>(who, solve ? ": A is singular (U[" : ": the matrix is singular (U[", w[1] - 1, ", ",
-                         w[1] - 1, solve ? "] is exactly zero)" : "] of its LU factorization is exactly zero)");
+        fail<ValueError>(who, solve ? ": A is singular (U[" : ": the matrix is singular (U[", w[1] - 1, ", ", w[1] - 1,
+                         solve ? "] is exactly zero)" : "] of its LU factorization is exactly zero)");
       default:
         fail<ValueError>(who, ": A is singular (its diagonal element ", w[1] - 1, " is zero)");
     }
@@ -235,15 +235,15 @@ class LinalgKernel final : public Kernel {
         check_cusolver(s->cusolverDnSgetrf_bufferSize(s.handle(), n, n, w.data<float>(), n, &lwork),
                        "cusolverDnSgetrf_bufferSize");
         NDArray ws = workspace(lwork);
-        check_cusolver(s->cusolverDnSgetrf(s.handle(), n, n, w.data<float>(), n, ws.data<float>(),
-                                           pivots.data<int>(), info_.data<int>()),
+        check_cusolver(s->cusolverDnSgetrf(s.handle(), n, n, w.data<float>(), n, ws.data<float>(), pivots.data<int>(),
+                                           info_.data<int>()),
                        "cusolverDnSgetrf");
       } else {
         check_cusolver(s->cusolverDnDgetrf_bufferSize(s.handle(), n, n, w.data<double>(), n, &lwork),
                        "cusolverDnDgetrf_bufferSize");
         NDArray ws = workspace(lwork);
-        check_cusolver(s->cusolverDnDgetrf(s.handle(), n, n, w.data<double>(), n, ws.data<double>(),
-                                           pivots.data<int>(), info_.data<int>()),
+        check_cusolver(s->cusolverDnDgetrf(s.handle(), n, n, w.data<double>(), n, ws.data<double>(), pivots.data<int>(),
+                                           info_.data<int>()),
                        "cusolverDnDgetrf");
       }
     }
@@ -277,9 +277,9 @@ class LinalgKernel final : public Kernel {
         check_info(kNotPositiveDefinite);
         Solver s;
         if (dt_ == DType::Float32)
-          check_cusolver(s->cusolverDnSpotrs(s.handle(), uplo, n, nrhs, w.data<float>(), n, b.data<float>(), n,
-                                             info_.data<int>()),
-                         "cusolverDnSpotrs");
+          check_cusolver(
+              s->cusolverDnSpotrs(s.handle(), uplo, n, nrhs, w.data<float>(), n, b.data<float>(), n, info_.data<int>()),
+              "cusolverDnSpotrs");
         else
           check_cusolver(s->cusolverDnDpotrs(s.handle(), uplo, n, nrhs, w.data<double>(), n, b.data<double>(), n,
                                              info_.data<int>()),
@@ -321,8 +321,7 @@ class LinalgKernel final : public Kernel {
 
 bool linalg_accepts(const Apply& node) {
   const auto& op = static_cast<const Linalg&>(*node.op);
-  if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse)
-    return false;
+  if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse) return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
   return node.inputs.size() == 1 || node.inputs[1]->type.dtype == node.inputs[0]->type.dtype;
@@ -355,9 +354,12 @@ std::string linalg_source(DType dt) {
   s += "struct LaDiagArgs { long long n; unsigned long long a, err; };\n"
        "extern \"C\" __global__ void hyp_la_diag(const LaDiagArgs a) {\n"
        "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
-       "  const " + T + "* m = (const " + T + "*)a.a;\n"
+       "  const " +
+       T + "* m = (const " + T +
+       "*)a.a;\n"
        "  for (long long i = 0; i < a.n; ++i)\n"
-       "    if (m[i * a.n + i] == (" + T + ")0) { hyp_check_failed(a.err, i + 1, 3, 0); return; }\n}\n";
+       "    if (m[i * a.n + i] == (" +
+       T + ")0) { hyp_check_failed(a.err, i + 1, 3, 0); return; }\n}\n";
   return s;
 }
 

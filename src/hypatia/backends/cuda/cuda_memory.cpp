@@ -34,15 +34,21 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
   if (!p) {
     p = raw_.alloc(cls);
     if (!p) {
-      release_cached();
-      p = raw_.alloc(cls);
-    }
-    if (!p && raw_.relieve) {
-      raw_.relieve();  // (what the holders let go of returns to the cache)
-      release_cached();
-      p = raw_.alloc(cls);
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.pressure;
+      // Freeing device memory breaks a stream capture: it waits for another thread's, and the
+      // capturing thread itself frees nothing (its recording fails, and its steps run again
+      // outside it, where this path frees).
+      std::unique_lock<std::mutex> exclusive = raw_.exclusive ? raw_.exclusive() : std::unique_lock<std::mutex>();
+      if (!raw_.exclusive || exclusive.owns_lock()) {
+        release_cached();
+        p = raw_.alloc(cls);
+        if (!p && raw_.relieve) {
+          raw_.relieve();  // (what the holders let go of returns to the cache)
+          release_cached();
+          p = raw_.alloc(cls);
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.pressure;
+        }
+      }
     }
     if (!p) {
       const size_t free_bytes = raw_.free_bytes ? raw_.free_bytes() : 0;
@@ -105,6 +111,8 @@ CachingAllocator& device_allocator() {
             return f;
           },
       .relieve = [] { relieve_memory_pressure(DeviceKind::Cuda); },
+      .exclusive =
+          [] { return recording() ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(capture_mutex()); },
   });
   return *a;
 }
@@ -275,7 +283,14 @@ void register_cuda_memory() {
     if (available()) synchronize();
   };
   m.synchronize_device = [] {
-    if (available()) check(cudaDeviceSynchronize(), "waiting for the device (cudaDeviceSynchronize)");
+    if (!available()) return;
+    // A wait for the whole device breaks a capture: not recorded, and another thread's waited for.
+    if (recording()) {
+      recording_refused("a wait for the whole device");
+      fail<Error>("CUDA: a wait for the whole device cannot be recorded");
+    }
+    std::lock_guard<std::mutex> lock(capture_mutex());
+    check(cudaDeviceSynchronize(), "waiting for the device (cudaDeviceSynchronize)");
   };
   register_device_memory(DeviceKind::Cuda, std::move(m));
 }

@@ -23,13 +23,16 @@ namespace hypatia::cuda {
 class CachingAllocator {
  public:
   /// The raw device functions (tests give host stand-ins): allocate (null when out of memory),
-  /// free, the device's free bytes (for messages), and what lets other holders of device memory
-  /// give theirs back (null: nothing; the device's allocator: relieve_memory_pressure).
+  /// free, the device's free bytes (for messages), what lets other holders of device memory
+  /// give theirs back (null: nothing; the device's allocator: relieve_memory_pressure), and the
+  /// lock that freeing needs (null: none; the device's: capture_mutex(), which waits for another
+  /// thread's capture; an empty lock when the calling thread captures: nothing is freed then).
   struct Raw {
     std::function<void*(size_t)> alloc;
     std::function<void(void*)> free;
     std::function<size_t()> free_bytes;
     std::function<void()> relieve;
+    std::function<std::unique_lock<std::mutex>()> exclusive;
   };
   struct Stats {
     size_t in_use = 0;      // bytes (size classes) handed out and not yet returned

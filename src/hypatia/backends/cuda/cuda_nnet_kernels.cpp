@@ -24,7 +24,6 @@ int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintpt
 
 bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }
 
-
 // ---- softmax and log_softmax along the last axis of a matrix or vector
 
 /// One block per row: the row's max (the first one) and whether it is finite, the sum of
@@ -485,7 +484,6 @@ std::string arange_source(DType dt) {
   s += "  }\n}\n";
   return s;
 }
-
 
 /// How an index of dtype `dt` (in `raw`) is read as long long v (a uint64 above 2^63 is out of
 /// range, not negative).
