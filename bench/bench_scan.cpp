@@ -4,7 +4,8 @@
 // Also seed 002's recurrence as an RNN (h_t = tanh(h_{t-1} W + x_t U), hidden 256, batch 32, 100
 // steps, float32): forward, and forward + BPTT (gradients of sum(h_T) w.r.t. W and U), beside the
 // same products called directly through cblas_sgemm with OpenBLAS's own threads (the floor: the
-// 2.1 GFLOP of products alone, no tanh, no copies).
+// 2.1 GFLOP of products alone, no tanh, no copies). And an until loop bounded far above the steps
+// it runs beside the same loop of exactly its steps (its trace allocated at once).
 #include <cblas.h>
 
 #include "bench_util.h"
@@ -56,6 +57,43 @@ void BM_plain_loop_per_step(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kSteps);
 }
 BENCHMARK(BM_plain_loop_per_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// x_t = x_{t-1} + 1 on a 256 KiB float64 state for 600 steps, traced, with sum(x_t) each step:
+/// as an until loop bounded at 2^40 steps (its first call's trace starts at 64 MiB, 256 rows, and
+/// doubles; later calls start at the steps the last one ran), and as a loop of exactly 600 steps
+/// (the baseline: its trace allocated at once, the sum a second output).
+constexpr int64_t kUntilElems = 32768, kUntilSteps = 600;
+
+Function until_loop(bool until) {
+  Var x0 = vector("x0", DType::Float64);
+  ScanInfo info;
+  info.state_taps = {{-1}};
+  info.state_traced = {true};
+  info.n_nitsot = 1;
+  info.until = until;
+  Var prev = vector("prev", DType::Float64);
+  Var nxt = prev + 1.0, s = sum(nxt);
+  std::vector<Var> body = {nxt, s};
+  if (until) body.push_back(ge(s, constant(double(kUntilSteps * kUntilElems), DType::Float64)));
+  auto outs = scan_node(info, {prev}, body, int_constant(until ? int64_t{1} << 40 : kUntilSteps), {},
+                        {expand_dims(x0, 0)}, {});
+  return function({In(x0)}, {Out(outs[0], true), Out(outs[1], true)});
+}
+
+void run_until(benchmark::State& state, bool until) {
+  Function f = until_loop(until);
+  std::vector<NDArray> args{NDArray::zeros({kUntilElems}, DType::Float64)}, res(2);
+  for (auto _ : state) {
+    f.call(args, res);
+    if (res[0].shape(0) != kUntilSteps) state.SkipWithError("wrong number of steps");
+    res = std::vector<NDArray>(2);  // (a fresh trace each call, as a caller keeping it would get)
+  }
+  state.SetBytesProcessed(state.iterations() * kUntilSteps * kUntilElems * 8);
+}
+void BM_until_bounded_at_2e40(benchmark::State& state) { run_until(state, true); }
+BENCHMARK(BM_until_bounded_at_2e40)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+void BM_exact_steps_trace_at_once(benchmark::State& state) { run_until(state, false); }
+BENCHMARK(BM_exact_steps_trace_at_once)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 constexpr int64_t kH = 256, kB = 32, kT = 100;
 

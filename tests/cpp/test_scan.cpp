@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "hypatia/ops/scan.h"
+#include "hypatia/testing/emulated_gpu.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -112,8 +113,11 @@ TEST(Scan, UntilStopsAndZeroSteps) {
 }
 
 TEST(Scan, AnUntilLoopAllocatesForTheStepsItRunsNotForItsBound) {
-  // n_steps is a bound of 2^40 steps (24 TiB of trace for this state): the traces start short and
-  // grow with the steps (200 here: grown twice), on arrays and through a nit-sot.
+  // n_steps is a bound of 2^40 steps. The traces, the state's and a nit-sot's, start at 64 MiB
+  // (256 rows of this 256 KiB state) and double as the steps need (300 steps: grown once), on the
+  // host and on a device (the emulated GPU: the loop's device memory path); the second call
+  // starts at the first's 300.
+  constexpr int64_t kElems = 32768, kSteps = 300;
   Var x0 = vector("x0", DType::Float64);
   ScanInfo info;
   info.state_taps = {{-1}};
@@ -122,19 +126,29 @@ TEST(Scan, AnUntilLoopAllocatesForTheStepsItRunsNotForItsBound) {
   info.until = true;
   Var prev = vector("prev", DType::Float64);
   Var nxt = prev + 1.0;
-  auto outs = scan_node(info, {prev}, {nxt, nxt * 2.0, gt(sum(nxt), constant(600.0, DType::Float64))},
+  // x0 is zeros: after step t (from 1) every element is t, the sum t * kElems.
+  auto outs = scan_node(info, {prev}, {nxt, nxt * 2.0, ge(sum(nxt), constant(double(kSteps * kElems), DType::Float64))},
                         int_constant(int64_t{1} << 40), {}, {expand_dims(x0, 0)}, {});
-  Function f = function({In(x0)}, {outs[0], outs[1]});
-  for (int call = 0; call < 2; ++call) {
-    auto r = f({make_array({0, 1, 2}, {3}, DType::Float64)});
-    // sum after step t (from 1) is 3 + 3t > 600 first at t = 200.
-    ASSERT_EQ(r[0].shape(), (Shape{200, 3}));
-    ASSERT_EQ(r[1].shape(), (Shape{200, 3}));
-    for (int t = 0; t < 200; ++t)
-      for (int k = 0; k < 3; ++k) {
-        EXPECT_EQ(r[0].get_flat(t * 3 + k), t + 1 + k) << t;
-        EXPECT_EQ(r[1].get_flat(t * 3 + k), 2.0 * (t + 1 + k)) << t;
-      }
+  testing::EmulatedGpu gpu;
+  for (const char* backend : {"cpu", hypatia::testing::kEmulatedGpuBackend}) {
+    SCOPED_TRACE(backend);
+    // (DebugMode would run each of the 300 steps' 256 KiB again on the reference kernels.)
+    const bool saved = config().debug_checks;
+    config().debug_checks = false;
+    FunctionOptions o;
+    o.backend = backend;
+    Function f = function({In(x0)}, {outs[0], outs[1]}, o);
+    config().debug_checks = saved;
+    for (int call = 0; call < 2; ++call) {
+      auto r = f({NDArray::zeros({kElems}, DType::Float64)});
+      ASSERT_EQ(r[0].shape(), (Shape{kSteps, kElems}));
+      ASSERT_EQ(r[1].shape(), (Shape{kSteps, kElems}));
+      for (int64_t t = 0; t < kSteps; ++t)
+        for (int64_t k : {int64_t{0}, kElems / 2, kElems - 1}) {
+          EXPECT_EQ(r[0].get_flat(t * kElems + k), t + 1) << t;
+          EXPECT_EQ(r[1].get_flat(t * kElems + k), 2.0 * (t + 1)) << t;
+        }
+    }
   }
 }
 

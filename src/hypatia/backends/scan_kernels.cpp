@@ -110,12 +110,11 @@ class ScanKernel final : public Kernel {
     L.len.resize(n_state);
     int64_t ring = 1;
     for (size_t k = 0; k < n_state; ++k) ring = std::max<int64_t>(ring, info.window(static_cast<int>(k)) + 1);
-    // An until loop's n_steps is a bound, often far above the steps it runs: its traces (on
-    // arrays) start at kUntilRows rows and double as the steps need (grow_rows).
-    const int64_t traced_rows = info.until && !scalar_ ? std::min(n, kUntilRows) : n;
     for (size_t k = 0; k < n_state; ++k) {
       const NDArray w = window_of(who, info, a, k);
       L.win[k] = info.window(static_cast<int>(k));
+      const int64_t traced_rows =
+          scalar_ ? n : first_rows(n, element_shape(w).prod() * static_cast<int64_t>(w.itemsize()));
       L.len[k] = info.state_traced[k] ? L.win[k] + traced_rows : scalar_ ? ring : L.win[k] + 1;
       L.buf[k] = mem_.empty(with_length(L.len[k], element_shape(w)), w.dtype());
       mem_.copy(L.buf[k].slice(0, 0, L.win[k], 1), w);
@@ -126,6 +125,7 @@ class ScanKernel final : public Kernel {
       ReleaseRunner release{runner_.get()};
       done = scalar_ ? scalar_steps(a, n, L) : array_steps(who, a, n, L);
     }
+    last_steps_ = done;
     // Outputs: traces (the rows of the steps run), final values, nit-sot traces.
     for (size_t k = 0; k < n_state; ++k) {
       if (info.state_traced[k]) {
@@ -153,8 +153,19 @@ class ScanKernel final : public Kernel {
   }
 
  private:
-  /// The rows an until loop's traces start with (on arrays).
-  static constexpr int64_t kUntilRows = 64;
+  /// The rows a trace of `row_bytes` per step starts with (on arrays): all n_steps, but for an
+  /// until loop, whose n_steps is a bound often far above the steps it runs, as many as its last
+  /// call ran, and at least 64 MiB' worth (and kUntilRows), doubled as the steps need (grow_rows).
+  /// (A fresh buffer costs page faults on the host, about 0.6 ms per MB written on the 2-core
+  /// VM: allocating a 1 GiB bound took 89 ms per call against 17 ms for the 150 MB written; a
+  /// trace of the last call's size comes from the allocator's cache, as a fixed loop's does.)
+  static constexpr int64_t kUntilRows = 64, kUntilBytes = int64_t{64} << 20;
+  int64_t first_rows(int64_t n, int64_t row_bytes) const {
+    if (!op_.info.until) return n;
+    return std::min(n, std::max({kUntilRows, kUntilBytes / std::max<int64_t>(1, row_bytes), last_steps_}));
+  }
+  /// The steps the last call ran (an until loop's first_rows).
+  int64_t last_steps_ = 0;
 
   /// The loop's buffers: per state its buffer, window and length; per nit-sot output its trace.
   struct Loop {
@@ -210,7 +221,8 @@ class ScanKernel final : public Kernel {
       for (size_t j = 0; j < n_nitsot; ++j) {
         const NDArray& v = outs_[n_state + j];
         if (t == 0)
-          L.nitsot[j] = mem_.empty(with_length(info.until ? std::min(n, kUntilRows) : n, v.shape()), v.dtype());
+          L.nitsot[j] = mem_.empty(with_length(first_rows(n, v.size() * static_cast<int64_t>(v.itemsize())), v.shape()),
+                                   v.dtype());
         if (t >= L.nitsot[j].shape(0)) L.nitsot[j] = grow_rows(L.nitsot[j], t, t + 1, n);
         const NDArray row = L.nitsot[j].select(0, t);
         if (!(v.shape() == row.shape()))
