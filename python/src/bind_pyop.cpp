@@ -44,8 +44,14 @@ Var as_var(nb::handle h) {
 class PyOp final : public Op {
  public:
   /// `host_inputs`: on a device, the inputs that are not device values (read on the host).
+  /// (Made with the GIL held: the name is taken now, so that naming the op, in an error's context
+  /// on any thread, never waits for the GIL: a thread recording CUDA work may hold a lock that a
+  /// thread holding the GIL waits for.)
   PyOp(nb::object py, bool on_device, std::vector<int> host_inputs)
-      : py_(std::move(py)), on_device_(on_device), host_inputs_(std::move(host_inputs)) {}
+      : py_(std::move(py)),
+        name_(nb::cast<std::string>(nb::str(py_))),
+        on_device_(on_device),
+        host_inputs_(std::move(host_inputs)) {}
   ~PyOp() override {
     if (!Py_IsInitialized()) {
       (void)py_.release();  // the interpreter is gone: leak rather than touch it
@@ -60,10 +66,7 @@ class PyOp final : public Op {
   /// On a device, the inputs it reads on the host (numpy arrays, as Theano's non-Cuda inputs).
   const std::vector<int>& host_inputs() const { return host_inputs_; }
 
-  std::string name() const override {
-    nb::gil_scoped_acquire gil;
-    return nb::cast<std::string>(nb::str(py_));
-  }
+  std::string name() const override { return name_; }
   bool equals(const Op& other) const override {
     const auto* o = dynamic_cast<const PyOp*>(&other);
     if (!o || o->on_device_ != on_device_ || o->host_inputs_ != host_inputs_) return false;
@@ -138,6 +141,7 @@ class PyOp final : public Op {
 
  private:
   nb::object py_;
+  std::string name_;
   bool on_device_;
   std::vector<int> host_inputs_;
 };

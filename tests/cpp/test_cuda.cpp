@@ -306,12 +306,12 @@ TEST(CudaAllocator, OutOfMemoryAsksOtherHoldersToLetGoAndRetries) {
   EXPECT_EQ(used, 0u);
   // A thread that captures a recording frees nothing (freeing would break the capture): its lock
   // is empty, and the allocation fails at once (the recording fails; its steps run again).
-  cuda::CachingAllocator capturing(cuda::CachingAllocator::Raw{
-      .alloc = [&](size_t n) -> void* { return nullptr; },
-      .free = [&](void* p) { ADD_FAILURE() << "freed while capturing"; },
-      .free_bytes = [] { return size_t{0}; },
-      .relieve = [&] { ++relieved; },
-      .exclusive = [] { return std::unique_lock<std::mutex>(); }});
+  cuda::CachingAllocator capturing(
+      cuda::CachingAllocator::Raw{.alloc = [&](size_t n) -> void* { return nullptr; },
+                                  .free = [&](void* p) { ADD_FAILURE() << "freed while capturing"; },
+                                  .free_bytes = [] { return size_t{0}; },
+                                  .relieve = [&] { ++relieved; },
+                                  .exclusive = [] { return std::unique_lock<std::mutex>(); }});
   EXPECT_ERROR(MemoryError, capturing.allocate(100), "out of device memory");
   EXPECT_EQ(relieved, 2);
   EXPECT_EQ(capturing.stats().pressure, 0u);
@@ -697,7 +697,7 @@ TEST(CudaRun, ArgmaxArgminAndBatchedDotRunOnTheGpuAndMatchTheCpu) {
   EXPECT_ERROR(ValueError, fg({xf, random_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
 }
 
-TEST(CudaRun, CholeskySolveAndInverseRunThroughCusolverAndMatchTheCpu) {
+TEST(CudaRun, CholeskySolveInverseAndDetRunThroughCusolverAndMatchTheCpu) {
   REQUIRE_GPU();
   for (DType dt : {DType::Float64, DType::Float32}) {
     SCOPED_TRACE(dtype_name(dt));
@@ -716,7 +716,9 @@ TEST(CudaRun, CholeskySolveAndInverseRunThroughCusolverAndMatchTheCpu) {
                              solve_triangular(cholesky(spd), b, /*lower=*/true),
                              solve_triangular(cholesky(spd), v, /*lower=*/true, /*trans=*/true),
                              solve_triangular(cholesky(spd, false), b, /*lower=*/false, false, /*unit_diagonal=*/true),
-                             matrix_inverse(a)};
+                             matrix_inverse(a),
+                             det(a),
+                             det(spd)};
     Function fc = fn({a, b, v}, outs, on("cpu")), fg = fn({a, b, v}, outs, on("cuda"));
     int on_gpu = 0;
     for (const auto& n : fg.toposort())
@@ -724,7 +726,7 @@ TEST(CudaRun, CholeskySolveAndInverseRunThroughCusolverAndMatchTheCpu) {
         EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << n->op->name();
         ++on_gpu;
       }
-    EXPECT_GE(on_gpu, 12);
+    EXPECT_GE(on_gpu, 14);
     const NDArray av = random_array({8, 8}, dt, 11, -1, 1), bv = random_array({8, 3}, dt, 12, -1, 1),
                   vv = random_array({8}, dt, 13, -1, 1);
     const auto want = fc({av, bv, vv}), got = fg({av, bv, vv});
@@ -741,6 +743,7 @@ TEST(CudaRun, CholeskySolveAndInverseRunThroughCusolverAndMatchTheCpu) {
   const NDArray singular = testing::make_array({1, 2, 2, 4}, {2, 2}, DType::Float64);
   EXPECT_ERROR(ValueError, fn({a}, {matrix_inverse(a)}, on("cuda"))({singular}), "the matrix is singular (U[1, 1]");
   EXPECT_ERROR(ValueError, fn({a, b}, {solve(a, b)}, on("cuda"))({singular, singular}), "A is singular (U[1, 1]");
+  EXPECT_EQ(fn({a}, {det(a)}, on("cuda"))({singular})[0].get_flat(0), 0.0);  // (no error: 0, as on the CPU)
   const NDArray zero_diag = testing::make_array({1, 0, 3, 0}, {2, 2}, DType::Float64);
   EXPECT_ERROR(ValueError, fn({a, b}, {solve_triangular(a, b, true)}, on("cuda"))({zero_diag, singular}),
                "its diagonal element 1 is zero");

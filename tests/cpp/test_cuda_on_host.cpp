@@ -485,6 +485,19 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
     EXPECT_EQ(derr[0], 1);
     EXPECT_EQ(derr[1], 2);  // diagonal element 1
     EXPECT_EQ(derr[2], 3);
+    // The determinant: the diagonal's product (1 * 12 * 23 of fresh()), negated per exchange.
+    NDArray f = fresh(), out = NDArray::zeros({}, k.dt);
+    NDArray piv = NDArray::empty({n}, DType::Int32);
+    for (const auto& [p, sign] :
+         std::vector<std::pair<std::vector<int32_t>, double>>{{{1, 2, 3}, 1}, {{2, 2, 3}, -1}, {{3, 3, 3}, 1}}) {
+      std::copy(p.begin(), p.end(), piv.data<int32_t>());
+      struct {
+        long long n;
+        unsigned long long a, piv, out;
+      } det{n, ptr(f), ptr(piv), ptr(out)};
+      k.det(&det);
+      EXPECT_EQ(out.get_flat(0), sign * 1 * 12 * 23);
+    }
   }
 }
 

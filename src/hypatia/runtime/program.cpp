@@ -690,8 +690,13 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
         if (!updates[i].in_place) continue;
         new_values[i] = f.storage[updates[i].value_cell];
         NDArray& v = new_values[i];
-        if (homes[i].valid() && homes[i].shape() == v.shape() && v.is_c_contiguous() &&
-            v.on_host() != homes[i].on_host()) {
+        if (homes[i].valid()) {
+          // (The in-place result is the program's per-call copy of the value: same shape,
+          // contiguous, on the other side. Anything else would be committed in the wrong place.)
+          if (!(homes[i].shape() == v.shape() && v.is_c_contiguous() && v.on_host() != homes[i].on_host()))
+            fail<InternalError>("function '", name, "': the in-place update of shared variable '",
+                                updates[i].variable->name, "' (", v.describe(), ") cannot go back to ",
+                                homes[i].device().str());
           if (v.nbytes() > 0) {
             if (v.on_host())
               device_memory(homes[i].device()).copy_from_host(homes[i].raw(), v.raw(), v.nbytes());

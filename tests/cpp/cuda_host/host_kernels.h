@@ -59,6 +59,7 @@ struct HostLinalgKernels {
   void (*tri)(const void* args);
   void (*sym)(const void* args);
   void (*diag)(const void* args);
+  void (*det)(const void* args);
 };
 
 struct HostCumKernels {

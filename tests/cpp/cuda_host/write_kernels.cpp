@@ -202,8 +202,10 @@ int main(int argc, char** argv) {
     out << "void info(const void* a) { hyp_la_info(*static_cast<const LaInfoArgs*>(a)); }\n"
         << "void tri(const void* a) { hyp_la_tri(*static_cast<const LaTriArgs*>(a)); }\n"
         << "void sym(const void* a) { hyp_la_sym(*static_cast<const LaSymArgs*>(a)); }\n"
-        << "void diag(const void* a) { hyp_la_diag(*static_cast<const LaDiagArgs*>(a)); }\n}\n";
-    la_table += "    {" + dtype_enum(dt) + ", " + ns + "::info, " + ns + "::tri, " + ns + "::sym, " + ns + "::diag},\n";
+        << "void diag(const void* a) { hyp_la_diag(*static_cast<const LaDiagArgs*>(a)); }\n"
+        << "void det(const void* a) { hyp_la_det(*static_cast<const LaDetArgs*>(a)); }\n}\n";
+    la_table += "    {" + dtype_enum(dt) + ", " + ns + "::info, " + ns + "::tri, " + ns + "::sym, " + ns + "::diag, " +
+                ns + "::det},\n";
   }
   out << la_table << table_tail("HostLinalgKernels", "kHostLinalgKernels");
   return out.good() ? 0 : 1;

@@ -141,9 +141,14 @@ std::string upload_source();
 std::vector<int64_t> upload_args(void* dst, const void* src, size_t n);
 /// The helper kernels of Linalg on the GPU (cuda_linalg_kernels.cpp), for a dtype: hyp_la_info
 /// (cuSOLVER's devInfo into a check block), hyp_la_tri (a factor's other triangle zeroed, or NaN
-/// throughout after a failure), hyp_la_sym (a triangle mirrored) and hyp_la_diag (the first zero
-/// on a diagonal), on column-major n x n matrices.
+/// throughout after a failure), hyp_la_sym (a triangle mirrored), hyp_la_diag (the first zero
+/// on a diagonal) and hyp_la_det (the determinant from getrf's factors and pivots), on
+/// column-major n x n matrices.
 std::string linalg_source(DType dt);
+/// Whether libcusolver can be opened (cuda_linalg_kernels.cpp: without it Linalg's Cholesky,
+/// Solve, Inverse and Det run on the CPU; a triangular Solve needs only cuBLAS); `why` receives
+/// the reason when not.
+bool cusolver_loadable(std::string* why);
 /// Eye's values (cuda_nnet_kernels.cpp: hyp_eye): ones where column - row == k.
 std::string eye_source(DType dt);
 /// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.

@@ -1,12 +1,12 @@
 // Linear algebra on the GPU: Linalg's Cholesky, Solve (general, symmetric, positive definite and
-// triangular A) and Inverse through cuSOLVER (opened when first needed, as cuBLAS is) and cuBLAS's
+// triangular A), Inverse and Det through cuSOLVER (opened when first needed, as cuBLAS is) and cuBLAS's
 // trsm, float32 and float64. Each matrix is copied into a column-major work buffer (a C-contiguous
 // copy of its transpose), factored and solved as the CPU's LAPACK calls are
 // (backends/linalg_kernels.cpp), and copied back in C order. A matrix that is not positive
 // definite, or singular, is found on the device (cuSOLVER's devInfo; a zero on a triangular A's
 // diagonal): a small kernel writes it into the node's check block (KernelTraits::device_checks),
-// raised with the CPU's words once the call waits for the device. The other kinds (Det, Eig,
-// Eigh, Svd, Qr, Lstsq, Pinv, Expm) run on the host through the CPU backend.
+// raised with the CPU's words once the call waits for the device. The other kinds (Eig, Eigh,
+// Svd, Qr, Lstsq, Pinv, Expm) run on the host through the CPU backend.
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
@@ -121,6 +121,7 @@ class LinalgKernel final : public Kernel {
     sym_kernel_ = request_kernel(src, "hyp_la_sym");
     diag_kernel_ = request_kernel(src, "hyp_la_diag");
     if (op_.kind == LinalgKind::Inverse) eye_kernel_ = request_kernel(eye_source(dt_), "hyp_eye");
+    if (op_.kind == LinalgKind::Det) det_kernel_ = request_kernel(src, "hyp_la_det");
   }
 
   void run(const KernelArgs& a) override {
@@ -131,6 +132,18 @@ class LinalgKernel final : public Kernel {
     if (op_.kind == LinalgKind::Solve && a.in[1]->shape(0) != x.shape(0))
       fail<ValueError>(op_.name(), ": A is ", x.shape().str(), " but b has ", a.in[1]->shape(0), " rows (b's shape ",
                        a.in[1]->shape().str(), ")");
+    // (Empty matrices run no check: the check words are cleared anyway, so that no earlier call's
+    // failure is read for this one.)
+    if (n == 0 || (op_.kind == LinalgKind::Solve && a.in[1]->size() == 0)) {
+      check_.clear();
+      check_.fetch();
+    }
+    if (n == 0 && op_.kind == LinalgKind::Det) {  // (the empty product)
+      NDArray& out = prepare_device_output(*a.out[0], Shape{}, dt_);
+      const NDArray one = NDArray::scalar(1.0, dt_);
+      device_memory(out.device()).copy_from_host(out.raw(), one.raw(), one.nbytes());
+      return;
+    }
     if (n == 0 || (op_.kind == LinalgKind::Solve && a.in[1]->size() == 0)) {
       const Shape& s = op_.kind == LinalgKind::Solve ? a.in[1]->shape() : x.shape();
       prepare_device_output(*a.out[0], s, dt_);
@@ -144,6 +157,15 @@ class LinalgKernel final : public Kernel {
         cholesky(w, n);
         *a.out[0] = c_order(w, x.shape());
         break;
+      case LinalgKind::Det: {
+        // The product of U's diagonal, negated per row exchange (in double, as the CPU): 0 for
+        // a singular matrix.
+        const NDArray pivots = getrf(w, n);
+        NDArray& out = prepare_device_output(*a.out[0], Shape{}, dt_);
+        std::vector<int64_t> args = {n, ptr(w.raw()), ptr(pivots.raw()), ptr(out.raw())};
+        launch(det_kernel_, 1, args, op_.name().c_str());
+        break;
+      }
       case LinalgKind::Inverse: {
         NDArray b = NDArray::empty({n, n}, dt_, Device::cuda(0));
         std::vector<int64_t> args = {n, n, 0, ptr(b.raw())};
@@ -171,6 +193,7 @@ class LinalgKernel final : public Kernel {
     if (!check_.take_failure(w)) return;
     const std::string who = op_.name();
     const bool solve = op_.kind == LinalgKind::Solve;
+    if (w[1] < 0) fail<InternalError>(who, ": cuSOLVER rejected argument ", -w[1]);
     switch (w[2]) {
       case kNotPositiveDefinite:
         fail<ValueError>(who, solve ? ": A is not positive definite" : ": the matrix is not positive definite",
@@ -225,8 +248,8 @@ class LinalgKernel final : public Kernel {
     if (!nan) check_info(kNotPositiveDefinite);
   }
 
-  /// getrf of the column-major w, then getrs of the column-major b (n x nrhs), in place.
-  void lu_solve(NDArray& w, NDArray& b, int n, int nrhs) {
+  /// getrf of the column-major w, in place: its LU factors and (returned) the pivots.
+  NDArray getrf(NDArray& w, int n) {
     NDArray pivots = NDArray::empty({n}, DType::Int32, Device::cuda(0));
     {
       Solver s;
@@ -247,6 +270,12 @@ class LinalgKernel final : public Kernel {
                        "cusolverDnDgetrf");
       }
     }
+    return pivots;
+  }
+
+  /// getrf of the column-major w, then getrs of the column-major b (n x nrhs), in place.
+  void lu_solve(NDArray& w, NDArray& b, int n, int nrhs) {
+    const NDArray pivots = getrf(w, n);
     check_info(kSingularLu);
     Solver s;
     if (dt_ == DType::Float32)
@@ -314,20 +343,32 @@ class LinalgKernel final : public Kernel {
 
   const Linalg& op_;
   DType dt_;
-  KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_;
+  KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_;
   NDArray info_;  // cuSOLVER's devInfo
   DeviceCheckBlock check_;
 };
 
 bool linalg_accepts(const Apply& node) {
   const auto& op = static_cast<const Linalg&>(*node.op);
-  if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse) return false;
+  // Without libcusolver (and its own dependencies) they run on the CPU, as before it was used;
+  // a triangular Solve needs only cuBLAS.
+  const bool triangular = op.kind == LinalgKind::Solve && op.attrs.structure == SolveStructure::Triangular;
+  if (!triangular && !cusolver_loadable(nullptr)) return false;
+  if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
+      op.kind != LinalgKind::Det)
+    return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
   return node.inputs.size() == 1 || node.inputs[1]->type.dtype == node.inputs[0]->type.dtype;
 }
 
 }  // namespace
+
+bool cusolver_loadable(std::string* why) {
+  const Cusolver& c = cusolver();
+  if (why) *why = c.why;
+  return c.why.empty();
+}
 
 std::string linalg_source(DType dt) {
   const std::string T = cuda_type(dt);
@@ -350,6 +391,20 @@ std::string linalg_source(DType dt) {
   s += grid_stride_head("hyp_la_sym", "LaSymArgs", "a.n * a.n");
   s += "    " + T + "* m = (" + T + "*)a.a;\n    const long long i = t % a.n, j = t / a.n;\n";
   s += "    if (a.lower ? j > i : i > j) m[t] = m[i * a.n + j];\n  }\n}\n";
+  // The determinant from getrf's factors and pivots (one thread, in double as the CPU).
+  s += "struct LaDetArgs { long long n; unsigned long long a, piv, out; };\n"
+       "extern \"C\" __global__ void hyp_la_det(const LaDetArgs a) {\n"
+       "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+       "  const " +
+       T + "* m = (const " + T +
+       "*)a.a;\n"
+       "  const int* piv = (const int*)a.piv;\n"
+       "  double d = 1;\n"
+       "  for (long long i = 0; i < a.n; ++i) {\n"
+       "    d *= (double)m[i * a.n + i];\n"
+       "    if (piv[i] != i + 1) d = -d;\n  }\n"
+       "  *(" +
+       T + "*)a.out = (" + T + ")d;\n}\n";
   // The first zero on a triangular matrix's diagonal (one thread: trtrs reports the first).
   s += "struct LaDiagArgs { long long n; unsigned long long a, err; };\n"
        "extern \"C\" __global__ void hyp_la_diag(const LaDiagArgs a) {\n"
