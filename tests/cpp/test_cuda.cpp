@@ -697,28 +697,26 @@ TEST(CudaRun, ArgmaxArgminAndBatchedDotRunOnTheGpuAndMatchTheCpu) {
   EXPECT_ERROR(ValueError, fg({xf, random_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
 }
 
-TEST(CudaRun, CholeskySolveInverseAndDetRunThroughCusolverAndMatchTheCpu) {
+TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
   REQUIRE_GPU();
   for (DType dt : {DType::Float64, DType::Float32}) {
     SCOPED_TRACE(dtype_name(dt));
     Var a = matrix("a", dt), b = matrix("b", dt), v = vector("v", dt);
     // A positive definite matrix from a (8 x 8): a a^T + 8 I; a transposed view as an operand too.
     Var spd = dot(a, transpose(a)) + constant(8.0, dt) * eye(8, dt);
-    std::vector<Out> outs = {cholesky(spd),
-                             cholesky(spd, /*lower=*/false),
-                             solve(a, b),
-                             solve(a, v),
-                             solve(transpose(a), b),
-                             solve(spd, b, SolveStructure::Symmetric, /*lower=*/true),
+    std::vector<Out> outs = {cholesky(spd), cholesky(spd, /*lower=*/false), solve(a, b), solve(a, v),
+                             solve(transpose(a), b), solve(spd, b, SolveStructure::Symmetric, /*lower=*/true),
                              solve(spd, v, SolveStructure::Symmetric, /*lower=*/false),
                              solve(spd, b, SolveStructure::PositiveDefinite, /*lower=*/true),
                              solve(spd, b, SolveStructure::PositiveDefinite, /*lower=*/false),
                              solve_triangular(cholesky(spd), b, /*lower=*/true),
                              solve_triangular(cholesky(spd), v, /*lower=*/true, /*trans=*/true),
                              solve_triangular(cholesky(spd, false), b, /*lower=*/false, false, /*unit_diagonal=*/true),
-                             matrix_inverse(a),
-                             det(a),
-                             det(spd)};
+                             matrix_inverse(a), det(a), det(spd),
+                             // Eigh: the values, and (an eigenvector's sign being the library's)
+                             // V diag(w) V^T and V^T V, which do not depend on the signs.
+                             eigh(spd)[0], dot(eigh(spd)[1] * eigh(spd)[0], transpose(eigh(spd)[1])),
+                             dot(transpose(eigh(spd, false)[1]), eigh(spd, false)[1])};
     Function fc = fn({a, b, v}, outs, on("cpu")), fg = fn({a, b, v}, outs, on("cuda"));
     int on_gpu = 0;
     for (const auto& n : fg.toposort())
@@ -726,7 +724,7 @@ TEST(CudaRun, CholeskySolveInverseAndDetRunThroughCusolverAndMatchTheCpu) {
         EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << n->op->name();
         ++on_gpu;
       }
-    EXPECT_GE(on_gpu, 14);
+    EXPECT_GE(on_gpu, 16);
     const NDArray av = random_array({8, 8}, dt, 11, -1, 1), bv = random_array({8, 3}, dt, 12, -1, 1),
                   vv = random_array({8}, dt, 13, -1, 1);
     const auto want = fc({av, bv, vv}), got = fg({av, bv, vv});

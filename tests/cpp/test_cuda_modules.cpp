@@ -294,16 +294,16 @@ TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAG
       s1.compile_seconds - s0.compile_seconds);
 }
 
-TEST(CudaCompile, CholeskySolveInverseAndDetArePlacedOnTheGpuAndTheOtherLinalgOnTheHost) {
+TEST(CudaCompile, CholeskySolveInverseDetAndEighArePlacedOnTheGpuAndTheOtherLinalgOnTheHost) {
   REQUIRE_NVRTC();
-  if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.CholeskySolveInverseAndDet... runs them";
+  if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.CholeskySolveInverseDetAndEigh... runs them";
   CompilingWithoutAGpu scope;
   using testing::on;
   Var a = matrix("a", DType::Float64), b = matrix("b", DType::Float64);
   const cuda::ModuleCacheStats s0 = cuda::module_cache_stats();
   Function f = function({a, b},
                         {cholesky(a), solve(a, b), solve_triangular(a, b, true), matrix_inverse(a), det(a),
-                         solve(a, b, SolveStructure::PositiveDefinite), expm(a)},
+                         solve(a, b, SolveStructure::PositiveDefinite), expm(a), eigh(a)[0], eigvalsh(a, b)},
                         on("cuda"));
   const cuda::ModuleCacheStats s1 = cuda::module_cache_stats();
   // The helpers' module requested when the kernels were made: compiled by NVRTC, or found.
@@ -316,12 +316,13 @@ TEST(CudaCompile, CholeskySolveInverseAndDetArePlacedOnTheGpuAndTheOtherLinalgOn
   for (size_t i = 0; i < nodes.size(); ++i)
     if (const auto* l = dynamic_cast<const Linalg*>(nodes[i]->op.get())) {
       const bool triangular = l->kind == LinalgKind::Solve && l->attrs.structure == SolveStructure::Triangular;
-      const bool gpu = l->kind != LinalgKind::Expm && (solver || triangular);
+      const bool generalized = l->kind == LinalgKind::Eigh && nodes[i]->inputs.size() == 2;
+      const bool gpu = l->kind != LinalgKind::Expm && !generalized && (solver || triangular);
       EXPECT_EQ(devices[i], gpu ? Device::cuda(0) : Device::host()) << l->name();
       (gpu ? on_gpu : on_host)++;
     }
-  EXPECT_EQ(on_gpu, solver ? 6 : 1);
-  EXPECT_EQ(on_host, solver ? 1 : 6);
+  EXPECT_EQ(on_gpu, solver ? 7 : 1);
+  EXPECT_EQ(on_host, solver ? 2 : 8);
 }
 
 TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGpu) {

@@ -7,7 +7,7 @@ import pytest
 import hypatia
 import hypatia.tensor as T
 
-MODES = ["FAST_RUN", "FAST_COMPILE", "NONE", "DebugMode"]
+MODES = ["FAST_RUN", "FAST_COMPILE", "NONE", pytest.param("DebugMode", marks=pytest.mark.host_graphs)]
 
 
 def f16(a):
@@ -190,6 +190,7 @@ def test_jacobian_inc_subtensor_and_mutable_inputs():
     np.testing.assert_array_equal(out, f16([2, 2, 2]))
 
 
+@pytest.mark.host_graphs
 def test_fused_loops_load_round_and_store_float16():
     """FAST_RUN fuses float16 graphs through their casts: one loop loads float16, computes in
     float32, rounds where each op's result is float16 and stores float16, with the bits of the

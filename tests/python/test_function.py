@@ -260,6 +260,7 @@ def test_python_scalars_follow_theano_filter_rules():
     assert function([y], y + 1)(2) == 3.0
 
 
+@pytest.mark.host_graphs
 def test_maker_fgraph_toposort_and_debugprint():
     m = T.fmatrix("m")
     b = shared(np.ones((2, 2), np.float32), name="b")
@@ -376,6 +377,7 @@ def test_config_roundtrip():
         np.testing.assert_allclose(f(np.zeros(3)), 2 * np.ones(3))
 
 
+@pytest.mark.host_graphs
 def test_mode_argument():
     x = T.dvector("x")
     for mode in (None, "FAST_RUN", "FAST_COMPILE", "NONE", "REFERENCE", hypatia.Mode(linker="reference"),

@@ -9,7 +9,7 @@ import hypatia
 import hypatia.tensor as T
 from hypatia.ifelse import IfElse, ifelse
 
-MODES = ["FAST_RUN", "FAST_COMPILE", "NONE", "DebugMode"]
+MODES = ["FAST_RUN", "FAST_COMPILE", "NONE", pytest.param("DebugMode", marks=pytest.mark.host_graphs)]
 
 
 class Counted(hypatia.Op):
@@ -38,6 +38,7 @@ def _clear():
     Counted.calls.clear()
 
 
+@pytest.mark.host_graphs  # (counts the CPU backend's debug-check runs)
 @pytest.mark.parametrize("mode", MODES)
 def test_only_the_taken_branch_runs(mode):
     c = T.iscalar("c")

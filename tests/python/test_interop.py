@@ -22,6 +22,7 @@ def _views():
     }
 
 
+@pytest.mark.host_graphs
 @pytest.mark.parametrize("name", list(_views()))
 def test_inputs_are_used_in_place(name):
     a = _views()[name]
@@ -71,6 +72,7 @@ def test_inputs_other_than_native_arrays_are_converted():
     assert function([s], s * 2)(np.array(2, dtype=np.float32)) == 4.0
 
 
+@pytest.mark.host_graphs
 def test_no_reference_leaks_per_call():
     x = T.dvector("x")
     f = function([x], x * 2)
@@ -86,6 +88,7 @@ def test_no_reference_leaks_per_call():
     assert sys.getrefcount(a) == before
 
 
+@pytest.mark.host_graphs
 def test_shared_borrow_zero_copy_and_updates_replace():
     a = np.zeros(3)
     s = shared(a, borrow=True)
@@ -128,6 +131,7 @@ class _DLPackOnly:
         return self._a.__dlpack_device__()
 
 
+@pytest.mark.host_graphs
 def test_dlpack_inputs_are_used_without_a_copy():
     a = np.arange(12.0).reshape(3, 4)[:, ::2]
     x = T.dmatrix("x")

@@ -312,6 +312,7 @@ def test_norm_over_axes_with_keepdims_and_tensorsolve_axes_match_numpy():
                                np.linalg.tensorsolve(a, b, axes=(1,)), rtol=1e-10)
 
 
+@pytest.mark.host_graphs
 def test_lapack_gives_the_same_bits_before_and_after_the_first_blas_call():
     # OpenBLAS was made single-threaded lazily by the first BLAS kernel: a LAPACK call before that
     # ran on OpenBLAS's own threads, with other blocking, and its last bits differed from the same

@@ -18,6 +18,7 @@ def _nodes(dot):
     return dict(re.findall(r"^\s*(\w+) \[(label=.*)\];$", dot, re.M))
 
 
+@pytest.mark.host_graphs
 def test_variables_and_ops_are_drawn_by_kind():
     x = T.dvector("x")
     s = hypatia.shared(np.ones(2), "s")

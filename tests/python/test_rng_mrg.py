@@ -196,6 +196,7 @@ def test_failed_call_keeps_the_state():
     np.testing.assert_array_equal(state.get_value(), before)
 
 
+@pytest.mark.host_graphs
 def test_graph_shows_state_flow_and_pickles():
     srng = MRG_RandomStreams(8)
     u = srng.uniform((4,), dtype="float32")

@@ -142,6 +142,7 @@ def test_shuffle_row_elements():
     assert not np.array_equal(out, xv)
 
 
+@pytest.mark.host_graphs
 def test_graph_shows_random_function_and_pickles():
     import pickle
 

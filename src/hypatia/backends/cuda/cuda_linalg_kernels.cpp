@@ -1,12 +1,11 @@
 // Linear algebra on the GPU: Linalg's Cholesky, Solve (general, symmetric, positive definite and
-// triangular A), Inverse and Det through cuSOLVER (opened when first needed, as cuBLAS is) and cuBLAS's
-// trsm, float32 and float64. Each matrix is copied into a column-major work buffer (a C-contiguous
-// copy of its transpose), factored and solved as the CPU's LAPACK calls are
-// (backends/linalg_kernels.cpp), and copied back in C order. A matrix that is not positive
-// definite, or singular, is found on the device (cuSOLVER's devInfo; a zero on a triangular A's
-// diagonal): a small kernel writes it into the node's check block (KernelTraits::device_checks),
-// raised with the CPU's words once the call waits for the device. The other kinds (Eig, Eigh,
-// Svd, Qr, Lstsq, Pinv, Expm) run on the host through the CPU backend.
+// triangular A), Inverse, Det and Eigh (the standard problem) through cuSOLVER (opened when first needed, as cuBLAS is)
+// and cuBLAS's trsm, float32 and float64. Each matrix is copied into a column-major work buffer (a C-contiguous copy of
+// its transpose), factored and solved as the CPU's LAPACK calls are (backends/linalg_kernels.cpp), and copied back in C
+// order. A matrix that is not positive definite, or singular, is found on the device (cuSOLVER's devInfo; a zero on a
+// triangular A's diagonal): a small kernel writes it into the node's check block (KernelTraits::device_checks), raised
+// with the CPU's words once the call waits for the device. The other kinds (Eig, the generalized Eigh, Svd, Qr, Lstsq,
+// Pinv, Expm) run on the host through the CPU backend.
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
@@ -35,7 +34,11 @@ namespace {
   X(cusolverDnSgetrf)            \
   X(cusolverDnDgetrf)            \
   X(cusolverDnSgetrs)            \
-  X(cusolverDnDgetrs)
+  X(cusolverDnDgetrs)            \
+  X(cusolverDnSsyevd_bufferSize) \
+  X(cusolverDnDsyevd_bufferSize) \
+  X(cusolverDnSsyevd)            \
+  X(cusolverDnDsyevd)
 
 /// cuSOLVER's functions, from libcusolver, and one handle, which one thread at a time uses (its
 /// stream set to the backend's before each call).
@@ -95,7 +98,7 @@ class Solver {
 int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); }
 
 /// What a check block's words say failed (word 2).
-enum Failure : int64_t { kNotPositiveDefinite = 1, kSingularLu = 2, kZeroDiagonal = 3 };
+enum Failure : int64_t { kNotPositiveDefinite = 1, kSingularLu = 2, kZeroDiagonal = 3, kNoConvergence = 4 };
 
 int lapack_dim(const Op& op, int64_t n) {
   if (n > std::numeric_limits<int>::max() / 2)
@@ -144,6 +147,11 @@ class LinalgKernel final : public Kernel {
       device_memory(out.device()).copy_from_host(out.raw(), one.raw(), one.nbytes());
       return;
     }
+    if (n == 0 && op_.kind == LinalgKind::Eigh) {
+      prepare_device_output(*a.out[0], Shape{0}, dt_);
+      prepare_device_output(*a.out[1], x.shape(), dt_);
+      return;
+    }
     if (n == 0 || (op_.kind == LinalgKind::Solve && a.in[1]->size() == 0)) {
       const Shape& s = op_.kind == LinalgKind::Solve ? a.in[1]->shape() : x.shape();
       prepare_device_output(*a.out[0], s, dt_);
@@ -164,6 +172,15 @@ class LinalgKernel final : public Kernel {
         NDArray& out = prepare_device_output(*a.out[0], Shape{}, dt_);
         std::vector<int64_t> args = {n, ptr(w.raw()), ptr(pivots.raw()), ptr(out.raw())};
         launch(det_kernel_, 1, args, op_.name().c_str());
+        break;
+      }
+      case LinalgKind::Eigh: {
+        // Eigenvalues ascending and eigenvectors as columns, from the `lower` (or upper) triangle;
+        // an eigenvector's sign is the library's (cuSOLVER's may differ from LAPACK's).
+        NDArray& values = prepare_device_output(*a.out[0], Shape{n}, dt_);
+        syevd(w, values, n);
+        check_info(kNoConvergence);
+        *a.out[1] = c_order(w, x.shape());
         break;
       }
       case LinalgKind::Inverse: {
@@ -198,6 +215,8 @@ class LinalgKernel final : public Kernel {
       case kNotPositiveDefinite:
         fail<ValueError>(who, solve ? ": A is not positive definite" : ": the matrix is not positive definite",
                          " (its leading minor of order ", w[1], " is not positive)");
+      case kNoConvergence:
+        fail<ValueError>(who, ": the eigenvalue algorithm did not converge (info ", w[1], ")");
       case kSingularLu:
         fail<ValueError>(who, solve ? ": A is singular (U[" : ": the matrix is singular (U[", w[1] - 1, ", ", w[1] - 1,
                          solve ? "] is exactly zero)" : "] of its LU factorization is exactly zero)");
@@ -246,6 +265,32 @@ class LinalgKernel final : public Kernel {
     std::vector<int64_t> args = {n, lower ? 1 : 0, nan ? 1 : 0, ptr(w.raw()), ptr(info_.raw())};
     launch(tri_kernel_, grid_for(int64_t{n} * n), args, op_.name().c_str());
     if (!nan) check_info(kNotPositiveDefinite);
+  }
+
+  /// syevd of the column-major symmetric w, in place: its eigenvectors in w's columns, the values
+  /// (ascending) in `values`.
+  void syevd(NDArray& w, NDArray& values, int n) {
+    Solver s;
+    const cublasFillMode_t uplo = op_.attrs.lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+    const cusolverEigMode_t job = CUSOLVER_EIG_MODE_VECTOR;
+    int lwork = 0;
+    if (dt_ == DType::Float32) {
+      check_cusolver(
+          s->cusolverDnSsyevd_bufferSize(s.handle(), job, uplo, n, w.data<float>(), n, values.data<float>(), &lwork),
+          "cusolverDnSsyevd_bufferSize");
+      NDArray ws = workspace(lwork);
+      check_cusolver(s->cusolverDnSsyevd(s.handle(), job, uplo, n, w.data<float>(), n, values.data<float>(),
+                                         ws.data<float>(), lwork, info_.data<int>()),
+                     "cusolverDnSsyevd");
+    } else {
+      check_cusolver(
+          s->cusolverDnDsyevd_bufferSize(s.handle(), job, uplo, n, w.data<double>(), n, values.data<double>(), &lwork),
+          "cusolverDnDsyevd_bufferSize");
+      NDArray ws = workspace(lwork);
+      check_cusolver(s->cusolverDnDsyevd(s.handle(), job, uplo, n, w.data<double>(), n, values.data<double>(),
+                                         ws.data<double>(), lwork, info_.data<int>()),
+                     "cusolverDnDsyevd");
+    }
   }
 
   /// getrf of the column-major w, in place: its LU factors and (returned) the pivots.
@@ -354,8 +399,9 @@ bool linalg_accepts(const Apply& node) {
   // a triangular Solve needs only cuBLAS.
   const bool triangular = op.kind == LinalgKind::Solve && op.attrs.structure == SolveStructure::Triangular;
   if (!triangular && !cusolver_loadable(nullptr)) return false;
+  const bool standard_eigh = op.kind == LinalgKind::Eigh && node.inputs.size() == 1;  // (not A v = w B v)
   if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
-      op.kind != LinalgKind::Det)
+      op.kind != LinalgKind::Det && !standard_eigh)
     return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
