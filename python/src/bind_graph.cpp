@@ -297,6 +297,19 @@ void init_graph(nb::module_& m) {
       },
       "shared_var"_a, "The device a shared variable was created on with shared(target=), else None.");
   m.def(
+      "set_shared_target",
+      [](const Var& v, const std::string& target) {
+        if (!v || !v->is_shared()) throw TypeError("set_shared_target: the variable is not a shared variable");
+        const Device d = Device::parse(target);
+        // (For a variable just made, that no function has read yet: MRG_RandomStreams' states.)
+        NDArray cur = v->cell->load();
+        NDArray moved = cur.device() == d ? cur : cur.to_device(d);
+        v->cell->fixed_device = d;
+        v->cell->exchange(std::move(moved)).reset();  // (the old value released outside the lock)
+      },
+      "shared_var"_a, "target"_a,
+      "Fixes a shared variable just made on a device, as shared(..., target=) does (its value moved there).");
+  m.def(
       "device_from_host",
       [](const Var& x, const std::string& device) { return device_from_host(x, Device::parse(device)); }, "x"_a,
       "device"_a = "cuda",

@@ -269,6 +269,28 @@ def test_shared_target_keeps_a_variable_on_its_device(stand_in):
         shared(v, targte="cpu")
 
 
+def test_mrg_draws_keep_their_state_where_target_says(stand_in):
+    # Theano's MRG_RandomStreams.uniform(..., target=...): the state's shared variable's target.
+    emulated_only(stand_in)
+    from hypatia.sandbox.rng_mrg import MRG_RandomStreams
+
+    plain = MRG_RandomStreams(7).uniform((6,))
+    on_cpu = MRG_RandomStreams(7).uniform((6,), target="cpu")
+    on_gpu = MRG_RandomStreams(7).normal((6,), target="cuda")
+    assert _core.shared_target(on_cpu.rstate) == "cpu" and _core.shared_target(plain.rstate) is None
+    assert _core.shared_target(on_gpu.rstate) == "cuda:0"
+    assert isinstance(on_gpu.rstate.get_value(return_internal_type=True), GpuArray)
+    f, g = function([], plain, mode=EMULATED), function([], on_cpu, mode=EMULATED)
+    for _ in range(2):  # the same draws, call after call
+        np.testing.assert_array_equal(f(), g())
+    assert isinstance(on_cpu.rstate.get_value(return_internal_type=True), np.ndarray)
+    assert isinstance(plain.rstate.get_value(return_internal_type=True), GpuArray)  # (moved when compiled)
+    with pytest.raises(ValueError, match=r"MRG_RandomStreams: target='dev0': device: 'dev0' is not a device"):
+        MRG_RandomStreams(7).uniform((2,), target="dev0")
+    with pytest.raises(TypeError, match=r"uniform\(\) got unexpected keyword arguments \['trget'\]"):
+        MRG_RandomStreams(7).uniform((2,), trget="cpu")
+
+
 def test_a_pickled_gpu_shared_variable_loads_on_the_host_where_no_gpu_is():
     if os.environ.get("HYPATIA_TEST_EMULATED_GPU") or real_gpu():
         pytest.skip("a GPU (or the emulated one) is here")

@@ -103,9 +103,14 @@ class MRG_RandomStreams:
         return guess_n_streams(size)
 
     # ---- what each random variable gets
-    def _register(self, before, sample, size, nstreams):
+    def _register(self, before, sample, size, nstreams, target=None):
         made = self._impl.state_updates[before:]
         for state, new_state, _ in made:
+            if target is not None:  # Theano's shared(rstates, target=...): where the state lives
+                try:
+                    _core.set_shared_target(state, target)
+                except ValueError as e:
+                    raise ValueError(f"MRG_RandomStreams: target={target!r}: {e}") from None
             state.default_update = new_state
             state.tag.is_rng = True
             self.state_updates.append((state, new_state, size, nstreams))
@@ -119,31 +124,36 @@ class MRG_RandomStreams:
 
     @staticmethod
     def _no_kwargs(kwargs, who):
+        """The target keyword (Theano's: the device of the draw's state, as shared(..., target=));
+        any other keyword is an error."""
         kwargs = dict(kwargs)
-        kwargs.pop("target", None)  # Theano's gpuarray target: placement is the backend's
+        target = kwargs.pop("target", None)
         if kwargs:
             raise TypeError(f"{who}() got unexpected keyword arguments {sorted(kwargs)}")
+        if target is not None and not isinstance(target, str):
+            raise TypeError(f"{who}(target=...) takes a device name ('cpu', 'cuda', 'cuda0'); got {target!r}")
+        return target
 
     def uniform(self, size, low=0.0, high=1.0, ndim=None, dtype=None, nstreams=None, **kwargs):
         """Uniform draws in (low, high) of the given size (a tuple of ints and scalar variables, or
         an integer vector variable). dtype defaults to upcast(floatX, low, high)."""
-        self._no_kwargs(kwargs, "uniform")
+        target = self._no_kwargs(kwargs, "uniform")
         dtype = _random.default_dtype(low, high) if dtype is None else _convert._dtype_name(dtype)
         size_v = _size_var(size, ndim, "uniform")
         before = len(self._impl.state_updates)
         r = self._impl.uniform(size_v, _random.operand(low), _random.operand(high), dtype, self._streams(size, nstreams))
-        return self._register(before, r, size, nstreams)
+        return self._register(before, r, size, nstreams, target)
 
     def normal(self, size, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None, truncate=False, **kwargs):
         """Normal draws (Box-Muller); truncate=True redraws values beyond 2 standard deviations."""
-        self._no_kwargs(kwargs, "normal")
+        target = self._no_kwargs(kwargs, "normal")
         dtype = _random.default_dtype(avg, std) if dtype is None else _convert._dtype_name(dtype)
         size_v = _size_var(size, ndim, "normal")
         before = len(self._impl.state_updates)
         # Theano draws the uniforms with a symbolic size: 60 * 256 streams unless nstreams is given.
         r = self._impl.normal(size_v, _random.operand(avg), _random.operand(std), dtype,
                               int(nstreams) if nstreams is not None else 60 * 256, bool(truncate))
-        return self._register(before, r, size, nstreams)
+        return self._register(before, r, size, nstreams, target)
 
     def truncated_normal(self, size, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None, **kwargs):
         """Normal draws truncated at 2 standard deviations, scaled so that std is the result's."""
@@ -153,7 +163,7 @@ class MRG_RandomStreams:
 
     def binomial(self, size=None, n=1, p=0.5, ndim=None, dtype="int64", nstreams=None, **kwargs):
         """cast(uniform(size) < p, dtype): draws with one trial (n=1, as in Theano)."""
-        self._no_kwargs(kwargs, "binomial")
+        target = self._no_kwargs(kwargs, "binomial")
         if not (isinstance(n, numbers.Integral) and n == 1):
             raise NotImplementedError("MRG_RandomStreams.binomial with n > 1")
         size_v = _size_var(size, ndim, "binomial")
@@ -161,12 +171,12 @@ class MRG_RandomStreams:
         before = len(self._impl.state_updates)
         r = self._impl.binomial(size_v, _random.operand(p), _convert._dtype_name(dtype), udtype,
                                 self._streams(size, nstreams))
-        return self._register(before, r, size, nstreams)
+        return self._register(before, r, size, nstreams, target)
 
     def multinomial(self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None, **kwargs):
         """n draws per row of pvals (a matrix): the counts, of pvals' shape. size and ndim are not
         used (Theano's signature); pvals is not checked."""
-        self._no_kwargs(kwargs, "multinomial")
+        target = self._no_kwargs(kwargs, "multinomial")
         if pvals is None:
             raise TypeError("You have to specify pvals")
         if size is not None:
@@ -179,12 +189,12 @@ class MRG_RandomStreams:
         r = self._impl.multinomial(pvals, _convert._int_scalar(n) if not isinstance(n, Variable) else n,
                                    _convert._dtype_name(dtype), udtype,
                                    int(nstreams) if nstreams is not None else 60 * 256)
-        return self._register(before, r, None, nstreams)
+        return self._register(before, r, None, nstreams, target)
 
     def choice(self, size=1, a=None, replace=True, p=None, ndim=None, dtype="int64", nstreams=None, **kwargs):
         """`size` indices per row of p (a matrix), in [0, p.shape[1]), drawn without replacement
         (replace=False) or with it. a must be None (Theano's restriction)."""
-        self._no_kwargs(kwargs, "choice")
+        target = self._no_kwargs(kwargs, "choice")
         if a is not None:
             raise TypeError("For now, a has to be None in MRG_RandomStreams.choice. Sampled values are between "
                             "0 and p.shape[1]-1")
@@ -198,7 +208,7 @@ class MRG_RandomStreams:
         r = self._impl.choice(p, _convert._int_scalar(size) if not isinstance(size, Variable) else size,
                               bool(replace), _convert._dtype_name(dtype), udtype,
                               int(nstreams) if nstreams is not None else 60 * 256)
-        return self._register(before, r, None, nstreams)
+        return self._register(before, r, None, nstreams, target)
 
     def multinomial_wo_replacement(self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None,
                                    **kwargs):
