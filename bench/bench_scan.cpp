@@ -75,8 +75,8 @@ Function until_loop(bool until) {
   Var nxt = prev + 1.0, s = sum(nxt);
   std::vector<Var> body = {nxt, s};
   if (until) body.push_back(ge(s, constant(double(kUntilSteps * kUntilElems), DType::Float64)));
-  auto outs = scan_node(info, {prev}, body, int_constant(until ? int64_t{1} << 40 : kUntilSteps), {},
-                        {expand_dims(x0, 0)}, {});
+  auto outs =
+      scan_node(info, {prev}, body, int_constant(until ? int64_t{1} << 40 : kUntilSteps), {}, {expand_dims(x0, 0)}, {});
   return function({In(x0)}, {Out(outs[0], true), Out(outs[1], true)});
 }
 

@@ -330,7 +330,7 @@ class PyOpKernel final : public Kernel {
   }
   static NDArray contiguous_copy_on_device(const NDArray& v) {
     nb::gil_scoped_release nogil;
-    return v.is_c_contiguous() ? v.copy() : v.to_device(Device::host()).to_device(v.device());
+    return v.is_c_contiguous() ? v.copy() : contiguous_on_device(v);
   }
 
   const Apply& node_;

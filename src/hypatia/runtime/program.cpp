@@ -648,15 +648,17 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
     // A variable created on a device other than where this program computes its update
     // (shared(target=)) gets the value there: copied now, or, for an update the program writes in
     // place into its per-call copy, into a buffer taken now (after that point nothing may fail).
-    std::vector<NDArray> homes(updates.size());
+    std::vector<NDArray> homes;  // (sized only when needed: a call allocates nothing for them)
     for (size_t i = 0; i < updates.size(); ++i) {
       const UpdateSlot& u = updates[i];
       const std::optional<Device>& home = u.shared->fixed_device;
       if (u.in_place) {
         if (!home) continue;
         for (const SharedSlot& s : shared)  // (the per-call value the program writes in place)
-          if (const NDArray& cur = f.storage[s.cell]; s.shared == u.shared && cur.valid() && cur.device() != *home)
+          if (const NDArray& cur = f.storage[s.cell]; s.shared == u.shared && cur.valid() && cur.device() != *home) {
+            homes.resize(updates.size());
             homes[i] = NDArray::empty(cur.shape(), cur.dtype(), *home);
+          }
         continue;
       }
       NDArray v = f.storage[u.value_cell];
@@ -690,7 +692,7 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
         if (!updates[i].in_place) continue;
         new_values[i] = f.storage[updates[i].value_cell];
         NDArray& v = new_values[i];
-        if (homes[i].valid()) {
+        if (i < homes.size() && homes[i].valid()) {
           // (The in-place result is the program's per-call copy of the value: same shape,
           // contiguous, on the other side. Anything else would be committed in the wrong place.)
           if (!(homes[i].shape() == v.shape() && v.is_c_contiguous() && v.on_host() != homes[i].on_host()))

@@ -38,6 +38,11 @@ inline constexpr const char* kCheckFailed =
     "__device__ void hyp_check_failed(unsigned long long err, long long a, long long b, long long c) {\n"
     "  long long* w = (long long*)err;\n"
     "  if (atomicCAS((unsigned long long*)w, 0ull, 1ull) == 0ull) { w[1] = a; w[2] = b; w[3] = c; }\n}\n";
+/// The factory of kernel class K (constructed from the node).
+template <class K>
+KernelFactory kernel_factory() {
+  return [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<K>(node); };
+}
 /// Makes `cell` a C-contiguous device array of `shape` and `dtype`, reusing its buffer when it is
 /// one already and nothing else holds it.
 NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype);

@@ -11,6 +11,7 @@
 
 #include <limits>
 #include <mutex>
+#include <type_traits>
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
@@ -96,6 +97,24 @@ class Solver {
 };
 
 int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); }
+
+/// The float (s) or double (d) form of a library function, for element type T.
+template <class T, class S, class D>
+auto pick(S s, D d) {
+  if constexpr (std::is_same_v<T, float>)
+    return s;
+  else
+    return d;
+}
+
+/// f.operator()<T>() for the element type of dt (float32 or float64).
+template <class F>
+void by_dtype(DType dt, F&& f) {
+  if (dt == DType::Float32)
+    f.template operator()<float>();
+  else
+    f.template operator()<double>();
+}
 
 /// What a check block's words say failed (word 2).
 enum Failure : int64_t { kNotPositiveDefinite = 1, kSingularLu = 2, kZeroDiagonal = 3, kNoConvergence = 4 };
@@ -237,23 +256,17 @@ class LinalgKernel final : public Kernel {
 
   /// potrf of the column-major w, in place: the factor in its `lower` (or upper) triangle.
   void potrf(NDArray& w, int n, cublasFillMode_t uplo) {
-    Solver s;
-    int lwork = 0;
-    if (dt_ == DType::Float32) {
-      check_cusolver(s->cusolverDnSpotrf_bufferSize(s.handle(), uplo, n, w.data<float>(), n, &lwork),
-                     "cusolverDnSpotrf_bufferSize");
+    by_dtype(dt_, [&]<class T>() {
+      Solver s;
+      int lwork = 0;
+      check_cusolver(pick<T>(s->cusolverDnSpotrf_bufferSize, s->cusolverDnDpotrf_bufferSize)(s.handle(), uplo, n,
+                                                                                             w.data<T>(), n, &lwork),
+                     "cusolverDn<t>potrf_bufferSize");
       NDArray ws = workspace(lwork);
-      check_cusolver(
-          s->cusolverDnSpotrf(s.handle(), uplo, n, w.data<float>(), n, ws.data<float>(), lwork, info_.data<int>()),
-          "cusolverDnSpotrf");
-    } else {
-      check_cusolver(s->cusolverDnDpotrf_bufferSize(s.handle(), uplo, n, w.data<double>(), n, &lwork),
-                     "cusolverDnDpotrf_bufferSize");
-      NDArray ws = workspace(lwork);
-      check_cusolver(
-          s->cusolverDnDpotrf(s.handle(), uplo, n, w.data<double>(), n, ws.data<double>(), lwork, info_.data<int>()),
-          "cusolverDnDpotrf");
-    }
+      check_cusolver(pick<T>(s->cusolverDnSpotrf, s->cusolverDnDpotrf)(s.handle(), uplo, n, w.data<T>(), n,
+                                                                       ws.data<T>(), lwork, info_.data<int>()),
+                     "cusolverDn<t>potrf");
+    });
   }
 
   void cholesky(NDArray& w, int n) {
@@ -270,51 +283,36 @@ class LinalgKernel final : public Kernel {
   /// syevd of the column-major symmetric w, in place: its eigenvectors in w's columns, the values
   /// (ascending) in `values`.
   void syevd(NDArray& w, NDArray& values, int n) {
-    Solver s;
     const cublasFillMode_t uplo = op_.attrs.lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
     const cusolverEigMode_t job = CUSOLVER_EIG_MODE_VECTOR;
-    int lwork = 0;
-    if (dt_ == DType::Float32) {
-      check_cusolver(
-          s->cusolverDnSsyevd_bufferSize(s.handle(), job, uplo, n, w.data<float>(), n, values.data<float>(), &lwork),
-          "cusolverDnSsyevd_bufferSize");
+    by_dtype(dt_, [&]<class T>() {
+      Solver s;
+      int lwork = 0;
+      check_cusolver(pick<T>(s->cusolverDnSsyevd_bufferSize, s->cusolverDnDsyevd_bufferSize)(
+                         s.handle(), job, uplo, n, w.data<T>(), n, values.data<T>(), &lwork),
+                     "cusolverDn<t>syevd_bufferSize");
       NDArray ws = workspace(lwork);
-      check_cusolver(s->cusolverDnSsyevd(s.handle(), job, uplo, n, w.data<float>(), n, values.data<float>(),
-                                         ws.data<float>(), lwork, info_.data<int>()),
-                     "cusolverDnSsyevd");
-    } else {
       check_cusolver(
-          s->cusolverDnDsyevd_bufferSize(s.handle(), job, uplo, n, w.data<double>(), n, values.data<double>(), &lwork),
-          "cusolverDnDsyevd_bufferSize");
-      NDArray ws = workspace(lwork);
-      check_cusolver(s->cusolverDnDsyevd(s.handle(), job, uplo, n, w.data<double>(), n, values.data<double>(),
-                                         ws.data<double>(), lwork, info_.data<int>()),
-                     "cusolverDnDsyevd");
-    }
+          pick<T>(s->cusolverDnSsyevd, s->cusolverDnDsyevd)(s.handle(), job, uplo, n, w.data<T>(), n, values.data<T>(),
+                                                            ws.data<T>(), lwork, info_.data<int>()),
+          "cusolverDn<t>syevd");
+    });
   }
 
   /// getrf of the column-major w, in place: its LU factors and (returned) the pivots.
   NDArray getrf(NDArray& w, int n) {
     NDArray pivots = NDArray::empty({n}, DType::Int32, Device::cuda(0));
-    {
+    by_dtype(dt_, [&]<class T>() {
       Solver s;
       int lwork = 0;
-      if (dt_ == DType::Float32) {
-        check_cusolver(s->cusolverDnSgetrf_bufferSize(s.handle(), n, n, w.data<float>(), n, &lwork),
-                       "cusolverDnSgetrf_bufferSize");
-        NDArray ws = workspace(lwork);
-        check_cusolver(s->cusolverDnSgetrf(s.handle(), n, n, w.data<float>(), n, ws.data<float>(), pivots.data<int>(),
-                                           info_.data<int>()),
-                       "cusolverDnSgetrf");
-      } else {
-        check_cusolver(s->cusolverDnDgetrf_bufferSize(s.handle(), n, n, w.data<double>(), n, &lwork),
-                       "cusolverDnDgetrf_bufferSize");
-        NDArray ws = workspace(lwork);
-        check_cusolver(s->cusolverDnDgetrf(s.handle(), n, n, w.data<double>(), n, ws.data<double>(), pivots.data<int>(),
-                                           info_.data<int>()),
-                       "cusolverDnDgetrf");
-      }
-    }
+      check_cusolver(pick<T>(s->cusolverDnSgetrf_bufferSize, s->cusolverDnDgetrf_bufferSize)(s.handle(), n, n,
+                                                                                             w.data<T>(), n, &lwork),
+                     "cusolverDn<t>getrf_bufferSize");
+      NDArray ws = workspace(lwork);
+      check_cusolver(pick<T>(s->cusolverDnSgetrf, s->cusolverDnDgetrf)(s.handle(), n, n, w.data<T>(), n, ws.data<T>(),
+                                                                       pivots.data<int>(), info_.data<int>()),
+                     "cusolverDn<t>getrf");
+    });
     return pivots;
   }
 
@@ -322,15 +320,13 @@ class LinalgKernel final : public Kernel {
   void lu_solve(NDArray& w, NDArray& b, int n, int nrhs) {
     const NDArray pivots = getrf(w, n);
     check_info(kSingularLu);
-    Solver s;
-    if (dt_ == DType::Float32)
-      check_cusolver(s->cusolverDnSgetrs(s.handle(), CUBLAS_OP_N, n, nrhs, w.data<float>(), n, pivots.data<int>(),
-                                         b.data<float>(), n, info_.data<int>()),
-                     "cusolverDnSgetrs");
-    else
-      check_cusolver(s->cusolverDnDgetrs(s.handle(), CUBLAS_OP_N, n, nrhs, w.data<double>(), n, pivots.data<int>(),
-                                         b.data<double>(), n, info_.data<int>()),
-                     "cusolverDnDgetrs");
+    by_dtype(dt_, [&]<class T>() {
+      Solver s;
+      check_cusolver(
+          pick<T>(s->cusolverDnSgetrs, s->cusolverDnDgetrs)(s.handle(), CUBLAS_OP_N, n, nrhs, w.data<T>(), n,
+                                                            pivots.data<int>(), b.data<T>(), n, info_.data<int>()),
+          "cusolverDn<t>getrs");
+    });
   }
 
   void solve(NDArray& w, NDArray& b, int n, int nrhs) {
@@ -349,15 +345,12 @@ class LinalgKernel final : public Kernel {
       case SolveStructure::PositiveDefinite: {
         potrf(w, n, uplo);
         check_info(kNotPositiveDefinite);
-        Solver s;
-        if (dt_ == DType::Float32)
-          check_cusolver(
-              s->cusolverDnSpotrs(s.handle(), uplo, n, nrhs, w.data<float>(), n, b.data<float>(), n, info_.data<int>()),
-              "cusolverDnSpotrs");
-        else
-          check_cusolver(s->cusolverDnDpotrs(s.handle(), uplo, n, nrhs, w.data<double>(), n, b.data<double>(), n,
-                                             info_.data<int>()),
-                         "cusolverDnDpotrs");
+        by_dtype(dt_, [&]<class T>() {
+          Solver s;
+          check_cusolver(pick<T>(s->cusolverDnSpotrs, s->cusolverDnDpotrs)(s.handle(), uplo, n, nrhs, w.data<T>(), n,
+                                                                           b.data<T>(), n, info_.data<int>()),
+                         "cusolverDn<t>potrs");
+        });
         return;
       }
       case SolveStructure::Triangular: {
@@ -369,17 +362,12 @@ class LinalgKernel final : public Kernel {
         const Cublas& cb = cublas();
         const cublasOperation_t tr = op_.attrs.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
         const cublasDiagType_t dg = unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
-        if (dt_ == DType::Float32) {
-          const float one = 1;
-          check_cublas(cb.strsm(cublas_handle(), CUBLAS_SIDE_LEFT, uplo, tr, dg, n, nrhs, &one, w.data<float>(), n,
-                                b.data<float>(), n),
-                       "cublasStrsm");
-        } else {
-          const double one = 1;
-          check_cublas(cb.dtrsm(cublas_handle(), CUBLAS_SIDE_LEFT, uplo, tr, dg, n, nrhs, &one, w.data<double>(), n,
-                                b.data<double>(), n),
-                       "cublasDtrsm");
-        }
+        by_dtype(dt_, [&]<class T>() {
+          const T one = 1;
+          check_cublas(pick<T>(cb.strsm, cb.dtrsm)(cublas_handle(), CUBLAS_SIDE_LEFT, uplo, tr, dg, n, nrhs, &one,
+                                                   w.data<T>(), n, b.data<T>(), n),
+                       "cublas<t>trsm");
+        });
         after_launch("cuBLAS trsm");
         return;
       }
@@ -465,10 +453,8 @@ std::string linalg_source(DType dt) {
 }
 
 void register_cuda_linalg_kernels() {
-  register_kernel(
-      kCudaBackend, typeid(Linalg),
-      [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<LinalgKernel>(node); },
-      KernelTraits{.accepts = linalg_accepts, .device_checks = true});
+  register_kernel(kCudaBackend, typeid(Linalg), kernel_factory<LinalgKernel>(),
+                  KernelTraits{.accepts = linalg_accepts, .device_checks = true});
 }
 
 }  // namespace hypatia::cuda

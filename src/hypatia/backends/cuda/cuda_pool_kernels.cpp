@@ -211,19 +211,14 @@ bool pool_accepts(const Apply& node) {
   return dt == DType::Float32 || dt == DType::Float64;
 }
 
-template <class K>
-KernelFactory factory() {
-  return [](const Apply& node) -> std::unique_ptr<Kernel> { return std::make_unique<K>(node); };
-}
-
 }  // namespace
 
 void register_cuda_pool_kernels() {
   const KernelTraits traits{.accepts = pool_accepts, .recordable = true};
-  register_kernel(kCudaBackend, typeid(Pool), factory<PoolForwardKernel>(), traits);
-  register_kernel(kCudaBackend, typeid(MaxPoolGrad), factory<MaxPoolGradKernel>(), traits);
-  register_kernel(kCudaBackend, typeid(AveragePoolGrad), factory<AveragePoolGradKernel>(), traits);
-  register_kernel(kCudaBackend, typeid(DownsampleFactorMaxGradGrad), factory<MaxPoolGradGradKernel>(), traits);
+  register_kernel(kCudaBackend, typeid(Pool), kernel_factory<PoolForwardKernel>(), traits);
+  register_kernel(kCudaBackend, typeid(MaxPoolGrad), kernel_factory<MaxPoolGradKernel>(), traits);
+  register_kernel(kCudaBackend, typeid(AveragePoolGrad), kernel_factory<AveragePoolGradKernel>(), traits);
+  register_kernel(kCudaBackend, typeid(DownsampleFactorMaxGradGrad), kernel_factory<MaxPoolGradGradKernel>(), traits);
 }
 
 }  // namespace hypatia::cuda
