@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
@@ -37,7 +38,7 @@ double best_ms(int reps, const std::function<void()>& body) {
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
     body();
-    cuda::synchronize();
+    cuda::synchronize_queues();  // (every function's stream: cuda_streams=function)
     best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   return best;
@@ -176,6 +177,37 @@ void per_call() {
   });
   std::printf("\nper call, one-op function exp(x) of 1 element, device result, %d calls\n", kCalls);
   row("Function::call from C++ (per call, us)", t * 1000 / kCalls, "bare kernel launch (us)", raw * 1000 / kCalls);
+}
+
+/// Two functions with nothing in common (each a 512x512 product into its own shared variable: 16
+/// of cuBLAS's tiles, a few of the GPU's SMs), called 300 times each: by one thread in turn,
+/// and by two threads at once, each calling its own. With cuda_streams=function (each function
+/// a stream of its own) the two threads' kernels can run side by side on the device; with
+/// cuda_streams=one they queue on one stream (bench_cuda streams, under each setting).
+void two_threads() {
+  constexpr int kN = 512, kCalls = 300;
+  std::vector<Function> fs;
+  for (int i = 0; i < 2; ++i) {
+    Var w = shared(random_f32({kN, kN}, 40 + i), "w" + std::to_string(i));
+    FunctionOptions o = cuda_opts();
+    o.updates = {{w, w + dot(w, w) * 1e-6f}};
+    fs.push_back(function({}, {}, o));
+  }
+  std::vector<NDArray> none;
+  const double one_thread = best_ms(5, [&] {
+    for (int i = 0; i < kCalls; ++i)
+      for (Function& f : fs) f(none);
+  });
+  const double two = best_ms(5, [&] {
+    std::thread t([&] {
+      for (int i = 0; i < kCalls; ++i) fs[1](none);
+    });
+    for (int i = 0; i < kCalls; ++i) fs[0](none);
+    t.join();
+  });
+  std::printf("\ntwo functions (a 512x512 product each), %d calls each, cuda_streams=%s\n", kCalls,
+              config().cuda_streams.c_str());
+  row("two threads, one function each", two, "one thread calling both in turn", one_thread);
 }
 
 /// The counts of nodes on the GPU and on the CPU, and the CPU ones' names.
@@ -341,19 +373,24 @@ void convolutions(const std::string& dnn) {
 }  // namespace
 }  // namespace hypatia
 
-int main() {
+int main(int argc, char** argv) {
   using namespace hypatia;
   if (!cuda::available()) {
     std::printf("no GPU: %s\n", cuda::unavailable_reason().c_str());
     return 0;
   }
   std::printf("Hypatia CUDA backend benchmarks (sm_%d, %d SMs)\n", cuda::arch(), cuda::sm_count());
+  if (argc > 1 && std::string(argv[1]) == "streams") {  // only the two threads' benchmark
+    two_threads();
+    return 0;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   per_call();
   seed001();
   seed000();
   fused_chain();
   mlp();
+  two_threads();
   std::string why;
   if (cuda::cudnn_loadable(&why))
     convolutions("auto");

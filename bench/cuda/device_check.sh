@@ -21,6 +21,13 @@ export HYPATIA_CACHE_DIR=/tmp/hypatia_cache
 t0=$(date +%s)
 timeout 300 /tmp/h/bin/hypatia_tests --gtest_filter="${FILTER:-Cuda*}" 2>&1 | tee "$OUT/tests.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -150
 echo "tests: $(( $(date +%s) - t0 )) s"
+# The backend with one stream for every function (cuda_streams=one; the default gives each
+# function its own): the tests of shared state between functions and calls, and the two threads'
+# benchmark under each setting.
+HYPATIA_FLAGS=cuda_streams=one timeout 120 /tmp/h/bin/hypatia_tests \
+  --gtest_filter='CudaRun.FunctionsOnStreams*:CudaRun.SharedVariables*:CudaRun.AFailedCall*:CudaRun.AClassifier*:CudaRun.ATrainingLoop*:CudaRun.DeviceResults*' \
+  2>&1 | tee "$OUT/tests_one_stream.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -30
+for s in function one; do HYPATIA_FLAGS=cuda_streams=$s timeout 60 /tmp/h/bin/bench_cuda streams 2>&1 | tee -a "$OUT/streams.txt"; done
 # The Python package built for this machine's Python (pack_python_for_device.sh), when carried:
 # the suite as CI runs it (the GPU tests in it run here), the numerical suites with device=cuda,
 # and the Python benchmark.

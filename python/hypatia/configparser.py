@@ -35,6 +35,7 @@ _KEYS = (
     "conv",
     "cuda_sync",
     "cuda_graphs",
+    "cuda_streams",
     "dnn.enabled",
     "dnn.conv.algo_fwd",
     "dnn.conv.algo_bwd_data",

@@ -414,6 +414,55 @@ TEST(Placement, ASharedVariableCreatedWithATargetStaysOnItsDevice) {
                "CUDA_VISIBLE_DEVICES=1");
 }
 
+TEST(Placement, EachFunctionQueuesOnItsOwnQueueAndWaitsOnlyForTheOthersWorkOnWhatItUses) {
+  // The emulated GPU gives each function a queue, as the CUDA backend does with
+  // cuda_streams=function, and notes the waits between queues the calls need (there being nothing
+  // to wait for on the host).
+  using testing::take_emulated_gpu_queue_waits;
+  using W = std::vector<std::pair<int, int>>;
+  EmulatedGpu gpu;
+  FunctionOptions o;
+  o.backend = hypatia::testing::kEmulatedGpuBackend;
+  Var x = shared(NDArray::from_vector<double>({1, 2, 3}), "x");
+  Var y = shared(NDArray::from_vector<double>({0, 0}), "y");
+  FunctionOptions up = o;
+  up.updates = {{x, x + 1.0}};
+  Function step = function({}, {}, up);
+  Function read = function({}, {x * 2.0}, o);
+  Function other = function({}, {exp(y)}, o);
+  Var a = vector("a", DType::Float64);
+  Function scale = function({a}, {a * 3.0}, o);
+  take_emulated_gpu_queue_waits();
+  step({});  // x was put on the device outside any call (queue 0): nothing to wait for
+  step({});  // what its own queue wrote
+  EXPECT_EQ(take_emulated_gpu_queue_waits(), W{});
+  read({});  // what step's queue wrote: read's waits for it
+  W w = take_emulated_gpu_queue_waits();
+  ASSERT_EQ(w.size(), 1u);
+  const auto [r, s] = w[0];
+  EXPECT_NE(r, s);
+  EXPECT_GT(r, 0);
+  EXPECT_GT(s, 0);
+  read({});
+  EXPECT_EQ(take_emulated_gpu_queue_waits(), (W{{r, s}}));
+  // step writes x again (in place, or its old buffer goes back to step's cache): after read's
+  // queue has read it.
+  step({});
+  EXPECT_EQ(take_emulated_gpu_queue_waits(), (W{{s, r}}));
+  step({});
+  other({});  // shares nothing with them
+  EXPECT_EQ(take_emulated_gpu_queue_waits(), W{});
+  // A device argument step's queue wrote: waited for by the queue of the function it is passed to.
+  NDArray xv = get_value(x, true, true);
+  ASSERT_EQ(xv.device(), Device::cuda(0));
+  EXPECT_ALLCLOSE(scale({xv})[0], NDArray::from_vector<double>({15, 18, 21}));
+  w = take_emulated_gpu_queue_waits();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].second, s);
+  EXPECT_ALLCLOSE(read({})[0], NDArray::from_vector<double>({10, 12, 14}));
+  EXPECT_ALLCLOSE(get_value(x), NDArray::from_vector<double>({5, 6, 7}));
+}
+
 TEST(Placement, IndexArithmeticStaysOnTheHostAndOutOfPlace) {
   // The gradient of a mean divides by a count computed from shape entries (sub, int_div, neg,
   // maximum of 0-d integers): index arithmetic, which runs on the host (on the device each call

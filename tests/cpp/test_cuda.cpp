@@ -4,10 +4,12 @@
 // Without a GPU only the parts that need none run here (the kernel generator through NVRTC, the
 // caching allocator on host stand-ins, the clear refusal); the rest skip, and run on a GPU
 // machine (DEVELOPERS.md: bench/cuda/device_check.sh).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "backend_conformance.h"
 #include "hypatia/backends/backend.h"
@@ -211,33 +213,33 @@ TEST(CudaCodegen, AFusedProgramWithFloat16StorageCompiles) {
 }
 
 TEST(CudaAllocator, SizeClassesReuseAndPressure) {
-  EXPECT_EQ(cuda::CachingAllocator::size_class(1), 512u);
-  EXPECT_EQ(cuda::CachingAllocator::size_class(513), 1024u);
-  EXPECT_EQ(cuda::CachingAllocator::size_class(1 << 20), size_t{1} << 20);
-  EXPECT_EQ(cuda::CachingAllocator::size_class((1 << 20) + 1), (size_t{1} << 20) + (size_t{1} << 18));
-  EXPECT_EQ(cuda::CachingAllocator::size_class(size_t{3} << 30), size_t{3} << 30);
+  EXPECT_EQ(CachingAllocator::size_class(1), 512u);
+  EXPECT_EQ(CachingAllocator::size_class(513), 1024u);
+  EXPECT_EQ(CachingAllocator::size_class(1 << 20), size_t{1} << 20);
+  EXPECT_EQ(CachingAllocator::size_class((1 << 20) + 1), (size_t{1} << 20) + (size_t{1} << 18));
+  EXPECT_EQ(CachingAllocator::size_class(size_t{3} << 30), size_t{3} << 30);
   // Host stand-ins with a budget of 4 MiB.
   struct Pool {
     size_t used = 0, budget = 4 << 20;
     int allocs = 0, frees = 0;
     std::map<void*, size_t> live;
   } pool;
-  cuda::CachingAllocator a(cuda::CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
-                                                         if (pool.used + n > pool.budget) return nullptr;
-                                                         void* p = std::malloc(n);
-                                                         pool.used += n;
-                                                         pool.live[p] = n;
-                                                         ++pool.allocs;
-                                                         return p;
-                                                       },
-                                                       .free =
-                                                           [&](void* p) {
-                                                             pool.used -= pool.live.at(p);
-                                                             pool.live.erase(p);
-                                                             std::free(p);
-                                                             ++pool.frees;
-                                                           },
-                                                       .free_bytes = [&] { return pool.budget - pool.used; }});
+  CachingAllocator a(CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
+                                             if (pool.used + n > pool.budget) return nullptr;
+                                             void* p = std::malloc(n);
+                                             pool.used += n;
+                                             pool.live[p] = n;
+                                             ++pool.allocs;
+                                             return p;
+                                           },
+                                           .free =
+                                               [&](void* p) {
+                                                 pool.used -= pool.live.at(p);
+                                                 pool.live.erase(p);
+                                                 std::free(p);
+                                                 ++pool.frees;
+                                               },
+                                           .free_bytes = [&] { return pool.budget - pool.used; }});
   {
     auto b1 = a.allocate(1000);
     EXPECT_EQ(a.stats().in_use, 1024u);
@@ -272,25 +274,25 @@ TEST(CudaAllocator, OutOfMemoryAsksOtherHoldersToLetGoAndRetries) {
   std::map<void*, size_t> live;
   std::vector<std::shared_ptr<void>> held;
   int relieved = 0;
-  cuda::CachingAllocator a(cuda::CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
-                                                         if (used + n > (4u << 20)) return nullptr;
-                                                         void* p = std::malloc(n);
-                                                         used += n;
-                                                         live[p] = n;
-                                                         return p;
-                                                       },
-                                                       .free =
-                                                           [&](void* p) {
-                                                             used -= live.at(p);
-                                                             live.erase(p);
-                                                             std::free(p);
-                                                           },
-                                                       .free_bytes = [&] { return (4u << 20) - used; },
-                                                       .relieve =
-                                                           [&] {
-                                                             ++relieved;
-                                                             held.clear();
-                                                           }});
+  CachingAllocator a(CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
+                                             if (used + n > (4u << 20)) return nullptr;
+                                             void* p = std::malloc(n);
+                                             used += n;
+                                             live[p] = n;
+                                             return p;
+                                           },
+                                           .free =
+                                               [&](void* p) {
+                                                 used -= live.at(p);
+                                                 live.erase(p);
+                                                 std::free(p);
+                                               },
+                                           .free_bytes = [&] { return (4u << 20) - used; },
+                                           .relieve =
+                                               [&] {
+                                                 ++relieved;
+                                                 held.clear();
+                                               }});
   held.push_back(a.allocate(3 << 20));
   // 3 MiB held, nothing cached: a 2 MiB request fits only once the holder lets go.
   auto b = a.allocate(2 << 20);
@@ -306,15 +308,71 @@ TEST(CudaAllocator, OutOfMemoryAsksOtherHoldersToLetGoAndRetries) {
   EXPECT_EQ(used, 0u);
   // A thread that captures a recording frees nothing (freeing would break the capture): its lock
   // is empty, and the allocation fails at once (the recording fails; its steps run again).
-  cuda::CachingAllocator capturing(
-      cuda::CachingAllocator::Raw{.alloc = [&](size_t n) -> void* { return nullptr; },
-                                  .free = [&](void* p) { ADD_FAILURE() << "freed while capturing"; },
-                                  .free_bytes = [] { return size_t{0}; },
-                                  .relieve = [&] { ++relieved; },
-                                  .exclusive = [] { return std::unique_lock<std::mutex>(); }});
+  CachingAllocator capturing(CachingAllocator::Raw{.alloc = [&](size_t n) -> void* { return nullptr; },
+                                                   .free = [&](void* p) { ADD_FAILURE() << "freed while capturing"; },
+                                                   .free_bytes = [] { return size_t{0}; },
+                                                   .relieve = [&] { ++relieved; },
+                                                   .exclusive = [] { return std::unique_lock<std::mutex>(); }});
   EXPECT_ERROR(MemoryError, capturing.allocate(100), "out of device memory");
   EXPECT_EQ(relieved, 2);
   EXPECT_EQ(capturing.stats().pressure, 0u);
+}
+
+TEST(CudaAllocator, BuffersStayWithTheirQueueAndOtherQueuesAreWaitedFor) {
+  // Host stand-ins; `order` notes each "queue `into` waits for `from`'s work so far".
+  int allocs = 0;
+  std::vector<std::pair<int, int>> waits;
+  CachingAllocator a(CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
+                                             ++allocs;
+                                             return std::malloc(n);
+                                           },
+                                           .free = [](void* p) { std::free(p); },
+                                           .order = [&](int into, int from) { waits.emplace_back(into, from); }});
+  using W = std::vector<std::pair<int, int>>;
+  // A buffer freed by queue 1 goes back to queue 1's cache: queue 2 gets a new one (its work could
+  // run before queue 1's last reader), queue 1 the cached one.
+  void* first = a.allocate(1000, 1).get();
+  { auto b = a.allocate(1000, 2); }
+  EXPECT_EQ(allocs, 2);
+  {
+    auto b = a.allocate(1000, 1);
+    EXPECT_EQ(b.get(), first);
+  }
+  EXPECT_EQ(allocs, 2);
+  EXPECT_TRUE(waits.empty());
+  // A value queue 1 made: queue 2 reads it after queue 1's work; queue 1 itself waits for nothing.
+  std::shared_ptr<void> v = a.allocate(4096, 1);
+  CachingAllocator::Block* b = CachingAllocator::block_of(v);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(CachingAllocator::block_of(std::shared_ptr<void>(v, static_cast<char*>(v.get()) + 8)), b);
+  EXPECT_EQ(CachingAllocator::block_of(std::make_shared<int>(1)), nullptr);
+  a.reads(*b, 1);
+  EXPECT_TRUE(waits.empty());
+  a.reads(*b, 2);
+  a.reads(*b, 3);
+  EXPECT_EQ(waits, (W{{2, 1}, {3, 1}}));
+  // Queue 2 writes it in place: after queue 1 (its writer) and queue 3 (a reader since).
+  waits.clear();
+  a.writes(*b, 2);
+  EXPECT_EQ(waits, (W{{2, 1}, {2, 3}}));
+  // Now queue 1 reads what queue 2 wrote; queue 0 (outside calls: the legacy stream, ordered
+  // with every queue by CUDA) is never waited for, nor does it wait.
+  waits.clear();
+  a.reads(*b, 1);
+  a.reads(*b, 0);
+  EXPECT_EQ(waits, (W{{1, 2}}));
+  // Freed, it returns to queue 1's cache once queue 1 waits for queue 2 (its last writer).
+  waits.clear();
+  v.reset();
+  EXPECT_EQ(waits, (W{{1, 2}}));
+  // A buffer of queue 0 that a function's queue wrote: freed without waits (queue 0's later work
+  // waits for every queue by itself).
+  waits.clear();
+  std::shared_ptr<void> z = a.allocate(512, 0);
+  a.writes(*CachingAllocator::block_of(z), 4);
+  z.reset();
+  EXPECT_TRUE(waits.empty());
+  a.release_cached();
 }
 
 TEST(MemoryPressure, HandlersRunForEachEventAndNotAfterTheyAreRemoved) {
@@ -455,6 +513,50 @@ TEST(CudaRun, SharedVariablesLiveOnTheDeviceAndALoopTransfersNothing) {
   EXPECT_FALSE(get_value(m, true, true).on_host());
   f({});
   EXPECT_ALLCLOSE(get_value(yv), b0);
+}
+
+TEST(CudaRun, FunctionsOnStreamsOfTheirOwnSeeEachOthersWritesInOrder) {
+  REQUIRE_GPU();
+  // step adds 1 to x (4M floats) through a 2048^3 product that comes to exactly 1 (m = 1/2048
+  // everywhere: m m = m, summed 2048), so that its kernels take a while; `read` (another function:
+  // another stream with cuda_streams=function) must see every step before it, never part of one.
+  constexpr int64_t kN = 2048;
+  NDArray m0 = NDArray::empty({kN, kN}, DType::Float32);
+  for (int64_t i = 0; i < m0.size(); ++i) m0.data<float>()[i] = 1.0f / kN;
+  Var m = shared(m0, "m"), x = shared(NDArray::zeros({4 << 20}, DType::Float32), "x");
+  FunctionOptions so = on("cuda");
+  so.updates = {{x, x + sum(dot(m, m)) / static_cast<double>(kN)}};
+  Function step = function({}, {}, so);
+  Function read = function({}, {max(x), min(x)}, on("cuda"));
+  Var a = vector("a", DType::Float32);
+  Function plus = function({a}, {Out(device_from_host(a + 1.0, Device::cuda(0)), true)}, on("cuda"));
+  for (int i = 1; i <= 20; ++i) {
+    step({});
+    std::vector<NDArray> r = read({});
+    ASSERT_EQ(r[0].data<float>()[0], static_cast<float>(i)) << "call " << i;
+    ASSERT_EQ(r[1].data<float>()[0], static_cast<float>(i)) << "call " << i;
+    // A device result of another function passed on while step's next write is queued: read after
+    // the write before it, not the one after.
+    NDArray xd = get_value(x, true, true);
+    step({});
+    std::vector<NDArray> p = plus({xd});
+    ASSERT_FALSE(p[0].on_host());
+    ++i;
+    EXPECT_EQ(p[0].to_device(Device::host()).data<float>()[12345], static_cast<float>(i));
+  }
+  // Two threads at once: step on one, read on the other; every read sees whole steps, in order.
+  std::vector<float> seen;
+  std::thread t([&] {
+    for (int i = 0; i < 20; ++i) step({});
+  });
+  for (int i = 0; i < 40; ++i) {
+    std::vector<NDArray> r = read({});
+    EXPECT_EQ(r[0].data<float>()[0], r[1].data<float>()[0]) << "a read saw part of a step";
+    seen.push_back(r[0].data<float>()[0]);
+  }
+  t.join();
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(get_value(x).data<float>()[0], 40.0f);
 }
 
 TEST(CudaRun, TransferCountsOfSeed000) {

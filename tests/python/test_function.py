@@ -370,6 +370,13 @@ def test_config_roundtrip():
         assert cfg.cuda_graphs is False
         assert hypatia._core.config_get("cuda_graphs") == "False"
     assert cfg.cuda_graphs is True
+    # One stream per function by default; "one" queues every function's work on one stream.
+    assert cfg.cuda_streams == "function"
+    with hypatia.change_flags(cuda_streams="one"):
+        assert hypatia._core.config_get("cuda_streams") == "one"
+    with pytest.raises(ValueError, match="cuda_streams"):
+        cfg.cuda_streams = "two"
+    assert cfg.cuda_streams == "function"
     with hypatia.change_flags(allow_gc=False):
         x = T.dvector()
         f = function([x], T.exp(x) * 2)

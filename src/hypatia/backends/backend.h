@@ -58,6 +58,30 @@ class Recorder {
   virtual std::unique_ptr<Recording> end(bool keep) = 0;
 };
 
+/// How a device backend orders the device work of different functions' calls
+/// (Description::queues; null: the backend's work is done when its kernel returns, or one queue
+/// orders it all). Each function is given a queue when it is compiled, and its calls queue their
+/// device work there; the runtime (Program::run) tells the backend what a call reads and writes
+/// that was made outside it (arguments, shared variables' values, buffers reused in place)
+/// before the call queues work on them, so that the call's queue waits on the device for the
+/// other queues' work on them. The call is the calling thread's.
+class CallQueues {
+ public:
+  virtual ~CallQueues() = default;
+  /// The queue of a new function.
+  virtual int assign() = 0;
+  /// Begins a call on `queue` on the calling thread; false when the thread is in a call already
+  /// (a loop body's program: it queues on the outer call's queue).
+  virtual bool enter(int queue) = 0;
+  /// Ends the call begun by enter() (true).
+  virtual void leave() = 0;
+  /// The call reads `a` (made outside it; arrays of other devices are ignored): its queue waits
+  /// for the work that last wrote a's buffer on another queue.
+  virtual void reads(const NDArray& a) = 0;
+  /// The call writes into `a`'s buffer in place: its queue waits for every other queue's work on it.
+  virtual void writes(const NDArray& a) = 0;
+};
+
 class Backend {
  public:
   struct Description {
@@ -91,6 +115,8 @@ class Backend {
     /// them (null: nothing to do). A backend whose kernels request code to be built (the CUDA
     /// backend's modules) builds it here, all at once, and throws its errors from function().
     std::function<void()> kernels_made;
+    /// Orders the device work of different functions' calls (null: not needed).
+    std::shared_ptr<CallQueues> queues;
   };
 
   explicit Backend(Description d);
@@ -107,6 +133,7 @@ class Backend {
   bool default_for_device() const { return desc_.default_for_device; }
   const std::vector<rewrite::StorageDType>& storage_dtypes() const { return desc_.storage_dtypes; }
   Recorder* recorder() const { return desc_.recorder.get(); }
+  CallQueues* queues() const { return desc_.queues.get(); }
 
   /// An uninitialized C-contiguous array on the backend's device (device 0 of its kind).
   virtual NDArray allocate(const Shape& shape, DType dtype) const;

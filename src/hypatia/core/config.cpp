@@ -90,6 +90,9 @@ void Config::set(std::string_view key, std::string_view value) {
     cuda_sync = parse_bool(key, v);
   } else if (key == "cuda_graphs") {
     cuda_graphs = parse_bool(key, v);
+  } else if (key == "cuda_streams") {
+    expect_one_of(key, v, {"function", "one"});
+    cuda_streams = v;
   } else if (key == "dnn.conv.algo_fwd" || key == "dnn.conv.algo_bwd_data" || key == "dnn.conv.algo_bwd_filter") {
     // Theano's fixed algorithms (small, none, large, fft, winograd, ...) are not offered: cuDNN's
     // own choice or the timed one is always at least as fast where it applies.
@@ -101,10 +104,11 @@ void Config::set(std::string_view key, std::string_view value) {
     expect_one_of(key, v, {"auto", "True", "False", "no_check"});
     dnn_enabled = v;
   } else {
-    fail<ValueError>("config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
-                     "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
-                     "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv, cuda_sync, ",
-                     "cuda_graphs, dnn.enabled, dnn.conv.algo_fwd, dnn.conv.algo_bwd_data, dnn.conv.algo_bwd_filter)");
+    fail<ValueError>(
+        "config: unknown option '", key, "' (options: floatX, device, mode, optimizer, allow_gc, ",
+        "profile, exception_verbosity, compute_test_value, openmp_elemwise_minsize, num_threads, ",
+        "print_rewrites, debug_checks, optimizer_including, optimizer_excluding, blas, conv, cuda_sync, ",
+        "cuda_graphs, cuda_streams, dnn.enabled, dnn.conv.algo_fwd, dnn.conv.algo_bwd_data, dnn.conv.algo_bwd_filter)");
   }
 }
 
@@ -127,6 +131,7 @@ std::string Config::get(std::string_view key) const {
   if (key == "conv") return conv;
   if (key == "cuda_sync") return cuda_sync ? "True" : "False";
   if (key == "cuda_graphs") return cuda_graphs ? "True" : "False";
+  if (key == "cuda_streams") return cuda_streams;
   if (key == "dnn.enabled") return dnn_enabled;
   if (key == "dnn.conv.algo_fwd") return dnn_conv_algo_fwd;
   if (key == "dnn.conv.algo_bwd_data") return dnn_conv_algo_bwd_data;

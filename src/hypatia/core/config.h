@@ -53,6 +53,12 @@ struct Config {
   /// inputs repeat and replays them (one launch instead of one per kernel); False runs every
   /// kernel from the host on every call.
   bool cuda_graphs = true;
+  /// How the CUDA backend queues device work: "function" (each function gets a stream of its
+  /// own, so that calls of different functions from different threads overlap on the device;
+  /// values one function's call writes are waited for by another function's call on the device,
+  /// through events) or "one" (one stream for the process: every call's work in the order it
+  /// was queued). Read when the CUDA backend first starts.
+  std::string cuda_streams = "function";
   /// How the CUDA backend picks cuDNN's algorithm for each convolution shape, per direction
   /// (Theano's dnn.conv.algo_fwd, algo_bwd_data, algo_bwd_filter): "guess_once" (cuDNN's first
   /// heuristic choice) or "time_once" (each candidate timed on the node's first call with that

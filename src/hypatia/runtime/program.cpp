@@ -183,6 +183,21 @@ class UpdateSerializer {
   std::atomic<std::thread::id>* owner_ = nullptr;
 };
 
+/// A call on its function's device queue (CallQueues): the calling thread's device work goes
+/// there from construction to destruction (a call inside a call stays on the outer one's).
+class QueueScope {
+ public:
+  QueueScope(CallQueues* q, int queue) : q_(q && q->enter(queue) ? q : nullptr) {}
+  ~QueueScope() {
+    if (q_) q_->leave();
+  }
+  QueueScope(const QueueScope&) = delete;
+  QueueScope& operator=(const QueueScope&) = delete;
+
+ private:
+  CallQueues* q_;
+};
+
 }  // namespace
 
 Program::Program() = default;
@@ -241,6 +256,8 @@ void Program::finalize() {
       release_cells_.push_back(static_cast<int>(c));
   read_locks_ = lock_order(shared);
   update_locks_ = lock_order(updates);
+  queues_ = backend ? backend->queues() : nullptr;
+  if (queues_) queue_ = queues_->assign();
   any_mutable_input_ = std::any_of(inputs.begin(), inputs.end(), [](const InputSlot& s) { return s.mutable_; });
   producer_.assign(cell_kind.size(), -1);
   for (size_t t = 0; t < steps.size(); ++t)
@@ -559,7 +576,10 @@ void Program::prepare_shared_destroyers(Frame& f) const {
         if (s.cell == c && s.shared->value.shares_buffer(cell)) ours = 2;
       // A step hook (NanGuardMode, MonitorMode) may fail the call after a step wrote in place: the
       // step then writes into a copy, so that the shared variable keeps its value until commit.
-      if (cell.use_count() > ours || !cell.can_write_in_place() || pre_step || post_step) cell = cell.copy();
+      if (cell.use_count() > ours || !cell.can_write_in_place() || pre_step || post_step)
+        cell = cell.copy();
+      else if (queues_)
+        queues_->writes(cell);  // (a device's other queues may still read it)
     }
 }
 
@@ -589,6 +609,7 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   HYP_ASSERT(args.size() == inputs.size() && outs.size() == outputs.size());
   UpdateSerializer serial(!updates.empty(), update_mu_, update_owner_);
   auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  QueueScope queue(queues_, queue_);
   FrameLease lease(*this);
   Frame& f = lease.frame();
   if (profile) {  // a failed call's timings are not merged into this one
@@ -602,7 +623,10 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   // hold).
   std::vector<NDArray> replaced;
   try {
-    for (size_t i = 0; i < args.size(); ++i) bind_input(f, i, args[i], args);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (queues_) queues_->reads(args[i]);  // (before binding copies it, say)
+      bind_input(f, i, args[i], args);
+    }
     if (check_rewrites) {
       std::vector<NDArray> bound;
       for (const InputSlot& s : inputs) bound.push_back(f.storage[s.cell]);
@@ -613,25 +637,33 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       CellLocks lock(read_locks_);
       for (const SharedSlot& s : shared) f.storage[s.cell] = s.shared->value;
     }
-    for (const SharedSlot& s : shared)
-      if (NDArray& v = f.storage[s.cell]; v.valid() && v.device().kind != s.device) [[unlikely]]
+    for (const SharedSlot& s : shared) {
+      NDArray& v = f.storage[s.cell];
+      if (queues_) queues_->reads(v);
+      if (v.valid() && v.device().kind != s.device) [[unlikely]]
         v = v.to_device(Device{s.device, 0});
+    }
     if (any_mutable_input_)
       for (const InputSlot& in : inputs) {
         NDArray& cell = f.storage[in.cell];
         if (!in.mutable_ || !cell.valid() || cell.use_count() == 1) continue;  // private copy already
+        bool copied = false;
         for (const SharedSlot& s : shared)
           if (f.storage[s.cell].may_share_memory(cell)) {
             cell = cell.copy();
+            copied = true;
             break;
           }
+        if (!copied && queues_) queues_->writes(cell);  // (the caller's buffer, written in place)
       }
     // The caller's previous outputs, when nothing else holds them, become this call's output buffers.
     for (size_t i = 0; i < outputs.size(); ++i) {
       NDArray& cell = f.storage[outputs[i].cell];
       if (cell_kind[outputs[i].cell] == CellKind::Intermediate && !cell.valid() && outs[i].valid() &&
-          outs[i].unique() && outs[i].writeable())
+          outs[i].unique() && outs[i].writeable()) {
         cell = std::move(outs[i]);
+        if (queues_) queues_->writes(cell);  // (another function's call may still read it)
+      }
       outs[i].reset();
     }
     // Recorded device work is replayed only where no hook or profile needs each step run.

@@ -223,6 +223,10 @@ class Program final : public InnerProgram {
   std::vector<int> producer_;
   bool any_deferred_ = false, any_lazy_ = false, any_device_checks_ = false;
   Recorder* recorder_ = nullptr;
+  /// The backend's ordering of device work between functions (null: none), and this program's
+  /// queue there (its calls' device work goes to it).
+  CallQueues* queues_ = nullptr;
+  int queue_ = 0;
   std::vector<Segment> segments_;
   /// The id of relieve_pressure's registration (0: none).
   uint64_t pressure_handler_ = 0;

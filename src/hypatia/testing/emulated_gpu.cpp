@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hypatia/backends/backend.h"
+#include "hypatia/backends/device_queues.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/backends/scan_kernels.h"
 #include "hypatia/core/device.h"
@@ -23,11 +24,30 @@
 namespace hypatia::testing {
 namespace {
 
+struct State;
+State& state();
+
 struct State {
   std::mutex mu;
   std::atomic<int64_t> to_device{0}, to_host{0}, on_device{0};
   std::optional<DeviceMemory> saved;
   bool had_memory = false, installed = false, backend_registered = false;
+  /// The queues' waits (Raw::order: "into waits for from"), the next function's queue.
+  std::mutex waits_mu;
+  std::vector<std::pair<int, int>> waits;
+  std::atomic<int> next_queue{0};
+  /// The memory: host buffers through a device's caching allocator, each the queue's that
+  /// allocated it, as the CUDA backend's (the waits are noted, there is nothing to wait for).
+  CachingAllocator allocator{CachingAllocator::Raw{
+      .alloc = [](size_t n) { return std::aligned_alloc(64, n + 64); },  // (+64: SIMD reads past the end)
+      .free = [](void* p) { std::free(p); },
+      .order =
+          [](int into, int from) {
+            State& s = state();
+            std::lock_guard<std::mutex> lock(s.waits_mu);
+            s.waits.emplace_back(into, from);
+          },
+      .name = "emulated GPU"}};
 };
 State& state() {
   static State* s = new State;  // leaked: the memory functions may run during static destruction
@@ -133,15 +153,19 @@ void register_backend_once(State& s) {
   if (s.backend_registered) return;
   // The CPU's rewrite targets (fusion, float16 stored and computed in float32): its kernels run.
   const Backend& cpu = get_backend("cpu");
-  register_backend(
-      std::make_unique<Backend>(Backend::Description{.name = kEmulatedGpuBackend,
-                                                     .device = DeviceKind::Cuda,
-                                                     .fallback = "cpu",
-                                                     .fusable = cpu.rewrite_target().fusable,
-                                                     .max_fusion_inputs = cpu.rewrite_target().max_fusion_inputs,
-                                                     .max_fusion_outputs = cpu.rewrite_target().max_fusion_outputs,
-                                                     .storage_dtypes = cpu.storage_dtypes(),
-                                                     .index_arithmetic_on_host = true}));
+  register_backend(std::make_unique<Backend>(
+      Backend::Description{.name = kEmulatedGpuBackend,
+                           .device = DeviceKind::Cuda,
+                           .fallback = "cpu",
+                           .fusable = cpu.rewrite_target().fusable,
+                           .max_fusion_inputs = cpu.rewrite_target().max_fusion_inputs,
+                           .max_fusion_outputs = cpu.rewrite_target().max_fusion_outputs,
+                           .storage_dtypes = cpu.storage_dtypes(),
+                           .index_arithmetic_on_host = true,
+                           .queues = std::make_shared<AllocatorQueues>(s.allocator, DeviceKind::Cuda, [&s] {
+                             // (queues 1 to 15, as the CUDA backend's)
+                             return 1 + s.next_queue.fetch_add(1) % 15;
+                           })}));
   // Every op the CPU runs, but the transfers (host code by definition) and the ops that run inner
   // functions or lazy inputs (their programs are compiled for the host): those stay on the CPU.
   KernelTraits traits;
@@ -201,10 +225,10 @@ void install_emulated_gpu(bool as_default) {
     s.saved.reset();  // no CUDA backend built in
   }
   DeviceMemory m;
-  m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-    if (!p) return nullptr;
-    return std::shared_ptr<void>(p, std::free);
+  m.allocate = [&s](size_t bytes) -> std::shared_ptr<void> {
+    // (A test suite's many sizes would keep host memory cached without end: a bound, 256 MiB.)
+    if (s.allocator.stats().cached > (size_t{256} << 20)) s.allocator.release_cached();
+    return s.allocator.allocate(bytes, current_queue());
   };
   m.copy_from_host = [&s](void* d, const void* src, size_t n) {
     ++s.to_device;
@@ -238,6 +262,12 @@ void remove_emulated_gpu() {
     register_device_memory(DeviceKind::Cuda, std::move(none));
   }
   s.installed = false;
+}
+
+std::vector<std::pair<int, int>> take_emulated_gpu_queue_waits() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.waits_mu);
+  return std::exchange(s.waits, {});
 }
 
 EmulatedGpuCopies emulated_gpu_copies() {

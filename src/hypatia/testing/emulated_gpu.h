@@ -9,6 +9,8 @@
 // by the real backend afterwards (they are host memory).
 #pragma once
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace hypatia::testing {
 
@@ -25,6 +27,10 @@ void install_emulated_gpu(bool as_default = false);
 void remove_emulated_gpu();
 /// Copies through the stand-in's memory functions since the process started.
 EmulatedGpuCopies emulated_gpu_copies();
+/// The waits between queues (backends/device_queues.h) the stand-in's functions needed since the
+/// last take: (queue that waits, queue waited for), in order. Each function gets a queue of its
+/// own (1 to 15, round robin), as with the CUDA backend's cuda_streams=function.
+std::vector<std::pair<int, int>> take_emulated_gpu_queue_waits();
 
 /// install_emulated_gpu() for a scope (a test).
 class EmulatedGpu {

@@ -16,8 +16,27 @@ struct State {
   bool ok = false;
   std::string why;
   int arch = 0, sms = 0;
-  cudaStream_t stream = nullptr;
+  bool per_function = false;
+  /// The queues' streams (queue 0's: the legacy default stream, null, when per_function; else the
+  /// one stream) and events (wait_queue's, under g_order_mu).
+  cudaStream_t streams[kQueues] = {};
+  cudaEvent_t events[kQueues] = {};
 };
+std::mutex g_order_mu;
+
+/// Makes the queues' streams and events (false, with the error in `e`, when one fails).
+bool make_queues(State& st, cudaError_t& e) {
+  st.per_function = config().cuda_streams == "function";
+  const int n = st.per_function ? kQueues : 1;
+  for (int q = 0; q < n; ++q) {
+    if (q > 0 || !st.per_function)
+      if ((e = cudaStreamCreateWithFlags(&st.streams[q],
+                                         st.per_function ? cudaStreamDefault : cudaStreamNonBlocking)) != cudaSuccess)
+        return false;
+    if ((e = cudaEventCreateWithFlags(&st.events[q], cudaEventDisableTiming)) != cudaSuccess) return false;
+  }
+  return true;
+}
 
 State& state() {
   static State s = [] {
@@ -36,7 +55,7 @@ State& state() {
     }
     cudaDeviceProp p{};
     if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess || (e = cudaSetDevice(0)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        !make_queues(st, e)) {
       st.why = std::string("CUDA device 0 could not be initialised (") + cudaGetErrorString(e) + ")";
       cudaGetLastError();
       return st;
@@ -76,6 +95,7 @@ void bind(void* lib, F& f, const char* sym) {
 
 thread_local bool t_recording = false;
 std::atomic<bool> g_cublas_loaded{false};
+std::atomic<int> g_next_queue{0};
 
 }  // namespace
 
@@ -83,7 +103,28 @@ bool available() { return state().ok; }
 const std::string& unavailable_reason() { return state().why; }
 int arch() { return state().arch; }
 int sm_count() { return state().sms; }
-cudaStream_t stream() { return t_recording ? recording_stream() : state().stream; }
+bool queues_per_function() { return state().per_function; }
+
+int assign_queue() {
+  if (!state().per_function) return 0;
+  return 1 + g_next_queue.fetch_add(1, std::memory_order_relaxed) % (kQueues - 1);
+}
+
+cudaStream_t queue_stream(int q) { return state().streams[q]; }
+
+bool wait_queue(int into, int q) noexcept {
+  State& st = state();
+  // (One event per queue: recorded and waited for under the lock, so no other record comes
+  // between; a wait takes the record made before it, whatever is recorded later.)
+  std::lock_guard<std::mutex> lock(g_order_mu);
+  if (cudaEventRecord(st.events[q], st.streams[q]) == cudaSuccess &&
+      cudaStreamWaitEvent(st.streams[into], st.events[q], 0) == cudaSuccess)
+    return true;
+  cudaGetLastError();
+  return false;
+}
+
+cudaStream_t stream() { return t_recording ? recording_stream() : state().streams[current_queue()]; }
 
 cudaStream_t recording_stream() {
   static const cudaStream_t s = [] {
@@ -114,7 +155,28 @@ void require_available(const char* who) {
   if (!available()) fail<NotImplementedError>(who, ": the CUDA backend cannot run here: ", unavailable_reason());
 }
 
-void synchronize() { check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
+void synchronize() {
+  const cudaStream_t s = stream();
+  if (s != nullptr) {
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    return;
+  }
+  // The legacy default stream: an event recorded there (after, say, a copy queued there) has
+  // passed once all of its work has run.
+  thread_local cudaEvent_t e = [] {
+    cudaEvent_t r = nullptr;
+    check(cudaEventCreateWithFlags(&r, cudaEventDisableTiming), "cudaEventCreate (waiting for the default stream)");
+    return r;
+  }();
+  check(cudaEventRecord(e, nullptr), "cudaEventRecord (waiting for the default stream)");
+  check(cudaEventSynchronize(e), "cudaEventSynchronize (the default stream)");
+}
+
+void synchronize_queues() {
+  State& st = state();
+  for (int q = 0; q < (st.per_function ? kQueues : 1); ++q)
+    check(cudaStreamSynchronize(st.streams[q]), "cudaStreamSynchronize");
+}
 
 void after_launch(const char* what) {
   check(cudaPeekAtLastError(), what);
@@ -162,6 +224,20 @@ void check_cublas(cublasStatus_t s, const char* what) {
   fail<Error>("cuBLAS: ", what, " failed with status ", static_cast<int>(s));
 }
 
+namespace {
+
+cublasHandle_t make_cublas_handle(const Cublas& c, cudaStream_t s) {
+  cublasHandle_t h = nullptr;
+  check_cublas(c.create(&h), "cublasCreate");
+  check_cublas(c.set_stream(h, s), "cublasSetStream");
+  // float32 products in float32 (no TF32), as the CPU computes them.
+  check_cublas(c.set_math_mode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  check_cublas(c.set_pointer_mode(h, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+  return h;
+}
+
+}  // namespace
+
 const Cublas& cublas() {
   static Cublas c{};
   static const std::string error = load_library({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, [](void* lib) {
@@ -176,11 +252,7 @@ const Cublas& cublas() {
     bind(lib, c.strsm, "cublasStrsm_v2");
     bind(lib, c.dtrsm, "cublasDtrsm_v2");
     require_available("cuBLAS");
-    check_cublas(c.create(&c.handle), "cublasCreate");
-    check_cublas(c.set_stream(c.handle, state().stream), "cublasSetStream");
-    // float32 products in float32 (no TF32), as the CPU computes them.
-    check_cublas(c.set_math_mode(c.handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
-    check_cublas(c.set_pointer_mode(c.handle, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+    c.handle = make_cublas_handle(c, state().streams[0]);
   });
   if (!error.empty()) fail<NotImplementedError>("CUDA backend: ", error);
   g_cublas_loaded.store(true, std::memory_order_relaxed);
@@ -192,22 +264,28 @@ namespace {
 /// The handle recordings capture cuBLAS calls with: a handle of its own, bound to the recording
 /// stream, so that the main handle's stream never changes under another thread.
 cublasHandle_t recording_cublas(const Cublas& c) {
-  static const cublasHandle_t h = [&c] {
-    cublasHandle_t r = nullptr;
-    check_cublas(c.create(&r), "cublasCreate (recording handle)");
-    check_cublas(c.set_stream(r, recording_stream()), "cublasSetStream");
-    check_cublas(c.set_math_mode(r, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
-    check_cublas(c.set_pointer_mode(r, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
-    return r;
-  }();
+  static const cublasHandle_t h = make_cublas_handle(c, recording_stream());
   return h;
 }
+
+/// The handles of queues 1.. (queue 0's is Cublas::handle), made when first used: a handle's
+/// stream never changes, so threads on one queue may share it.
+std::atomic<cublasHandle_t> g_queue_cublas[kQueues];
+std::mutex g_queue_cublas_mu;
 
 }  // namespace
 
 cublasHandle_t cublas_handle() {
   const Cublas& c = cublas();
-  return t_recording ? recording_cublas(c) : c.handle;
+  if (t_recording) return recording_cublas(c);
+  const int q = current_queue();
+  if (q == 0) return c.handle;
+  if (cublasHandle_t h = g_queue_cublas[q].load(std::memory_order_acquire)) [[likely]]
+    return h;
+  std::lock_guard<std::mutex> lock(g_queue_cublas_mu);
+  if (!g_queue_cublas[q].load(std::memory_order_relaxed))
+    g_queue_cublas[q].store(make_cublas_handle(c, state().streams[q]), std::memory_order_release);
+  return g_queue_cublas[q].load(std::memory_order_relaxed);
 }
 
 void prepare_cublas_recording() {

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <string>
 
+#include "hypatia/backends/device_queues.h"
+
 namespace hypatia::cuda {
 
 /// Whether the CUDA runtime (libcudart, opened at first use: cudart_stubs.cpp) is loaded; `why`
@@ -30,9 +32,28 @@ void require_available(const char* who);
 /// The compute capability of device 0 as 90 for 9.0, and its multiprocessors.
 int arch();
 int sm_count();
-/// The stream every kernel, copy and cuBLAS call of device 0 is queued on (one per process:
-/// work is ordered, and a buffer freed by the host may be reused by the next queued work).
-/// While the calling thread records (set_recording), the recording stream instead.
+/// Queues of device work: streams, numbered. Work outside function calls goes to queue 0. With
+/// HYPATIA_FLAGS=cuda_streams=function (the default, read when the backend starts) each function
+/// is given one of the queues 1..kQueues-1 (round robin: functions beyond those share them), each
+/// a blocking stream, and queue 0 is CUDA's legacy default stream, which waits for the work
+/// queued before on every blocking stream and is waited for by the work queued after (so work
+/// outside calls needs no bookkeeping); with cuda_streams=one every queue is queue 0, one
+/// non-blocking stream for the process.
+constexpr int kQueues = 16;
+static_assert(kQueues <= kMaxQueues);
+/// Whether functions get queues of their own (cuda_streams=function).
+bool queues_per_function();
+/// The queue of a new function (0 with cuda_streams=one).
+int assign_queue();
+/// Queue q's stream (legacy default: null).
+cudaStream_t queue_stream(int q);
+/// Makes queue `into`'s later work wait, on the device, for q's work queued so far (false when
+/// CUDA refused: the device is lost; it throws nothing, for the allocator's deleters).
+bool wait_queue(int into, int q) noexcept;
+/// The stream every kernel, copy and cuBLAS call of the calling thread is queued on: its queue's
+/// (work on one queue is ordered, and a buffer freed by the host may be reused by the next work
+/// queued there: cuda_memory.h). While the calling thread records (set_recording), the recording
+/// stream instead.
 cudaStream_t stream();
 /// The stream recordings capture from (cuda_graphs.cpp; made on first use; its work never runs:
 /// the recorded graph is launched on stream()).
@@ -54,8 +75,11 @@ struct GraphStats {
 GraphStats graph_stats();
 /// Counts a recording that a call refused to be part of (a host transfer), with `why`.
 void recording_refused(const char* why);
-/// Waits for the stream (a host transfer's end; HYPATIA_FLAGS=cuda_sync=True after every kernel).
+/// Waits for the calling thread's stream (a host transfer's end; HYPATIA_FLAGS=cuda_sync=True after
+/// every kernel).
 void synchronize();
+/// Waits for every queue (what any call queued so far).
+void synchronize_queues();
 /// After a kernel launch: its launch error, and with cuda_sync=True its execution error.
 void after_launch(const char* what);
 /// Launches `k` on stream() with one block size and its parameters (checked as after_launch).
@@ -77,7 +101,7 @@ const Nvrtc& nvrtc();
 /// Whether libnvrtc can be loaded (it needs no GPU).
 bool nvrtc_loadable();
 
-/// cuBLAS's functions, from libcublas, and the handle bound to stream().
+/// cuBLAS's functions, from libcublas, and queue 0's handle.
 struct Cublas {
   decltype(&cublasCreate_v2) create;
   decltype(&cublasSetStream_v2) set_stream;
@@ -92,7 +116,8 @@ struct Cublas {
   cublasHandle_t handle = nullptr;
 };
 const Cublas& cublas();
-/// The cuBLAS handle bound to stream(): the recording one while this thread records.
+/// The cuBLAS handle bound to stream(): the calling thread's queue's (one per queue, made when
+/// first needed), the recording one while this thread records.
 cublasHandle_t cublas_handle();
 /// Makes the recording cuBLAS handle now if cuBLAS is in use (a recorder calls it before it
 /// starts capturing: creating a handle while capturing could break the capture).

@@ -226,8 +226,9 @@ void check_dnn(cudnnStatus_t s, const char* what) {
   fail<Error>("cuDNN: ", what, " failed: ", dnn().cudnnGetErrorString(s));
 }
 
-/// The handle bound to stream(): one for the kernels' stream (its calls serialized: a handle is
-/// not for concurrent use) and one for the recording stream (one thread records at a time).
+/// The handle bound to stream(): one for the queues' streams (its calls serialized: a handle is
+/// not for concurrent use; bound to the caller's stream under the lock) and one for the recording
+/// stream (one thread records at a time).
 struct DnnHandle {
   cudnnHandle_t h;
   std::unique_lock<std::mutex> lock;
@@ -254,7 +255,9 @@ DnnHandle handle() {
     g_main_made = true;
     return h;
   }();
-  return {main, std::unique_lock<std::mutex>(mu)};
+  std::unique_lock<std::mutex> lock(mu);
+  check_dnn(dnn().cudnnSetStream(main, stream()), "cudnnSetStream");
+  return {main, std::move(lock)};
 }
 
 cudnnDataType_t dnn_type(DType dt) { return dt == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }

@@ -481,7 +481,8 @@ void register_cuda_backend() {
       .storage_dtypes = {rewrite::StorageDType{DType::Float16, DType::Float32}},
       .recorder = make_cuda_recorder(),
       .index_arithmetic_on_host = true,
-      .kernels_made = build_requested_kernels}));
+      .kernels_made = build_requested_kernels,
+      .queues = make_cuda_queues()}));
   const std::string_view b = kCudaBackend;
   register_kernel(
       b, typeid(Elemwise),

@@ -1,96 +1,13 @@
 #include "hypatia/backends/cuda/cuda_memory.h"
 
-#include <bit>
 #include <cstring>
 
+#include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/core/device.h"
 #include "hypatia/core/error.h"
 
 namespace hypatia::cuda {
-
-size_t CachingAllocator::size_class(size_t bytes) {
-  if (bytes == 0) bytes = 1;
-  constexpr size_t kSmall = size_t{1} << 20;
-  if (bytes <= kSmall) return (bytes + 511) / 512 * 512;
-  const size_t p = std::bit_floor(bytes);  // p <= bytes < 2p
-  const size_t quarter = p / 4;
-  return (bytes + quarter - 1) / quarter * quarter;
-}
-
-std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
-  const size_t cls = size_class(bytes);
-  void* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(cls);
-    if (it != free_.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
-      stats_.cached -= cls;
-      ++stats_.reuses;
-    }
-  }
-  if (!p) {
-    p = raw_.alloc(cls);
-    if (!p) {
-      // Freeing device memory breaks a stream capture: it waits for another thread's, and the
-      // capturing thread itself frees nothing (its recording fails, and its steps run again
-      // outside it, where this path frees).
-      std::unique_lock<std::mutex> exclusive = raw_.exclusive ? raw_.exclusive() : std::unique_lock<std::mutex>();
-      if (!raw_.exclusive || exclusive.owns_lock()) {
-        release_cached();
-        p = raw_.alloc(cls);
-        if (!p && raw_.relieve) {
-          raw_.relieve();  // (what the holders let go of returns to the cache)
-          release_cached();
-          p = raw_.alloc(cls);
-          std::lock_guard<std::mutex> lock(mu_);
-          ++stats_.pressure;
-        }
-      }
-    }
-    if (!p) {
-      const size_t free_bytes = raw_.free_bytes ? raw_.free_bytes() : 0;
-      std::lock_guard<std::mutex> lock(mu_);
-      fail<MemoryError>("CUDA: out of device memory: ", bytes, " bytes requested (size class ", cls, "); ", free_bytes,
-                        " bytes free on the device, ", stats_.in_use, " bytes in use by Hypatia's arrays, ",
-                        stats_.cached, " cached (released before this retry, with the recorded device work of ",
-                        "functions not running now)");
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.raw_allocs;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.in_use += cls;
-    stats_.peak = std::max(stats_.peak, stats_.in_use);
-  }
-  return std::shared_ptr<void>(p, [this, cls](void* q) { give_back(q, cls); });
-}
-
-void CachingAllocator::give_back(void* p, size_t cls) {
-  std::lock_guard<std::mutex> lock(mu_);
-  free_[cls].push_back(p);
-  stats_.in_use -= cls;
-  stats_.cached += cls;
-}
-
-void CachingAllocator::release_cached() {
-  std::map<size_t, std::vector<void*>> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    all.swap(free_);
-    stats_.cached = 0;
-  }
-  for (auto& [cls, v] : all)
-    for (void* p : v) raw_.free(p);
-}
-
-CachingAllocator::Stats CachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
 
 CachingAllocator& device_allocator() {
   static CachingAllocator* a = new CachingAllocator(CachingAllocator::Raw{
@@ -113,6 +30,8 @@ CachingAllocator& device_allocator() {
       .relieve = [] { relieve_memory_pressure(DeviceKind::Cuda); },
       .exclusive =
           [] { return recording() ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(capture_mutex()); },
+      .order = [](int into, int from) { wait_queue(into, from); },
+      .name = "CUDA",
   });
   return *a;
 }
@@ -215,10 +134,11 @@ void DeviceCheckBlock::ensure() {
 
 DeviceCheckBlock::~DeviceCheckBlock() {
   if (!host_) return;
-  // A copy queued into the host words may still be pending: wait before the slot is reused. (At
-  // exit the runtime may be gone: the slot is then never reused, and nothing may throw here.)
+  // A copy queued into the host words may still be pending (on any queue): wait before the slot
+  // is reused. (At exit the runtime may be gone: the slot is then never reused, and nothing may
+  // throw here.)
   try {
-    if (available()) synchronize();
+    if (available()) synchronize_queues();
   } catch (...) {
     return;
   }
@@ -246,11 +166,16 @@ void DeviceCheckBlock::fetch() {
 
 void set_allocation_sink(std::vector<std::shared_ptr<void>>* sink) { t_sink = sink; }
 
+std::shared_ptr<CallQueues> make_cuda_queues() {
+  return std::make_shared<AllocatorQueues>(device_allocator(), DeviceKind::Cuda,
+                                           [] { return available() ? assign_queue() : 0; });
+}
+
 void register_cuda_memory() {
   DeviceMemory m;
   m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
     require_available("CUDA allocation");
-    std::shared_ptr<void> p = device_allocator().allocate(bytes);
+    std::shared_ptr<void> p = device_allocator().allocate(bytes, current_queue());
     if (t_sink) t_sink->push_back(p);
     return p;
   };

@@ -1,68 +1,14 @@
-// Device memory for the CUDA backend (internal to backends/cuda): a caching allocator and the
-// DeviceMemory functions NDArray uses for cuda arrays.
-//
-// The allocator keeps freed buffers by size class and gives them out again, so that a compiled
-// function called in a loop never reaches cudaMalloc (59 us for 1 MB on an H200) after its first
-// call. Reuse is stream-ordered: every kernel and copy of the backend is queued on one stream, so a
-// buffer the host lets go of while queued work still reads it is only written by work queued
-// later. When the device is out of memory the cache is released and the allocation retried; then
-// the holders of memory they can rebuild let go of what is idle (relieve_memory_pressure: the
-// recordings of device work of functions not running now), and the allocation is retried once
-// more; if it still fails the MemoryError names the bytes asked for, the device's free bytes and
-// the cache.
+// Device memory for the CUDA backend (internal to backends/cuda): the caching allocator of device
+// 0 (backends/device_queues.h, on cudaMalloc and cudaFree, its queues CUDA streams: cuda_api.h),
+// the blocks where kernels report failed checks, and the DeviceMemory functions NDArray uses for
+// cuda arrays.
 #pragma once
-#include <cstddef>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "hypatia/backends/device_queues.h"
+
 namespace hypatia::cuda {
-
-class CachingAllocator {
- public:
-  /// The raw device functions (tests give host stand-ins): allocate (null when out of memory),
-  /// free, the device's free bytes (for messages), what lets other holders of device memory
-  /// give theirs back (null: nothing; the device's allocator: relieve_memory_pressure), and the
-  /// lock that freeing needs (null: none; the device's: capture_mutex(), which waits for another
-  /// thread's capture; an empty lock when the calling thread captures: nothing is freed then).
-  struct Raw {
-    std::function<void*(size_t)> alloc;
-    std::function<void(void*)> free;
-    std::function<size_t()> free_bytes;
-    std::function<void()> relieve;
-    std::function<std::unique_lock<std::mutex>()> exclusive;
-  };
-  struct Stats {
-    size_t in_use = 0;      // bytes (size classes) handed out and not yet returned
-    size_t cached = 0;      // bytes held for reuse
-    size_t peak = 0;        // most in_use so far
-    size_t raw_allocs = 0;  // calls of Raw::alloc that succeeded
-    size_t reuses = 0;      // allocations served from the cache
-    size_t pressure = 0;    // allocations that needed other holders to give memory back
-  };
-
-  explicit CachingAllocator(Raw raw) : raw_(std::move(raw)) {}
-  /// A buffer of at least `bytes` (256-byte aligned as cudaMalloc's) that returns to the cache
-  /// when its last owner lets go; MemoryError when the device has no room even after the cache
-  /// is released.
-  std::shared_ptr<void> allocate(size_t bytes);
-  /// Frees every cached buffer (on memory pressure, and for tests).
-  void release_cached();
-  Stats stats() const;
-  /// The size class `bytes` is rounded up to: a multiple of 512 below 1 MiB, above it the next
-  /// of 1, 1.25, 1.5 and 1.75 times a power of two (at most a quarter wasted).
-  static size_t size_class(size_t bytes);
-
- private:
-  void give_back(void* p, size_t cls);
-
-  Raw raw_;
-  mutable std::mutex mu_;
-  std::map<size_t, std::vector<void*>> free_;
-  Stats stats_;
-};
 
 /// The allocator of CUDA device 0 (made on first use; never destroyed, so that arrays freed at
 /// exit still find it).
@@ -102,8 +48,12 @@ class DeviceCheckBlock {
   long long* host_ = nullptr;
 };
 
-/// Registers the DeviceMemory of the Cuda kind (allocation through device_allocator(), copies on
-/// the backend's stream; a copy to the host waits for it).
+/// Registers the DeviceMemory of the Cuda kind (allocation through device_allocator() for the
+/// calling thread's queue, copies on its stream; a copy to the host waits for it).
 void register_cuda_memory();
+/// The backend's CallQueues (backends/backend.h): a function's calls run on its queue (a stream of
+/// its own with cuda_streams=function); what they read and write of other calls' buffers is
+/// ordered through device_allocator()'s Blocks.
+std::shared_ptr<CallQueues> make_cuda_queues();
 
 }  // namespace hypatia::cuda

@@ -45,6 +45,7 @@ struct Runtime {
   X(cudaEventCreateWithFlags)  \
   X(cudaEventRecord)           \
   X(cudaEventSynchronize)      \
+  X(cudaStreamWaitEvent)       \
   X(cudaLibraryLoadData)       \
   X(cudaLibraryGetKernel)      \
   X(cudaStreamBeginCapture)    \
@@ -129,6 +130,7 @@ HYP_FORWARD(cudaHostAlloc, (void** p, size_t n, unsigned int flags), (p, n, flag
 HYP_FORWARD(cudaEventCreateWithFlags, (cudaEvent_t * e, unsigned int flags), (e, flags))
 HYP_FORWARD(cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))
 HYP_FORWARD(cudaEventSynchronize, (cudaEvent_t e), (e))
+HYP_FORWARD(cudaStreamWaitEvent, (cudaStream_t s, cudaEvent_t e, unsigned int flags), (s, e, flags))
 HYP_FORWARD(cudaLibraryLoadData,
             (cudaLibrary_t * lib, const void* code, cudaJitOption* jo, void** jv, unsigned int nj,
              cudaLibraryOption* lo, void** lv, unsigned int nl),
