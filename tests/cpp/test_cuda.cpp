@@ -852,6 +852,53 @@ TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
                   testing::make_array({2, 0, 1, std::sqrt(2.0)}, {2, 2}, DType::Float64), 1e-12, 1e-12);
 }
 
+TEST(CudaRun, SvdPinvAndQrRunThroughCusolverAndMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    const double tol = dt == DType::Float64 ? 1e-10 : 3e-4;
+    for (const Shape& shape : {Shape{7, 4}, Shape{4, 7}, Shape{5, 5}, Shape{0, 3}, Shape{3, 0}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str());
+      Var a = matrix("a", dt);
+      const int64_t k = std::min(shape[0], shape[1]);
+      // A singular vector's sign, and an orthonormal factor's, are the library's: compared through
+      // products that do not depend on them (U diag(s) Vt, U^T U, Q R, Q^T Q, |R|), the singular
+      // values and the pseudo-inverse directly.
+      const std::vector<Var> full = svd(a), thin = svd(a, false), q = qr(a), qc = qr(a, "complete");
+      std::vector<Out> outs = {full[1],
+                               svd(a, true, false)[0],
+                               dot(thin[0] * thin[1], thin[2]),
+                               dot(transpose(full[0]), full[0]),
+                               dot(full[2], transpose(full[2])),
+                               pinv(a),
+                               pinv(a, 0.5),
+                               dot(q[0], q[1]),
+                               dot(transpose(q[0]), q[0]),
+                               abs(q[1]),
+                               dot(qc[0], qc[1]),
+                               dot(transpose(qc[0]), qc[0]),
+                               abs(qr(a, "r")[0])};
+      Function fc = fn({a}, outs, on("cpu")), fg = fn({a}, outs, on("cuda"));
+      int on_gpu = 0;
+      for (const auto& n : fg.toposort())
+        if (dynamic_cast<const Linalg*>(n->op.get())) {
+          EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << n->op->name();
+          ++on_gpu;
+        }
+      EXPECT_GE(on_gpu, 7);
+      const NDArray av = random_array(shape, dt, 21, -1, 1);
+      const auto want = fc({av}), got = fg({av});
+      for (size_t i = 0; i < outs.size(); ++i) EXPECT_ALLCLOSE(got[i], want[i], tol, tol) << "output " << i;
+      if (k > 0) {
+        EXPECT_ALLCLOSE(got[2], av, tol, tol);  // (U diag(s) Vt is A)
+      }
+    }
+  }
+  // A rank-deficient matrix: pinv drops the zero singular value as numpy does.
+  Var a = matrix("a", DType::Float64);
+  const NDArray r1 = testing::make_array({1, 2, 2, 4, 3, 6}, {3, 2}, DType::Float64);
+  EXPECT_ALLCLOSE(fn({a}, {pinv(a)}, on("cuda"))({r1})[0], fn({a}, {pinv(a)}, on("cpu"))({r1})[0], 1e-12, 1e-12);
+}
+
 TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {
   REQUIRE_GPU();
   Var x = matrix("x", DType::Float32), n = scalar("n", DType::Int64);

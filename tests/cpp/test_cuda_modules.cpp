@@ -294,17 +294,19 @@ TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAG
       s1.compile_seconds - s0.compile_seconds);
 }
 
-TEST(CudaCompile, CholeskySolveInverseDetAndEighArePlacedOnTheGpuAndTheOtherLinalgOnTheHost) {
+TEST(CudaCompile, CholeskySolveInverseDetEighSvdPinvAndQrArePlacedOnTheGpuAndTheOtherLinalgOnTheHost) {
   REQUIRE_NVRTC();
   if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.CholeskySolveInverseDetAndEigh... runs them";
   CompilingWithoutAGpu scope;
   using testing::on;
   Var a = matrix("a", DType::Float64), b = matrix("b", DType::Float64);
   const cuda::ModuleCacheStats s0 = cuda::module_cache_stats();
-  Function f = function({a, b},
-                        {cholesky(a), solve(a, b), solve_triangular(a, b, true), matrix_inverse(a), det(a),
-                         solve(a, b, SolveStructure::PositiveDefinite), expm(a), eigh(a)[0], eigvalsh(a, b)},
-                        on("cuda"));
+  Function f =
+      function({a, b},
+               {cholesky(a), solve(a, b), solve_triangular(a, b, true), matrix_inverse(a), det(a),
+                solve(a, b, SolveStructure::PositiveDefinite), expm(a), eigh(a)[0], eigvalsh(a, b), svd(a)[1],
+                svd(a, false, false)[0], pinv(a), qr(a)[0], qr(a, "complete")[1], qr(a, "r")[0], qr(a, "raw")[0]},
+               on("cuda"));
   const cuda::ModuleCacheStats s1 = cuda::module_cache_stats();
   // The helpers' module requested when the kernels were made: compiled by NVRTC, or found.
   EXPECT_GT(s1.compiles + s1.disk_hits + s1.memory_hits, s0.compiles + s0.disk_hits + s0.memory_hits);
@@ -317,12 +319,13 @@ TEST(CudaCompile, CholeskySolveInverseDetAndEighArePlacedOnTheGpuAndTheOtherLina
     if (const auto* l = dynamic_cast<const Linalg*>(nodes[i]->op.get())) {
       const bool triangular = l->kind == LinalgKind::Solve && l->attrs.structure == SolveStructure::Triangular;
       const bool generalized = l->kind == LinalgKind::Eigh && nodes[i]->inputs.size() == 2;
-      const bool gpu = l->kind != LinalgKind::Expm && !generalized && (solver || triangular);
+      const bool raw = l->kind == LinalgKind::Qr && l->attrs.qr_mode == QrMode::Raw;
+      const bool gpu = l->kind != LinalgKind::Expm && !generalized && !raw && (solver || triangular);
       EXPECT_EQ(devices[i], gpu ? Device::cuda(0) : Device::host()) << l->name();
       (gpu ? on_gpu : on_host)++;
     }
-  EXPECT_EQ(on_gpu, solver ? 7 : 1);
-  EXPECT_EQ(on_host, solver ? 2 : 8);
+  EXPECT_EQ(on_gpu, solver ? 13 : 1);
+  EXPECT_EQ(on_host, solver ? 3 : 15);
 }
 
 TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGpu) {

@@ -498,6 +498,35 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
       k.det(&det);
       EXPECT_EQ(out.get_flat(0), sign * 1 * 12 * 23);
     }
+    // Qr's R from column-major factors of a 3 x 2 matrix (element (i, j) at j * 3 + i: 10 i + j + 1),
+    // 'complete' (3 rows) and reduced (2): the upper triangle, zeros below.
+    NDArray fac = NDArray::empty({6}, k.dt);
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t i = 0; i < 3; ++i) set(fac, j * 3 + i, static_cast<double>(10 * i + j + 1));
+    for (long long rr : {3LL, 2LL}) {
+      NDArray r = NDArray::full({rr, 2}, k.dt, 7.0);
+      struct {
+        long long m, n, rr;
+        unsigned long long a, out;
+      } ra{3, 2, rr, ptr(fac), ptr(r)};
+      k.r(&ra);
+      for (int64_t i = 0; i < rr; ++i)
+        for (int64_t j = 0; j < 2; ++j) EXPECT_EQ(r.get_flat(i * 2 + j), j >= i ? 10.0 * i + j + 1 : 0.0) << i << j;
+    }
+    // Pinv's scaling: U's (column-major 2 x 3) columns over s = (4, 2, 1e-20), the last dropped
+    // (below rcond * 4).
+    NDArray u = NDArray::empty({6}, k.dt), sv = NDArray::empty({3}, k.dt);
+    for (int64_t t = 0; t < 6; ++t) set(u, t, 8.0);
+    set(sv, 0, 4.0);
+    set(sv, 1, 2.0);
+    set(sv, 2, 1e-20);
+    struct {
+      long long m, k;
+      unsigned long long u, s;
+      double rcond;
+    } sa{2, 3, ptr(u), ptr(sv), 1e-15};
+    k.scale(&sa);
+    for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(u.get_flat(t), t < 2 ? 2.0 : t < 4 ? 4.0 : 0.0) << t;
   }
 }
 

@@ -60,6 +60,8 @@ struct HostLinalgKernels {
   void (*sym)(const void* args);
   void (*diag)(const void* args);
   void (*det)(const void* args);
+  void (*r)(const void* args);
+  void (*scale)(const void* args);
 };
 
 struct HostCumKernels {

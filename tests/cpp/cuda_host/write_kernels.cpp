@@ -203,9 +203,11 @@ int main(int argc, char** argv) {
         << "void tri(const void* a) { hyp_la_tri(*static_cast<const LaTriArgs*>(a)); }\n"
         << "void sym(const void* a) { hyp_la_sym(*static_cast<const LaSymArgs*>(a)); }\n"
         << "void diag(const void* a) { hyp_la_diag(*static_cast<const LaDiagArgs*>(a)); }\n"
-        << "void det(const void* a) { hyp_la_det(*static_cast<const LaDetArgs*>(a)); }\n}\n";
+        << "void det(const void* a) { hyp_la_det(*static_cast<const LaDetArgs*>(a)); }\n"
+        << "void r(const void* a) { hyp_la_r(*static_cast<const LaRArgs*>(a)); }\n"
+        << "void scale(const void* a) { hyp_la_scale(*static_cast<const LaScaleArgs*>(a)); }\n}\n";
     la_table += "    {" + dtype_enum(dt) + ", " + ns + "::info, " + ns + "::tri, " + ns + "::sym, " + ns + "::diag, " +
-                ns + "::det},\n";
+                ns + "::det, " + ns + "::r, " + ns + "::scale},\n";
   }
   out << la_table << table_tail("HostLinalgKernels", "kHostLinalgKernels");
   return out.good() ? 0 : 1;

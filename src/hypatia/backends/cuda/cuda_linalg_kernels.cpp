@@ -1,14 +1,15 @@
 // Linear algebra on the GPU: Linalg's Cholesky, Solve (general, symmetric, positive definite and
-// triangular A), Inverse, Det and Eigh (the standard problem) through cuSOLVER (opened when first needed, as cuBLAS is)
-// and cuBLAS's trsm, float32 and float64. Each matrix is copied into a column-major work buffer (a C-contiguous copy of
-// its transpose), factored and solved as the CPU's LAPACK calls are (backends/linalg_kernels.cpp), and copied back in C
-// order. A matrix that is not positive definite, or singular, is found on the device (cuSOLVER's devInfo; a zero on a
-// triangular A's diagonal): a small kernel writes it into the node's check block (KernelTraits::device_checks), raised
-// with the CPU's words once the call waits for the device. The other kinds (Eig, the generalized Eigh, Svd, Qr, Lstsq,
-// Pinv, Expm) run on the host through the CPU backend.
+// triangular A), Inverse, Det, Eigh (the standard problem), Svd, Pinv and Qr (but 'raw') through cuSOLVER (opened when
+// first needed, as cuBLAS is) and cuBLAS's trsm and gemm, float32 and float64. Each matrix is copied into a
+// column-major work buffer (a C-contiguous copy of its transpose), factored and solved as the CPU's LAPACK calls are
+// (backends/linalg_kernels.cpp), and copied back in C order. A matrix that is not positive definite, or singular, is
+// found on the device (cuSOLVER's devInfo; a zero on a triangular A's diagonal): a small kernel writes it into the
+// node's check block (KernelTraits::device_checks), raised with the CPU's words once the call waits for the device. The
+// other kinds (Eig, the generalized Eigh, Lstsq, Expm, Qr's 'raw' mode) run on the host through the CPU backend.
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
+#include <bit>
 #include <limits>
 #include <mutex>
 #include <type_traits>
@@ -39,7 +40,19 @@ namespace {
   X(cusolverDnSsyevd_bufferSize) \
   X(cusolverDnDsyevd_bufferSize) \
   X(cusolverDnSsyevd)            \
-  X(cusolverDnDsyevd)
+  X(cusolverDnDsyevd)            \
+  X(cusolverDnSgesvd_bufferSize) \
+  X(cusolverDnDgesvd_bufferSize) \
+  X(cusolverDnSgesvd)            \
+  X(cusolverDnDgesvd)            \
+  X(cusolverDnSgeqrf_bufferSize) \
+  X(cusolverDnDgeqrf_bufferSize) \
+  X(cusolverDnSgeqrf)            \
+  X(cusolverDnDgeqrf)            \
+  X(cusolverDnSorgqr_bufferSize) \
+  X(cusolverDnDorgqr_bufferSize) \
+  X(cusolverDnSorgqr)            \
+  X(cusolverDnDorgqr)
 
 /// cuSOLVER's functions, from libcusolver, and one handle, which one thread at a time uses (its
 /// stream set to the backend's before each call).
@@ -117,7 +130,13 @@ void by_dtype(DType dt, F&& f) {
 }
 
 /// What a check block's words say failed (word 2).
-enum Failure : int64_t { kNotPositiveDefinite = 1, kSingularLu = 2, kZeroDiagonal = 3, kNoConvergence = 4 };
+enum Failure : int64_t {
+  kNotPositiveDefinite = 1,
+  kSingularLu = 2,
+  kZeroDiagonal = 3,
+  kNoConvergence = 4,
+  kSvdNoConvergence = 5
+};
 
 int lapack_dim(const Op& op, int64_t n) {
   if (n > std::numeric_limits<int>::max() / 2)
@@ -142,12 +161,25 @@ class LinalgKernel final : public Kernel {
     tri_kernel_ = request_kernel(src, "hyp_la_tri");
     sym_kernel_ = request_kernel(src, "hyp_la_sym");
     diag_kernel_ = request_kernel(src, "hyp_la_diag");
-    if (op_.kind == LinalgKind::Inverse) eye_kernel_ = request_kernel(eye_source(dt_), "hyp_eye");
+    if (op_.kind == LinalgKind::Inverse || op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Qr)
+      eye_kernel_ = request_kernel(eye_source(dt_), "hyp_eye");
     if (op_.kind == LinalgKind::Det) det_kernel_ = request_kernel(src, "hyp_la_det");
+    if (op_.kind == LinalgKind::Qr) r_kernel_ = request_kernel(src, "hyp_la_r");
+    if (op_.kind == LinalgKind::Pinv) scale_kernel_ = request_kernel(src, "hyp_la_scale");
   }
 
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
+    if (op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Qr || op_.kind == LinalgKind::Pinv) {
+      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
+      check_.clear();
+      if (op_.kind == LinalgKind::Qr)
+        qr(x, a);
+      else
+        svd(x, a);
+      check_.fetch();
+      return;
+    }
     if (x.shape(0) != x.shape(1))
       fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
     const int n = lapack_dim(op_, x.shape(0));
@@ -236,6 +268,8 @@ class LinalgKernel final : public Kernel {
                          " (its leading minor of order ", w[1], " is not positive)");
       case kNoConvergence:
         fail<ValueError>(who, ": the eigenvalue algorithm did not converge (info ", w[1], ")");
+      case kSvdNoConvergence:
+        fail<ValueError>(who, ": the SVD did not converge (info ", w[1], ")");
       case kSingularLu:
         fail<ValueError>(who, solve ? ": A is singular (U[" : ": the matrix is singular (U[", w[1] - 1, ", ", w[1] - 1,
                          solve ? "] is exactly zero)" : "] of its LU factorization is exactly zero)");
@@ -374,9 +408,150 @@ class LinalgKernel final : public Kernel {
     }
   }
 
+  /// Fills `out` (rows x cols, C order) with the identity (ones on the diagonal) or zeros.
+  void fill(NDArray& out, bool identity) {
+    if (out.size() == 0) return;
+    if (!identity) {
+      check(cudaMemsetAsync(out.raw(), 0, out.nbytes(), stream()), "cudaMemsetAsync (zeros)");
+      return;
+    }
+    std::vector<int64_t> args = {out.shape(0), out.shape(1), 0, ptr(out.raw())};
+    launch(eye_kernel_, grid_for(out.size()), args, op_.name().c_str());
+  }
+
+  /// gesvd of the column-major M (m x n, m >= n, destroyed): S (n), and U (m x ucols) and VT
+  /// (n x n) as column-major buffers (C-order shapes (ucols, m) and (n, n)) unless `uv` is false.
+  void gesvd(NDArray& w, int m, int n, bool uv, bool full, NDArray& s, NDArray& u, NDArray& vt) {
+    const int ucols = full ? m : n;
+    const signed char jobu = !uv ? 'N' : full ? 'A' : 'S', jobvt = uv ? 'A' : 'N';
+    if (uv) {
+      u = NDArray::empty({ucols, m}, dt_, Device::cuda(0));
+      vt = NDArray::empty({n, n}, dt_, Device::cuda(0));
+    }
+    by_dtype(dt_, [&]<class T>() {
+      Solver sv;
+      int lwork = 0;
+      check_cusolver(
+          pick<T>(sv->cusolverDnSgesvd_bufferSize, sv->cusolverDnDgesvd_bufferSize)(sv.handle(), m, n, &lwork),
+          "cusolverDn<t>gesvd_bufferSize");
+      NDArray ws = workspace(lwork), rwork = workspace(n - 1);
+      check_cusolver(pick<T>(sv->cusolverDnSgesvd, sv->cusolverDnDgesvd)(
+                         sv.handle(), jobu, jobvt, m, n, w.data<T>(), m, s.data<T>(), uv ? u.data<T>() : nullptr, m,
+                         uv ? vt.data<T>() : nullptr, n, ws.data<T>(), lwork, rwork.data<T>(), info_.data<int>()),
+                     "cusolverDn<t>gesvd");
+    });
+    check_info(kSvdNoConvergence);
+  }
+
+  /// Svd (U, s, Vt or s) and Pinv. cuSOLVER's gesvd takes m >= n: a wide matrix is decomposed as
+  /// its transpose (A^T = U' S V'^T, so U = V' and Vt = U'^T), whose column-major copy is A's
+  /// C-order one. Singular values descend; a singular vector's sign is the library's.
+  void svd(const NDArray& x, const KernelArgs& a) {
+    const int64_t rows = x.shape(0), cols = x.shape(1);
+    const bool wide = rows < cols, pinv = op_.kind == LinalgKind::Pinv;
+    const bool uv = pinv || op_.attrs.compute_uv, full = !pinv && op_.attrs.full_matrices;
+    const int m = lapack_dim(op_, wide ? cols : rows), n = lapack_dim(op_, wide ? rows : cols);  // M's, m >= n
+    const int64_t k = n;
+    if (pinv) {
+      NDArray& out = prepare_device_output(*a.out[0], Shape{cols, rows}, dt_);
+      if (k == 0) return fill(out, false);
+      NDArray w = wide ? device_copy(x) : column_major(x), s = NDArray::empty({k}, dt_, Device::cuda(0)), u, vt;
+      gesvd(w, m, n, true, false, s, u, vt);
+      // U's columns times 1/s where s > rcond * s[0] (else 0), then V diag U^T as one product,
+      // written column-major as A's pinv transposed: C order (cols, rows).
+      const double rcond = op_.attrs.rcond < 0 ? 1e-15 : op_.attrs.rcond;
+      std::vector<int64_t> args = {m, k, ptr(u.raw()), ptr(s.raw()), std::bit_cast<int64_t>(rcond)};
+      launch(scale_kernel_, grid_for(int64_t{m} * k), args, op_.name().c_str());
+      const Cublas& cb = cublas();
+      by_dtype(dt_, [&]<class T>() {
+        const T one = 1, zero = 0;
+        // Tall: out (rows x cols, col-major) = U_s (m x k) VT (k x n). Wide (M = A^T): out = VT^T U_s^T.
+        const cublasOperation_t op = wide ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const T* first = wide ? vt.data<T>() : u.data<T>();
+        const T* second = wide ? u.data<T>() : vt.data<T>();
+        check_cublas(pick<T>(cb.sgemm, cb.dgemm)(cublas_handle(), op, op, static_cast<int>(rows),
+                                                 static_cast<int>(cols), static_cast<int>(k), &one, first, wide ? n : m,
+                                                 second, wide ? m : n, &zero, out.data<T>(), static_cast<int>(rows)),
+                     "cublas<t>gemm (pinv)");
+      });
+      after_launch("cuBLAS gemm (pinv)");
+      return;
+    }
+    NDArray& s = prepare_device_output(*a.out[uv ? 1 : 0], Shape{k}, dt_);
+    const int64_t ucols = full ? rows : k, vrows = full ? cols : k;
+    if (k == 0) {  // an empty matrix: U and Vt are identities of their shapes (the CPU's)
+      if (uv) {
+        fill(prepare_device_output(*a.out[0], Shape{rows, ucols}, dt_), true);
+        fill(prepare_device_output(*a.out[2], Shape{vrows, cols}, dt_), true);
+      }
+      return;
+    }
+    NDArray w = wide ? device_copy(x) : column_major(x), u, vt;
+    gesvd(w, m, n, uv, full, s, u, vt);
+    if (!uv) return;
+    if (wide) {  // U = V' (VT' as a C-order buffer), Vt = U'^T (U' as one)
+      *a.out[0] = vt;
+      *a.out[2] = u;
+    } else {
+      *a.out[0] = device_copy(u.transpose());
+      *a.out[2] = device_copy(vt.transpose());
+    }
+  }
+
+  /// Qr ('reduced', 'complete', 'r'; 'raw' runs on the CPU): geqrf of the column-major copy, R
+  /// from its upper triangle, Q from orgqr over the reflectors (in an m x m buffer for 'complete').
+  void qr(const NDArray& x, const KernelArgs& a) {
+    const int m = lapack_dim(op_, x.shape(0)), n = lapack_dim(op_, x.shape(1)), k = std::min(m, n);
+    const QrMode mode = op_.attrs.qr_mode;
+    const int rrows = mode == QrMode::Complete ? m : k, qcols = mode == QrMode::Complete ? m : k;
+    NDArray& r = prepare_device_output(*a.out[mode == QrMode::R ? 0 : 1], Shape{rrows, n}, dt_);
+    // The reflectors' buffer: column-major m x max(qcols, n), A in its first n columns.
+    const int wcols = mode == QrMode::R ? n : std::max(qcols, n);
+    NDArray w = NDArray::empty({wcols, m}, dt_, Device::cuda(0));
+    if (x.size() > 0) {
+      const NDArray xt = column_major(x);
+      device_memory(w.device()).copy_on_device(w.raw(), xt.raw(), xt.nbytes());
+    }
+    NDArray tau = workspace(k);
+    if (k > 0)
+      by_dtype(dt_, [&]<class T>() {
+        Solver s;
+        int lwork = 0;
+        check_cusolver(pick<T>(s->cusolverDnSgeqrf_bufferSize, s->cusolverDnDgeqrf_bufferSize)(s.handle(), m, n,
+                                                                                               w.data<T>(), m, &lwork),
+                       "cusolverDn<t>geqrf_bufferSize");
+        NDArray ws = workspace(lwork);
+        check_cusolver(pick<T>(s->cusolverDnSgeqrf, s->cusolverDnDgeqrf)(
+                           s.handle(), m, n, w.data<T>(), m, tau.data<T>(), ws.data<T>(), lwork, info_.data<int>()),
+                       "cusolverDn<t>geqrf");
+      });
+    if (r.size() > 0) {
+      std::vector<int64_t> args = {m, n, rrows, ptr(w.raw()), ptr(r.raw())};
+      launch(r_kernel_, grid_for(r.size()), args, op_.name().c_str());
+    }
+    if (mode == QrMode::R) return;
+    NDArray& q = prepare_device_output(*a.out[0], Shape{m, qcols}, dt_);
+    if (q.size() == 0) return;
+    if (k == 0) return fill(q, true);  // (no reflector: the identity, as orgqr gives)
+    by_dtype(dt_, [&]<class T>() {
+      Solver s;
+      int lwork = 0;
+      check_cusolver(pick<T>(s->cusolverDnSorgqr_bufferSize, s->cusolverDnDorgqr_bufferSize)(
+                         s.handle(), m, qcols, k, w.data<T>(), m, tau.data<T>(), &lwork),
+                     "cusolverDn<t>orgqr_bufferSize");
+      NDArray ws = workspace(lwork);
+      check_cusolver(
+          pick<T>(s->cusolverDnSorgqr, s->cusolverDnDorgqr)(s.handle(), m, qcols, k, w.data<T>(), m, tau.data<T>(),
+                                                            ws.data<T>(), lwork, info_.data<int>()),
+          "cusolverDn<t>orgqr");
+    });
+    // Q's C order: the first qcols columns of the column-major buffer, transposed.
+    q = device_copy(w.slice(0, 0, qcols, 1).transpose());
+  }
+
   const Linalg& op_;
   DType dt_;
-  KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_;
+  KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_, r_kernel_, scale_kernel_;
   NDArray info_;  // cuSOLVER's devInfo
   DeviceCheckBlock check_;
 };
@@ -388,8 +563,9 @@ bool linalg_accepts(const Apply& node) {
   const bool triangular = op.kind == LinalgKind::Solve && op.attrs.structure == SolveStructure::Triangular;
   if (!triangular && !cusolver_loadable(nullptr)) return false;
   const bool standard_eigh = op.kind == LinalgKind::Eigh && node.inputs.size() == 1;  // (not A v = w B v)
+  const bool qr = op.kind == LinalgKind::Qr && op.attrs.qr_mode != QrMode::Raw;
   if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
-      op.kind != LinalgKind::Det && !standard_eigh)
+      op.kind != LinalgKind::Det && op.kind != LinalgKind::Svd && op.kind != LinalgKind::Pinv && !standard_eigh && !qr)
     return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
@@ -439,6 +615,18 @@ std::string linalg_source(DType dt) {
        "    if (piv[i] != i + 1) d = -d;\n  }\n"
        "  *(" +
        T + "*)a.out = (" + T + ")d;\n}\n";
+  // Qr's R (rr x n, C order) from geqrf's column-major m x n factors: their upper triangle.
+  s += "struct LaRArgs { long long m, n, rr; unsigned long long a, out; };\n";
+  s += grid_stride_head("hyp_la_r", "LaRArgs", "a.rr * a.n");
+  s += "    const long long i = t / a.n, j = t % a.n;\n";
+  s +=
+      "    ((" + T + "*)a.out)[t] = j >= i && i < a.m ? ((const " + T + "*)a.a)[j * a.m + i] : (" + T + ")0;\n  }\n}\n";
+  // Pinv: the column-major U's (m x k) columns times 1/s where s > rcond * s[0] (the largest), else 0.
+  s += "struct LaScaleArgs { long long m, k; unsigned long long u, s; double rcond; };\n";
+  s += grid_stride_head("hyp_la_scale", "LaScaleArgs", "a.m * a.k");
+  s += "    const " + T + "* sv = (const " + T + "*)a.s;\n    const long long l = t / a.m;\n";
+  s += "    " + T + "* u = (" + T + "*)a.u;\n";
+  s += "    u[t] = (double)sv[l] > a.rcond * (double)sv[0] ? u[t] / sv[l] : (" + T + ")0;\n  }\n}\n";
   // The first zero on a triangular matrix's diagonal (one thread: trtrs reports the first).
   s += "struct LaDiagArgs { long long n; unsigned long long a, err; };\n"
        "extern \"C\" __global__ void hyp_la_diag(const LaDiagArgs a) {\n"
