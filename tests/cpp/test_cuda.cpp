@@ -818,7 +818,9 @@ TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
                              // Eigh: the values, and (an eigenvector's sign being the library's)
                              // V diag(w) V^T and V^T V, which do not depend on the signs.
                              eigh(spd)[0], dot(eigh(spd)[1] * eigh(spd)[0], transpose(eigh(spd)[1])),
-                             dot(transpose(eigh(spd, false)[1]), eigh(spd, false)[1])};
+                             dot(transpose(eigh(spd, false)[1]), eigh(spd, false)[1]),
+                             // A v = w B v (sygvd): the values, from either triangle.
+                             eigvalsh(a + transpose(a), spd), eigvalsh(a + transpose(a), spd, false)};
     Function fc = fn({a, b, v}, outs, on("cpu")), fg = fn({a, b, v}, outs, on("cuda"));
     int on_gpu = 0;
     for (const auto& n : fg.toposort())
@@ -826,7 +828,7 @@ TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
         EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << n->op->name();
         ++on_gpu;
       }
-    EXPECT_GE(on_gpu, 16);
+    EXPECT_GE(on_gpu, 18);
     const NDArray av = random_array({8, 8}, dt, 11, -1, 1), bv = random_array({8, 3}, dt, 12, -1, 1),
                   vv = random_array({8}, dt, 13, -1, 1);
     const auto want = fc({av, bv, vv}), got = fg({av, bv, vv});
@@ -847,6 +849,8 @@ TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
   const NDArray zero_diag = testing::make_array({1, 0, 3, 0}, {2, 2}, DType::Float64);
   EXPECT_ERROR(ValueError, fn({a, b}, {solve_triangular(a, b, true)}, on("cuda"))({zero_diag, singular}),
                "its diagonal element 1 is zero");
+  EXPECT_ERROR(ValueError, fn({a, b}, {eigvalsh(a, b)}, on("cuda"))({singular, not_pd}),
+               "B is not positive definite (its leading minor of order 2");
   // And the next call runs.
   EXPECT_ALLCLOSE(chol({testing::make_array({4, 2, 2, 3}, {2, 2}, DType::Float64)})[0],
                   testing::make_array({2, 0, 1, std::sqrt(2.0)}, {2, 2}, DType::Float64), 1e-12, 1e-12);

@@ -318,14 +318,13 @@ TEST(CudaCompile, CholeskySolveInverseDetEighSvdPinvAndQrArePlacedOnTheGpuAndThe
   for (size_t i = 0; i < nodes.size(); ++i)
     if (const auto* l = dynamic_cast<const Linalg*>(nodes[i]->op.get())) {
       const bool triangular = l->kind == LinalgKind::Solve && l->attrs.structure == SolveStructure::Triangular;
-      const bool generalized = l->kind == LinalgKind::Eigh && nodes[i]->inputs.size() == 2;
       const bool raw = l->kind == LinalgKind::Qr && l->attrs.qr_mode == QrMode::Raw;
-      const bool gpu = l->kind != LinalgKind::Expm && !generalized && !raw && (solver || triangular);
+      const bool gpu = l->kind != LinalgKind::Expm && !raw && (solver || triangular);
       EXPECT_EQ(devices[i], gpu ? Device::cuda(0) : Device::host()) << l->name();
       (gpu ? on_gpu : on_host)++;
     }
-  EXPECT_EQ(on_gpu, solver ? 13 : 1);
-  EXPECT_EQ(on_host, solver ? 3 : 15);
+  EXPECT_EQ(on_gpu, solver ? 14 : 1);
+  EXPECT_EQ(on_host, solver ? 2 : 15);
 }
 
 TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGpu) {

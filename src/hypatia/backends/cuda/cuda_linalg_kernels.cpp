@@ -1,11 +1,11 @@
 // Linear algebra on the GPU: Linalg's Cholesky, Solve (general, symmetric, positive definite and
-// triangular A), Inverse, Det, Eigh (the standard problem), Svd, Pinv and Qr (but 'raw') through cuSOLVER (opened when
+// triangular A), Inverse, Det, Eigh (also A v = w B v), Svd, Pinv and Qr (but 'raw') through cuSOLVER (opened when
 // first needed, as cuBLAS is) and cuBLAS's trsm and gemm, float32 and float64. Each matrix is copied into a
 // column-major work buffer (a C-contiguous copy of its transpose), factored and solved as the CPU's LAPACK calls are
 // (backends/linalg_kernels.cpp), and copied back in C order. A matrix that is not positive definite, or singular, is
 // found on the device (cuSOLVER's devInfo; a zero on a triangular A's diagonal): a small kernel writes it into the
 // node's check block (KernelTraits::device_checks), raised with the CPU's words once the call waits for the device. The
-// other kinds (Eig, the generalized Eigh, Lstsq, Expm, Qr's 'raw' mode) run on the host through the CPU backend.
+// other kinds (Eig, Lstsq, Expm, Qr's 'raw' mode) run on the host through the CPU backend.
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
@@ -41,6 +41,10 @@ namespace {
   X(cusolverDnDsyevd_bufferSize) \
   X(cusolverDnSsyevd)            \
   X(cusolverDnDsyevd)            \
+  X(cusolverDnSsygvd_bufferSize) \
+  X(cusolverDnDsygvd_bufferSize) \
+  X(cusolverDnSsygvd)            \
+  X(cusolverDnDsygvd)            \
   X(cusolverDnSgesvd_bufferSize) \
   X(cusolverDnDgesvd_bufferSize) \
   X(cusolverDnSgesvd)            \
@@ -135,7 +139,8 @@ enum Failure : int64_t {
   kSingularLu = 2,
   kZeroDiagonal = 3,
   kNoConvergence = 4,
-  kSvdNoConvergence = 5
+  kSvdNoConvergence = 5,
+  kGeneralizedEigh = 6  // (info > n: B not positive definite, minor info - n; else no convergence)
 };
 
 int lapack_dim(const Op& op, int64_t n) {
@@ -183,6 +188,9 @@ class LinalgKernel final : public Kernel {
     if (x.shape(0) != x.shape(1))
       fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
     const int n = lapack_dim(op_, x.shape(0));
+    if (op_.kind == LinalgKind::Eigh && a.in.size() == 2 && a.in[1]->shape() != x.shape())
+      fail<ValueError>(op_.name(), ": expected B of A's shape ", x.shape().str(), ", got ", a.in[1]->shape().str());
+    n_ = n;
     if (op_.kind == LinalgKind::Solve && a.in[1]->shape(0) != x.shape(0))
       fail<ValueError>(op_.name(), ": A is ", x.shape().str(), " but b has ", a.in[1]->shape(0), " rows (b's shape ",
                        a.in[1]->shape().str(), ")");
@@ -227,10 +235,17 @@ class LinalgKernel final : public Kernel {
       }
       case LinalgKind::Eigh: {
         // Eigenvalues ascending and eigenvectors as columns, from the `lower` (or upper) triangle;
-        // an eigenvector's sign is the library's (cuSOLVER's may differ from LAPACK's).
+        // an eigenvector's sign is the library's (cuSOLVER's may differ from LAPACK's). With B:
+        // A v = w B v (B positive definite; v normalized so that V^T B V = I).
         NDArray& values = prepare_device_output(*a.out[0], Shape{n}, dt_);
-        syevd(w, values, n);
-        check_info(kNoConvergence);
+        if (a.in.size() == 2) {
+          NDArray b = column_major(*a.in[1]);
+          sygvd(w, b, values, n);
+          check_info(kGeneralizedEigh);
+        } else {
+          syevd(w, values, n);
+          check_info(kNoConvergence);
+        }
         *a.out[1] = c_order(w, x.shape());
         break;
       }
@@ -270,6 +285,11 @@ class LinalgKernel final : public Kernel {
         fail<ValueError>(who, ": the eigenvalue algorithm did not converge (info ", w[1], ")");
       case kSvdNoConvergence:
         fail<ValueError>(who, ": the SVD did not converge (info ", w[1], ")");
+      case kGeneralizedEigh:
+        if (w[1] > n_)
+          fail<ValueError>(who, ": B is not positive definite (its leading minor of order ", w[1] - n_,
+                           " is not positive)");
+        fail<ValueError>(who, ": the eigenvalue algorithm did not converge (info ", w[1], ")");
       case kSingularLu:
         fail<ValueError>(who, solve ? ": A is singular (U[" : ": the matrix is singular (U[", w[1] - 1, ", ", w[1] - 1,
                          solve ? "] is exactly zero)" : "] of its LU factorization is exactly zero)");
@@ -330,6 +350,26 @@ class LinalgKernel final : public Kernel {
           pick<T>(s->cusolverDnSsyevd, s->cusolverDnDsyevd)(s.handle(), job, uplo, n, w.data<T>(), n, values.data<T>(),
                                                             ws.data<T>(), lwork, info_.data<int>()),
           "cusolverDn<t>syevd");
+    });
+  }
+
+  /// sygvd (itype 1: A v = w B v) of the column-major symmetric w and positive definite b, in
+  /// place: the eigenvectors in w's columns, the values (ascending) in `values`.
+  void sygvd(NDArray& w, NDArray& b, NDArray& values, int n) {
+    const cublasFillMode_t uplo = op_.attrs.lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+    const cusolverEigMode_t job = CUSOLVER_EIG_MODE_VECTOR;
+    by_dtype(dt_, [&]<class T>() {
+      Solver s;
+      int lwork = 0;
+      check_cusolver(
+          pick<T>(s->cusolverDnSsygvd_bufferSize, s->cusolverDnDsygvd_bufferSize)(
+              s.handle(), CUSOLVER_EIG_TYPE_1, job, uplo, n, w.data<T>(), n, b.data<T>(), n, values.data<T>(), &lwork),
+          "cusolverDn<t>sygvd_bufferSize");
+      NDArray ws = workspace(lwork);
+      check_cusolver(pick<T>(s->cusolverDnSsygvd, s->cusolverDnDsygvd)(s.handle(), CUSOLVER_EIG_TYPE_1, job, uplo, n,
+                                                                       w.data<T>(), n, b.data<T>(), n, values.data<T>(),
+                                                                       ws.data<T>(), lwork, info_.data<int>()),
+                     "cusolverDn<t>sygvd");
     });
   }
 
@@ -552,7 +592,8 @@ class LinalgKernel final : public Kernel {
   const Linalg& op_;
   DType dt_;
   KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_, r_kernel_, scale_kernel_;
-  NDArray info_;  // cuSOLVER's devInfo
+  NDArray info_;   // cuSOLVER's devInfo
+  int64_t n_ = 0;  // the last call's order (to read a generalized Eigh's info)
   DeviceCheckBlock check_;
 };
 
@@ -562,10 +603,10 @@ bool linalg_accepts(const Apply& node) {
   // a triangular Solve needs only cuBLAS.
   const bool triangular = op.kind == LinalgKind::Solve && op.attrs.structure == SolveStructure::Triangular;
   if (!triangular && !cusolver_loadable(nullptr)) return false;
-  const bool standard_eigh = op.kind == LinalgKind::Eigh && node.inputs.size() == 1;  // (not A v = w B v)
   const bool qr = op.kind == LinalgKind::Qr && op.attrs.qr_mode != QrMode::Raw;
   if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
-      op.kind != LinalgKind::Det && op.kind != LinalgKind::Svd && op.kind != LinalgKind::Pinv && !standard_eigh && !qr)
+      op.kind != LinalgKind::Det && op.kind != LinalgKind::Svd && op.kind != LinalgKind::Pinv &&
+      op.kind != LinalgKind::Eigh && !qr)
     return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
