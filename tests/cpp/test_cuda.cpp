@@ -856,7 +856,7 @@ TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
                   testing::make_array({2, 0, 1, std::sqrt(2.0)}, {2, 2}, DType::Float64), 1e-12, 1e-12);
 }
 
-TEST(CudaRun, SvdPinvAndQrRunThroughCusolverAndMatchTheCpu) {
+TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
   REQUIRE_GPU();
   for (DType dt : {DType::Float64, DType::Float32}) {
     const double tol = dt == DType::Float64 ? 1e-10 : 3e-4;
@@ -901,6 +901,37 @@ TEST(CudaRun, SvdPinvAndQrRunThroughCusolverAndMatchTheCpu) {
   Var a = matrix("a", DType::Float64);
   const NDArray r1 = testing::make_array({1, 2, 2, 4, 3, 6}, {3, 2}, DType::Float64);
   EXPECT_ALLCLOSE(fn({a}, {pinv(a)}, on("cuda"))({r1})[0], fn({a}, {pinv(a)}, on("cpu"))({r1})[0], 1e-12, 1e-12);
+  // Lstsq: x, residuals (only for a full-rank tall A), rank and s, as gelsd's on the CPU: tall,
+  // wide, square, rank-deficient, a vector b and a matrix of right-hand sides, empty ones.
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    const double tol = dt == DType::Float64 ? 1e-9 : 2e-3;
+    Var am = matrix("am", dt), bm = matrix("bm", dt), bv = vector("bv", dt), rc = scalar("rc", DType::Float64);
+    const std::vector<Var> lm = lstsq(am, bm, rc), lv = lstsq(am, bv, rc);
+    std::vector<Out> outs(lm.begin(), lm.end());
+    outs.insert(outs.end(), lv.begin(), lv.end());
+    Function fc = fn({am, bm, bv, rc}, outs, on("cpu")), fg = fn({am, bm, bv, rc}, outs, on("cuda"));
+    for (const auto& [shape, nrhs] : std::vector<std::pair<Shape, int64_t>>{
+             {{9, 4}, 3}, {{4, 9}, 2}, {{5, 5}, 1}, {{6, 3}, 0}, {{0, 3}, 2}, {{3, 0}, 2}}) {
+      for (double rcv : {-1.0, 0.5}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " nrhs " + std::to_string(nrhs) + " rcond " +
+                     std::to_string(rcv));
+        const NDArray av = random_array(shape, dt, 31, -1, 1), bmv = random_array({shape[0], nrhs}, dt, 32, -1, 1),
+                      bvv = random_array({shape[0]}, dt, 33, -1, 1), rcv_a = NDArray::scalar(rcv, DType::Float64);
+        const auto want = fc({av, bmv, bvv, rcv_a}), got = fg({av, bmv, bvv, rcv_a});
+        for (size_t i = 0; i < outs.size(); ++i) {
+          EXPECT_EQ(got[i].shape(), want[i].shape()) << "output " << i;
+          EXPECT_ALLCLOSE(got[i], want[i], tol, tol) << "output " << i;
+        }
+      }
+    }
+    // Rank-deficient (a repeated column): rank 2, no residuals, the least-norm x.
+    const NDArray d = testing::make_array({1, 1, 2, 2, 2, 4, 3, 3, 1, 4, 4, 0}, {4, 3}, dt);
+    const NDArray bd = random_array({4, 2}, dt, 34, -1, 1), bdv = random_array({4}, dt, 35, -1, 1);
+    const auto want = fc({d, bd, bdv, NDArray::scalar(-1.0, DType::Float64)}),
+               got = fg({d, bd, bdv, NDArray::scalar(-1.0, DType::Float64)});
+    EXPECT_EQ(got[2].get_flat(0), 2);
+    for (size_t i = 0; i < outs.size(); ++i) EXPECT_ALLCLOSE(got[i], want[i], tol, tol) << "output " << i;
+  }
 }
 
 TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {

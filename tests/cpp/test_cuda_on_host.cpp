@@ -521,12 +521,38 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
     set(sv, 1, 2.0);
     set(sv, 2, 1e-20);
     struct {
-      long long m, k;
+      long long count, div, mod;
       unsigned long long u, s;
       double rcond;
-    } sa{2, 3, ptr(u), ptr(sv), 1e-15};
+    } sa{6, 2, 3, ptr(u), ptr(sv), 1e-15};
     k.scale(&sa);
     for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(u.get_flat(t), t < 2 ? 2.0 : t < 4 ? 4.0 : 0.0) << t;
+    // ... and Lstsq's rows (column-major 3 x 2: div 1, row t % 3).
+    for (int64_t t = 0; t < 6; ++t) set(u, t, 8.0);
+    sa.div = 1;
+    k.scale(&sa);
+    for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(u.get_flat(t), t % 3 == 0 ? 2.0 : t % 3 == 1 ? 4.0 : 0.0) << t;
+    // Lstsq's rank (the values above rcond * the largest) and residuals (each column's sum of squares).
+    NDArray rank = NDArray::zeros({}, DType::Int64);
+    struct {
+      long long k;
+      unsigned long long s;
+      double rcond;
+      unsigned long long out;
+    } rk{3, ptr(sv), 1e-15, ptr(rank)};
+    k.rank(&rk);
+    EXPECT_EQ(rank.data<int64_t>()[0], 2);
+    rk.rcond = 0.6;  // (2 is not above 0.6 * 4)
+    k.rank(&rk);
+    EXPECT_EQ(rank.data<int64_t>()[0], 1);
+    NDArray sums = NDArray::zeros({2}, k.dt);
+    struct {
+      long long m, n;
+      unsigned long long r, out;
+    } sq{3, 2, ptr(fac), ptr(sums)};
+    k.sumsq(&sq);
+    EXPECT_EQ(sums.get_flat(0), 1.0 + 121 + 441);
+    EXPECT_EQ(sums.get_flat(1), 4.0 + 144 + 484);
   }
 }
 

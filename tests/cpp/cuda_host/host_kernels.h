@@ -62,6 +62,8 @@ struct HostLinalgKernels {
   void (*det)(const void* args);
   void (*r)(const void* args);
   void (*scale)(const void* args);
+  void (*rank)(const void* args);
+  void (*sumsq)(const void* args);
 };
 
 struct HostCumKernels {

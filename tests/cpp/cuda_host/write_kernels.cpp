@@ -205,9 +205,11 @@ int main(int argc, char** argv) {
         << "void diag(const void* a) { hyp_la_diag(*static_cast<const LaDiagArgs*>(a)); }\n"
         << "void det(const void* a) { hyp_la_det(*static_cast<const LaDetArgs*>(a)); }\n"
         << "void r(const void* a) { hyp_la_r(*static_cast<const LaRArgs*>(a)); }\n"
-        << "void scale(const void* a) { hyp_la_scale(*static_cast<const LaScaleArgs*>(a)); }\n}\n";
+        << "void scale(const void* a) { hyp_la_scale(*static_cast<const LaScaleArgs*>(a)); }\n"
+        << "void rank(const void* a) { hyp_la_rank(*static_cast<const LaRankArgs*>(a)); }\n"
+        << "void sumsq(const void* a) { hyp_la_sumsq(*static_cast<const LaSumsqArgs*>(a)); }\n}\n";
     la_table += "    {" + dtype_enum(dt) + ", " + ns + "::info, " + ns + "::tri, " + ns + "::sym, " + ns + "::diag, " +
-                ns + "::det, " + ns + "::r, " + ns + "::scale},\n";
+                ns + "::det, " + ns + "::r, " + ns + "::scale, " + ns + "::rank, " + ns + "::sumsq},\n";
   }
   out << la_table << table_tail("HostLinalgKernels", "kHostLinalgKernels");
   return out.good() ? 0 : 1;

@@ -170,16 +170,24 @@ class LinalgKernel final : public Kernel {
       eye_kernel_ = request_kernel(eye_source(dt_), "hyp_eye");
     if (op_.kind == LinalgKind::Det) det_kernel_ = request_kernel(src, "hyp_la_det");
     if (op_.kind == LinalgKind::Qr) r_kernel_ = request_kernel(src, "hyp_la_r");
-    if (op_.kind == LinalgKind::Pinv) scale_kernel_ = request_kernel(src, "hyp_la_scale");
+    if (op_.kind == LinalgKind::Pinv || op_.kind == LinalgKind::Lstsq)
+      scale_kernel_ = request_kernel(src, "hyp_la_scale");
+    if (op_.kind == LinalgKind::Lstsq) {
+      rank_kernel_ = request_kernel(src, "hyp_la_rank");
+      sumsq_kernel_ = request_kernel(src, "hyp_la_sumsq");
+    }
   }
 
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
-    if (op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Qr || op_.kind == LinalgKind::Pinv) {
+    if (op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Qr || op_.kind == LinalgKind::Pinv ||
+        op_.kind == LinalgKind::Lstsq) {
       if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
       check_.clear();
       if (op_.kind == LinalgKind::Qr)
         qr(x, a);
+      else if (op_.kind == LinalgKind::Lstsq)
+        lstsq(x, *a.in[1], a.in[2]->get_flat(0), a);
       else
         svd(x, a);
       check_.fetch();
@@ -499,22 +507,11 @@ class LinalgKernel final : public Kernel {
       gesvd(w, m, n, true, false, s, u, vt);
       // U's columns times 1/s where s > rcond * s[0] (else 0), then V diag U^T as one product,
       // written column-major as A's pinv transposed: C order (cols, rows).
-      const double rcond = op_.attrs.rcond < 0 ? 1e-15 : op_.attrs.rcond;
-      std::vector<int64_t> args = {m, k, ptr(u.raw()), ptr(s.raw()), std::bit_cast<int64_t>(rcond)};
-      launch(scale_kernel_, grid_for(int64_t{m} * k), args, op_.name().c_str());
-      const Cublas& cb = cublas();
-      by_dtype(dt_, [&]<class T>() {
-        const T one = 1, zero = 0;
-        // Tall: out (rows x cols, col-major) = U_s (m x k) VT (k x n). Wide (M = A^T): out = VT^T U_s^T.
-        const cublasOperation_t op = wide ? CUBLAS_OP_T : CUBLAS_OP_N;
-        const T* first = wide ? vt.data<T>() : u.data<T>();
-        const T* second = wide ? u.data<T>() : vt.data<T>();
-        check_cublas(pick<T>(cb.sgemm, cb.dgemm)(cublas_handle(), op, op, static_cast<int>(rows),
-                                                 static_cast<int>(cols), static_cast<int>(k), &one, first, wide ? n : m,
-                                                 second, wide ? m : n, &zero, out.data<T>(), static_cast<int>(rows)),
-                     "cublas<t>gemm (pinv)");
-      });
-      after_launch("cuBLAS gemm (pinv)");
+      scale_by_inverse(u, int64_t{m} * k, m, k, s, op_.attrs.rcond < 0 ? 1e-15 : op_.attrs.rcond);
+      // Tall: out (rows x cols, col-major) = U_s (m x k) VT (k x n). Wide (M = A^T): out = VT^T U_s^T.
+      const bool t = wide;
+      gemm(t, t, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(k), 1, wide ? vt : u, wide ? n : m,
+           wide ? u : vt, wide ? m : n, 0, out, static_cast<int>(rows));
       return;
     }
     NDArray& s = prepare_device_output(*a.out[uv ? 1 : 0], Shape{k}, dt_);
@@ -536,6 +533,81 @@ class LinalgKernel final : public Kernel {
       *a.out[0] = device_copy(u.transpose());
       *a.out[2] = device_copy(vt.transpose());
     }
+  }
+
+  /// C (column-major, ldc) = alpha op(A) op(B) + beta C through cuBLAS (m x n, inner k).
+  void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const NDArray& A, int lda, const NDArray& B, int ldb,
+            double beta, NDArray& C, int ldc) {
+    if (m == 0 || n == 0) return;
+    const Cublas& cb = cublas();
+    by_dtype(dt_, [&]<class T>() {
+      const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
+      check_cublas(
+          pick<T>(cb.sgemm, cb.dgemm)(cublas_handle(), ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                      m, n, k, &al, A.data<T>(), std::max(1, lda), B.data<T>(), std::max(1, ldb), &be,
+                                      C.data<T>(), std::max(1, ldc)),
+          "cublas<t>gemm");
+    });
+    after_launch("cuBLAS gemm");
+  }
+
+  /// The first `count` elements of u times 1/s[l], l = (t / div) % mod, where s[l] > rcond * s[0]
+  /// (the largest), else 0: a column-major matrix's columns (div = rows) or rows (div = 1).
+  void scale_by_inverse(NDArray& u, int64_t count, int64_t div, int64_t mod, const NDArray& s, double rcond) {
+    if (count == 0) return;
+    std::vector<int64_t> args = {count, div, mod, ptr(u.raw()), ptr(s.raw()), std::bit_cast<int64_t>(rcond)};
+    launch(scale_kernel_, grid_for(count), args, op_.name().c_str());
+  }
+
+  /// Lstsq (numpy's lstsq through gelsd): from the SVD, x = V diag(1/s) U^T b over the singular
+  /// values above rcond * the largest (rcond < 0: eps * max(M, N)), their count (the rank), s, and
+  /// the squared residual norms ||b - A x||^2 when the rank is N and M > N (an empty array
+  /// otherwise: the rank is read on the host then, to size it).
+  void lstsq(const NDArray& x, const NDArray& y, double rc, const KernelArgs& a) {
+    const int64_t rows = x.shape(0), cols = x.shape(1);
+    if (y.shape(0) != rows)
+      fail<ValueError>(op_.name(), ": a has ", rows, " rows but b has ", y.shape(0), " (shapes ", x.shape().str(),
+                       " and ", y.shape().str(), ")");
+    const bool vec = y.ndim() == 1, wide = rows < cols;
+    const int m = lapack_dim(op_, wide ? cols : rows), n = lapack_dim(op_, wide ? rows : cols);  // M's, m >= n
+    const int k = n, nrhs = vec ? 1 : lapack_dim(op_, y.shape(1));
+    if (rc < 0) rc = (dt_ == DType::Float32 ? 0x1p-23 : 0x1p-52) * static_cast<double>(std::max(rows, cols));
+    NDArray& xo = prepare_device_output(*a.out[0], vec ? Shape{cols} : Shape{cols, nrhs}, dt_);
+    NDArray& rank = prepare_device_output(*a.out[2], Shape{}, DType::Int64);
+    NDArray& s = prepare_device_output(*a.out[3], Shape{k}, dt_);
+    const NDArray b = column_major(y);                                // rows x nrhs
+    NDArray xc = NDArray::empty({nrhs, cols}, dt_, Device::cuda(0));  // column-major cols x nrhs
+    if (k == 0) {
+      fill(xc, false);
+      check(cudaMemsetAsync(rank.raw(), 0, sizeof(int64_t), stream()), "cudaMemsetAsync (rank)");
+    } else {
+      NDArray w = wide ? device_copy(x) : column_major(x), u, vt;
+      gesvd(w, m, n, true, false, s, u, vt);
+      std::vector<int64_t> args = {k, ptr(s.raw()), std::bit_cast<int64_t>(rc), ptr(rank.raw())};
+      launch(rank_kernel_, 1, args, op_.name().c_str());
+      // t = U^T b (tall) or VT' b (wide: A = V' S U'^T), its rows over s, then x = V t or U' t.
+      NDArray t = NDArray::empty({nrhs, k}, dt_, Device::cuda(0));
+      gemm(!wide, false, k, nrhs, static_cast<int>(rows), 1, wide ? vt : u, wide ? k : m, b, static_cast<int>(rows), 0,
+           t, k);
+      scale_by_inverse(t, int64_t{k} * nrhs, 1, k, s, rc);
+      gemm(!wide, false, static_cast<int>(cols), nrhs, k, 1, wide ? u : vt, wide ? m : n, t, k, 0, xc,
+           static_cast<int>(cols));
+    }
+    xo = vec ? xc.reshape({cols}) : device_copy(xc.transpose());
+    // numpy: residuals only when the rank is N and M > N (read on the host: it sizes the output).
+    bool res = false;
+    if (rows > cols && nrhs > 0) {
+      int64_t r = 0;
+      device_memory(rank.device()).copy_to_host(&r, rank.raw(), sizeof r);
+      res = r == cols;
+    }
+    NDArray& ro = prepare_device_output(*a.out[1], Shape{res ? int64_t{nrhs} : 0}, dt_);
+    if (!res) return;
+    NDArray resid = device_copy(b);  // b - A x, column-major rows x nrhs
+    gemm(false, false, static_cast<int>(rows), nrhs, static_cast<int>(cols), -1, column_major(x),
+         static_cast<int>(rows), xc, static_cast<int>(cols), 1, resid, static_cast<int>(rows));
+    std::vector<int64_t> args = {rows, nrhs, ptr(resid.raw()), ptr(ro.raw())};
+    launch(sumsq_kernel_, grid_for(nrhs), args, op_.name().c_str());
   }
 
   /// Qr ('reduced', 'complete', 'r'; 'raw' runs on the CPU): geqrf of the column-major copy, R
@@ -591,7 +663,8 @@ class LinalgKernel final : public Kernel {
 
   const Linalg& op_;
   DType dt_;
-  KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_, r_kernel_, scale_kernel_;
+  KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_, r_kernel_, scale_kernel_,
+      rank_kernel_, sumsq_kernel_;
   NDArray info_;   // cuSOLVER's devInfo
   int64_t n_ = 0;  // the last call's order (to read a generalized Eigh's info)
   DeviceCheckBlock check_;
@@ -606,10 +679,11 @@ bool linalg_accepts(const Apply& node) {
   const bool qr = op.kind == LinalgKind::Qr && op.attrs.qr_mode != QrMode::Raw;
   if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
       op.kind != LinalgKind::Det && op.kind != LinalgKind::Svd && op.kind != LinalgKind::Pinv &&
-      op.kind != LinalgKind::Eigh && !qr)
+      op.kind != LinalgKind::Eigh && op.kind != LinalgKind::Lstsq && !qr)
     return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
+  // (Lstsq's rcond is read on the host: host_inputs_of.)
   return node.inputs.size() == 1 || node.inputs[1]->type.dtype == node.inputs[0]->type.dtype;
 }
 
@@ -662,12 +736,29 @@ std::string linalg_source(DType dt) {
   s += "    const long long i = t / a.n, j = t % a.n;\n";
   s +=
       "    ((" + T + "*)a.out)[t] = j >= i && i < a.m ? ((const " + T + "*)a.a)[j * a.m + i] : (" + T + ")0;\n  }\n}\n";
-  // Pinv: the column-major U's (m x k) columns times 1/s where s > rcond * s[0] (the largest), else 0.
-  s += "struct LaScaleArgs { long long m, k; unsigned long long u, s; double rcond; };\n";
-  s += grid_stride_head("hyp_la_scale", "LaScaleArgs", "a.m * a.k");
-  s += "    const " + T + "* sv = (const " + T + "*)a.s;\n    const long long l = t / a.m;\n";
+  // Pinv and Lstsq: a column-major matrix's columns (div = its rows) or rows (div = 1) times 1/s
+  // where s > rcond * s[0] (the largest), else 0.
+  s += "struct LaScaleArgs { long long count, div, mod; unsigned long long u, s; double rcond; };\n";
+  s += grid_stride_head("hyp_la_scale", "LaScaleArgs", "a.count");
+  s += "    const " + T + "* sv = (const " + T + "*)a.s;\n    const long long l = t / a.div % a.mod;\n";
   s += "    " + T + "* u = (" + T + "*)a.u;\n";
   s += "    u[t] = (double)sv[l] > a.rcond * (double)sv[0] ? u[t] / sv[l] : (" + T + ")0;\n  }\n}\n";
+  // Lstsq's rank: the singular values above rcond * the largest (one thread).
+  s += "struct LaRankArgs { long long k; unsigned long long s; double rcond; unsigned long long out; };\n"
+       "extern \"C\" __global__ void hyp_la_rank(const LaRankArgs a) {\n"
+       "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+       "  const " +
+       T + "* s = (const " + T +
+       "*)a.s;\n"
+       "  long long r = 0;\n"
+       "  for (long long i = 0; i < a.k; ++i) r += (double)s[i] > a.rcond * (double)s[0];\n"
+       "  *(long long*)a.out = r;\n}\n";
+  // Lstsq's residuals: each column's sum of squares (column-major m x n), in double.
+  s += "struct LaSumsqArgs { long long m, n; unsigned long long r, out; };\n";
+  s += grid_stride_head("hyp_la_sumsq", "LaSumsqArgs", "a.n");
+  s += "    const " + T + "* c = (const " + T + "*)a.r + t * a.m;\n    double acc = 0;\n";
+  s += "    for (long long i = 0; i < a.m; ++i) acc += (double)c[i] * (double)c[i];\n";
+  s += "    ((" + T + "*)a.out)[t] = (" + T + ")acc;\n  }\n}\n";
   // The first zero on a triangular matrix's diagonal (one thread: trtrs reports the first).
   s += "struct LaDiagArgs { long long n; unsigned long long a, err; };\n"
        "extern \"C\" __global__ void hyp_la_diag(const LaDiagArgs a) {\n"
@@ -683,7 +774,13 @@ std::string linalg_source(DType dt) {
 
 void register_cuda_linalg_kernels() {
   register_kernel(kCudaBackend, typeid(Linalg), kernel_factory<LinalgKernel>(),
-                  KernelTraits{.accepts = linalg_accepts, .device_checks = true});
+                  KernelTraits{.accepts = linalg_accepts,
+                               .host_inputs_of =
+                                   [](const Apply& node) {
+                                     const auto& op = static_cast<const Linalg&>(*node.op);
+                                     return op.kind == LinalgKind::Lstsq ? std::vector<int>{2} : std::vector<int>{};
+                                   },
+                               .device_checks = true});
 }
 
 }  // namespace hypatia::cuda
