@@ -222,10 +222,16 @@ NDArray from_cuda_dlpack(PyObject* obj, int device) {
   // Hypatia's work queued on it is done (the producer may reuse the memory at once).
   PyObject* keep = nb::cast(t, nb::rv_policy::reference).release().ptr();
   std::shared_ptr<void> owner(t.data(), [keep, where](void*) noexcept {
+    // (Every queue: the last reference may go in one function's call while another's work on
+    // the buffer is still queued.)
     try {
-      const DeviceMemory& m = device_memory(where);
-      if (m.synchronize) m.synchronize();
-    } catch (...) {  // (a device error is reported by the next call that queues work)
+      synchronize_device(where);
+    } catch (...) {  // (a wait refused while recording: this queue's, then; a device error is
+      try {          // reported by the next call that queues work)
+        const DeviceMemory& m = device_memory(where);
+        if (m.synchronize) m.synchronize();
+      } catch (...) {
+      }
     }
     PyRefDeleter{keep}(nullptr);
   });

@@ -461,6 +461,23 @@ TEST(Placement, EachFunctionQueuesOnItsOwnQueueAndWaitsOnlyForTheOthersWorkOnWha
   EXPECT_EQ(w[0].second, s);
   EXPECT_ALLCLOSE(read({})[0], NDArray::from_vector<double>({10, 12, 14}));
   EXPECT_ALLCLOSE(get_value(x), NDArray::from_vector<double>({5, 6, 7}));
+  // A function that keeps its buffers from call to call (gc off) writes its device result's
+  // buffer again only after the queue of the function that read it.
+  FunctionOptions keep = o;
+  keep.allow_gc = false;
+  Var v = vector("v", DType::Float64);
+  Function make = function({v}, {Out(device_from_host(exp(v), Device::cuda(0)), true)}, keep);
+  take_emulated_gpu_queue_waits();
+  NDArray yd = make({NDArray::from_vector<double>({0, 0, 0})})[0];
+  ASSERT_EQ(yd.device(), Device::cuda(0));
+  EXPECT_ALLCLOSE(scale({yd})[0], NDArray::from_vector<double>({3, 3, 3}));
+  w = take_emulated_gpu_queue_waits();
+  ASSERT_EQ(w.size(), 1u);
+  const auto [sc, mk] = w[0];
+  EXPECT_NE(sc, mk);
+  yd = NDArray();
+  make({NDArray::from_vector<double>({0, 0, 0})});
+  EXPECT_EQ(take_emulated_gpu_queue_waits(), (W{{mk, sc}}));
 }
 
 TEST(Placement, IndexArithmeticStaysOnTheHostAndOutOfPlace) {

@@ -375,6 +375,41 @@ TEST(CudaAllocator, BuffersStayWithTheirQueueAndOtherQueuesAreWaitedFor) {
   a.release_cached();
 }
 
+TEST(CudaAllocator, ImportedBuffersWaitForEveryQueueAndACallInsideACallStaysInOrder) {
+  std::vector<std::pair<int, int>> waits;
+  CachingAllocator a(CachingAllocator::Raw{.alloc = [](size_t n) { return std::malloc(n); },
+                                           .free = [](void* p) { std::free(p); },
+                                           .order = [&](int into, int from) { waits.emplace_back(into, from); }});
+  int next = 0;
+  AllocatorQueues q(a, DeviceKind::Cuda, [&] { return ++next; });
+  using W = std::vector<std::pair<int, int>>;
+  const int f = q.assign(), g = q.assign(), h = q.assign();  // 1, 2, 3
+  // A buffer of the device that is not the allocator's (imported): after every queue given out.
+  void* mem = std::malloc(64);
+  const NDArray imported = NDArray::wrap(std::shared_ptr<void>(mem, std::free), static_cast<std::byte*>(mem), {8}, {8},
+                                         DType::Float64, Device::cuda(0));
+  q.enter(g);
+  q.reads(imported);
+  EXPECT_EQ(waits, (W{{g, f}, {g, h}}));
+  // The allocator's own buffer of this queue: nothing; a host array: nothing.
+  waits.clear();
+  q.writes(NDArray::wrap(a.allocate(64, g), nullptr, {0}, {8}, DType::Float64, Device::cuda(0)));
+  q.reads(NDArray::zeros({2}, DType::Float64));
+  EXPECT_TRUE(waits.empty());
+  // f called inside g's call: on g's queue, after f's earlier work, and f's later work after it.
+  q.enter(f);
+  EXPECT_EQ(current_queue(), g);
+  q.leave();
+  EXPECT_EQ(waits, (W{{g, f}, {f, g}}));
+  EXPECT_EQ(current_queue(), g);
+  q.leave();
+  EXPECT_EQ(current_queue(), 0);
+  // Outside calls nothing is ordered (queue 0 is ordered with every queue by CUDA).
+  waits.clear();
+  q.reads(imported);
+  EXPECT_TRUE(waits.empty());
+}
+
 TEST(MemoryPressure, HandlersRunForEachEventAndNotAfterTheyAreRemoved) {
   std::vector<DeviceKind> seen;
   const uint64_t count0 = memory_pressure_count(DeviceKind::Cuda), host0 = memory_pressure_count(DeviceKind::Host);

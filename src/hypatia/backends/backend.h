@@ -68,17 +68,21 @@ class Recorder {
 class CallQueues {
  public:
   virtual ~CallQueues() = default;
-  /// The queue of a new function.
+  /// The queue of a new function (given when it is first called).
   virtual int assign() = 0;
-  /// Begins a call on `queue` on the calling thread; false when the thread is in a call already
-  /// (a loop body's program: it queues on the outer call's queue).
-  virtual bool enter(int queue) = 0;
-  /// Ends the call begun by enter() (true).
+  /// Begins a call on `queue` on the calling thread, until the matching leave(). A call inside a
+  /// call (a compiled function a Python op calls) queues on the outer call's queue, where its
+  /// inputs are, ordered after its own queue's earlier work and before its later work (the
+  /// buffers its function keeps are written there). (A loop body's program enters no queue: it
+  /// belongs to the call that runs the loop.)
+  virtual void enter(int queue) = 0;
   virtual void leave() = 0;
   /// The call reads `a` (made outside it; arrays of other devices are ignored): its queue waits
   /// for the work that last wrote a's buffer on another queue.
   virtual void reads(const NDArray& a) = 0;
-  /// The call writes into `a`'s buffer in place: its queue waits for every other queue's work on it.
+  /// The call writes into `a`'s buffer in place (an argument, a shared variable's value, or a
+  /// buffer the function kept from an earlier call, which others may have read): its queue waits
+  /// for every other queue's work on it.
   virtual void writes(const NDArray& a) = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "hypatia/backends/device_queues.h"
 
 #include <bit>
+#include <vector>
 
 #include "hypatia/core/error.h"
 #include "hypatia/core/ndarray.h"
@@ -9,7 +10,8 @@ namespace hypatia {
 namespace {
 
 thread_local int t_queue = 0;
-thread_local bool t_in_call = false;
+/// The queues of the calls entered on this thread, the outermost first.
+thread_local std::vector<int> t_calls;
 
 }  // namespace
 
@@ -126,29 +128,42 @@ CachingAllocator::Stats CachingAllocator::stats() const {
   return stats_;
 }
 
-bool AllocatorQueues::enter(int queue) {
-  if (t_in_call) return false;
-  t_in_call = true;
-  t_queue = queue;
-  return true;
+void CachingAllocator::order(int into, int from) {
+  if (into == 0 || from == 0 || into == from || !raw_.order) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  raw_.order(into, from);
+}
+
+void AllocatorQueues::enter(int queue) {
+  if (t_calls.empty())
+    t_queue = queue;
+  else
+    allocator_.order(t_queue, queue);  // (a call inside a call: on the outer queue, after its own)
+  t_calls.push_back(queue);
 }
 
 void AllocatorQueues::leave() {
-  t_queue = 0;
-  t_in_call = false;
+  const int queue = t_calls.back();
+  t_calls.pop_back();
+  if (t_calls.empty())
+    t_queue = 0;
+  else
+    allocator_.order(queue, t_queue);  // (its own queue's later work after what it queued here)
 }
 
-CachingAllocator::Block* AllocatorQueues::block(const NDArray& a) const {
-  if (t_queue == 0 || !a.valid() || a.device().kind != kind_) return nullptr;
-  return CachingAllocator::block_of(a.storage());
+void AllocatorQueues::use(const NDArray& a, bool write) {
+  if (t_queue == 0 || !a.valid() || a.device().kind != kind_) return;
+  CachingAllocator::Block* b = CachingAllocator::block_of(a.storage());
+  if (b && b->allocator == &allocator_) {
+    write ? allocator_.writes(*b, t_queue) : allocator_.reads(*b, t_queue);
+    return;
+  }
+  const uint32_t given = given_.load(std::memory_order_relaxed);
+  for (int q = 1; q < kMaxQueues; ++q)
+    if (given & (1u << q)) allocator_.order(t_queue, q);
 }
 
-void AllocatorQueues::reads(const NDArray& a) {
-  if (CachingAllocator::Block* b = block(a)) allocator_.reads(*b, t_queue);
-}
-
-void AllocatorQueues::writes(const NDArray& a) {
-  if (CachingAllocator::Block* b = block(a)) allocator_.writes(*b, t_queue);
-}
+void AllocatorQueues::reads(const NDArray& a) { use(a, false); }
+void AllocatorQueues::writes(const NDArray& a) { use(a, true); }
 
 }  // namespace hypatia

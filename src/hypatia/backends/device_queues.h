@@ -20,6 +20,7 @@
 // never waits (the CUDA backend's queue 0 is CUDA's legacy default stream, which CUDA orders with
 // every other queue; with one queue for everything, nothing needs ordering).
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -89,6 +90,8 @@ class CachingAllocator {
   /// writer. (Queue 0 never waits, and is never waited for; nor is q itself.)
   void reads(Block& b, int q);
   void writes(Block& b, int q);
+  /// Makes `into` wait for `from` (neither 0 nor the same; else nothing).
+  void order(int into, int from);
   /// Frees every cached buffer (on memory pressure, and for tests).
   void release_cached();
   Stats stats() const;
@@ -110,24 +113,32 @@ class CachingAllocator {
 
 /// The CallQueues of a device whose buffers come from `allocator`: a call runs on its function's
 /// queue (assign() gives one per function) and the buffers it reads and writes that were made
-/// outside it are ordered through their Blocks.
+/// outside it are ordered through their Blocks. A buffer of the device that is not the
+/// allocator's (another library's, imported) has none: its readers and writers wait for every
+/// other queue a function was given.
 class AllocatorQueues final : public CallQueues {
  public:
   AllocatorQueues(CachingAllocator& allocator, DeviceKind kind, std::function<int()> assign)
       : allocator_(allocator), kind_(kind), assign_(std::move(assign)) {}
-  int assign() override { return assign_(); }
-  bool enter(int queue) override;
+  int assign() override {
+    const int q = assign_();
+    given_.fetch_or(1u << q, std::memory_order_relaxed);
+    return q;
+  }
+  void enter(int queue) override;
   void leave() override;
   void reads(const NDArray& a) override;
   void writes(const NDArray& a) override;
 
  private:
-  /// a's Block (null: not this device's array, not this allocator's buffer, or queue 0).
-  CachingAllocator::Block* block(const NDArray& a) const;
+  /// Orders a use of `a` by the calling thread's queue: through its Block (reads or writes), or,
+  /// for a buffer of this device without one, after every other queue.
+  void use(const NDArray& a, bool write);
 
   CachingAllocator& allocator_;
   DeviceKind kind_;
   std::function<int()> assign_;
+  std::atomic<uint32_t> given_{0};  // the queues given to functions (bits)
 };
 
 }  // namespace hypatia

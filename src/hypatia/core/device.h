@@ -40,7 +40,9 @@ struct DeviceMemory {
   /// Copies `bytes` within the device (null: through host memory).
   std::function<void(void* device_dst, const void* device_src, size_t bytes)> copy_on_device;
   /// Waits until the work queued on the device so far is done (null: work is never queued), so
-  /// that another library may read its buffers (the Python device arrays' DLPack export).
+  /// that another library may read its buffers (the Python device arrays' DLPack export); in a
+  /// call of a backend that gives each function a queue (backends/backend.h: CallQueues), the
+  /// work of that call's queue.
   std::function<void()> synchronize;
   /// Waits until all work on the device is done, whoever queued it on whichever stream (null: as
   /// synchronize): before Hypatia reads a buffer another library hands it, and before a buffer it

@@ -184,10 +184,12 @@ class UpdateSerializer {
 };
 
 /// A call on its function's device queue (CallQueues): the calling thread's device work goes
-/// there from construction to destruction (a call inside a call stays on the outer one's).
+/// there from construction to destruction (a call inside a call: CallQueues::enter). None: -1.
 class QueueScope {
  public:
-  QueueScope(CallQueues* q, int queue) : q_(q && q->enter(queue) ? q : nullptr) {}
+  QueueScope(CallQueues* q, int queue) : q_(queue >= 0 ? q : nullptr) {
+    if (q_) q_->enter(queue);
+  }
   ~QueueScope() {
     if (q_) q_->leave();
   }
@@ -257,7 +259,12 @@ void Program::finalize() {
   read_locks_ = lock_order(shared);
   update_locks_ = lock_order(updates);
   queues_ = backend ? backend->queues() : nullptr;
-  if (queues_) queue_ = queues_->assign();
+  kept_cells_.clear();
+  for (size_t c = 0; c < cell_kind.size(); ++c)
+    if (cell_kind[c] == CellKind::Intermediate && !allow_gc) kept_cells_.push_back(static_cast<int>(c));
+  for (const Step& s : steps)
+    for (const auto& p : s.inner)
+      if (auto* inner = dynamic_cast<Program*>(p.get())) inner->inner_ = true;
   any_mutable_input_ = std::any_of(inputs.begin(), inputs.end(), [](const InputSlot& s) { return s.mutable_; });
   producer_.assign(cell_kind.size(), -1);
   for (size_t t = 0; t < steps.size(); ++t)
@@ -609,7 +616,16 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
   HYP_ASSERT(args.size() == inputs.size() && outs.size() == outputs.size());
   UpdateSerializer serial(!updates.empty(), update_mu_, update_owner_);
   auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  QueueScope queue(queues_, queue_);
+  int q = -1;
+  if (queues_ && !inner_) {
+    q = queue_.load(std::memory_order_acquire);
+    if (q < 0) {  // (the first call: two threads may both ask; the first answer stays)
+      int none = -1;
+      queue_.compare_exchange_strong(none, queues_->assign(), std::memory_order_acq_rel);
+      q = queue_.load(std::memory_order_acquire);
+    }
+  }
+  QueueScope queue(queues_, q);
   FrameLease lease(*this);
   Frame& f = lease.frame();
   if (profile) {  // a failed call's timings are not merged into this one
@@ -666,6 +682,11 @@ void Program::run(std::span<const NDArray> args, std::span<NDArray> outs) {
       }
       outs[i].reset();
     }
+    // Buffers kept from earlier calls (gc off) that this call writes again: after other queues'
+    // readers of them (a borrowed output, an update's value since replaced).
+    if (queues_)
+      for (int c : kept_cells_)
+        if (f.storage[c].valid()) queues_->writes(f.storage[c]);
     // Recorded device work is replayed only where no hook or profile needs each step run.
     const bool replay = !profile && !pre_step && !post_step && !debug_mode;
     run_steps(f, 0, first_shared_destroyer, replay);

@@ -224,9 +224,14 @@ class Program final : public InnerProgram {
   bool any_deferred_ = false, any_lazy_ = false, any_device_checks_ = false;
   Recorder* recorder_ = nullptr;
   /// The backend's ordering of device work between functions (null: none), and this program's
-  /// queue there (its calls' device work goes to it).
+  /// queue there (its calls' device work goes to it; -1 until its first call). A loop body's
+  /// program (another program's step runs it) has none: its work is the outer call's.
   CallQueues* queues_ = nullptr;
-  int queue_ = 0;
+  std::atomic<int> queue_{-1};
+  bool inner_ = false;
+  /// The cells a call may find holding an earlier call's buffer and write again in place
+  /// (intermediates kept with gc off): others may have read that buffer since (CallQueues::writes).
+  std::vector<int> kept_cells_;
   std::vector<Segment> segments_;
   /// The id of relieve_pressure's registration (0: none).
   uint64_t pressure_handler_ = 0;

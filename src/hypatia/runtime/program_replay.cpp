@@ -185,6 +185,10 @@ void Program::run_segment(Frame& f, size_t s) {
     for (const auto& h : rec->held)
       free = free && (h.value.use_count() == h.refs || h.value.use_count() == h.refs + frame_refs(f.storage, h.value));
     if (!free) continue;
+    // The recording writes its live-out buffers again: after other queues' readers of them (a
+    // value this function handed out before).
+    if (queues_)
+      for (const auto& h : rec->held) queues_->writes(h.value);
     check_cancelled();
     with_node_context(*steps[sg.begin].node, f.args(steps[sg.begin], sg.begin), [&] { rec->work->replay(); });
     for (const auto& h : rec->held) f.storage[h.cell] = h.value;

@@ -79,12 +79,34 @@ class EmulatedKernel final : public Kernel {
       if (x->valid()) device = x->device();
       in.push_back(retag(*x, Device::host()));
     }
-    for (const NDArray* x : a.out) out.push_back(retag(*x, Device::host()));
+    // The cells' earlier buffers, moved (not copied) into the host views: a kernel reuses one in
+    // place only when nothing else holds it, as a device kernel does.
+    std::vector<const void*> earlier;
+    for (NDArray* x : a.out) {
+      NDArray mine = std::move(*x);
+      earlier.push_back(mine.storage().get());
+      out.push_back(retag(mine, Device::host()));
+    }
     std::vector<NDArray*> ip, op;
     for (NDArray& x : in) ip.push_back(&x);
     for (NDArray& x : out) op.push_back(&x);
     cpu_->run(KernelArgs{ip, op});
-    for (size_t k = 0; k < out.size(); ++k) *a.out[k] = retag(out[k], device);
+    for (size_t k = 0; k < out.size(); ++k) {
+      // A new buffer of the CPU kernel's (not an input's, nor the cell's earlier one) is moved
+      // into the stand-in's allocator, as a device kernel's output would be allocated there
+      // (with its queue's bookkeeping: device_queues.h).
+      const NDArray& o = out[k];
+      bool fresh = o.valid() && o.nbytes() > 0 && o.storage().get() != earlier[k];
+      for (const NDArray& x : in) fresh = fresh && !x.shares_buffer(o);
+      if (!fresh) {
+        *a.out[k] = retag(o, device);
+        continue;
+      }
+      const NDArray c = o.is_c_contiguous() ? o : o.copy();
+      NDArray d = NDArray::empty(c.shape(), c.dtype(), device);
+      std::memcpy(d.raw(), c.raw(), c.nbytes());
+      *a.out[k] = std::move(d);
+    }
   }
 
  private:

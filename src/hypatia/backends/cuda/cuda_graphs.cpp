@@ -42,7 +42,9 @@ class CudaRecording final : public Recording {
       : exec_(exec), buffers_(std::move(buffers)) {}
   ~CudaRecording() override {
     // A launch still queued finishes first (the executable is freed when it completes); the
-    // buffers return to the cache, whose reuse is ordered on the same stream.
+    // buffers return to the cache of the queue they were allocated on, the function's, where its
+    // replays were queued (a nested call's replays on another queue are ordered with it:
+    // CallQueues::enter).
     if (cudaGraphExecDestroy(exec_) != cudaSuccess) cudaGetLastError();
   }
   void replay() override {

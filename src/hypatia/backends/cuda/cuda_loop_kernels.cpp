@@ -45,7 +45,19 @@ void zero_on_device(const NDArray& dst) {
   {
     std::lock_guard<std::mutex> lock(mu);
     NDArray& cached = (*zeros)[static_cast<int>(dst.dtype())];
-    if (!cached.valid()) cached = NDArray::zeros({}, dst.dtype()).to_device(Device::cuda(0));
+    if (!cached.valid()) {
+      // Made on queue 0 (outside calls: every function's queue waits for its earlier work), not
+      // on this call's queue, which other functions' calls reading it would not wait for.
+      const int q = current_queue();
+      set_current_queue(0);
+      try {
+        cached = NDArray::zeros({}, dst.dtype()).to_device(Device::cuda(0));
+      } catch (...) {
+        set_current_queue(q);
+        throw;
+      }
+      set_current_queue(q);
+    }
     z = cached;
   }
   // (ElemModule::run takes inputs of the output's ndim: the zero as a 1 x ... x 1 view.)

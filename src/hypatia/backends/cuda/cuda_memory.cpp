@@ -205,7 +205,12 @@ void register_cuda_memory() {
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, stream()), "copy on the device (cudaMemcpyAsync)");
   };
   m.synchronize = [] {
-    if (available()) synchronize();
+    if (!available()) return;
+    // (In a call, its queue's work; outside calls, every queue's.)
+    if (current_queue() != 0)
+      synchronize();
+    else
+      synchronize_queues();
   };
   m.synchronize_device = [] {
     if (!available()) return;
