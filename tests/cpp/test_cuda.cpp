@@ -408,6 +408,7 @@ TEST(CudaAllocator, ImportedBuffersWaitForEveryQueueAndACallInsideACallStaysInOr
   waits.clear();
   q.reads(imported);
   EXPECT_TRUE(waits.empty());
+  a.release_cached();
 }
 
 TEST(MemoryPressure, HandlersRunForEachEventAndNotAfterTheyAreRemoved) {
@@ -947,7 +948,7 @@ TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
     Function fc = fn({am, bm, bv, rc}, outs, on("cpu")), fg = fn({am, bm, bv, rc}, outs, on("cuda"));
     for (const auto& [shape, nrhs] : std::vector<std::pair<Shape, int64_t>>{
              {{9, 4}, 3}, {{4, 9}, 2}, {{5, 5}, 1}, {{6, 3}, 0}, {{0, 3}, 2}, {{3, 0}, 2}}) {
-      for (double rcv : {-1.0, 0.5}) {
+      for (double rcv : {-1.0, 0.5, 0.0, 1.5}) {  // (0 and 1.5: gelsd's unit roundoff)
         SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " nrhs " + std::to_string(nrhs) + " rcond " +
                      std::to_string(rcv));
         const NDArray av = random_array(shape, dt, 31, -1, 1), bmv = random_array({shape[0], nrhs}, dt, 32, -1, 1),
@@ -966,7 +967,47 @@ TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
                got = fg({d, bd, bdv, NDArray::scalar(-1.0, DType::Float64)});
     EXPECT_EQ(got[2].get_flat(0), 2);
     for (size_t i = 0; i < outs.size(); ++i) EXPECT_ALLCLOSE(got[i], want[i], tol, tol) << "output " << i;
+    // A NaN or an infinity: the CPU's error, found on the device.
+    NDArray bad = random_array({4, 3}, dt, 36);
+    if (dt == DType::Float64)
+      bad.data<double>()[5] = std::nan("");
+    else
+      bad.data<float>()[5] = std::numeric_limits<float>::infinity();
+    EXPECT_ERROR(ValueError, fg({bad, bd, bdv, NDArray::scalar(-1.0, DType::Float64)}),
+                 "the matrix has a NaN or an infinity");
+    EXPECT_ERROR(ValueError, fn({am}, {svd(am)[1]}, on("cuda"))({bad}), "the matrix has a NaN or an infinity");
+    EXPECT_ERROR(ValueError, fn({am}, {pinv(am)}, on("cuda"))({bad}), "the matrix has a NaN or an infinity");
   }
+}
+
+TEST(CudaRun, ExpmRunsOnTheGpuInDoubleAndMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Each Pade degree (norms from 0.01 to 40: scaled and squared), float32 and float64, an empty
+  // matrix and a non-finite one (NaN throughout, as the CPU gives).
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    Var a = matrix("a", dt);
+    Function fc = fn({a}, {expm(a)}, on("cpu")), fg = fn({a}, {expm(a)}, on("cuda"));
+    for (const auto& [n, scale] : std::vector<std::pair<int64_t, double>>{
+             {6, 0.002}, {6, 0.05}, {6, 0.15}, {6, 0.3}, {6, 1.0}, {12, 3.0}, {5, 40.0}, {0, 1.0}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n) + " scale " + std::to_string(scale));
+      const NDArray av = random_array({n, n}, dt, 41, -scale, scale);
+      const double tol = dt == DType::Float64 ? 1e-12 : 1e-5;
+      EXPECT_ALLCLOSE(fg({av})[0], fc({av})[0], tol, tol);
+    }
+    NDArray bad = random_array({3, 3}, dt, 42);
+    if (dt == DType::Float64)
+      bad.data<double>()[4] = std::numeric_limits<double>::infinity();
+    else
+      bad.data<float>()[4] = std::numeric_limits<float>::infinity();
+    const NDArray r = fg({bad})[0];
+    for (int64_t t = 0; t < 9; ++t) EXPECT_TRUE(std::isnan(r.get_flat(t))) << t;
+  }
+  // The gradient (through the expm of a block matrix) on the GPU too.
+  Var a = matrix("a", DType::Float64);
+  Var c = sum(expm(a) * expm(a));
+  Function gc = fn({a}, {grad(c, a)}, on("cpu")), gg = fn({a}, {grad(c, a)}, on("cuda"));
+  const NDArray av = random_array({4, 4}, DType::Float64, 43, -0.5, 0.5);
+  EXPECT_ALLCLOSE(gg({av})[0], gc({av})[0], 1e-10, 1e-10);
 }
 
 TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {

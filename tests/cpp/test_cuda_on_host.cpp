@@ -553,6 +553,63 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
     k.sumsq(&sq);
     EXPECT_EQ(sums.get_flat(0), 1.0 + 121 + 441);
     EXPECT_EQ(sums.get_flat(1), 4.0 + 144 + 484);
+    // Expm's helpers, in double: fresh() to double, its columns' sums of magnitudes (one entry
+    // negated, one NaN: skipped by the largest), y += s x, the diagonal, back to T in C order.
+    NDArray d64 = NDArray::empty({n * n}, DType::Float64);
+    NDArray src = fresh();
+    set(src, 1, -11.0);
+    struct {
+      long long count;
+      unsigned long long in, out;
+    } tf{n * n, ptr(src), ptr(d64)};
+    k.to_f64(&tf);
+    EXPECT_EQ(d64.get_flat(1), -11.0);
+    NDArray cols = NDArray::empty({n}, DType::Float64), mx = NDArray::empty({1}, DType::Float64);
+    struct {
+      long long n;
+      unsigned long long a, out;
+    } cs{n, ptr(d64), ptr(cols)};
+    k.colsum(&cs);
+    EXPECT_EQ(cols.get_flat(0), 1.0 + 11 + 21);  // column 0: rows 0..2 of (10 i + 1)
+    EXPECT_EQ(cols.get_flat(2), 3.0 + 13 + 23);
+    cols.data<double>()[1] = std::nan("");
+    struct {
+      long long n;
+      unsigned long long in, out;
+    } mxa{n, ptr(cols), ptr(mx)};
+    k.max(&mxa);
+    EXPECT_EQ(mx.get_flat(0), 39.0);
+    NDArray y64 = NDArray::zeros({n * n}, DType::Float64);
+    struct {
+      long long count;
+      double s;
+      unsigned long long x, y;
+    } ax{n * n, 0.5, ptr(d64), ptr(y64)};
+    k.axpy(&ax);
+    EXPECT_EQ(y64.get_flat(4), 0.5 * 12);
+    struct {
+      long long n;
+      double s;
+      unsigned long long y;
+    } ad{n, 100.0, ptr(y64)};
+    k.adddiag(&ad);
+    EXPECT_EQ(y64.get_flat(4), 0.5 * 12 + 100);
+    EXPECT_EQ(y64.get_flat(3), 0.5 * 2);
+    NDArray back = NDArray::empty({n, n}, k.dt);
+    struct {
+      long long n;
+      unsigned long long in, out;
+    } fb{n, ptr(y64), ptr(back)};
+    k.from_f64(&fb);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) EXPECT_EQ(back.get_flat(i * n + j), y64.get_flat(j * n + i)) << i << j;
+    struct {
+      long long count;
+      double v;
+      unsigned long long out;
+    } fl{n * n, std::nan(""), ptr(back)};
+    k.fill(&fl);
+    for (int64_t t = 0; t < n * n; ++t) EXPECT_TRUE(std::isnan(back.get_flat(t))) << t;
   }
 }
 

@@ -267,6 +267,23 @@ def test_ops_pickle_and_compare_by_attributes():
         assert op2 == op and hash(op2) == hash(op) and op2.name == op.name
 
 
+def test_svd_based_ops_refuse_nan_and_lstsq_takes_rcond_as_gelsd():
+    bad = np.array([[1.0, np.nan], [0.0, 1.0]])
+    for op in (lambda x: nlinalg.svd(x), lambda x: nlinalg.svd(x, compute_uv=False), nlinalg.pinv):
+        with pytest.raises(ValueError, match="the matrix has a NaN or an infinity"):
+            run(op, bad)
+    with pytest.raises(ValueError, match="the matrix has a NaN or an infinity"):
+        run(lambda p_, q_: nlinalg.lstsq(p_, q_), np.array([[np.inf, 0.0], [0.0, 1.0]]), np.ones(2))
+    # rcond 0 (or >= 1): LAPACK's unit roundoff, as numpy's gelsd call takes it.
+    a = np.diag([1.0, 1e-20])
+    b = np.ones(2)
+    for rc in (0.0, 1.5):
+        x, res, rank, sv = run(lambda p_, q_: nlinalg.lstsq(p_, q_, rc), a, b)
+        xn, resn, rankn, svn = np.linalg.lstsq(a, b, rcond=rc)
+        np.testing.assert_allclose(x, xn)
+        assert rank == rankn == 1
+
+
 def test_empty_matrices():
     e = np.zeros((0, 0))
     assert run(nlinalg.matrix_inverse, e).shape == (0, 0)

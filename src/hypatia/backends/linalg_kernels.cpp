@@ -201,13 +201,13 @@ void eigh(const Linalg& op, const KernelArgs& args) {
   std::vector<T> w(std::max(1, n));
   lapack_int info = 0;
   const bool generalized = args.in.size() == 2;
+  if (generalized && args.in[1]->shape() != x.shape())  // (an empty A too)
+    fail<ValueError>(op.name(), ": expected B of A's shape ", x.shape().str(), ", got ", args.in[1]->shape().str());
   if (n > 0) {
     T wq;
     lapack_int iwq, lwork = -1, liwork = -1;
     if (generalized) {
       const NDArray& y = *args.in[1];
-      if (y.shape() != x.shape())
-        fail<ValueError>(op.name(), ": expected B of A's shape ", x.shape().str(), ", got ", y.shape().str());
       FMat<T> b = to_fortran<T>(op, y);
       const lapack_int itype = 1, ldb = b.ld();
       LAPACK(sygvd, T, &itype, &jobz, &uplo, &n, a.data(), &lda, b.data(), &ldb, w.data(), &wq, &lwork, &iwq, &liwork,
@@ -271,11 +271,21 @@ void eig(const Linalg& op, const KernelArgs& args) {
   from_fortran(vr, output(args, 1, x.shape(), x.dtype()), n, n);
 }
 
+/// numpy's error for a matrix with a NaN or an infinity, whose SVD LAPACK would refuse (gesdd's
+/// argument 4) or not converge on.
+template <class T>
+void require_finite(const Linalg& op, const FMat<T>& a) {
+  for (const T v : a.a)
+    if (!std::isfinite(v))
+      fail<ValueError>(op.name(), ": the SVD did not converge (the matrix has a NaN or an infinity)");
+}
+
 /// gesdd on a copy of x: singular values s (descending), and U, Vt when `uv` (full or thin).
 template <class T>
 void svd_of(const Linalg& op, const NDArray& x, bool uv, bool full, std::vector<T>& s, FMat<T>& u, FMat<T>& vt) {
   FMat<T> a = to_fortran<T>(op, x);
   const lapack_int m = a.rows, n = a.cols, k = std::min(m, n), lda = a.ld();
+  require_finite(op, a);
   s.assign(std::max(1, k), T(0));
   const char jobz = !uv ? 'N' : full ? 'A' : 'S';
   u = FMat<T>(m, uv ? (full ? m : k) : 1);
@@ -397,8 +407,11 @@ void lstsq(const Linalg& op, const KernelArgs& args) {
   FMat<T> yb = to_fortran<T>(op, y);
   for (lapack_int j = 0; j < nrhs; ++j)
     for (lapack_int i = 0; i < m; ++i) b(i, j) = yb(i, j);
+  require_finite(op, a);
   double rc = args.in[2]->get_flat(0);
   if (rc < 0) rc = std::numeric_limits<T>::epsilon() * std::max(m, n);
+  // (gelsd, as LAPACK's xLALSD, takes rcond outside (0, 1) as the unit roundoff.)
+  if (!(rc > 0 && rc < 1)) rc = std::numeric_limits<T>::epsilon() / 2;
   const T rcond = static_cast<T>(rc);
   std::vector<T> s(std::max(1, k));
   lapack_int rank = 0, info = 0;

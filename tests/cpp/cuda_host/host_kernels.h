@@ -64,6 +64,13 @@ struct HostLinalgKernels {
   void (*scale)(const void* args);
   void (*rank)(const void* args);
   void (*sumsq)(const void* args);
+  void (*to_f64)(const void* args);
+  void (*from_f64)(const void* args);
+  void (*colsum)(const void* args);
+  void (*max)(const void* args);
+  void (*axpy)(const void* args);
+  void (*adddiag)(const void* args);
+  void (*fill)(const void* args);
 };
 
 struct HostCumKernels {

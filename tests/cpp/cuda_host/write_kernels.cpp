@@ -207,9 +207,18 @@ int main(int argc, char** argv) {
         << "void r(const void* a) { hyp_la_r(*static_cast<const LaRArgs*>(a)); }\n"
         << "void scale(const void* a) { hyp_la_scale(*static_cast<const LaScaleArgs*>(a)); }\n"
         << "void rank(const void* a) { hyp_la_rank(*static_cast<const LaRankArgs*>(a)); }\n"
-        << "void sumsq(const void* a) { hyp_la_sumsq(*static_cast<const LaSumsqArgs*>(a)); }\n}\n";
+        << "void sumsq(const void* a) { hyp_la_sumsq(*static_cast<const LaSumsqArgs*>(a)); }\n"
+        << "void to_f64(const void* a) { hyp_la_to_f64(*static_cast<const LaF64Args*>(a)); }\n"
+        << "void from_f64(const void* a) { hyp_la_from_f64_t(*static_cast<const LaFromF64Args*>(a)); }\n"
+        << "void colsum(const void* a) { hyp_la_colsum(*static_cast<const LaColsumArgs*>(a)); }\n"
+        << "void max(const void* a) { hyp_la_max(*static_cast<const LaMaxArgs*>(a)); }\n"
+        << "void axpy(const void* a) { hyp_la_axpy(*static_cast<const LaAxpyArgs*>(a)); }\n"
+        << "void adddiag(const void* a) { hyp_la_adddiag(*static_cast<const LaAddDiagArgs*>(a)); }\n"
+        << "void fill(const void* a) { hyp_la_fill(*static_cast<const LaFillArgs*>(a)); }\n}\n";
     la_table += "    {" + dtype_enum(dt) + ", " + ns + "::info, " + ns + "::tri, " + ns + "::sym, " + ns + "::diag, " +
-                ns + "::det, " + ns + "::r, " + ns + "::scale, " + ns + "::rank, " + ns + "::sumsq},\n";
+                ns + "::det, " + ns + "::r, " + ns + "::scale, " + ns + "::rank, " + ns + "::sumsq, " + ns +
+                "::to_f64, " + ns + "::from_f64, " + ns + "::colsum, " + ns + "::max, " + ns + "::axpy, " + ns +
+                "::adddiag, " + ns + "::fill},\n";
   }
   out << la_table << table_tail("HostLinalgKernels", "kHostLinalgKernels");
   return out.good() ? 0 : 1;

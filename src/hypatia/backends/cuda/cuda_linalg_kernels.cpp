@@ -10,8 +10,10 @@
 #include <dlfcn.h>
 
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 
 #include "hypatia/backends/cuda/cuda_api.h"
@@ -140,7 +142,9 @@ enum Failure : int64_t {
   kZeroDiagonal = 3,
   kNoConvergence = 4,
   kSvdNoConvergence = 5,
-  kGeneralizedEigh = 6  // (info > n: B not positive definite, minor info - n; else no convergence)
+  kGeneralizedEigh = 6,  // (info > n: B not positive definite, minor info - n; else no convergence)
+  kPadeSingular = 7,
+  kNotFinite = 8
 };
 
 int lapack_dim(const Op& op, int64_t n) {
@@ -170,8 +174,19 @@ class LinalgKernel final : public Kernel {
       eye_kernel_ = request_kernel(eye_source(dt_), "hyp_eye");
     if (op_.kind == LinalgKind::Det) det_kernel_ = request_kernel(src, "hyp_la_det");
     if (op_.kind == LinalgKind::Qr) r_kernel_ = request_kernel(src, "hyp_la_r");
+    if (op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Pinv || op_.kind == LinalgKind::Lstsq)
+      finite_kernel_ = request_kernel(src, "hyp_la_finite");
     if (op_.kind == LinalgKind::Pinv || op_.kind == LinalgKind::Lstsq)
       scale_kernel_ = request_kernel(src, "hyp_la_scale");
+    if (op_.kind == LinalgKind::Expm)
+      for (auto& [ref, name] : {std::pair{&f64_kernel_, "hyp_la_to_f64"},
+                                {&from_f64_kernel_, "hyp_la_from_f64_t"},
+                                {&colsum_kernel_, "hyp_la_colsum"},
+                                {&max_kernel_, "hyp_la_max"},
+                                {&axpy_kernel_, "hyp_la_axpy"},
+                                {&adddiag_kernel_, "hyp_la_adddiag"},
+                                {&fill_kernel_, "hyp_la_fill"}})
+        *ref = request_kernel(src, name);
     if (op_.kind == LinalgKind::Lstsq) {
       rank_kernel_ = request_kernel(src, "hyp_la_rank");
       sumsq_kernel_ = request_kernel(src, "hyp_la_sumsq");
@@ -180,6 +195,15 @@ class LinalgKernel final : public Kernel {
 
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
+    if (op_.kind == LinalgKind::Expm) {
+      if (x.shape(0) != x.shape(1))
+        fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
+      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
+      check_.clear();
+      expm(x, a);
+      check_.fetch();
+      return;
+    }
     if (op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Qr || op_.kind == LinalgKind::Pinv ||
         op_.kind == LinalgKind::Lstsq) {
       if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
@@ -293,6 +317,10 @@ class LinalgKernel final : public Kernel {
         fail<ValueError>(who, ": the eigenvalue algorithm did not converge (info ", w[1], ")");
       case kSvdNoConvergence:
         fail<ValueError>(who, ": the SVD did not converge (info ", w[1], ")");
+      case kNotFinite:
+        fail<ValueError>(who, ": the SVD did not converge (the matrix has a NaN or an infinity)");
+      case kPadeSingular:
+        fail<ValueError>(who, ": the Pade denominator is singular (the input overflows)");
       case kGeneralizedEigh:
         if (w[1] > n_)
           fail<ValueError>(who, ": B is not positive definite (its leading minor of order ", w[1] - n_,
@@ -308,7 +336,9 @@ class LinalgKernel final : public Kernel {
 
  private:
   /// A workspace of `n` elements of the dtype.
-  NDArray workspace(int n) const { return NDArray::empty({std::max(1, n)}, dt_, Device::cuda(0)); }
+  NDArray workspace(int n, std::optional<DType> dt = std::nullopt) const {
+    return NDArray::empty({std::max(1, n)}, dt.value_or(dt_), Device::cuda(0));
+  }
 
   /// The info word into the check block (as `code`) when it is not zero.
   void check_info(Failure code) {
@@ -384,13 +414,13 @@ class LinalgKernel final : public Kernel {
   /// getrf of the column-major w, in place: its LU factors and (returned) the pivots.
   NDArray getrf(NDArray& w, int n) {
     NDArray pivots = NDArray::empty({n}, DType::Int32, Device::cuda(0));
-    by_dtype(dt_, [&]<class T>() {
+    by_dtype(w.dtype(), [&]<class T>() {
       Solver s;
       int lwork = 0;
       check_cusolver(pick<T>(s->cusolverDnSgetrf_bufferSize, s->cusolverDnDgetrf_bufferSize)(s.handle(), n, n,
                                                                                              w.data<T>(), n, &lwork),
                      "cusolverDn<t>getrf_bufferSize");
-      NDArray ws = workspace(lwork);
+      NDArray ws = workspace(lwork, w.dtype());
       check_cusolver(pick<T>(s->cusolverDnSgetrf, s->cusolverDnDgetrf)(s.handle(), n, n, w.data<T>(), n, ws.data<T>(),
                                                                        pivots.data<int>(), info_.data<int>()),
                      "cusolverDn<t>getrf");
@@ -402,7 +432,7 @@ class LinalgKernel final : public Kernel {
   void lu_solve(NDArray& w, NDArray& b, int n, int nrhs) {
     const NDArray pivots = getrf(w, n);
     check_info(kSingularLu);
-    by_dtype(dt_, [&]<class T>() {
+    by_dtype(w.dtype(), [&]<class T>() {
       Solver s;
       check_cusolver(
           pick<T>(s->cusolverDnSgetrs, s->cusolverDnDgetrs)(s.handle(), CUBLAS_OP_N, n, nrhs, w.data<T>(), n,
@@ -470,6 +500,10 @@ class LinalgKernel final : public Kernel {
   /// gesvd of the column-major M (m x n, m >= n, destroyed): S (n), and U (m x ucols) and VT
   /// (n x n) as column-major buffers (C-order shapes (ucols, m) and (n, n)) unless `uv` is false.
   void gesvd(NDArray& w, int m, int n, bool uv, bool full, NDArray& s, NDArray& u, NDArray& vt) {
+    {  // (a NaN or an infinity: the CPU's error, found here)
+      std::vector<int64_t> args = {int64_t{m} * n, ptr(w.raw()), static_cast<int64_t>(check_.device())};
+      launch(finite_kernel_, grid_for(int64_t{m} * n), args, op_.name().c_str());
+    }
     const int ucols = full ? m : n;
     const signed char jobu = !uv ? 'N' : full ? 'A' : 'S', jobvt = uv ? 'A' : 'N';
     if (uv) {
@@ -540,7 +574,7 @@ class LinalgKernel final : public Kernel {
             double beta, NDArray& C, int ldc) {
     if (m == 0 || n == 0) return;
     const Cublas& cb = cublas();
-    by_dtype(dt_, [&]<class T>() {
+    by_dtype(C.dtype(), [&]<class T>() {
       const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
       check_cublas(
           pick<T>(cb.sgemm, cb.dgemm)(cublas_handle(), ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -572,6 +606,8 @@ class LinalgKernel final : public Kernel {
     const int m = lapack_dim(op_, wide ? cols : rows), n = lapack_dim(op_, wide ? rows : cols);  // M's, m >= n
     const int k = n, nrhs = vec ? 1 : lapack_dim(op_, y.shape(1));
     if (rc < 0) rc = (dt_ == DType::Float32 ? 0x1p-23 : 0x1p-52) * static_cast<double>(std::max(rows, cols));
+    // (As gelsd's xLALSD: rcond outside (0, 1) is the unit roundoff.)
+    if (!(rc > 0 && rc < 1)) rc = dt_ == DType::Float32 ? 0x1p-24 : 0x1p-53;
     NDArray& xo = prepare_device_output(*a.out[0], vec ? Shape{cols} : Shape{cols, nrhs}, dt_);
     NDArray& rank = prepare_device_output(*a.out[2], Shape{}, DType::Int64);
     NDArray& s = prepare_device_output(*a.out[3], Shape{k}, dt_);
@@ -608,6 +644,146 @@ class LinalgKernel final : public Kernel {
          static_cast<int>(rows), xc, static_cast<int>(cols), 1, resid, static_cast<int>(rows));
     std::vector<int64_t> args = {rows, nrhs, ptr(resid.raw()), ptr(ro.raw())};
     launch(sumsq_kernel_, grid_for(nrhs), args, op_.name().c_str());
+  }
+
+  /// y += s x (double, `count` elements), and y's diagonal += s (n x n).
+  void axpy(NDArray& y, double s, const NDArray& x) {
+    std::vector<int64_t> args = {y.size(), std::bit_cast<int64_t>(s), ptr(x.raw()), ptr(y.raw())};
+    launch(axpy_kernel_, grid_for(y.size()), args, op_.name().c_str());
+  }
+  void add_diagonal(NDArray& y, double s) {
+    std::vector<int64_t> args = {y.shape(0), std::bit_cast<int64_t>(s), ptr(y.raw())};
+    launch(adddiag_kernel_, grid_for(y.shape(0)), args, op_.name().c_str());
+  }
+
+  /// Expm as the CPU computes it (scipy's algorithm, Higham 2005: the Pade approximant of degree
+  /// 3, 5, 7, 9 or 13 on A / 2^s, squared s times), in double, with cuBLAS products and cuSOLVER's
+  /// LU; the 1-norm, which picks the degree and s, is read on the host.
+  void expm(const NDArray& x, const KernelArgs& a) {
+    const int n = lapack_dim(op_, x.shape(0));
+    NDArray& out = prepare_device_output(*a.out[0], x.shape(), dt_);
+    if (n == 0) return;
+    const int64_t nn = int64_t{n} * n;
+    auto mat = [&] { return NDArray::empty({n, n}, DType::Float64, Device::cuda(0)); };
+    auto zeros = [&] {
+      NDArray z = mat();
+      fill(z, false);
+      return z;
+    };
+    auto mm = [&](const NDArray& l, const NDArray& r) {
+      NDArray p = mat();
+      gemm(false, false, n, n, n, 1, l, n, r, n, 0, p, n);
+      return p;
+    };
+    const char* who = op_.name().c_str();
+    NDArray A = mat();
+    {
+      const NDArray w = column_major(x);
+      std::vector<int64_t> args = {nn, ptr(w.raw()), ptr(A.raw())};
+      launch(f64_kernel_, grid_for(nn), args, who);
+    }
+    double norm1 = 0;
+    {
+      NDArray sums = NDArray::empty({n}, DType::Float64, Device::cuda(0)),
+              m = NDArray::empty({1}, DType::Float64, Device::cuda(0));
+      std::vector<int64_t> cs = {n, ptr(A.raw()), ptr(sums.raw())}, mx = {n, ptr(sums.raw()), ptr(m.raw())};
+      launch(colsum_kernel_, grid_for(n), cs, who);
+      launch(max_kernel_, 1, mx, who);
+      device_memory(m.device()).copy_to_host(&norm1, m.raw(), sizeof norm1);
+    }
+    if (!std::isfinite(norm1)) {
+      std::vector<int64_t> args = {nn, std::bit_cast<int64_t>(std::numeric_limits<double>::quiet_NaN()),
+                                   ptr(out.raw())};
+      launch(fill_kernel_, grid_for(nn), args, who);
+      return;
+    }
+    static const double b13[] = {64764752532480000.0,
+                                 32382376266240000.0,
+                                 7771770303897600.0,
+                                 1187353796428800.0,
+                                 129060195264000.0,
+                                 10559470521600.0,
+                                 670442572800.0,
+                                 33522128640.0,
+                                 1323241920.0,
+                                 40840800.0,
+                                 960960.0,
+                                 16380.0,
+                                 182.0,
+                                 1.0};
+    static const double thetas[] = {1.495585217958292e-002, 2.539398330063230e-001, 9.504178996162932e-001,
+                                    2.097847961257068e+000};
+    static const int degrees[] = {3, 5, 7, 9};
+    static const double bs[4][10] = {
+        {120.0, 60.0, 12.0, 1.0},
+        {30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0},
+        {17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0},
+        {17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0, 90.0, 1.0}};
+    int deg_index = -1;
+    for (int i = 0; i < 4 && deg_index < 0; ++i)
+      if (norm1 <= thetas[i]) deg_index = i;
+    int squarings = 0;
+    NDArray u, v = zeros();
+    if (deg_index >= 0) {
+      // U = A sum_{odd} b_k A^{k-1}, V = sum_{even} b_k A^k.
+      const int deg = degrees[deg_index];
+      const double* b = bs[deg_index];
+      const NDArray a2 = mm(A, A);
+      NDArray u_acc = zeros(), pw;  // (pw: A^k; the identity while k = 0)
+      for (int k = 0; k <= deg; k += 2) {
+        if (k == 0) {
+          add_diagonal(v, b[0]);
+          add_diagonal(u_acc, b[1]);
+        } else {
+          axpy(v, b[k], pw);
+          axpy(u_acc, b[k + 1], pw);
+        }
+        if (k + 2 <= deg) pw = k == 0 ? a2 : mm(pw, a2);
+      }
+      u = mm(A, u_acc);
+    } else {
+      const double theta13 = 5.371920351148152;
+      squarings = std::max(0, static_cast<int>(std::ceil(std::log2(norm1 / theta13))));
+      NDArray scaled = zeros();
+      axpy(scaled, std::ldexp(1.0, -squarings), A);
+      A = scaled;
+      const NDArray a2 = mm(A, A), a4 = mm(a2, a2), a6 = mm(a2, a4);
+      auto add_powers = [&](NDArray& dst, int k) {
+        axpy(dst, b13[k], a6);
+        axpy(dst, b13[k - 2], a4);
+        axpy(dst, b13[k - 4], a2);
+      };
+      // U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I]
+      NDArray t1 = zeros();
+      add_powers(t1, 13);
+      NDArray t = mm(a6, t1);
+      add_powers(t, 7);
+      add_diagonal(t, b13[1]);
+      u = mm(A, t);
+      // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
+      NDArray t2 = zeros();
+      add_powers(t2, 12);
+      v = mm(a6, t2);
+      add_powers(v, 6);
+      add_diagonal(v, b13[0]);
+    }
+    // (V - U) R = (V + U)
+    NDArray p = zeros(), q = zeros();
+    axpy(p, 1.0, v);
+    axpy(p, 1.0, u);
+    axpy(q, 1.0, v);
+    axpy(q, -1.0, u);
+    const NDArray pivots = getrf(q, n);
+    check_info(kPadeSingular);
+    {
+      Solver s;
+      check_cusolver(s->cusolverDnDgetrs(s.handle(), CUBLAS_OP_N, n, n, q.data<double>(), n, pivots.data<int>(),
+                                         p.data<double>(), n, info_.data<int>()),
+                     "cusolverDnDgetrs");
+    }
+    for (int s = 0; s < squarings; ++s) p = mm(p, p);
+    std::vector<int64_t> args = {n, ptr(p.raw()), ptr(out.raw())};
+    launch(from_f64_kernel_, grid_for(nn), args, who);
   }
 
   /// Qr ('reduced', 'complete', 'r'; 'raw' runs on the CPU): geqrf of the column-major copy, R
@@ -664,7 +840,8 @@ class LinalgKernel final : public Kernel {
   const Linalg& op_;
   DType dt_;
   KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_, r_kernel_, scale_kernel_,
-      rank_kernel_, sumsq_kernel_;
+      rank_kernel_, sumsq_kernel_, f64_kernel_, from_f64_kernel_, colsum_kernel_, max_kernel_, axpy_kernel_,
+      adddiag_kernel_, fill_kernel_, finite_kernel_;
   NDArray info_;   // cuSOLVER's devInfo
   int64_t n_ = 0;  // the last call's order (to read a generalized Eigh's info)
   DeviceCheckBlock check_;
@@ -679,7 +856,7 @@ bool linalg_accepts(const Apply& node) {
   const bool qr = op.kind == LinalgKind::Qr && op.attrs.qr_mode != QrMode::Raw;
   if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
       op.kind != LinalgKind::Det && op.kind != LinalgKind::Svd && op.kind != LinalgKind::Pinv &&
-      op.kind != LinalgKind::Eigh && op.kind != LinalgKind::Lstsq && !qr)
+      op.kind != LinalgKind::Eigh && op.kind != LinalgKind::Lstsq && op.kind != LinalgKind::Expm && !qr)
     return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
@@ -759,6 +936,42 @@ std::string linalg_source(DType dt) {
   s += "    const " + T + "* c = (const " + T + "*)a.r + t * a.m;\n    double acc = 0;\n";
   s += "    for (long long i = 0; i < a.m; ++i) acc += (double)c[i] * (double)c[i];\n";
   s += "    ((" + T + "*)a.out)[t] = (" + T + ")acc;\n  }\n}\n";
+  // Expm, computed in double: the column-major input to double; the column-major result to C
+  // order in T; each column's sum of magnitudes and their largest (NaN skipped, as std::max);
+  // y += s x; the diagonal += s; a fill.
+  s += "struct LaF64Args { long long count; unsigned long long in, out; };\n";
+  s += grid_stride_head("hyp_la_to_f64", "LaF64Args", "a.count");
+  s += "    ((double*)a.out)[t] = (double)((const " + T + "*)a.in)[t];\n  }\n}\n";
+  s += "struct LaFromF64Args { long long n; unsigned long long in, out; };\n";
+  s += grid_stride_head("hyp_la_from_f64_t", "LaFromF64Args", "a.n * a.n");
+  s += "    ((" + T + "*)a.out)[t] = (" + T + ")((const double*)a.in)[(t % a.n) * a.n + t / a.n];\n  }\n}\n";
+  s += "struct LaColsumArgs { long long n; unsigned long long a, out; };\n";
+  s += grid_stride_head("hyp_la_colsum", "LaColsumArgs", "a.n");
+  s += "    const double* c = (const double*)a.a + t * a.n;\n    double acc = 0;\n";
+  s += "    for (long long i = 0; i < a.n; ++i) acc += c[i] < 0 ? -c[i] : c[i];\n";
+  s += "    ((double*)a.out)[t] = acc;\n  }\n}\n";
+  s += "struct LaMaxArgs { long long n; unsigned long long in, out; };\n"
+       "extern \"C\" __global__ void hyp_la_max(const LaMaxArgs a) {\n"
+       "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+       "  const double* v = (const double*)a.in;\n"
+       "  double m = 0;\n"
+       "  for (long long i = 0; i < a.n; ++i) m = m < v[i] ? v[i] : m;\n"
+       "  *(double*)a.out = m;\n}\n";
+  s += "struct LaAxpyArgs { long long count; double s; unsigned long long x, y; };\n";
+  s += grid_stride_head("hyp_la_axpy", "LaAxpyArgs", "a.count");
+  s += "    ((double*)a.y)[t] += a.s * ((const double*)a.x)[t];\n  }\n}\n";
+  s += "struct LaAddDiagArgs { long long n; double s; unsigned long long y; };\n";
+  s += grid_stride_head("hyp_la_adddiag", "LaAddDiagArgs", "a.n");
+  s += "    ((double*)a.y)[t * a.n + t] += a.s;\n  }\n}\n";
+  s += "struct LaFillArgs { long long count; double v; unsigned long long out; };\n";
+  s += grid_stride_head("hyp_la_fill", "LaFillArgs", "a.count");
+  s += "    ((" + T + "*)a.out)[t] = (" + T + ")a.v;\n  }\n}\n";
+  // A NaN or an infinity among `count` elements (x - x is not 0 for them only), into the check
+  // block (word 1 its index).
+  s += "struct LaFiniteArgs { long long count; unsigned long long a, err; };\n";
+  s += grid_stride_head("hyp_la_finite", "LaFiniteArgs", "a.count");
+  s += "    const " + T + " v = ((const " + T + "*)a.a)[t];\n";
+  s += "    if (v - v != (" + T + ")0) hyp_check_failed(a.err, t, 8, 0);\n  }\n}\n";
   // The first zero on a triangular matrix's diagonal (one thread: trtrs reports the first).
   s += "struct LaDiagArgs { long long n; unsigned long long a, err; };\n"
        "extern \"C\" __global__ void hyp_la_diag(const LaDiagArgs a) {\n"
