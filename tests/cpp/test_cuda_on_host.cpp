@@ -554,7 +554,7 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
     EXPECT_EQ(sums.get_flat(0), 1.0 + 121 + 441);
     EXPECT_EQ(sums.get_flat(1), 4.0 + 144 + 484);
     // Expm's helpers, in double: fresh() to double, its columns' sums of magnitudes (one entry
-    // negated, one NaN: skipped by the largest), y += s x, the diagonal, back to T in C order.
+    // negated), their largest (NaN once one is NaN), y += s x, the diagonal, back to T in C order.
     NDArray d64 = NDArray::empty({n * n}, DType::Float64);
     NDArray src = fresh();
     set(src, 1, -11.0);
@@ -572,13 +572,15 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
     k.colsum(&cs);
     EXPECT_EQ(cols.get_flat(0), 1.0 + 11 + 21);  // column 0: rows 0..2 of (10 i + 1)
     EXPECT_EQ(cols.get_flat(2), 3.0 + 13 + 23);
-    cols.data<double>()[1] = std::nan("");
     struct {
       long long n;
       unsigned long long in, out;
     } mxa{n, ptr(cols), ptr(mx)};
     k.max(&mxa);
     EXPECT_EQ(mx.get_flat(0), 39.0);
+    cols.data<double>()[1] = std::nan("");
+    k.max(&mxa);
+    EXPECT_TRUE(std::isnan(mx.get_flat(0)));
     NDArray y64 = NDArray::zeros({n * n}, DType::Float64);
     struct {
       long long count;

@@ -284,6 +284,13 @@ def test_svd_based_ops_refuse_nan_and_lstsq_takes_rcond_as_gelsd():
         assert rank == rankn == 1
 
 
+def test_expm_of_a_matrix_with_a_nan_or_an_infinity_is_nan():
+    for v in (np.nan, np.inf):
+        a = np.eye(3)
+        a[1, 2] = v
+        assert np.isnan(run(slinalg.expm, a)).all()
+
+
 def test_empty_matrices():
     e = np.zeros((0, 0))
     assert run(nlinalg.matrix_inverse, e).shape == (0, 0)

@@ -9,14 +9,16 @@
 namespace hypatia {
 namespace {
 
-thread_local int t_queue = 0;
-/// The queues of the calls entered on this thread, the outermost first.
-thread_local std::vector<int> t_calls;
+thread_local int t_queue = 0, t_pool = 0;
+/// The calls entered on this thread, the outermost first: their queues, and the allocation pool
+/// each found (restored when it leaves).
+thread_local std::vector<std::pair<int, int>> t_calls;
 
 }  // namespace
 
 int current_queue() { return t_queue; }
 void set_current_queue(int q) { t_queue = q; }
+int allocation_pool() { return t_queue == 0 ? 0 : t_pool; }
 
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes == 0) bytes = 1;
@@ -27,12 +29,13 @@ size_t CachingAllocator::size_class(size_t bytes) {
   return (bytes + quarter - 1) / quarter * quarter;
 }
 
-std::shared_ptr<void> CachingAllocator::allocate(size_t bytes, int queue) {
+std::shared_ptr<void> CachingAllocator::allocate(size_t bytes, int queue, int pool) {
+  if (pool < 0) pool = queue;
   const size_t cls = size_class(bytes);
   void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find({queue, cls});
+    auto it = free_.find({pool, cls});
     if (it != free_.end() && !it->second.empty()) {
       p = it->second.back();
       it->second.pop_back();
@@ -75,7 +78,7 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes, int queue) {
     stats_.in_use += cls;
     stats_.peak = std::max(stats_.peak, stats_.in_use);
   }
-  return std::shared_ptr<void>(p, Block{.allocator = this, .cls = cls, .owner = queue, .writer = queue, .readers = 0});
+  return std::shared_ptr<void>(p, Block{.allocator = this, .cls = cls, .owner = pool, .writer = queue, .readers = 0});
 }
 
 CachingAllocator::Block* CachingAllocator::block_of(const std::shared_ptr<void>& p) {
@@ -135,16 +138,23 @@ void CachingAllocator::order(int into, int from) {
 }
 
 void AllocatorQueues::enter(int queue) {
-  if (t_calls.empty())
-    t_queue = queue;
-  else
-    allocator_.order(t_queue, queue);  // (a call inside a call: on the outer queue, after its own)
-  t_calls.push_back(queue);
+  t_calls.emplace_back(queue, t_pool);
+  if (t_calls.size() == 1) {
+    t_queue = t_pool = queue;
+    return;
+  }
+  // A call inside a call: on the outer queue, after its own queue's work; what it allocates
+  // comes from queue 0's cache if the queues differ.
+  if (queue != t_queue) {
+    allocator_.order(t_queue, queue);
+    t_pool = 0;
+  }
 }
 
 void AllocatorQueues::leave() {
-  const int queue = t_calls.back();
+  const auto [queue, pool] = t_calls.back();
   t_calls.pop_back();
+  t_pool = pool;
   if (t_calls.empty())
     t_queue = 0;
   else

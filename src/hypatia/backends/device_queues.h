@@ -39,6 +39,11 @@ inline constexpr int kMaxQueues = 32;
 /// The calling thread's queue: the function's during its calls (AllocatorQueues::enter), else 0.
 int current_queue();
 void set_current_queue(int q);
+/// The queue whose cache the calling thread's allocations use and return to: its queue, but
+/// queue 0 in a call made inside another function's call on another queue (a buffer such a call
+/// keeps, a recording's, may be used later on its own queue; queue 0's reuse waits for every
+/// queue's earlier work by itself).
+int allocation_pool();
 
 class CachingAllocator {
  public:
@@ -79,10 +84,10 @@ class CachingAllocator {
   };
 
   explicit CachingAllocator(Raw raw) : raw_(std::move(raw)) {}
-  /// A buffer of at least `bytes` (256-byte aligned as cudaMalloc's) for work on `queue`, which
-  /// returns to that queue's cache when its last owner lets go; MemoryError when the device has no
-  /// room even after the cache is released.
-  std::shared_ptr<void> allocate(size_t bytes, int queue = 0);
+  /// A buffer of at least `bytes` (256-byte aligned as cudaMalloc's) written by work on `queue`,
+  /// from and back to the cache of queue `pool` (-1: `queue`'s) when its last owner lets go;
+  /// MemoryError when the device has no room even after the cache is released.
+  std::shared_ptr<void> allocate(size_t bytes, int queue = 0, int pool = -1);
   /// The Block of a buffer allocate() gave (any pointer sharing its ownership); null otherwise.
   static Block* block_of(const std::shared_ptr<void>& p);
   /// Before queue `q` reads `b`: makes q wait for b's last writer (Raw::order) and notes q as a

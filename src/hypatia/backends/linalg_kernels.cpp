@@ -410,9 +410,9 @@ void lstsq(const Linalg& op, const KernelArgs& args) {
   require_finite(op, a);
   double rc = args.in[2]->get_flat(0);
   if (rc < 0) rc = std::numeric_limits<T>::epsilon() * std::max(m, n);
-  // (gelsd, as LAPACK's xLALSD, takes rcond outside (0, 1) as the unit roundoff.)
-  if (!(rc > 0 && rc < 1)) rc = std::numeric_limits<T>::epsilon() / 2;
-  const T rcond = static_cast<T>(rc);
+  // (gelsd, as LAPACK's xLALSD, takes rcond, in the dtype, outside (0, 1) as the unit roundoff.)
+  T rcond = static_cast<T>(rc);
+  if (!(rcond > 0 && rcond < 1)) rcond = std::numeric_limits<T>::epsilon() / 2;
   std::vector<T> s(std::max(1, k));
   lapack_int rank = 0, info = 0;
   if (k > 0 && nrhs > 0) {
@@ -558,7 +558,7 @@ void expm(const Linalg& op, const KernelArgs& args) {
   for (lapack_int j = 0; j < n; ++j) {
     double c = 0;
     for (lapack_int i = 0; i < n; ++i) c += std::abs(a(i, j));
-    norm1 = std::max(norm1, c);
+    norm1 = std::isnan(c) || c > norm1 ? c : norm1;  // (a NaN entry: a NaN result)
   }
   if (!std::isfinite(norm1)) {
     std::fill(out.data<T>(), out.data<T>() + static_cast<int64_t>(n) * n, std::numeric_limits<T>::quiet_NaN());

@@ -260,8 +260,15 @@ void Program::finalize() {
   update_locks_ = lock_order(updates);
   queues_ = backend ? backend->queues() : nullptr;
   kept_cells_.clear();
-  for (size_t c = 0; c < cell_kind.size(); ++c)
-    if (cell_kind[c] == CellKind::Intermediate && !allow_gc) kept_cells_.push_back(static_cast<int>(c));
+  if (!allow_gc)
+    for (const Step& s : steps) {
+      // (Outputs with buffers of their own: a view or an in-place result is its input's buffer.)
+      const AliasMap views = s.node->op->view_map(), destroys = s.node->op->destroy_map();
+      for (size_t o = 0; o < s.out.size(); ++o) {
+        const bool alias = (o < views.size() && !views[o].empty()) || (o < destroys.size() && !destroys[o].empty());
+        if (!alias && cell_kind[s.out[o]] == CellKind::Intermediate) kept_cells_.push_back(s.out[o]);
+      }
+    }
   for (const Step& s : steps)
     for (const auto& p : s.inner)
       if (auto* inner = dynamic_cast<Program*>(p.get())) inner->inner_ = true;

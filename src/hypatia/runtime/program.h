@@ -230,7 +230,8 @@ class Program final : public InnerProgram {
   std::atomic<int> queue_{-1};
   bool inner_ = false;
   /// The cells a call may find holding an earlier call's buffer and write again in place
-  /// (intermediates kept with gc off): others may have read that buffer since (CallQueues::writes).
+  /// (intermediates kept with gc off, but views and in-place results): others may have read that
+  /// buffer since (CallQueues::writes).
   std::vector<int> kept_cells_;
   std::vector<Segment> segments_;
   /// The id of relieve_pressure's registration (0: none).

@@ -5,7 +5,7 @@
 // (backends/linalg_kernels.cpp), and copied back in C order. A matrix that is not positive definite, or singular, is
 // found on the device (cuSOLVER's devInfo; a zero on a triangular A's diagonal): a small kernel writes it into the
 // node's check block (KernelTraits::device_checks), raised with the CPU's words once the call waits for the device. The
-// other kinds (Eig, Lstsq, Expm, Qr's 'raw' mode) run on the host through the CPU backend.
+// other kinds (Eig, Qr's 'raw' mode) run on the host through the CPU backend.
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
@@ -606,7 +606,8 @@ class LinalgKernel final : public Kernel {
     const int m = lapack_dim(op_, wide ? cols : rows), n = lapack_dim(op_, wide ? rows : cols);  // M's, m >= n
     const int k = n, nrhs = vec ? 1 : lapack_dim(op_, y.shape(1));
     if (rc < 0) rc = (dt_ == DType::Float32 ? 0x1p-23 : 0x1p-52) * static_cast<double>(std::max(rows, cols));
-    // (As gelsd's xLALSD: rcond outside (0, 1) is the unit roundoff.)
+    // (As gelsd's xLALSD: rcond, in the dtype, outside (0, 1) is the unit roundoff.)
+    if (dt_ == DType::Float32) rc = static_cast<float>(rc);
     if (!(rc > 0 && rc < 1)) rc = dt_ == DType::Float32 ? 0x1p-24 : 0x1p-53;
     NDArray& xo = prepare_device_output(*a.out[0], vec ? Shape{cols} : Shape{cols, nrhs}, dt_);
     NDArray& rank = prepare_device_output(*a.out[2], Shape{}, DType::Int64);
@@ -675,7 +676,8 @@ class LinalgKernel final : public Kernel {
       gemm(false, false, n, n, n, 1, l, n, r, n, 0, p, n);
       return p;
     };
-    const char* who = op_.name().c_str();
+    const std::string name = op_.name();
+    const char* who = name.c_str();
     NDArray A = mat();
     {
       const NDArray w = column_major(x);
@@ -938,7 +940,7 @@ std::string linalg_source(DType dt) {
   s += "    ((" + T + "*)a.out)[t] = (" + T + ")acc;\n  }\n}\n";
   // Expm, computed in double: the column-major input to double; the column-major result to C
   // order in T; each column's sum of magnitudes and their largest (NaN skipped, as std::max);
-  // y += s x; the diagonal += s; a fill.
+  // y += s x; the diagonal += s; a fill. (A NaN column sum makes the norm NaN: the result is NaN.)
   s += "struct LaF64Args { long long count; unsigned long long in, out; };\n";
   s += grid_stride_head("hyp_la_to_f64", "LaF64Args", "a.count");
   s += "    ((double*)a.out)[t] = (double)((const " + T + "*)a.in)[t];\n  }\n}\n";
@@ -955,7 +957,7 @@ std::string linalg_source(DType dt) {
        "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
        "  const double* v = (const double*)a.in;\n"
        "  double m = 0;\n"
-       "  for (long long i = 0; i < a.n; ++i) m = m < v[i] ? v[i] : m;\n"
+       "  for (long long i = 0; i < a.n; ++i) m = v[i] != v[i] || m < v[i] ? v[i] : m;\n"
        "  *(double*)a.out = m;\n}\n";
   s += "struct LaAxpyArgs { long long count; double s; unsigned long long x, y; };\n";
   s += grid_stride_head("hyp_la_axpy", "LaAxpyArgs", "a.count");

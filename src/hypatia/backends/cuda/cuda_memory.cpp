@@ -175,7 +175,7 @@ void register_cuda_memory() {
   DeviceMemory m;
   m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
     require_available("CUDA allocation");
-    std::shared_ptr<void> p = device_allocator().allocate(bytes, current_queue());
+    std::shared_ptr<void> p = device_allocator().allocate(bytes, current_queue(), allocation_pool());
     if (t_sink) t_sink->push_back(p);
     return p;
   };
