@@ -226,8 +226,8 @@ NDArray from_cuda_dlpack(PyObject* obj, int device) {
     // the buffer is still queued.)
     try {
       synchronize_device(where);
-    } catch (...) {  // (a wait refused while recording: this queue's, then; a device error is
-      try {          // reported by the next call that queues work)
+    } catch (...) {  // (a wait refused on a thread that records: the calling thread's stream is
+      try {          // all it can wait for then; a device error is reported by the next call)
         const DeviceMemory& m = device_memory(where);
         if (m.synchronize) m.synchronize();
       } catch (...) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "hypatia/backends/expm_pade.h"
 #include "hypatia/backends/reference/nnet_common.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/ops/linalg.h"
@@ -564,28 +565,6 @@ void expm(const Linalg& op, const KernelArgs& args) {
     std::fill(out.data<T>(), out.data<T>() + static_cast<int64_t>(n) * n, std::numeric_limits<T>::quiet_NaN());
     return;
   }
-  static const double b13[] = {64764752532480000.0,
-                               32382376266240000.0,
-                               7771770303897600.0,
-                               1187353796428800.0,
-                               129060195264000.0,
-                               10559470521600.0,
-                               670442572800.0,
-                               33522128640.0,
-                               1323241920.0,
-                               40840800.0,
-                               960960.0,
-                               16380.0,
-                               182.0,
-                               1.0};
-  static const double thetas[] = {1.495585217958292e-002, 2.539398330063230e-001, 9.504178996162932e-001,
-                                  2.097847961257068e+000};
-  static const int degrees[] = {3, 5, 7, 9};
-  static const double bs[4][10] = {
-      {120.0, 60.0, 12.0, 1.0},
-      {30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0},
-      {17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0},
-      {17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0, 90.0, 1.0}};
   FMat<double> ident(n, n);
   for (lapack_int i = 0; i < n; ++i) ident(i, i) = 1;
   auto axpy = [&](FMat<double>& dst, double s, const FMat<double>& m) {
@@ -594,16 +573,11 @@ void expm(const Linalg& op, const KernelArgs& args) {
   FMat<double> u(n, n), v(n, n), tmp(n, n);
   int squarings = 0;
   FMat<double> a2(n, n);
-  int deg_index = -1;
-  for (int i = 0; i < 4; ++i)
-    if (norm1 <= thetas[i]) {
-      deg_index = i;
-      break;
-    }
+  const int deg_index = expm_pade::degree_index(norm1);
   if (deg_index >= 0) {
     // U = A sum_{odd} b_k A^{k-1}, V = sum_{even} b_k A^k.
-    const int deg = degrees[deg_index];
-    const double* b = bs[deg_index];
+    const int deg = expm_pade::kDegrees[deg_index];
+    const double* b = expm_pade::kB[deg_index];
     matmul(a, a, a2);
     FMat<double> pw = ident, u_acc(n, n);
     for (int k = 0; k <= deg; k += 2) {
@@ -616,8 +590,7 @@ void expm(const Linalg& op, const KernelArgs& args) {
     }
     matmul(a, u_acc, u);
   } else {
-    const double theta13 = 5.371920351148152;
-    squarings = std::max(0, static_cast<int>(std::ceil(std::log2(norm1 / theta13))));
+    squarings = expm_pade::squarings(norm1);
     const double scale = std::ldexp(1.0, -squarings);
     for (double& e : a.a) e *= scale;
     FMat<double> a4(n, n), a6(n, n);
@@ -626,23 +599,23 @@ void expm(const Linalg& op, const KernelArgs& args) {
     matmul(a2, a4, a6);
     // dst += b13[k] A6 + b13[k - 2] A4 + b13[k - 4] A2
     auto add_powers = [&](FMat<double>& dst, int k) {
-      axpy(dst, b13[k], a6);
-      axpy(dst, b13[k - 2], a4);
-      axpy(dst, b13[k - 4], a2);
+      axpy(dst, expm_pade::kB13[k], a6);
+      axpy(dst, expm_pade::kB13[k - 2], a4);
+      axpy(dst, expm_pade::kB13[k - 4], a2);
     };
     // U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I]
     FMat<double> t1(n, n);
     add_powers(t1, 13);
     matmul(a6, t1, tmp);
     add_powers(tmp, 7);
-    axpy(tmp, b13[1], ident);
+    axpy(tmp, expm_pade::kB13[1], ident);
     matmul(a, tmp, u);
     // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
     FMat<double> t2(n, n);
     add_powers(t2, 12);
     matmul(a6, t2, v);
     add_powers(v, 6);
-    axpy(v, b13[0], ident);
+    axpy(v, expm_pade::kB13[0], ident);
   }
   // (V - U) R = (V + U)
   FMat<double> p = v, q = v;

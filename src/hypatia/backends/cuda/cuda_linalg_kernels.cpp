@@ -18,6 +18,7 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
+#include "hypatia/backends/expm_pade.h"
 #include "hypatia/core/error.h"
 #include "hypatia/ops/linalg.h"
 
@@ -699,37 +700,13 @@ class LinalgKernel final : public Kernel {
       launch(fill_kernel_, grid_for(nn), args, who);
       return;
     }
-    static const double b13[] = {64764752532480000.0,
-                                 32382376266240000.0,
-                                 7771770303897600.0,
-                                 1187353796428800.0,
-                                 129060195264000.0,
-                                 10559470521600.0,
-                                 670442572800.0,
-                                 33522128640.0,
-                                 1323241920.0,
-                                 40840800.0,
-                                 960960.0,
-                                 16380.0,
-                                 182.0,
-                                 1.0};
-    static const double thetas[] = {1.495585217958292e-002, 2.539398330063230e-001, 9.504178996162932e-001,
-                                    2.097847961257068e+000};
-    static const int degrees[] = {3, 5, 7, 9};
-    static const double bs[4][10] = {
-        {120.0, 60.0, 12.0, 1.0},
-        {30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0},
-        {17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0},
-        {17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0, 90.0, 1.0}};
-    int deg_index = -1;
-    for (int i = 0; i < 4 && deg_index < 0; ++i)
-      if (norm1 <= thetas[i]) deg_index = i;
+    const int deg_index = expm_pade::degree_index(norm1);
     int squarings = 0;
     NDArray u, v = zeros();
     if (deg_index >= 0) {
       // U = A sum_{odd} b_k A^{k-1}, V = sum_{even} b_k A^k.
-      const int deg = degrees[deg_index];
-      const double* b = bs[deg_index];
+      const int deg = expm_pade::kDegrees[deg_index];
+      const double* b = expm_pade::kB[deg_index];
       const NDArray a2 = mm(A, A);
       NDArray u_acc = zeros(), pw;  // (pw: A^k; the identity while k = 0)
       for (int k = 0; k <= deg; k += 2) {
@@ -744,30 +721,29 @@ class LinalgKernel final : public Kernel {
       }
       u = mm(A, u_acc);
     } else {
-      const double theta13 = 5.371920351148152;
-      squarings = std::max(0, static_cast<int>(std::ceil(std::log2(norm1 / theta13))));
+      squarings = expm_pade::squarings(norm1);
       NDArray scaled = zeros();
       axpy(scaled, std::ldexp(1.0, -squarings), A);
       A = scaled;
       const NDArray a2 = mm(A, A), a4 = mm(a2, a2), a6 = mm(a2, a4);
       auto add_powers = [&](NDArray& dst, int k) {
-        axpy(dst, b13[k], a6);
-        axpy(dst, b13[k - 2], a4);
-        axpy(dst, b13[k - 4], a2);
+        axpy(dst, expm_pade::kB13[k], a6);
+        axpy(dst, expm_pade::kB13[k - 2], a4);
+        axpy(dst, expm_pade::kB13[k - 4], a2);
       };
       // U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I]
       NDArray t1 = zeros();
       add_powers(t1, 13);
       NDArray t = mm(a6, t1);
       add_powers(t, 7);
-      add_diagonal(t, b13[1]);
+      add_diagonal(t, expm_pade::kB13[1]);
       u = mm(A, t);
       // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
       NDArray t2 = zeros();
       add_powers(t2, 12);
       v = mm(a6, t2);
       add_powers(v, 6);
-      add_diagonal(v, b13[0]);
+      add_diagonal(v, expm_pade::kB13[0]);
     }
     // (V - U) R = (V + U)
     NDArray p = zeros(), q = zeros();
