@@ -917,19 +917,12 @@ TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
       // products that do not depend on them (U diag(s) Vt, U^T U, Q R, Q^T Q, |R|), the singular
       // values and the pseudo-inverse directly.
       const std::vector<Var> full = svd(a), thin = svd(a, false), q = qr(a), qc = qr(a, "complete");
-      std::vector<Out> outs = {full[1],
-                               svd(a, true, false)[0],
-                               dot(thin[0] * thin[1], thin[2]),
-                               dot(transpose(full[0]), full[0]),
-                               dot(full[2], transpose(full[2])),
-                               pinv(a),
-                               pinv(a, 0.5),
-                               dot(q[0], q[1]),
-                               dot(transpose(q[0]), q[0]),
-                               abs(q[1]),
-                               dot(qc[0], qc[1]),
-                               dot(transpose(qc[0]), qc[0]),
-                               abs(qr(a, "r")[0])};
+      std::vector<Out> outs = {full[1], svd(a, true, false)[0], dot(thin[0] * thin[1], thin[2]),
+                               dot(transpose(full[0]), full[0]), dot(full[2], transpose(full[2])), pinv(a),
+                               pinv(a, 0.5), dot(q[0], q[1]), dot(transpose(q[0]), q[0]), abs(q[1]), dot(qc[0], qc[1]),
+                               dot(transpose(qc[0]), qc[0]), abs(qr(a, "r")[0]),
+                               // 'raw': the factors and tau as LAPACK's (Householder's signs are its)
+                               qr(a, "raw")[0], qr(a, "raw")[1]};
       Function fc = fn({a}, outs, on("cpu")), fg = fn({a}, outs, on("cuda"));
       int on_gpu = 0;
       for (const auto& n : fg.toposort())

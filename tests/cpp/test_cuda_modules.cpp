@@ -294,7 +294,7 @@ TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAG
       s1.compile_seconds - s0.compile_seconds);
 }
 
-TEST(CudaCompile, LinalgButEigAndRawQrIsPlacedOnTheGpu) {
+TEST(CudaCompile, LinalgButEigIsPlacedOnTheGpu) {
   REQUIRE_NVRTC();
   if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.CholeskySolveInverseDetAndEigh... runs them";
   CompilingWithoutAGpu scope;
@@ -305,7 +305,7 @@ TEST(CudaCompile, LinalgButEigAndRawQrIsPlacedOnTheGpu) {
                         {cholesky(a), solve(a, b), solve_triangular(a, b, true), matrix_inverse(a), det(a),
                          solve(a, b, SolveStructure::PositiveDefinite), expm(a), eigh(a)[0], eigvalsh(a, b), svd(a)[1],
                          svd(a, false, false)[0], pinv(a), qr(a)[0], qr(a, "complete")[1], qr(a, "r")[0],
-                         qr(a, "raw")[0], lstsq(a, b, constant(NDArray::scalar(-1.0, DType::Float64)))[0]},
+                         qr(a, "raw")[0], lstsq(a, b, constant(NDArray::scalar(-1.0, DType::Float64)))[0], eig(a)[0]},
                         on("cuda"));
   const cuda::ModuleCacheStats s1 = cuda::module_cache_stats();
   // The helpers' module requested when the kernels were made: compiled by NVRTC, or found.
@@ -318,13 +318,12 @@ TEST(CudaCompile, LinalgButEigAndRawQrIsPlacedOnTheGpu) {
   for (size_t i = 0; i < nodes.size(); ++i)
     if (const auto* l = dynamic_cast<const Linalg*>(nodes[i]->op.get())) {
       const bool triangular = l->kind == LinalgKind::Solve && l->attrs.structure == SolveStructure::Triangular;
-      const bool raw = l->kind == LinalgKind::Qr && l->attrs.qr_mode == QrMode::Raw;
-      const bool gpu = !raw && (solver || triangular);
+      const bool gpu = l->kind != LinalgKind::Eig && (solver || triangular);
       EXPECT_EQ(devices[i], gpu ? Device::cuda(0) : Device::host()) << l->name();
       (gpu ? on_gpu : on_host)++;
     }
-  EXPECT_EQ(on_gpu, solver ? 16 : 1);
-  EXPECT_EQ(on_host, solver ? 1 : 16);
+  EXPECT_EQ(on_gpu, solver ? 17 : 1);
+  EXPECT_EQ(on_host, solver ? 1 : 17);
 }
 
 TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGpu) {

@@ -1,11 +1,11 @@
 // Linear algebra on the GPU: Linalg's Cholesky, Solve (general, symmetric, positive definite and
-// triangular A), Inverse, Det, Eigh (also A v = w B v), Svd, Pinv and Qr (but 'raw') through cuSOLVER (opened when
+// triangular A), Inverse, Det, Eigh (also A v = w B v), Svd, Pinv, Qr, Lstsq and Expm through cuSOLVER (opened when
 // first needed, as cuBLAS is) and cuBLAS's trsm and gemm, float32 and float64. Each matrix is copied into a
 // column-major work buffer (a C-contiguous copy of its transpose), factored and solved as the CPU's LAPACK calls are
 // (backends/linalg_kernels.cpp), and copied back in C order. A matrix that is not positive definite, or singular, is
 // found on the device (cuSOLVER's devInfo; a zero on a triangular A's diagonal): a small kernel writes it into the
 // node's check block (KernelTraits::device_checks), raised with the CPU's words once the call waits for the device. The
-// other kinds (Eig, Qr's 'raw' mode) run on the host through the CPU backend.
+// other kind, Eig, runs on the host through the CPU backend.
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
@@ -764,21 +764,21 @@ class LinalgKernel final : public Kernel {
     launch(from_f64_kernel_, grid_for(nn), args, who);
   }
 
-  /// Qr ('reduced', 'complete', 'r'; 'raw' runs on the CPU): geqrf of the column-major copy, R
-  /// from its upper triangle, Q from orgqr over the reflectors (in an m x m buffer for 'complete').
+  /// Qr: geqrf of the column-major copy, R from its upper triangle, Q from orgqr over the
+  /// reflectors (in an m x m buffer for 'complete'); 'raw': the factors as they are, and tau.
   void qr(const NDArray& x, const KernelArgs& a) {
     const int m = lapack_dim(op_, x.shape(0)), n = lapack_dim(op_, x.shape(1)), k = std::min(m, n);
     const QrMode mode = op_.attrs.qr_mode;
+    const bool raw = mode == QrMode::Raw;
     const int rrows = mode == QrMode::Complete ? m : k, qcols = mode == QrMode::Complete ? m : k;
-    NDArray& r = prepare_device_output(*a.out[mode == QrMode::R ? 0 : 1], Shape{rrows, n}, dt_);
     // The reflectors' buffer: column-major m x max(qcols, n), A in its first n columns.
-    const int wcols = mode == QrMode::R ? n : std::max(qcols, n);
+    const int wcols = mode == QrMode::R || raw ? n : std::max(qcols, n);
     NDArray w = NDArray::empty({wcols, m}, dt_, Device::cuda(0));
     if (x.size() > 0) {
       const NDArray xt = column_major(x);
       device_memory(w.device()).copy_on_device(w.raw(), xt.raw(), xt.nbytes());
     }
-    NDArray tau = workspace(k);
+    NDArray tau = NDArray::empty({k}, dt_, Device::cuda(0));
     if (k > 0)
       by_dtype(dt_, [&]<class T>() {
         Solver s;
@@ -791,6 +791,12 @@ class LinalgKernel final : public Kernel {
                            s.handle(), m, n, w.data<T>(), m, tau.data<T>(), ws.data<T>(), lwork, info_.data<int>()),
                        "cusolverDn<t>geqrf");
       });
+    if (raw) {  // numpy: h is the factored matrix transposed (the column-major buffer in C order), and tau
+      *a.out[0] = w;
+      *a.out[1] = tau;
+      return;
+    }
+    NDArray& r = prepare_device_output(*a.out[mode == QrMode::R ? 0 : 1], Shape{rrows, n}, dt_);
     if (r.size() > 0) {
       std::vector<int64_t> args = {m, n, rrows, ptr(w.raw()), ptr(r.raw())};
       launch(r_kernel_, grid_for(r.size()), args, op_.name().c_str());
@@ -831,7 +837,7 @@ bool linalg_accepts(const Apply& node) {
   // a triangular Solve needs only cuBLAS.
   const bool triangular = op.kind == LinalgKind::Solve && op.attrs.structure == SolveStructure::Triangular;
   if (!triangular && !cusolver_loadable(nullptr)) return false;
-  const bool qr = op.kind == LinalgKind::Qr && op.attrs.qr_mode != QrMode::Raw;
+  const bool qr = op.kind == LinalgKind::Qr;
   if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
       op.kind != LinalgKind::Det && op.kind != LinalgKind::Svd && op.kind != LinalgKind::Pinv &&
       op.kind != LinalgKind::Eigh && op.kind != LinalgKind::Lstsq && op.kind != LinalgKind::Expm && !qr)
