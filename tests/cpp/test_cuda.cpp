@@ -986,6 +986,43 @@ TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
   }
 }
 
+TEST(CudaRun, EigRunsThroughXgeevAndMatchesTheCpu) {
+  REQUIRE_GPU();
+  if (!cuda::cusolver_has_geev()) GTEST_SKIP() << "libcusolver has no Xgeev (CUDA before 12.6): Eig runs on the CPU";
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Var a = matrix("a", dt);
+    const std::vector<Var> e = eig(a);
+    // The values (sorted: their order is the library's), A V - V diag(w) and V's column norms
+    // (each eigenvector's sign being the library's).
+    std::vector<Out> outs = {e[0], dot(a, e[1]) - e[1] * e[0], sqrt(sum(e[1] * e[1], Axes{0}))};
+    Function fc = fn({a}, outs, on("cpu")), fg = fn({a}, outs, on("cuda"));
+    for (const auto& [n, seed] : std::vector<std::pair<int64_t, uint64_t>>{{6, 51}, {1, 52}, {0, 53}}) {
+      // A symmetric matrix plus a small skew part: real, distinct eigenvalues, not symmetric.
+      const NDArray s = random_array({n, n}, DType::Float64, seed, -1, 1);
+      NDArray a64 = NDArray::empty({n, n}, DType::Float64);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          a64.data<double>()[i * n + j] = s.get_flat(i * n + j) + s.get_flat(j * n + i) + 0.01 * (i < j ? 1 : -1);
+      const NDArray av = a64.astype(dt);
+      const auto want = fc({av}), got = fg({av});
+      const double tol = dt == DType::Float64 ? 1e-9 : 2e-3;
+      auto sorted = [](const NDArray& v) {
+        std::vector<double> x(static_cast<size_t>(v.size()));
+        for (int64_t i = 0; i < v.size(); ++i) x[static_cast<size_t>(i)] = v.get_flat(i);
+        std::sort(x.begin(), x.end());
+        return x;
+      };
+      const std::vector<double> gw = sorted(got[0]), ww = sorted(want[0]);
+      for (size_t i = 0; i < ww.size(); ++i) EXPECT_NEAR(gw[i], ww[i], tol * (1 + std::abs(ww[i]))) << i;
+      EXPECT_ALLCLOSE(got[1], want[1], tol, tol);
+      EXPECT_ALLCLOSE(got[2], want[2], tol, tol);
+    }
+    // A rotation: complex eigenvalues, refused as on the CPU.
+    EXPECT_ERROR(ValueError, fg({testing::make_array({0, -1, 1, 0}, {2, 2}, dt)}), "is complex");
+  }
+}
+
 TEST(CudaRun, ExpmRunsOnTheGpuInDoubleAndMatchesTheCpu) {
   REQUIRE_GPU();
   // Each Pade degree (norms from 0.01 to 40: scaled and squared), float32 and float64, an empty

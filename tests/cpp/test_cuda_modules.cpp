@@ -294,7 +294,7 @@ TEST(CudaCompile, EveryOpInfoSampleAndGradientCompilesForTheCudaBackendWithoutAG
       s1.compile_seconds - s0.compile_seconds);
 }
 
-TEST(CudaCompile, LinalgButEigIsPlacedOnTheGpu) {
+TEST(CudaCompile, LinalgIsPlacedOnTheGpuWhereCusolverHasIt) {
   REQUIRE_NVRTC();
   if (cuda::available()) GTEST_SKIP() << "a GPU is present: CudaRun.CholeskySolveInverseDetAndEigh... runs them";
   CompilingWithoutAGpu scope;
@@ -313,17 +313,17 @@ TEST(CudaCompile, LinalgButEigIsPlacedOnTheGpu) {
   const auto nodes = f.toposort();
   const auto devices = f.node_devices();
   // (Where libcusolver cannot be opened, only the triangular solve, through cuBLAS, is on the GPU.)
-  const bool solver = cuda::cusolver_loadable(nullptr);
+  const bool solver = cuda::cusolver_loadable(nullptr), geev = cuda::cusolver_has_geev();
   int on_gpu = 0, on_host = 0;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (const auto* l = dynamic_cast<const Linalg*>(nodes[i]->op.get())) {
       const bool triangular = l->kind == LinalgKind::Solve && l->attrs.structure == SolveStructure::Triangular;
-      const bool gpu = l->kind != LinalgKind::Eig && (solver || triangular);
+      const bool gpu = (l->kind != LinalgKind::Eig || geev) && (solver || triangular);
       EXPECT_EQ(devices[i], gpu ? Device::cuda(0) : Device::host()) << l->name();
       (gpu ? on_gpu : on_host)++;
     }
-  EXPECT_EQ(on_gpu, solver ? 17 : 1);
-  EXPECT_EQ(on_host, solver ? 1 : 17);
+  EXPECT_EQ(on_gpu, solver ? (geev ? 18 : 17) : 1);
+  EXPECT_EQ(on_host, solver ? (geev ? 0 : 1) : 17);
 }
 
 TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGpu) {

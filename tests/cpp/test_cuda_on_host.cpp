@@ -612,6 +612,28 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
     } fl{n * n, std::nan(""), ptr(back)};
     k.fill(&fl);
     for (int64_t t = 0; t < n * n; ++t) EXPECT_TRUE(std::isnan(back.get_flat(t))) << t;
+    // Eig: the first eigenvalue with an imaginary part (W: 3 real parts, then 3 imaginary ones),
+    // its index and both parts (float32 bits) into the check block; none for real ones.
+    NDArray wv = NDArray::zeros({6}, k.dt);
+    set(wv, 0, 2.0);
+    set(wv, 1, 1.5);
+    set(wv, 2, 1.5);
+    long long cerr[4] = {0, 0, 0, 0};
+    struct {
+      long long n;
+      unsigned long long w, err;
+    } ca{3, ptr(wv), reinterpret_cast<unsigned long long>(cerr)};
+    k.complex(&ca);
+    EXPECT_EQ(cerr[0], 0);
+    set(wv, 4, 0.25);
+    set(wv, 5, -0.25);
+    k.complex(&ca);
+    EXPECT_EQ(cerr[0], 1);
+    EXPECT_EQ(cerr[1], 1);
+    EXPECT_EQ(cerr[2], 9);
+    const auto bits = static_cast<uint64_t>(cerr[3]);
+    EXPECT_EQ(std::bit_cast<float>(static_cast<uint32_t>(bits >> 32)), 1.5f);
+    EXPECT_EQ(std::bit_cast<float>(static_cast<uint32_t>(bits)), 0.25f);
   }
 }
 

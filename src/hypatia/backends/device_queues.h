@@ -65,8 +65,8 @@ class CachingAllocator {
     std::string name = "device";
   };
   /// A buffer's queues (the deleter of the pointer allocate() gives; block_of finds it): the one
-  /// it was allocated on (its cache), the last that wrote it (at first the owner) and those that
-  /// read it since (bits).
+  /// whose cache it comes from and returns to (`owner`), the last that wrote it (at first the one
+  /// it was allocated for) and those that read it since (bits).
   struct Block {
     CachingAllocator* allocator;
     size_t cls;

@@ -4,6 +4,7 @@
 // (backends/cuda/nvrtc_std.cuh) forwards to.
 #pragma once
 #include <cmath>
+#include <cstring>
 
 struct HostDim3 {
   unsigned x;
@@ -27,6 +28,13 @@ T atomicAdd(T* p, T v) {
   const T old = *p;
   *p = old + v;
   return old;
+}
+
+// A float's bits (CUDA's intrinsic).
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
 }
 
 #define __device__

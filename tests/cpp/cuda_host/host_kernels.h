@@ -71,6 +71,7 @@ struct HostLinalgKernels {
   void (*axpy)(const void* args);
   void (*adddiag)(const void* args);
   void (*fill)(const void* args);
+  void (*complex)(const void* args);
 };
 
 struct HostCumKernels {

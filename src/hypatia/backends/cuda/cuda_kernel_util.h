@@ -148,12 +148,15 @@ std::vector<int64_t> upload_args(void* dst, const void* src, size_t n);
 /// (cuSOLVER's devInfo into a check block), hyp_la_tri (a factor's other triangle zeroed, or NaN
 /// throughout after a failure), hyp_la_sym (a triangle mirrored), hyp_la_diag (the first zero
 /// on a diagonal) and hyp_la_det (the determinant from getrf's factors and pivots), on
-/// column-major n x n matrices.
+/// column-major n x n matrices; Qr's R, Pinv's and Lstsq's scaling, rank and residuals, Expm's
+/// double-precision helpers, the finite check before an SVD and Eig's complex-eigenvalue check.
 std::string linalg_source(DType dt);
 /// Whether libcusolver can be opened (cuda_linalg_kernels.cpp: without it Linalg's Cholesky,
 /// Solve, Inverse and Det run on the CPU; a triangular Solve needs only cuBLAS); `why` receives
 /// the reason when not.
 bool cusolver_loadable(std::string* why);
+/// Whether it has Xgeev (CUDA 12.6 and later: Eig on the GPU).
+bool cusolver_has_geev();
 /// Eye's values (cuda_nnet_kernels.cpp: hyp_eye): ones where column - row == k.
 std::string eye_source(DType dt);
 /// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.

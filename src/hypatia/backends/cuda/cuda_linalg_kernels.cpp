@@ -1,14 +1,15 @@
 // Linear algebra on the GPU: Linalg's Cholesky, Solve (general, symmetric, positive definite and
-// triangular A), Inverse, Det, Eigh (also A v = w B v), Svd, Pinv, Qr, Lstsq and Expm through cuSOLVER (opened when
-// first needed, as cuBLAS is) and cuBLAS's trsm and gemm, float32 and float64. Each matrix is copied into a
+// triangular A), Inverse, Det, Eig, Eigh (also A v = w B v), Svd, Pinv, Qr, Lstsq and Expm through cuSOLVER (opened
+// when first needed, as cuBLAS is) and cuBLAS's trsm and gemm, float32 and float64. Each matrix is copied into a
 // column-major work buffer (a C-contiguous copy of its transpose), factored and solved as the CPU's LAPACK calls are
 // (backends/linalg_kernels.cpp), and copied back in C order. A matrix that is not positive definite, or singular, is
 // found on the device (cuSOLVER's devInfo; a zero on a triangular A's diagonal): a small kernel writes it into the
 // node's check block (KernelTraits::device_checks), raised with the CPU's words once the call waits for the device. The
-// other kind, Eig, runs on the host through the CPU backend.
+// Eig runs through Xgeev where libcusolver has it (CUDA 12.6 and later), else on the host through the CPU backend.
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -16,10 +17,12 @@
 #include <optional>
 #include <type_traits>
 
+#include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/expm_pade.h"
 #include "hypatia/core/error.h"
+#include "hypatia/core/messages.h"
 #include "hypatia/ops/linalg.h"
 
 namespace hypatia::cuda {
@@ -70,6 +73,11 @@ struct Cusolver {
   cusolverDnHandle_t handle = nullptr;
   std::mutex mu;
   std::string why;  // empty when loaded
+  // Eig's (CUDA 12.6 and later; null before: Eig runs on the CPU), and its parameters object.
+  decltype(&::cusolverDnCreateParams) create_params = nullptr;
+  decltype(&::cusolverDnXgeev_bufferSize) geev_buffer_size = nullptr;
+  decltype(&::cusolverDnXgeev) geev = nullptr;
+  cusolverDnParams_t params = nullptr;
 };
 
 Cusolver& cusolver() {
@@ -87,6 +95,9 @@ Cusolver& cusolver() {
   if (!x->name && x->why.empty()) x->why = "libcusolver has no " #name;
     HYP_CUSOLVER_LIST(HYP_CUSOLVER_BIND)
 #undef HYP_CUSOLVER_BIND
+    x->create_params = reinterpret_cast<decltype(x->create_params)>(dlsym(lib, "cusolverDnCreateParams"));
+    x->geev_buffer_size = reinterpret_cast<decltype(x->geev_buffer_size)>(dlsym(lib, "cusolverDnXgeev_bufferSize"));
+    x->geev = reinterpret_cast<decltype(x->geev)>(dlsym(lib, "cusolverDnXgeev"));
     return x;
   }();
   return *s;
@@ -136,6 +147,9 @@ void by_dtype(DType dt, F&& f) {
     f.template operator()<double>();
 }
 
+/// Set once Xgeev refused a call: Eig runs on the CPU from then on.
+std::atomic<bool> g_geev_refused{false};
+
 /// What a check block's words say failed (word 2).
 enum Failure : int64_t {
   kNotPositiveDefinite = 1,
@@ -145,7 +159,9 @@ enum Failure : int64_t {
   kSvdNoConvergence = 5,
   kGeneralizedEigh = 6,  // (info > n: B not positive definite, minor info - n; else no convergence)
   kPadeSingular = 7,
-  kNotFinite = 8
+  kNotFinite = 8,
+  kComplexEigenvalue = 9,  // (word 3: the value's real and imaginary parts as float32 bits)
+  kEigNoConvergence = 10
 };
 
 int lapack_dim(const Op& op, int64_t n) {
@@ -165,7 +181,7 @@ NDArray c_order(const NDArray& w, const Shape& like) {
 class LinalgKernel final : public Kernel {
  public:
   explicit LinalgKernel(const Apply& node)
-      : op_(static_cast<const Linalg&>(*node.op)), dt_(node.inputs[0]->type.dtype) {
+      : node_(node), op_(static_cast<const Linalg&>(*node.op)), dt_(node.inputs[0]->type.dtype) {
     const std::string src = linalg_source(dt_);
     info_kernel_ = request_kernel(src, "hyp_la_info");
     tri_kernel_ = request_kernel(src, "hyp_la_tri");
@@ -175,6 +191,7 @@ class LinalgKernel final : public Kernel {
       eye_kernel_ = request_kernel(eye_source(dt_), "hyp_eye");
     if (op_.kind == LinalgKind::Det) det_kernel_ = request_kernel(src, "hyp_la_det");
     if (op_.kind == LinalgKind::Qr) r_kernel_ = request_kernel(src, "hyp_la_r");
+    if (op_.kind == LinalgKind::Eig) complex_kernel_ = request_kernel(src, "hyp_la_complex");
     if (op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Pinv || op_.kind == LinalgKind::Lstsq)
       finite_kernel_ = request_kernel(src, "hyp_la_finite");
     if (op_.kind == LinalgKind::Pinv || op_.kind == LinalgKind::Lstsq)
@@ -196,6 +213,15 @@ class LinalgKernel final : public Kernel {
 
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
+    if (op_.kind == LinalgKind::Eig) {
+      if (x.shape(0) != x.shape(1))
+        fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
+      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
+      check_.clear();
+      eig(x, a);
+      check_.fetch();
+      return;
+    }
     if (op_.kind == LinalgKind::Expm) {
       if (x.shape(0) != x.shape(1))
         fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
@@ -318,6 +344,15 @@ class LinalgKernel final : public Kernel {
         fail<ValueError>(who, ": the eigenvalue algorithm did not converge (info ", w[1], ")");
       case kSvdNoConvergence:
         fail<ValueError>(who, ": the SVD did not converge (info ", w[1], ")");
+      case kComplexEigenvalue: {
+        const auto bits = static_cast<uint64_t>(w[3]);
+        const float re = std::bit_cast<float>(static_cast<uint32_t>(bits >> 32)),
+                    im = std::bit_cast<float>(static_cast<uint32_t>(bits));
+        fail<ValueError>(who, ": eigenvalue ", w[1], " is complex (", re, im < 0 ? " - " : " + ", std::abs(im),
+                         "j); Hypatia has no complex dtype (eigh handles symmetric matrices)");
+      }
+      case kEigNoConvergence:
+        fail<ValueError>(who, ": the QR algorithm did not converge (info ", w[1], ")");
       case kNotFinite:
         fail<ValueError>(who, ": the SVD did not converge (the matrix has a NaN or an infinity)");
       case kPadeSingular:
@@ -764,6 +799,64 @@ class LinalgKernel final : public Kernel {
     launch(from_f64_kernel_, grid_for(nn), args, who);
   }
 
+  /// Eig of a real matrix through Xgeev with real types (W: the real parts, then the imaginary
+  /// ones, as LAPACK's geev gives them; right eigenvectors of unit norm, as LAPACK's): a complex
+  /// eigenvalue is refused on the device with the CPU's words (Hypatia has no complex dtype).
+  void eig(const NDArray& x, const KernelArgs& a) {
+    const int n = lapack_dim(op_, x.shape(0));
+    NDArray& wo = prepare_device_output(*a.out[0], Shape{n}, dt_);
+    if (n == 0) {
+      prepare_device_output(*a.out[1], x.shape(), dt_);
+      return;
+    }
+    NDArray w = column_major(x), values = NDArray::empty({2 * int64_t{n}}, dt_, Device::cuda(0)),
+            vr = NDArray::empty({n, n}, dt_, Device::cuda(0));
+    const cudaDataType t = dt_ == DType::Float32 ? CUDA_R_32F : CUDA_R_64F;
+    cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
+    if (!g_geev_refused.load(std::memory_order_relaxed)) {
+      Solver s;
+      Cusolver& c = cusolver();
+      if (!c.params) check_cusolver(c.create_params(&c.params), "cusolverDnCreateParams");
+      size_t dev_bytes = 0, host_bytes = 0;
+      st = c.geev_buffer_size(s.handle(), c.params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, t, w.raw(),
+                              n, t, values.raw(), t, nullptr, 1, t, vr.raw(), n, t, &dev_bytes, &host_bytes);
+      if (st == CUSOLVER_STATUS_SUCCESS) {
+        NDArray ws =
+            NDArray::empty({static_cast<int64_t>(std::max<size_t>(1, dev_bytes))}, DType::UInt8, Device::cuda(0));
+        if (host_workspace_.size() < host_bytes) host_workspace_.resize(host_bytes);
+        st = c.geev(s.handle(), c.params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, t, w.raw(), n, t,
+                    values.raw(), t, nullptr, 1, t, vr.raw(), n, t, ws.raw(), dev_bytes,
+                    host_workspace_.empty() ? nullptr : host_workspace_.data(), host_bytes, info_.data<int>());
+      }
+      if (st == CUSOLVER_STATUS_ALLOC_FAILED) check_cusolver(st, "cusolverDnXgeev");
+    }
+    if (g_geev_refused.load(std::memory_order_relaxed) || st != CUSOLVER_STATUS_SUCCESS) {
+      // This library's Xgeev refuses real types (an older or newer cuSOLVER than the one it was
+      // written for): Eig runs on the CPU from now on, as without Xgeev, said once.
+      if (!g_geev_refused.exchange(true))
+        warn("CUDA backend: cusolverDnXgeev refused a real " + std::string(dtype_name(dt_)) + " matrix (status " +
+             std::to_string(static_cast<int>(st)) + "): Eig runs on the CPU");
+      eig_on_host(x, a);
+      return;
+    }
+    check_info(kEigNoConvergence);
+    std::vector<int64_t> args = {n, ptr(values.raw()), static_cast<int64_t>(check_.device())};
+    launch(complex_kernel_, 1, args, op_.name().c_str());
+    wo = device_copy(values.slice(0, 0, n, 1));
+    *a.out[1] = c_order(vr, x.shape());
+  }
+
+  /// Eig by the CPU's kernel on host copies, its results copied to the device.
+  void eig_on_host(const NDArray& x, const KernelArgs& a) {
+    if (!cpu_) cpu_ = get_backend("cpu").make_kernel(node_);
+    NDArray xh = x.to_device(Device::host()), w, v;
+    NDArray* in[] = {&xh};
+    NDArray* out[] = {&w, &v};
+    cpu_->run(KernelArgs{in, out});
+    *a.out[0] = w.to_device(Device::cuda(0));
+    *a.out[1] = v.to_device(Device::cuda(0));
+  }
+
   /// Qr: geqrf of the column-major copy, R from its upper triangle, Q from orgqr over the
   /// reflectors (in an m x m buffer for 'complete'); 'raw': the factors as they are, and tau.
   void qr(const NDArray& x, const KernelArgs& a) {
@@ -821,13 +914,16 @@ class LinalgKernel final : public Kernel {
     q = device_copy(w.slice(0, 0, qcols, 1).transpose());
   }
 
+  const Apply& node_;
   const Linalg& op_;
   DType dt_;
   KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_, r_kernel_, scale_kernel_,
       rank_kernel_, sumsq_kernel_, f64_kernel_, from_f64_kernel_, colsum_kernel_, max_kernel_, axpy_kernel_,
-      adddiag_kernel_, fill_kernel_, finite_kernel_;
-  NDArray info_;   // cuSOLVER's devInfo
-  int64_t n_ = 0;  // the last call's order (to read a generalized Eigh's info)
+      adddiag_kernel_, fill_kernel_, finite_kernel_, complex_kernel_;
+  std::vector<char> host_workspace_;  // (Eig's: kept, as the call may use it until the device is waited for)
+  std::unique_ptr<Kernel> cpu_;       // (Eig's, where Xgeev refused)
+  NDArray info_;                      // cuSOLVER's devInfo
+  int64_t n_ = 0;                     // the last call's order (to read a generalized Eigh's info)
   DeviceCheckBlock check_;
 };
 
@@ -838,9 +934,11 @@ bool linalg_accepts(const Apply& node) {
   const bool triangular = op.kind == LinalgKind::Solve && op.attrs.structure == SolveStructure::Triangular;
   if (!triangular && !cusolver_loadable(nullptr)) return false;
   const bool qr = op.kind == LinalgKind::Qr;
+  if (op.kind == LinalgKind::Eig && !cusolver_has_geev()) return false;  // (Xgeev: CUDA 12.6 and later)
   if (op.kind != LinalgKind::Cholesky && op.kind != LinalgKind::Solve && op.kind != LinalgKind::Inverse &&
       op.kind != LinalgKind::Det && op.kind != LinalgKind::Svd && op.kind != LinalgKind::Pinv &&
-      op.kind != LinalgKind::Eigh && op.kind != LinalgKind::Lstsq && op.kind != LinalgKind::Expm && !qr)
+      op.kind != LinalgKind::Eigh && op.kind != LinalgKind::Lstsq && op.kind != LinalgKind::Expm &&
+      op.kind != LinalgKind::Eig && !qr)
     return false;
   for (const Var& v : node.inputs)
     if (v->type.dtype != DType::Float32 && v->type.dtype != DType::Float64) return false;
@@ -849,6 +947,11 @@ bool linalg_accepts(const Apply& node) {
 }
 
 }  // namespace
+
+bool cusolver_has_geev() {
+  const Cusolver& c = cusolver();
+  return c.why.empty() && c.create_params && c.geev_buffer_size && c.geev;
+}
 
 bool cusolver_loadable(std::string* why) {
   const Cusolver& c = cusolver();
@@ -956,6 +1059,22 @@ std::string linalg_source(DType dt) {
   s += grid_stride_head("hyp_la_finite", "LaFiniteArgs", "a.count");
   s += "    const " + T + " v = ((const " + T + "*)a.a)[t];\n";
   s += "    if (v - v != (" + T + ")0) hyp_check_failed(a.err, t, 8, 0);\n  }\n}\n";
+  // Eig: the first complex eigenvalue (W's imaginary parts, after its n real ones), its real and
+  // imaginary parts as float32 bits in word 3 (one thread).
+  s += "struct LaComplexArgs { long long n; unsigned long long w, err; };\n"
+       "extern \"C\" __global__ void hyp_la_complex(const LaComplexArgs a) {\n"
+       "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+       "  const " +
+       T + "* w = (const " + T +
+       "*)a.w;\n"
+       "  for (long long i = 0; i < a.n; ++i)\n"
+       "    if (w[a.n + i] != (" +
+       T +
+       ")0) {\n"
+       "      const float re = (float)w[i], im = (float)w[a.n + i];\n"
+       "      const unsigned long long bits = ((unsigned long long)__float_as_uint(re) << 32) | __float_as_uint(im);\n"
+       "      hyp_check_failed(a.err, i, 9, (long long)bits);\n"
+       "      return;\n    }\n}\n";
   // The first zero on a triangular matrix's diagonal (one thread: trtrs reports the first).
   s += "struct LaDiagArgs { long long n; unsigned long long a, err; };\n"
        "extern \"C\" __global__ void hyp_la_diag(const LaDiagArgs a) {\n"
