@@ -148,7 +148,7 @@ void by_dtype(DType dt, F&& f) {
 }
 
 /// Set once Xgeev refused a call: Eig runs on the CPU from then on.
-std::atomic<bool> g_geev_refused{false};
+std::atomic<bool> g_geev_refused[2] = {false, false};  // (float32, float64)
 
 /// What a check block's words say failed (word 2).
 enum Failure : int64_t {
@@ -809,11 +809,15 @@ class LinalgKernel final : public Kernel {
       prepare_device_output(*a.out[1], x.shape(), dt_);
       return;
     }
+    std::atomic<bool>& refused = g_geev_refused[dt_ == DType::Float64 ? 1 : 0];
+    // (More elements than a 32-bit count runs on the CPU, that call only.)
+    if (refused.load(std::memory_order_relaxed) || int64_t{n} * n > std::numeric_limits<int32_t>::max())
+      return eig_on_host(x, a);
     NDArray w = column_major(x), values = NDArray::empty({2 * int64_t{n}}, dt_, Device::cuda(0)),
             vr = NDArray::empty({n, n}, dt_, Device::cuda(0));
     const cudaDataType t = dt_ == DType::Float32 ? CUDA_R_32F : CUDA_R_64F;
     cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
-    if (!g_geev_refused.load(std::memory_order_relaxed)) {
+    {
       Solver s;
       Cusolver& c = cusolver();
       if (!c.params) check_cusolver(c.create_params(&c.params), "cusolverDnCreateParams");
@@ -828,17 +832,17 @@ class LinalgKernel final : public Kernel {
                     values.raw(), t, nullptr, 1, t, vr.raw(), n, t, ws.raw(), dev_bytes,
                     host_workspace_.empty() ? nullptr : host_workspace_.data(), host_bytes, info_.data<int>());
       }
-      if (st == CUSOLVER_STATUS_ALLOC_FAILED) check_cusolver(st, "cusolverDnXgeev");
     }
-    if (g_geev_refused.load(std::memory_order_relaxed) || st != CUSOLVER_STATUS_SUCCESS) {
-      // This library's Xgeev refuses real types (an older or newer cuSOLVER than the one it was
-      // written for): Eig runs on the CPU from now on, as without Xgeev, said once.
-      if (!g_geev_refused.exchange(true))
+    if (st == CUSOLVER_STATUS_INVALID_VALUE || st == CUSOLVER_STATUS_NOT_SUPPORTED ||
+        st == CUSOLVER_STATUS_ARCH_MISMATCH) {
+      // This library's Xgeev refuses real matrices of this dtype (another cuSOLVER than the one
+      // it was written for): Eig of this dtype runs on the CPU from now on, as without Xgeev.
+      if (!refused.exchange(true))
         warn("CUDA backend: cusolverDnXgeev refused a real " + std::string(dtype_name(dt_)) + " matrix (status " +
-             std::to_string(static_cast<int>(st)) + "): Eig runs on the CPU");
-      eig_on_host(x, a);
-      return;
+             std::to_string(static_cast<int>(st)) + "): Eig of " + std::string(dtype_name(dt_)) + " runs on the CPU");
+      return eig_on_host(x, a);
     }
+    check_cusolver(st, "cusolverDnXgeev");  // (any other failure is the device's: an error)
     check_info(kEigNoConvergence);
     std::vector<int64_t> args = {n, ptr(values.raw()), static_cast<int64_t>(check_.device())};
     launch(complex_kernel_, 1, args, op_.name().c_str());
@@ -920,10 +924,12 @@ class LinalgKernel final : public Kernel {
   KernelRef info_kernel_, tri_kernel_, sym_kernel_, diag_kernel_, eye_kernel_, det_kernel_, r_kernel_, scale_kernel_,
       rank_kernel_, sumsq_kernel_, f64_kernel_, from_f64_kernel_, colsum_kernel_, max_kernel_, axpy_kernel_,
       adddiag_kernel_, fill_kernel_, finite_kernel_, complex_kernel_;
-  std::vector<char> host_workspace_;  // (Eig's: kept, as the call may use it until the device is waited for)
-  std::unique_ptr<Kernel> cpu_;       // (Eig's, where Xgeev refused)
-  NDArray info_;                      // cuSOLVER's devInfo
-  int64_t n_ = 0;                     // the last call's order (to read a generalized Eigh's info)
+  // Eig's host workspace, kept from call to call (a call's use of it is over by the next call of
+  // this kernel: every call of a Linalg node waits for the device before it ends).
+  std::vector<char> host_workspace_;
+  std::unique_ptr<Kernel> cpu_;  // (Eig's, where Xgeev refused)
+  NDArray info_;                 // cuSOLVER's devInfo
+  int64_t n_ = 0;                // the last call's order (to read a generalized Eigh's info)
   DeviceCheckBlock check_;
 };
 
