@@ -65,7 +65,7 @@ void seed000() {
   constexpr int kIters = 500;
   NDArray m0 = random_f32({kN, kN}, 1), x0 = random_f32({kN, kN}, 2), b0 = random_f32({kN, kN}, 3);
   // The raw loop: y = b (copy), then sgemm with beta = 1, on device arrays.
-  NDArray md = m0.to_device(Device::cuda(0)), xd = x0.to_device(Device::cuda(0)), bd = b0.to_device(Device::cuda(0));
+  NDArray md = m0.to_device(Device::cuda()), xd = x0.to_device(Device::cuda()), bd = b0.to_device(Device::cuda());
   NDArray yd = bd.copy();
   const cuda::Cublas& cb = cuda::cublas();
   const double raw = best_ms(5, [&] {
@@ -117,7 +117,7 @@ void seed001() {
   constexpr int64_t kN = 230400;
   constexpr int kCalls = 1000;
   Var x = shared(random_f32({kN}, 4), "x");
-  Function dev = function({}, {Out(device_from_host(exp(x), Device::cuda(0)), true)}, cuda_opts());
+  Function dev = function({}, {Out(device_from_host(exp(x), Device::cuda()), true)}, cuda_opts());
   Function host = function({}, {exp(x)}, cuda_opts());
   std::vector<NDArray> none, out(1);
   const double td = best_ms(5, [&] {
@@ -127,7 +127,7 @@ void seed001() {
     for (int i = 0; i < kCalls; ++i) host.call(none, out);
   });
   // The bare copy cost: the same bytes brought back 1000 times.
-  NDArray src = random_f32({kN}, 5).to_device(Device::cuda(0));
+  NDArray src = random_f32({kN}, 5).to_device(Device::cuda());
   NDArray back;
   const double copies = best_ms(5, [&] {
     for (int i = 0; i < kCalls; ++i) back = src.to_device(Device::host());
@@ -141,7 +141,7 @@ void fused_chain() {
   constexpr int64_t kN = int64_t{64} << 20;
   Var a = shared(random_f32({kN}, 6), "a"), b = shared(random_f32({kN}, 7), "b"), c = shared(random_f32({kN}, 8), "c");
   Var y = neg(log(add(mul(exp(mul(a, b)), c), constant(1.0, DType::Float32))));
-  Function f = function({}, {Out(device_from_host(y, Device::cuda(0)), true)}, cuda_opts());
+  Function f = function({}, {Out(device_from_host(y, Device::cuda()), true)}, cuda_opts());
   std::vector<NDArray> none, out(1);
   const double t = best_ms(10, [&] { f.call(none, out); });
   NDArray src = get_value(a, true, true), dst;
@@ -158,7 +158,7 @@ void fused_chain() {
 
 void per_call() {
   Var x = shared(random_f32({1}, 9), "x1");
-  Function f = function({}, {Out(device_from_host(exp(x), Device::cuda(0)), true)}, cuda_opts());
+  Function f = function({}, {Out(device_from_host(exp(x), Device::cuda()), true)}, cuda_opts());
   std::vector<NDArray> none, out(1);
   constexpr int kCalls = 20000;
   const double t = best_ms(5, [&] {
@@ -167,7 +167,7 @@ void per_call() {
   // A bare launch of the same generated kernel.
   cuda::ElemSpec spec = cuda::elemwise_spec(ScalarOpKind::Exp, {DType::Float32}, DType::Float32);
   cudaKernel_t k = cuda::get_kernel(cuda::table_prefix() + cuda::elementwise_source(spec, "bare"), "bare_c");
-  NDArray in = random_f32({1}, 10).to_device(Device::cuda(0)), o = NDArray::empty({1}, DType::Float32, Device::cuda(0));
+  NDArray in = random_f32({1}, 10).to_device(Device::cuda()), o = NDArray::empty({1}, DType::Float32, Device::cuda());
   std::vector<int64_t> args = cuda::elem_args(1, {}, {o.raw()}, {{}}, {in.raw()}, {{1}});
   const double raw = best_ms(5, [&] {
     for (int i = 0; i < kCalls; ++i) {
@@ -254,7 +254,7 @@ void mlp() {
       ins.push_back(In(x));
       args.push_back(xs);
     }
-    Function f = function(ins, {Out(device_from_host(cost, Device::cuda(0)), true)}, o);
+    Function f = function(ins, {Out(device_from_host(cost, Device::cuda()), true)}, o);
     std::vector<NDArray> out(1);
     constexpr int kSteps = 200;
     const cuda::GraphStats g0 = cuda::graph_stats();
@@ -329,9 +329,9 @@ void convolutions(const std::string& dnn) {
   h = tanh(add(dot(h, ps[4]), ps[5]));
   h = tanh(add(dot(h, ps[6]), ps[7]));
   Var loss = mean(categorical_crossentropy(softmax(add(dot(h, ps[8]), ps[9])), y));
-  Function fwd = function({y}, {Out(device_from_host(loss, Device::cuda(0)), true)}, cuda_opts());
+  Function fwd = function({y}, {Out(device_from_host(loss, Device::cuda()), true)}, cuda_opts());
   std::vector<Out> gouts;
-  for (const Var& g : grad(loss, ps)) gouts.push_back(Out(device_from_host(g, Device::cuda(0)), true));
+  for (const Var& g : grad(loss, ps)) gouts.push_back(Out(device_from_host(g, Device::cuda()), true));
   Function fb = function({y}, gouts, cuda_opts());
   std::vector<NDArray> args = {labels}, o1(1), o10(ps.size());
   constexpr int kCalls = 100;
@@ -350,10 +350,10 @@ void convolutions(const std::string& dnn) {
   cp.border = "half";
   cp.flip = false;
   Var out = conv2d(act, kern, cp);
-  Function rf = function({}, {Out(device_from_host(out, Device::cuda(0)), true)}, cuda_opts());
+  Function rf = function({}, {Out(device_from_host(out, Device::cuda()), true)}, cuda_opts());
   std::vector<Var> rg = grad(mul(sum(mul(out, out)), constant(0.5, DType::Float32)), {act, kern});
   Function rfb = function(
-      {}, {Out(device_from_host(rg[0], Device::cuda(0)), true), Out(device_from_host(rg[1], Device::cuda(0)), true)},
+      {}, {Out(device_from_host(rg[0], Device::cuda()), true), Out(device_from_host(rg[1], Device::cuda()), true)},
       cuda_opts());
   std::vector<NDArray> none, r1(1), r2(2);
   constexpr int kRes = 50;

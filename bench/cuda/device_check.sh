@@ -27,6 +27,13 @@ echo "tests: $(( $(date +%s) - t0 )) s"
 HYPATIA_FLAGS=cuda_streams=one timeout 120 /tmp/h/bin/hypatia_tests \
   --gtest_filter='CudaRun.FunctionsOnStreams*:CudaRun.SharedVariables*:CudaRun.AFailedCall*:CudaRun.AClassifier*:CudaRun.ATrainingLoop*:CudaRun.DeviceResults*' \
   2>&1 | tee "$OUT/tests_one_stream.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -30
+# The device flag naming the GPU (a process drives the one it names: core/device.h): cuda0 by name
+# runs the shared-state tests; the index past this machine's GPUs makes the backend unavailable
+# with the count (the tests skip, printing why).
+HYPATIA_FLAGS=device=cuda0 timeout 120 /tmp/h/bin/hypatia_tests --gtest_filter='CudaRun.SharedVariables*:CudaRun.ATrainingLoop*' \
+  2>&1 | tee "$OUT/tests_named_gpu.txt" | grep -v "^\[ *OK\|^\[ RUN" | tail -8
+HYPATIA_FLAGS=device=cuda$(nvidia-smi -L | wc -l) timeout 60 /tmp/h/bin/hypatia_tests --gtest_filter='CudaRun.ATrainingLoop*' \
+  2>&1 | tee -a "$OUT/tests_named_gpu.txt" | grep -i "skip\|fail\|machine shows" | tail -4
 for s in function one; do HYPATIA_FLAGS=cuda_streams=$s timeout 60 /tmp/h/bin/bench_cuda streams 2>&1 | tee -a "$OUT/streams.txt"; done
 # The Python package built for this machine's Python (pack_python_for_device.sh), when carried:
 # the suite as CI runs it (the GPU tests in it run here), the numerical suites with device=cuda,

@@ -220,7 +220,7 @@ class PyOpKernel final : public Kernel {
   static Device device_of(const KernelArgs& args) {
     for (NDArray* a : args.in)
       if (a->valid() && !a->on_host()) return a->device();
-    return Device::cuda(0);
+    return Device::cuda();
   }
   /// A device input as the op gets it: C-contiguous (a strided view goes through the host).
   static NDArray contiguous_on_device(const NDArray& a) {

@@ -216,7 +216,7 @@ NDArray from_cuda_dlpack(PyObject* obj, int device) {
   }
   // The producer's queued work (on its own streams, which Hypatia's is not ordered after) is done
   // before Hypatia reads the buffer: nanobind asked for the capsule without naming a stream.
-  const Device where = Device::cuda(device);  // (device_memory refuses another GPU than the first)
+  const Device where = Device::cuda(device);  // (device_memory refuses another GPU than the process's)
   synchronize_device(where);
   // The import, as a Python object, owns the buffer's reference: released with the GIL, after
   // Hypatia's work queued on it is done (the producer may reuse the memory at once).

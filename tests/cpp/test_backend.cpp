@@ -1,5 +1,6 @@
 // The open backend interface (backends/backend.h), device-aware arrays (core/device.h) and the
 // transfer ops (ops/transfer.h).
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -173,82 +174,110 @@ Copies copies() {
 }
 using hypatia::testing::EmulatedGpu;
 
+// HYPATIA_TEST_EMULATED_GPU=1 (with HYPATIA_FLAGS=device=cuda1: tests/cpp/CMakeLists.txt runs the
+// Devices, Transfers and Placement tests so): the emulated GPU for the whole run, as the default
+// device backend, so that the device the flag names is the one every function and array uses.
+const bool kWholeRunOnTheEmulatedGpu = [] {
+  if (std::getenv("HYPATIA_TEST_EMULATED_GPU")) hypatia::testing::install_emulated_gpu(/*as_default=*/true);
+  return true;
+}();
+
+/// The GPU this process drives, as messages name it ("cuda:0"; "cuda:1" in the device=cuda1 run
+/// of these tests: tests/cpp/CMakeLists.txt), and another one, which it refuses.
+std::string gpu_name() { return Device::cuda().str(); }
+Device other_gpu() { return Device::cuda(Device::cuda().index == 0 ? 1 : 0); }
+
 TEST(Devices, NamesParseAndPrint) {
+  // The process's GPU: the device flag's (cuda1 in that run), else cuda:0; fixed from now on.
+  const Device gpu = Device::cuda();
+  EXPECT_EQ(gpu.index, config().device == "cuda1" ? 1 : 0);
+  EXPECT_EQ(Device::of(DeviceKind::Cuda), gpu);
+  EXPECT_EQ(Device::of(DeviceKind::Host), Device::host());
   EXPECT_EQ(Device::parse("cpu"), Device::host());
-  EXPECT_EQ(Device::parse("cuda"), Device::cuda(0));
+  EXPECT_EQ(Device::parse("cuda"), gpu);
   EXPECT_EQ(Device::parse("cuda1"), Device::cuda(1));
-  // device=cuda1 is refused with the way to reach that GPU, not run on cuda:0.
-  testing::ScopedSetting<std::string> second(config().device, "cuda1");
-  EXPECT_ERROR(NotImplementedError, default_backend(), "CUDA_VISIBLE_DEVICES=1");
-  Var v = vector("v", DType::Float64);
-  EXPECT_ERROR(NotImplementedError, function({v}, {exp(v)}), "device=cuda1");
   EXPECT_EQ(Device::parse("cuda:2").str(), "cuda:2");
-  // Theano's old backend's names: device=gpu is the first GPU.
-  EXPECT_EQ(Device::parse("gpu"), Device::cuda(0));
+  // Theano's old backend's names: device=gpu is the process's GPU, gpuN the N-th.
+  EXPECT_EQ(Device::parse("gpu"), gpu);
   EXPECT_EQ(Device::parse("gpu0"), Device::cuda(0));
   EXPECT_EQ(Device::parse("gpu1"), Device::cuda(1));
   EXPECT_ERROR(ValueError, Device::parse("gpux"), "expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'");
   EXPECT_ERROR(ValueError, Device::parse("tpu"), "not a device");
   EXPECT_ERROR(ValueError, Device::parse("cuda:-1"), "not a device");
-  // Memory on another GPU than the first is refused, not put on the first under its name.
-  EmulatedGpu gpu;
+  // One GPU per process: once one is in use, the device flag naming another is refused by name,
+  // not run on this one; "cuda" alone still names the one in use.
+  const Device other = other_gpu();
+  testing::ScopedSetting<std::string> second(config().device, other.str());
+  EXPECT_ERROR(NotImplementedError, default_backend(), "device " + other.str() + ": this process runs on " + gpu.str());
+  Var v = vector("v", DType::Float64);
+  EXPECT_ERROR(NotImplementedError, function({v}, {exp(v)}), "one GPU per process");
+  EXPECT_ERROR(NotImplementedError, claim_device(other),
+               "HYPATIA_FLAGS=device=cuda" + std::to_string(other.index) + ", or CUDA_VISIBLE_DEVICES");
+  EXPECT_NO_THROW(claim_device(gpu));
+  EXPECT_NO_THROW(claim_device(Device::host()));
+  EXPECT_EQ(Device::parse("cuda"), gpu);
+  EXPECT_EQ(driven_device_index(DeviceKind::Cuda), gpu.index);
+  // Memory on another GPU is refused, not put on this one under its name.
+  EmulatedGpu emulated;
   EXPECT_ERROR(NotImplementedError, NDArray::from_vector<float>({1, 2}).to_device(Device::cuda(2)),
-               "CUDA_VISIBLE_DEVICES=2");
-  EXPECT_EQ(NDArray::from_vector<float>({1, 2}).to_device(Device::parse("gpu")).device(), Device::cuda(0));
+               "HYPATIA_FLAGS=device=cuda2");
+  EXPECT_EQ(NDArray::from_vector<float>({1, 2}).to_device(Device::parse("gpu")).device(), gpu);
 }
 
 TEST(Devices, ADeviceArrayComesFromItsAllocatorAndHostCodeRefusesIt) {
   EmulatedGpu gpu;
   NDArray h = NDArray::from_vector<float>({1, 2, 3, 4}, {2, 2});
   const int64_t in0 = copies().in, out0 = copies().out;
-  NDArray d = h.to_device(Device::cuda(0));
-  EXPECT_EQ(d.device(), Device::cuda(0));
+  NDArray d = h.to_device(Device::cuda());
+  EXPECT_EQ(d.device(), Device::cuda());
   EXPECT_FALSE(d.on_host());
   EXPECT_EQ(copies().in, in0 + 1);
-  EXPECT_ERROR(TypeError, d.get_flat(0), "is on cuda:0");
+  EXPECT_ERROR(TypeError, d.get_flat(0), "is on " + gpu_name());
   EXPECT_ERROR(TypeError, d.fill(1.0), "fill");
   EXPECT_ERROR(TypeError, h.assign(d), "assign");
-  EXPECT_NE(d.describe().find("on cuda:0"), std::string::npos);
+  EXPECT_NE(d.describe().find("on " + gpu_name()), std::string::npos);
   // Views stay on the device; the round trip gives the values back.
-  EXPECT_EQ(d.transpose().device(), Device::cuda(0));
+  EXPECT_EQ(d.transpose().device(), Device::cuda());
   NDArray back = d.to_device(Device::host());
   EXPECT_EQ(copies().out, out0 + 1);
   EXPECT_TRUE(back.on_host());
   EXPECT_ALLCLOSE(back, h);
   // A contiguous device array is copied on its device; a strided one cannot be read there.
-  EXPECT_EQ(d.copy().device(), Device::cuda(0));
+  EXPECT_EQ(d.copy().device(), Device::cuda());
   EXPECT_ALLCLOSE(d.copy().to_device(Device::host()), h);
   EXPECT_ERROR(TypeError, d.transpose().copy(), "Transfer it to the host first");
   // A non-contiguous host array is made contiguous before the one copy.
-  NDArray dt = h.transpose().to_device(Device::cuda(0));
+  NDArray dt = h.transpose().to_device(Device::cuda());
   EXPECT_ALLCLOSE(dt.to_device(Device::host()), h.transpose().copy());
   // A strided view comes back through the bytes it spans; on its device it cannot be copied.
   EXPECT_ALLCLOSE(d.transpose().to_device(Device::host()), h.transpose().copy(), 0.0, 0.0);
-  NDArray wide =
-      NDArray::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4}).to_device(Device::cuda(0));
+  NDArray wide = NDArray::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4}).to_device(Device::cuda());
   EXPECT_ALLCLOSE(wide.slice(1, 3, 0, -2).to_device(Device::host()),
                   wide.to_device(Device::host()).slice(1, 3, 0, -2).copy(), 0.0, 0.0);
-  EXPECT_ERROR(ValueError, d.transpose().to_device(Device::cuda(0)), "non-contiguous");
+  EXPECT_ERROR(ValueError, d.transpose().to_device(Device::cuda()), "non-contiguous");
 }
 
 TEST(Devices, AFunctionOnTheHostRefusesDeviceArguments) {
   EmulatedGpu gpu;
   Var x = vector("x", DType::Float64);
-  Function f = function({x}, {exp(x)});
-  NDArray d = NDArray::from_vector<double>({1, 2}).to_device(Device::cuda(0));
-  EXPECT_ERROR(TypeError, f({d}), "expected an array in cpu memory (backend 'cpu') but got one on cuda:0");
+  FunctionOptions o;
+  o.backend = "cpu";  // (the default, but in the device=cuda1 run)
+  Function f = function({x}, {exp(x)}, o);
+  NDArray d = NDArray::from_vector<double>({1, 2}).to_device(Device::cuda());
+  EXPECT_ERROR(TypeError, f({d}), "expected an array in cpu memory (backend 'cpu') but got one on " + gpu_name());
 }
 
 TEST(Transfers, RoundTripThroughTheDeviceAndGradients) {
   EmulatedGpu gpu;
   Var x = vector("x", DType::Float64);
-  Var on_dev = device_from_host(x, Device::cuda(0));
-  EXPECT_EQ(on_dev->owner->op->name(), "GpuFromHost<cuda:0>");
+  Var on_dev = device_from_host(x, Device::cuda());
+  EXPECT_EQ(on_dev->owner->op->name(), "GpuFromHost<" + gpu_name() + ">");
   Var back = host_from_device(on_dev);
   EXPECT_EQ(back->owner->op->name(), "HostFromGpu");
   Var y = mul(back, back);
   FunctionOptions o;
   o.mode = "NONE";
+  o.backend = "cpu";  // (the default, but in the device=cuda1 run)
   Function f = function({x}, {y, back}, o);
   const int64_t in0 = copies().in, out0 = copies().out;
   auto r = f({NDArray::from_vector<double>({1, 2, 3})});
@@ -270,10 +299,11 @@ TEST(Transfers, AnInputThatOnlyTransfersReadAcceptsAnArrayAlreadyOnTheDevice) {
   Var x = vector("x", DType::Float64);
   FunctionOptions o;
   o.mode = "NONE";
-  Var on_dev = device_from_host(x, Device::cuda(0));
+  o.backend = "cpu";  // (the default, but in the device=cuda1 run)
+  Var on_dev = device_from_host(x, Device::cuda());
   Function f = function({x}, {host_from_device(on_dev), on_dev}, o);
   NDArray h = NDArray::from_vector<double>({1, 2, 3});
-  NDArray d = h.to_device(Device::cuda(0));
+  NDArray d = h.to_device(Device::cuda());
   const int64_t in0 = copies().in, on0 = copies().on;
   auto r = f({d});
   // No copy from the host: the transfer copies the argument on the device (a fresh buffer, which
@@ -281,18 +311,18 @@ TEST(Transfers, AnInputThatOnlyTransfersReadAcceptsAnArrayAlreadyOnTheDevice) {
   EXPECT_EQ(copies().in, in0);
   EXPECT_EQ(copies().on, on0 + 1);
   EXPECT_ALLCLOSE(r[0], h);
-  EXPECT_EQ(r[1].device(), Device::cuda(0));
+  EXPECT_EQ(r[1].device(), Device::cuda());
   EXPECT_NE(r[1].raw(), d.raw());
   // A host argument still works, with its one copy in.
   EXPECT_ALLCLOSE(f({h})[0], h);
   EXPECT_EQ(copies().in, in0 + 1);
   // Non-contiguous or of another dtype: refused by name, not converted on the host.
-  NDArray m = NDArray::from_vector<double>({1, 2, 3, 4}, {2, 2}).to_device(Device::cuda(0));
+  NDArray m = NDArray::from_vector<double>({1, 2, 3, 4}, {2, 2}).to_device(Device::cuda());
   Var xm = matrix("xm", DType::Float64);
-  Function fm = function({xm}, {host_from_device(device_from_host(xm, Device::cuda(0)))}, o);
+  Function fm = function({xm}, {host_from_device(device_from_host(xm, Device::cuda()))}, o);
   EXPECT_ERROR(TypeError, fm({m.transpose()}), "is accepted as it is (C-contiguous, of dtype float64)");
   EXPECT_ALLCLOSE(fm({m})[0], m.to_device(Device::host()));
-  NDArray f32 = NDArray::from_vector<float>({1, 2}).to_device(Device::cuda(0));
+  NDArray f32 = NDArray::from_vector<float>({1, 2}).to_device(Device::cuda());
   EXPECT_ERROR(TypeError, f({f32}), "cast it on the host");
   // An input a host node reads too, or that is an output itself, takes host arrays only.
   Function g = function({x}, {host_from_device(on_dev), exp(x)}, o);
@@ -301,10 +331,10 @@ TEST(Transfers, AnInputThatOnlyTransfersReadAcceptsAnArrayAlreadyOnTheDevice) {
   EXPECT_ERROR(TypeError, id({d}), "reads this input on the host");
   // Another device than the transfers' (such memory is refused where it would be made; an array
   // labelled so by a C++ caller's wrap is refused by the call).
-  EXPECT_ERROR(NotImplementedError, h.to_device(Device::cuda(1)), "CUDA_VISIBLE_DEVICES=1");
-  const NDArray d0 = h.to_device(Device::cuda(0));
-  const NDArray d1 = NDArray::wrap(d0.storage(), d0.raw(), d0.shape(), d0.strides(), d0.dtype(), Device::cuda(1));
-  EXPECT_ERROR(TypeError, f({d1}), "only an array on cuda:0 or the host is accepted");
+  EXPECT_ERROR(NotImplementedError, h.to_device(other_gpu()), "one GPU per process");
+  const NDArray d0 = h.to_device(Device::cuda());
+  const NDArray d1 = NDArray::wrap(d0.storage(), d0.raw(), d0.shape(), d0.strides(), d0.dtype(), other_gpu());
+  EXPECT_ERROR(TypeError, f({d1}), "only an array on " + gpu_name() + " or the host is accepted");
 }
 
 TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
@@ -324,7 +354,7 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
       EXPECT_EQ(devices[i], Device::host()) << nodes[i]->op->name();
     } else {
       ++on_device;
-      EXPECT_EQ(devices[i], Device::cuda(0)) << nodes[i]->op->name();
+      EXPECT_EQ(devices[i], Device::cuda()) << nodes[i]->op->name();
     }
   }
   EXPECT_EQ(transfers, 2);
@@ -340,7 +370,7 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
   FunctionOptions so = o;
   so.updates = {{y, y * m + b}};
   Function step = function({}, {}, so);
-  EXPECT_EQ(get_value(y, false, true).device(), Device::cuda(0));
+  EXPECT_EQ(get_value(y, false, true).device(), Device::cuda());
   const int64_t in1 = copies().in, out1 = copies().out;
   for (int i = 0; i < 3; ++i) step({});
   EXPECT_EQ(copies().in, in1);
@@ -348,16 +378,18 @@ TEST(Placement, DeviceNodesRunOnTheDeviceAndTransfersOnlyWhereValuesCross) {
   EXPECT_ALLCLOSE(get_value(y), NDArray::from_vector<double>({7, 7}));  // 0 -> 1 -> 3 -> 7
   // The user's transfer of a value the device computes anyway leaves the graph (Theano's
   // gpu_from_host(exp(x))), and the output stays on the device: nothing crosses.
-  Function keep = function({}, {Out(device_from_host(exp(y), Device::cuda(0)), true)}, o);
+  Function keep = function({}, {Out(device_from_host(exp(y), Device::cuda()), true)}, o);
   for (const auto& n : keep.toposort()) EXPECT_FALSE(n->op->moves_between_devices()) << n->op->name();
   const int64_t in2 = copies().in, out2 = copies().out;
   const NDArray kept = keep({})[0];
-  EXPECT_EQ(kept.device(), Device::cuda(0));
+  EXPECT_EQ(kept.device(), Device::cuda());
   EXPECT_EQ(copies().in, in2);
   EXPECT_EQ(copies().out, out2);
   EXPECT_ALLCLOSE(kept.to_device(Device::host()), NDArray::from_vector<double>({std::exp(7.0), std::exp(7.0)}));
   // On the CPU backend every node runs on the host.
-  for (const Device& d : function({x}, {exp(x)}).node_devices()) EXPECT_EQ(d, Device::host());
+  FunctionOptions on_cpu;
+  on_cpu.backend = "cpu";  // (the default, but in the device=cuda1 run)
+  for (const Device& d : function({x}, {exp(x)}, on_cpu).node_devices()) EXPECT_EQ(d, Device::host());
   // The transfers placement inserts take the user line of the value's producer, else its reader's.
   Var xt = vector("xt", DType::Float64);
   Var e = exp(xt);
@@ -382,7 +414,7 @@ TEST(Placement, ASharedVariableCreatedWithATargetStaysOnItsDevice) {
   so.updates = {{w, exp(w) * m}};
   Function step = function({}, {}, so);
   EXPECT_EQ(get_value(w, false, true).device(), Device::host());
-  EXPECT_EQ(get_value(m, false, true).device(), Device::cuda(0));
+  EXPECT_EQ(get_value(m, false, true).device(), Device::cuda());
   int to_device = 0, to_host = 0;
   for (const auto& n : step.toposort()) {
     to_device += dynamic_cast<const DeviceFromHost*>(n->op.get()) != nullptr;
@@ -397,21 +429,21 @@ TEST(Placement, ASharedVariableCreatedWithATargetStaysOnItsDevice) {
   EXPECT_EQ(get_value(w, false, true).device(), Device::host());
   EXPECT_ALLCLOSE(get_value(w), NDArray::from_vector<double>({3 * std::exp(1.0), 3 * std::exp(2.0)}));
   // set_value of a device array copies it to the host, where the variable lives.
-  set_value(w, NDArray::from_vector<double>({0, 0}).to_device(Device::cuda(0)));
+  set_value(w, NDArray::from_vector<double>({0, 0}).to_device(Device::cuda()));
   EXPECT_EQ(get_value(w, false, true).device(), Device::host());
   step({});
   EXPECT_ALLCLOSE(get_value(w), NDArray::from_vector<double>({3, 3}));
   // target cuda: on the device from the start (before any function), and a function that reads
   // it on the host brings it over per call without moving it.
-  Var v = shared(NDArray::from_vector<double>({4, 5}), "v", false, {}, Device::cuda(0));
-  EXPECT_TRUE(v->cell->fixed_device == Device::cuda(0));
-  EXPECT_EQ(get_value(v, false, true).device(), Device::cuda(0));
+  Var v = shared(NDArray::from_vector<double>({4, 5}), "v", false, {}, Device::cuda());
+  EXPECT_TRUE(v->cell->fixed_device == Device::cuda());
+  EXPECT_EQ(get_value(v, false, true).device(), Device::cuda());
   EXPECT_ALLCLOSE(function({}, {v * 2.0})({})[0], NDArray::from_vector<double>({8, 10}));
-  EXPECT_EQ(get_value(v, false, true).device(), Device::cuda(0));
+  EXPECT_EQ(get_value(v, false, true).device(), Device::cuda());
   EXPECT_ALLCLOSE(function({}, {exp(v)}, o)({})[0], NDArray::from_vector<double>({std::exp(4.0), std::exp(5.0)}));
-  // Another GPU than the first is refused by name.
-  EXPECT_ERROR(NotImplementedError, shared(NDArray::from_vector<double>({1}), "u", false, {}, Device::cuda(1)),
-               "CUDA_VISIBLE_DEVICES=1");
+  // Another GPU than the process's is refused by name.
+  EXPECT_ERROR(NotImplementedError, shared(NDArray::from_vector<double>({1}), "u", false, {}, other_gpu()),
+               "this process runs on " + gpu_name());
 }
 
 TEST(Placement, EachFunctionQueuesOnItsOwnQueueAndWaitsOnlyForTheOthersWorkOnWhatItUses) {
@@ -454,7 +486,7 @@ TEST(Placement, EachFunctionQueuesOnItsOwnQueueAndWaitsOnlyForTheOthersWorkOnWha
   EXPECT_EQ(take_emulated_gpu_queue_waits(), W{});
   // A device argument step's queue wrote: waited for by the queue of the function it is passed to.
   NDArray xv = get_value(x, true, true);
-  ASSERT_EQ(xv.device(), Device::cuda(0));
+  ASSERT_EQ(xv.device(), Device::cuda());
   EXPECT_ALLCLOSE(scale({xv})[0], NDArray::from_vector<double>({15, 18, 21}));
   w = take_emulated_gpu_queue_waits();
   ASSERT_EQ(w.size(), 1u);
@@ -466,10 +498,10 @@ TEST(Placement, EachFunctionQueuesOnItsOwnQueueAndWaitsOnlyForTheOthersWorkOnWha
   FunctionOptions keep = o;
   keep.allow_gc = false;
   Var v = vector("v", DType::Float64);
-  Function make = function({v}, {Out(device_from_host(exp(v), Device::cuda(0)), true)}, keep);
+  Function make = function({v}, {Out(device_from_host(exp(v), Device::cuda()), true)}, keep);
   take_emulated_gpu_queue_waits();
   NDArray yd = make({NDArray::from_vector<double>({0, 0, 0})})[0];
-  ASSERT_EQ(yd.device(), Device::cuda(0));
+  ASSERT_EQ(yd.device(), Device::cuda());
   EXPECT_ALLCLOSE(scale({yd})[0], NDArray::from_vector<double>({3, 3, 3}));
   w = take_emulated_gpu_queue_waits();
   ASSERT_EQ(w.size(), 1u);
@@ -544,7 +576,8 @@ TEST(Placement, AStepReadingAValueOnTheOtherSideIsAnInternalErrorAtCompileTime) 
   p.steps.push_back(st);
   EXPECT_ERROR(InternalError, p.finalize(),
                "placement left input 0 (an argument) in cpu memory, but the kernel that runs it (backend "
-               "'emulated_gpu') reads it in cuda:0 memory");
+               "'emulated_gpu') reads it in " +
+                   gpu_name() + " memory");
 }
 
 /// The device of the first node of `op_name` in f's schedule.
@@ -577,8 +610,8 @@ TEST(Placement, AScanWhoseBodyTheDeviceRunsLoopsThereAndMovesNothingPerStep) {
   std::vector<Var> g = grad(sum(outs[0]) + sum(outs[1]), std::vector<Var>{U, h0, xs, W});
   Function fg = function({xs, h0, U}, {outs[0], outs[1], g[0], g[1], g[2], g[3]}, o);
   Function fc = function({xs, h0, U}, {outs[0], outs[1], g[0], g[1], g[2], g[3]}, cpu);
-  EXPECT_EQ(device_of(fg, "Scan"), Device::cuda(0));
-  EXPECT_EQ(device_of(fg, "ScanGrad"), Device::cuda(0));
+  EXPECT_EQ(device_of(fg, "Scan"), Device::cuda());
+  EXPECT_EQ(device_of(fg, "ScanGrad"), Device::cuda());
   const NDArray hv = testing::random_array({H}, DType::Float64, -1, 1, 2),
                 Uv = testing::random_array({H, I}, DType::Float64, -1, 1, 3);
   for (int64_t T : {3, 12}) {
@@ -606,7 +639,7 @@ TEST(Placement, AScanWhoseBodyTheDeviceRunsLoopsThereAndMovesNothingPerStep) {
   auto doubled = scan_node(info, {prev}, {nxt, gt(nxt, constant(100.0, DType::Float64))}, int_constant(1000), {},
                            {expand_dims(x0, 0)}, {});
   Function fu = function({x0}, {doubled[0]}, o);
-  EXPECT_EQ(device_of(fu, "Scan"), Device::cuda(0));
+  EXPECT_EQ(device_of(fu, "Scan"), Device::cuda());
   EXPECT_ALLCLOSE(fu({NDArray::scalar(3.0, DType::Float64)})[0], NDArray::from_vector<double>({6, 12, 24, 48, 96, 192}),
                   0, 0);
   // A body with a node the device does not run (jacobian's MapIndex, which runs an inner
@@ -629,7 +662,7 @@ TEST(Placement, AScanWhoseBodyTheDeviceRunsLoopsThereAndMovesNothingPerStep) {
       },
       {}, {y0}, {}, int_constant(7));
   Function fb = function({y0}, {branchy[0]}, o);
-  EXPECT_EQ(device_of(fb, "Scan"), Device::cuda(0));
+  EXPECT_EQ(device_of(fb, "Scan"), Device::cuda());
   const Copies b0 = copies();
   const NDArray bv = fb({NDArray::from_vector<double>({-3, 1})})[0];
   const Copies b1 = copies();
@@ -647,7 +680,7 @@ TEST(Placement, ALazyIfElseOnTheDeviceRunsOnlyTheTakenBranchAndBringsBackItsCond
   Var taken = exp(x) * 2.0;
   Var failing = subtensor(x, 5) + x;
   Function f = function({x}, {ifelse(gt(sum(x), constant(0.0, DType::Float64)), taken, failing)}, o);
-  EXPECT_EQ(device_of(f, "IfElse"), Device::cuda(0));
+  EXPECT_EQ(device_of(f, "IfElse"), Device::cuda());
   const NDArray xv = NDArray::from_vector<double>({0.5, 1.0});
   const Copies c0 = copies();
   const NDArray r = f({xv})[0];
@@ -769,8 +802,9 @@ TEST(Transfers, AHostKernelReadingADeviceArrayIsAClearError) {
   Var x = vector("x", DType::Float64);
   FunctionOptions o;
   o.mode = "NONE";
-  Function f = function({x}, {exp(device_from_host(x, Device::cuda(0)))}, o);
-  EXPECT_ERROR(TypeError, f({NDArray::from_vector<double>({1, 2})}), "input 0 is on cuda:0");
+  o.backend = "cpu";  // (the default, but in the device=cuda1 run)
+  Function f = function({x}, {exp(device_from_host(x, Device::cuda()))}, o);
+  EXPECT_ERROR(TypeError, f({NDArray::from_vector<double>({1, 2})}), "input 0 is on " + gpu_name());
 }
 
 }  // namespace

@@ -387,13 +387,13 @@ TEST(CudaAllocator, ImportedBuffersWaitForEveryQueueAndACallInsideACallStaysInOr
   // A buffer of the device that is not the allocator's (imported): after every queue given out.
   void* mem = std::malloc(64);
   const NDArray imported = NDArray::wrap(std::shared_ptr<void>(mem, std::free), static_cast<std::byte*>(mem), {8}, {8},
-                                         DType::Float64, Device::cuda(0));
+                                         DType::Float64, Device::cuda());
   q.enter(g);
   q.reads(imported);
   EXPECT_EQ(waits, (W{{g, f}, {g, h}}));
   // The allocator's own buffer of this queue: nothing; a host array: nothing.
   waits.clear();
-  q.writes(NDArray::wrap(a.allocate(64, g), nullptr, {0}, {8}, DType::Float64, Device::cuda(0)));
+  q.writes(NDArray::wrap(a.allocate(64, g), nullptr, {0}, {8}, DType::Float64, Device::cuda()));
   q.reads(NDArray::zeros({2}, DType::Float64));
   EXPECT_TRUE(waits.empty());
   // f called inside g's call: on g's queue, after f's earlier work, and f's later work after it;
@@ -578,7 +578,7 @@ TEST(CudaRun, FunctionsOnStreamsOfTheirOwnSeeEachOthersWritesInOrder) {
   Function step = function({}, {}, so);
   Function read = function({}, {max(x), min(x)}, on("cuda"));
   Var a = vector("a", DType::Float32);
-  Function plus = function({a}, {Out(device_from_host(a + 1.0, Device::cuda(0)), true)}, on("cuda"));
+  Function plus = function({a}, {Out(device_from_host(a + 1.0, Device::cuda()), true)}, on("cuda"));
   for (int i = 1; i <= 20; ++i) {
     step({});
     std::vector<NDArray> r = read({});
@@ -621,7 +621,7 @@ TEST(CudaRun, TransferCountsOfSeed000) {
   Function f1 = function({b}, {add(dot(ms, xs), b)}, on("cuda"));
   // Variant 4 keeps the result on the device: the output is the user's device_from_host.
   Var bs = shared(bv, "bs");
-  Function f0 = function({}, {Out(device_from_host(add(dot(ms, xs), bs), Device::cuda(0)), true)}, on("cuda"));
+  Function f0 = function({}, {Out(device_from_host(add(dot(ms, xs), bs), Device::cuda()), true)}, on("cuda"));
   EXPECT_EQ(transfers(f3), 4);  // three in, one out
   EXPECT_EQ(transfers(f2), 3);
   EXPECT_EQ(transfers(f1), 2);
@@ -634,7 +634,7 @@ TEST(CudaRun, TransferCountsOfSeed000) {
     if (nodes[i]->op->moves_between_devices()) {
       EXPECT_EQ(devices[i], Device::host()) << nodes[i]->op->name();
     }
-    on_gpu += devices[i] == Device::cuda(0);
+    on_gpu += devices[i] == Device::cuda();
   }
   EXPECT_GE(on_gpu, 1);
   const NDArray want = f3({mv, xv, bv})[0];
@@ -678,7 +678,7 @@ TEST(CudaRun, ADeviceArgumentIsCopiedOnTheDeviceAndLeftAsItWas) {
   Var y = add(mul(x, constant(2.0, DType::Float32)), constant(1.0, DType::Float32));  // in place on the device
   Function fg = fn({x}, {y}, on("cuda")), fc = fn({x}, {y}, on("cpu"));
   const NDArray h = random_array({1000}, DType::Float32, 5);
-  const NDArray d = h.to_device(Device::cuda(0));
+  const NDArray d = h.to_device(Device::cuda());
   EXPECT_ALLCLOSE(fg({d})[0], fc({h})[0], 1e-6);
   EXPECT_ALLCLOSE(fg({d})[0], fc({h})[0], 1e-6);
   EXPECT_ALLCLOSE(d.to_device(Device::host()), h, 0.0, 0.0);  // the caller's array, unchanged
@@ -708,7 +708,7 @@ TEST(CudaRun, AFailedCallChangesNoSharedVariable) {
   EXPECT_ALLCLOSE(get_value(w), before);
   // The device's own allocator names what was asked, what is free and what is cached.
   const std::string dmsg =
-      error_of<MemoryError>([&] { NDArray::empty({int64_t{1} << 40}, DType::Float32, Device::cuda(0)); });
+      error_of<MemoryError>([&] { NDArray::empty({int64_t{1} << 40}, DType::Float32, Device::cuda()); });
   EXPECT_NE(dmsg.find("4398046511104 bytes requested"), std::string::npos) << dmsg;
   EXPECT_NE(dmsg.find("bytes free on the device"), std::string::npos) << dmsg;
 }

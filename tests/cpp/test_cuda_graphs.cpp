@@ -67,7 +67,7 @@ TEST(CudaRun, AStepOverABatchAndLabelsOnTheDeviceMovesNothingAndReplaysWhole) {
   FunctionOptions o = on("cuda");
   for (size_t i = 0; i < params.size(); ++i)
     o.updates.push_back({params[i], sub(params[i], mul(g[i], constant(0.1, DType::Float32)))});
-  Function f = function({}, {Out(device_from_host(cost, Device::cuda(0)), true)}, o);
+  Function f = function({}, {Out(device_from_host(cost, Device::cuda()), true)}, o);
   EXPECT_EQ(transfers(f), 0) << f.debugprint();
   std::string on_cpu;
   for (const auto& n : f.toposort())
@@ -99,7 +99,7 @@ TEST(CudaRun, ACountComputedFromShapesIsUploadedInsideTheRecordingAndKeyedByItsV
   // work. Changing the shape changes the count: another recording, never a stale value.
   Var x = shared(random_array({8, 6}, DType::Float32, 3), "x");
   Var y = mul(mean(x, std::vector<int>{0}), constant(3.0, DType::Float32));
-  Function f = function({}, {Out(device_from_host(exp(y), Device::cuda(0)), true)}, on("cuda"));
+  Function f = function({}, {Out(device_from_host(exp(y), Device::cuda()), true)}, on("cuda"));
   int uploads = 0;
   for (const auto& n : f.toposort()) uploads += dynamic_cast<const DeviceFromHost*>(n->op.get()) != nullptr;
   const auto runs = f.recorded_runs();
@@ -127,7 +127,7 @@ TEST(CudaRun, DeviceResultsTheCallerKeepsAreNotOverwrittenByReplays) {
   Var y = add(mul(exp(mul(s, constant(0.01, DType::Float32))), constant(2.0, DType::Float32)), sum(s));
   FunctionOptions o = on("cuda");
   o.updates = {{s, add(s, constant(1.0, DType::Float32))}};
-  Function f = function({}, {Out(device_from_host(y, Device::cuda(0)), true)}, o);
+  Function f = function({}, {Out(device_from_host(y, Device::cuda()), true)}, o);
   const cuda::GraphStats s0 = cuda::graph_stats();
   std::vector<NDArray> kept;
   for (int i = 0; i < 8; ++i) kept.push_back(f({})[0]);

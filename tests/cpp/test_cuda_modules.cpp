@@ -319,7 +319,7 @@ TEST(CudaCompile, LinalgIsPlacedOnTheGpuWhereCusolverHasIt) {
     if (const auto* l = dynamic_cast<const Linalg*>(nodes[i]->op.get())) {
       const bool triangular = l->kind == LinalgKind::Solve && l->attrs.structure == SolveStructure::Triangular;
       const bool gpu = (l->kind != LinalgKind::Eig || geev) && (solver || triangular);
-      EXPECT_EQ(devices[i], gpu ? Device::cuda(0) : Device::host()) << l->name();
+      EXPECT_EQ(devices[i], gpu ? Device::cuda() : Device::host()) << l->name();
       (gpu ? on_gpu : on_host)++;
     }
   EXPECT_EQ(on_gpu, solver ? (geev ? 18 : 17) : 1);
@@ -339,7 +339,7 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
   EXPECT_EQ(transfers(function({m, x, b}, {add(dot(m, x), b)}, on("cuda"))), 4);
   EXPECT_EQ(transfers(function({x, b}, {add(dot(ms, x), b)}, on("cuda"))), 3);
   EXPECT_EQ(transfers(function({b}, {add(dot(ms, xs), b)}, on("cuda"))), 2);
-  EXPECT_EQ(transfers(function({}, {Out(device_from_host(add(dot(ms, xs), bs), Device::cuda(0)), true)}, on("cuda"))),
+  EXPECT_EQ(transfers(function({}, {Out(device_from_host(add(dot(ms, xs), bs), Device::cuda()), true)}, on("cuda"))),
             0);
   // The MLP training step of bench_cuda (batch and labels in shared variables, the cost kept on
   // the device): every node on the GPU but the index arithmetic (the batch's size for the mean)
@@ -352,13 +352,13 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
   });
   FunctionOptions o = on("cuda");
   o.updates = net.sgd(constant(0.01, DType::Float32));
-  Function step = function({}, {Out(device_from_host(net.cost, Device::cuda(0)), true)}, o);
+  Function step = function({}, {Out(device_from_host(net.cost, Device::cuda()), true)}, o);
   const auto nodes = step.toposort();
   const auto devices = step.node_devices();
   int host_nodes = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Apply& n = *nodes[i];
-    if (n.op->moves_between_devices() || devices[i] == Device::cuda(0)) continue;
+    if (n.op->moves_between_devices() || devices[i] == Device::cuda()) continue;
     ++host_nodes;
     EXPECT_TRUE(n.nout() == 1 && n.output_ptr(0)->type.ndim() == 0 && is_integer(n.output_ptr(0)->type.dtype))
         << n.op->name() << " runs on the host";
@@ -379,7 +379,7 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
   Var lr = scalar("lr", DType::Float32);
   FunctionOptions o2 = on("cuda");
   o2.updates = net.sgd(lr);
-  Function step2 = function({lr}, {Out(device_from_host(net.cost, Device::cuda(0)), true)}, o2);
+  Function step2 = function({lr}, {Out(device_from_host(net.cost, Device::cuda()), true)}, o2);
   const auto nodes2 = step2.toposort();
   const auto runs2 = step2.recorded_runs();
   int lr_transfers = 0;
@@ -397,13 +397,13 @@ TEST(CudaCompile, TheSeedsTheMlpStepAndAnRnnArePlacedForTheCudaBackendWithoutAGp
   // upload in it, after the host's arithmetic.
   Var xm = shared(f32({8, 6}, 5), "xm");
   Var ym = exp(mul(mean(xm, std::vector<int>{0}), constant(3.0, DType::Float32)));
-  Function rows = function({}, {Out(device_from_host(ym, Device::cuda(0)), true)}, on("cuda"));
+  Function rows = function({}, {Out(device_from_host(ym, Device::cuda()), true)}, on("cuda"));
   const auto rows_nodes = rows.toposort();
   const auto rows_devices = rows.node_devices();
   const auto rows_runs = rows.recorded_runs();
   ASSERT_EQ(rows_runs.size(), 1u) << rows.debugprint();
   for (size_t i = 0; i < rows_nodes.size(); ++i)
-    EXPECT_EQ(i >= rows_runs[0].first, rows_nodes[i]->op->moves_between_devices() || rows_devices[i] == Device::cuda(0))
+    EXPECT_EQ(i >= rows_runs[0].first, rows_nodes[i]->op->moves_between_devices() || rows_devices[i] == Device::cuda())
         << i << ": " << rows_nodes[i]->op->name();
   // An RNN: the scan runs on the device, its body compiled for it.
   Var W = shared(f32({6, 6}, 30), "W");

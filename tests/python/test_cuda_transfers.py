@@ -20,14 +20,53 @@ def test_transfer_nodes_have_theanos_names():
     back = sandbox.cuda.basic_ops.host_from_gpu(y)
     assert str(back.owner.op) == "HostFromGpu"
     assert str(T.transfer(x, "cuda0").owner.op) == "GpuFromHost<cuda:0>"
-    with pytest.raises(NotImplementedError, match="CUDA_VISIBLE_DEVICES=1"):
-        T.transfer(x, "cuda1")  # one GPU: another is refused by name, not run on the first
+    with pytest.raises(NotImplementedError, match="this process runs on cuda:0.*one GPU per process"):
+        T.transfer(x, "cuda1")  # one GPU per process: another is refused by name, not run on this one
     assert str(T.transfer(y, "cpu").owner.op) == "HostFromGpu"
     with pytest.raises(ValueError, match="expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'"):
         T.transfer(x, "tpu")
     # The gradient of a transfer is the transfer back.
     g = hypatia.grad(T.sum(back), x)
     assert g.type.dtype == "float32"
+
+
+def test_device_cuda1_runs_the_program_on_the_second_gpu():
+    # Theano's way to pick a GPU: device=cuda1 (or gpu1) in the flags. Everything the program puts on
+    # a GPU is then on cuda:1; naming another GPU later is refused by name. In a fresh interpreter
+    # (a process's GPU is fixed at its first use), on the emulated GPU (no second GPU needed).
+    code = (
+        "import numpy as np, hypatia\n"
+        "import hypatia.tensor as T\n"
+        "from hypatia import function, shared, sandbox, Out\n"
+        "import hypatia.gpuarray\n"
+        "hypatia._core._install_emulated_gpu(as_default=True)\n"
+        "print(hypatia.config.device)\n"
+        "w = shared(np.arange(6, dtype='float32'), target='cuda')\n"
+        "x = T.fvector('x')\n"
+        "f = function([x], Out(sandbox.cuda.basic_ops.gpu_from_host(T.exp(x) * w), borrow=True),"
+        " updates=[(w, w + 1)])\n"
+        "r = f(np.ones(6, dtype='float32'))\n"
+        "print(type(r).__name__, r.device, r.__dlpack_device__())\n"
+        "print(np.asarray(r).tolist())\n"
+        "print(w.get_value(return_internal_type=True).device, w.get_value().tolist())\n"
+        "print(T.transfer(x, 'cuda').owner.op, T.transfer(x, 'gpu1').owner.op)\n"
+        "print(hypatia.gpuarray.GpuArray(np.zeros(2, dtype='float32')).device)\n"
+        "try:\n"
+        "    shared(np.zeros(2), target='cuda0')\n"
+        "except NotImplementedError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    env = dict(os.environ, HYPATIA_FLAGS="device=cuda1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "cuda1"
+    assert lines[1] == "GpuArray cuda:1 (2, 1)"  # DLPack: (kDLCUDA, device 1)
+    np.testing.assert_allclose(eval(lines[2]), np.e * np.arange(6), rtol=1e-6)
+    assert lines[3] == "cuda:1 [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]"
+    assert lines[4] == "GpuFromHost<cuda:1> GpuFromHost<cuda:1>"
+    assert lines[5] == "cuda:1"
+    assert lines[6].startswith("refused: device cuda:0: this process runs on cuda:1") and "one GPU per process" in lines[6]
 
 
 def test_seed_001_runs_with_device_cuda_or_says_why():

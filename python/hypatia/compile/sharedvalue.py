@@ -24,8 +24,9 @@ def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, br
     target (Theano gpuarray's): where the value lives. None (the default): where `value` is; under
     ``device=cuda`` a value on the host moves to the GPU when a function that reads or updates it
     there is compiled. ``'cpu'``: on the host, always (GPU nodes that read it get a transfer per
-    call). ``'cuda'``, ``'cuda0'`` (or Theano's ``'gpu'``, ``'gpu0'``): copied to that GPU now, and
-    kept there.
+    call). ``'cuda'`` (the process's GPU: ``device=cuda1`` makes it the second), ``'cudaN'`` (or
+    Theano's ``'gpu'``, ``'gpuN'``): copied to that GPU now, and kept there (a process drives one
+    GPU: another than the one in use is refused by name).
     """
     if kwargs:
         raise TypeError(

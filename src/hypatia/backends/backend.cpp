@@ -79,7 +79,7 @@ const Backend* Backend::checked_against() const {
 }
 
 NDArray Backend::allocate(const Shape& shape, DType dtype) const {
-  return NDArray::empty(shape, dtype, Device{desc_.device, 0});
+  return NDArray::empty(shape, dtype, Device::of(desc_.device));
 }
 
 void Backend::add_kernel(std::type_index op_type, KernelFactory factory, KernelTraits traits) {
@@ -224,12 +224,9 @@ std::vector<std::string> backend_names() {
 
 const Backend& default_backend() {
   const Device d = Device::parse(config().device);
-  // The device backends drive their kind's device 0; another index is refused rather than run
-  // there silently.
-  if (d.kind != DeviceKind::Host && d.index != 0)
-    fail<NotImplementedError>("device=", config().device, ": Hypatia's device backends run on device 0 of their kind ",
-                              "only (more than one GPU is not built yet); to use that GPU, make it the only visible ",
-                              "one (CUDA_VISIBLE_DEVICES=", d.index, ") and set device=cuda");
+  // A process drives one device of a kind: another index than the one in use is refused rather
+  // than run there silently.
+  claim_device(d);
   ensure_registered();
   {
     auto& b = backends();

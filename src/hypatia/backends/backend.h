@@ -139,7 +139,7 @@ class Backend {
   Recorder* recorder() const { return desc_.recorder.get(); }
   CallQueues* queues() const { return desc_.queues.get(); }
 
-  /// An uninitialized C-contiguous array on the backend's device (device 0 of its kind).
+  /// An uninitialized C-contiguous array on the backend's device (Device::of its kind).
   virtual NDArray allocate(const Shape& shape, DType dtype) const;
 
   /// Registers the kernel factory of `op_type` (replacing an earlier one).

@@ -470,7 +470,7 @@ std::shared_ptr<Program> compile_program(std::vector<In> inputs, std::vector<Out
   place(*program->fgraph, backend, label);
   place_on_devices(*program->fgraph, backend, outputs.size(), opts.device_io);
   if (opts.device_io && backend.device_kind() != DeviceKind::Host)
-    program->io_device = Device{backend.device_kind(), 0};
+    program->io_device = Device::of(backend.device_kind());
   const auto order = schedule(*program->fgraph, backend, label);
   plan_memory(*program, order, inputs, outputs, opts);
   build_program(*program, opts, label);
@@ -541,7 +541,7 @@ std::vector<std::pair<size_t, size_t>> Function::recorded_runs() const { return 
 std::vector<Device> Function::node_devices() const {
   std::vector<Device> r;
   for (const auto& t : program_->steps)
-    r.push_back(t.node->op->moves_between_devices() ? Device::host() : Device{t.device, 0});
+    r.push_back(t.node->op->moves_between_devices() ? Device::host() : Device::of(t.device));
   return r;
 }
 std::vector<Var> Function::graph_outputs() const { return program_->fgraph->outputs(); }

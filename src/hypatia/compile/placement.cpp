@@ -15,7 +15,7 @@ enum class Side : uint8_t { Host, Device };
 class Placer {
  public:
   Placer(FunctionGraph& fg, const Backend& backend, bool device_io)
-      : fg_(fg), backend_(backend), device_{backend.device_kind(), 0}, device_io_(device_io) {}
+      : fg_(fg), backend_(backend), device_(Device::of(backend.device_kind())), device_io_(device_io) {}
 
   void run(size_t n_outputs) {
     const auto order = fg_.toposort();

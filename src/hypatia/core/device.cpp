@@ -5,9 +5,11 @@
 #include <charconv>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "hypatia/core/allocator.h"
+#include "hypatia/core/config.h"
 #include "hypatia/core/error.h"
 
 namespace hypatia {
@@ -23,6 +25,30 @@ struct Registry {
   /// Every entry ever registered (replaced ones included), so that none is lost.
   std::vector<std::unique_ptr<const DeviceMemory>> all;
 };
+
+/// The index of the device of each kind this process drives (-1: not fixed yet).
+std::atomic<int> g_driven[kKinds] = {-1, -1};
+
+/// A device's name parsed without resolving "cuda" alone (index -1 then); nullopt if not one.
+std::optional<Device> parse_name(std::string_view s) {
+  if (s == "cpu") return Device::host();
+  // Theano's old CUDA backend named its devices gpu, gpu0, gpu1...: the same GPUs.
+  const size_t name = s.substr(0, 4) == "cuda" ? 4 : s.substr(0, 3) == "gpu" ? 3 : 0;
+  if (name == 0) return std::nullopt;
+  std::string_view rest = s.substr(name);
+  if (rest.empty()) return Device{DeviceKind::Cuda, -1};
+  if (rest.front() == ':') rest.remove_prefix(1);
+  int i = -1;
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), i);
+  if (ec == std::errc() && p == rest.data() + rest.size() && i >= 0 && i < 4096) return Device::cuda(i);
+  return std::nullopt;
+}
+
+/// The index the device flag names for `kind` (0 when it names none).
+int flag_index(DeviceKind kind) {
+  const std::optional<Device> d = parse_name(config().device);
+  return d && d->kind == kind && d->index >= 0 ? d->index : 0;
+}
 
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: arrays freed at exit may still transfer
@@ -49,17 +75,20 @@ std::string Device::str() const {
   return "cuda:" + std::to_string(index);
 }
 
+Device Device::cuda() { return of(DeviceKind::Cuda); }
+
+Device Device::of(DeviceKind kind) {
+  if (kind == DeviceKind::Host) return host();
+  return {kind, static_cast<int16_t>(driven_device_index(kind))};
+}
+
 Device Device::parse(std::string_view s) {
-  if (s == "cpu") return host();
-  // Theano's old CUDA backend named its devices gpu, gpu0, gpu1...: the same GPUs.
-  const size_t name = s.substr(0, 4) == "cuda" ? 4 : s.substr(0, 3) == "gpu" ? 3 : 0;
-  if (name > 0) {
-    std::string_view rest = s.substr(name);
-    if (rest.empty()) return cuda(0);
-    if (rest.front() == ':') rest.remove_prefix(1);
-    int i = -1;
-    auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), i);
-    if (ec == std::errc() && p == rest.data() + rest.size() && i >= 0 && i < 4096) return cuda(i);
+  if (std::optional<Device> d = parse_name(s)) {
+    if (d->index < 0) {  // "cuda": the one in use, else the flag's
+      const int driven = g_driven[static_cast<size_t>(d->kind)].load(std::memory_order_acquire);
+      d->index = static_cast<int16_t>(driven >= 0 ? driven : flag_index(d->kind));
+    }
+    return *d;
   }
   fail<ValueError>("device: '", s,
                    "' is not a device; expected 'cpu', 'cuda', 'cudaN' or 'cuda:N' (or Theano's 'gpu', 'gpuN')");
@@ -131,17 +160,34 @@ void synchronize_device(Device device) {
     m.synchronize();
 }
 
-void require_first_device(Device device) {
-  // The device backends drive device 0 of their kind: memory labelled with another index would be
-  // device 0's (and another library handed it would look for it on that GPU).
-  if (device.kind != DeviceKind::Host && device.index != 0) [[unlikely]]
-    fail<NotImplementedError>("device ", device.str(), ": Hypatia runs on device 0 of a kind only (more than one GPU ",
-                              "is not built yet); to use that GPU, make it the only visible one ",
-                              "(CUDA_VISIBLE_DEVICES=", device.index, ") and name it cuda0");
+int driven_device_index(DeviceKind kind) {
+  if (kind == DeviceKind::Host) return 0;
+  std::atomic<int>& driven = g_driven[static_cast<size_t>(kind)];
+  int cur = driven.load(std::memory_order_acquire);
+  if (cur >= 0) [[likely]]
+    return cur;
+  driven.compare_exchange_strong(cur, flag_index(kind), std::memory_order_acq_rel);
+  return driven.load(std::memory_order_acquire);
+}
+
+void claim_device(Device device) {
+  if (device.kind == DeviceKind::Host) return;
+  // The device backends drive one device of their kind: memory labelled with another index would
+  // be that one's (and another library handed it would look for it on the other GPU).
+  std::atomic<int>& driven = g_driven[static_cast<size_t>(device.kind)];
+  int cur = driven.load(std::memory_order_acquire);
+  if (cur == device.index) [[likely]]
+    return;
+  if (cur < 0 && driven.compare_exchange_strong(cur, device.index, std::memory_order_acq_rel)) return;
+  if (cur == device.index) return;
+  fail<NotImplementedError>("device ", device.str(), ": this process runs on ", Device{device.kind, int16_t(cur)}.str(),
+                            ", fixed at its first use of that kind of device; Hypatia drives one GPU per process ",
+                            "(more than one is not built): name the GPU before using one (HYPATIA_FLAGS=device=cuda",
+                            device.index, ", or CUDA_VISIBLE_DEVICES)");
 }
 
 const DeviceMemory& device_memory(Device device) {
-  require_first_device(device);
+  claim_device(device);
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   const DeviceMemory*& m = r.by_kind[static_cast<size_t>(device.kind)];

@@ -1,6 +1,12 @@
 // Device: where an array's buffer lives: the host (CPU memory), or `cuda:N`, the CUDA backend's
 // (backends/cuda, built when CMake finds the CUDA toolkit). An NDArray's buffer comes from its device's
 // allocator, and code that reads or writes elements on the host refuses any other device.
+//
+// A process drives one device of each kind, as Theano's device flag did (`device=cuda1` runs the
+// program on the second GPU): the index is fixed at the first use of a device of that kind, to the
+// index that use names, or, where it names none, to the device flag's (HYPATIA_FLAGS=device=cudaN;
+// else 0). Naming another index of the same kind later is refused (claim_device): one process
+// does not drive two GPUs (not built).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,11 +25,17 @@ struct Device {
 
   static constexpr Device host() { return {}; }
   static constexpr Device cuda(int i) { return {DeviceKind::Cuda, static_cast<int16_t>(i)}; }
+  /// The CUDA device this process drives (fixes it: see claim_device).
+  static Device cuda();
+  /// The device of `kind` this process drives (the host for DeviceKind::Host; fixes it).
+  static Device of(DeviceKind kind);
   bool is_host() const { return kind == DeviceKind::Host; }
   bool operator==(const Device&) const = default;
   /// "cpu", "cuda:0" (the spelling of Theano's device flag).
   std::string str() const;
-  /// Parses "cpu", "cuda", "cudaN" or "cuda:N"; throws ValueError naming the accepted forms.
+  /// Parses "cpu", "cuda", "cudaN" or "cuda:N" (and Theano's "gpu", "gpuN"); throws ValueError naming
+  /// the accepted forms. "cuda" alone is the CUDA device this process drives, or will (it fixes
+  /// nothing: the one already used, else the device flag's, else cuda:0).
   static Device parse(std::string_view s);
 };
 
@@ -51,9 +63,14 @@ struct DeviceMemory {
 };
 /// Calls `device`'s synchronize_device (or synchronize); nothing for host memory.
 void synchronize_device(Device device);
-/// NotImplementedError for a device other than the first of its kind (one GPU is driven; the way
-/// to use another is CUDA_VISIBLE_DEVICES), which device_memory and the transfer ops check.
-void require_first_device(Device device);
+/// Fixes `device` as the one of its kind this process drives, unless one is already: then
+/// NotImplementedError for another index, naming both (one GPU per process: a program names its GPU
+/// before using one, with the device flag or CUDA_VISIBLE_DEVICES). device_memory, the transfer ops
+/// and the default backend check it; nothing for the host.
+void claim_device(Device device);
+/// The index of the device of `kind` this process drives, fixed by this call if no use fixed it
+/// yet (the device flag's index for its kind, else 0).
+int driven_device_index(DeviceKind kind);
 
 /// Memory pressure: a device allocation failed even after its allocator released its cache.
 /// Holders of device memory that they can rebuild (the runtime's recordings of device work)

@@ -37,7 +37,7 @@ std::vector<Var> HostFromDevice::grad(const Apply& node, const std::vector<Var>&
 }
 
 Var device_from_host(Var x, Device device) {
-  require_first_device(device);
+  claim_device(device);
   return apply_op1(std::make_shared<DeviceFromHost>(device), {std::move(x)});
 }
 Var host_from_device(Var x) { return apply_op1(std::make_shared<HostFromDevice>(), {std::move(x)}); }

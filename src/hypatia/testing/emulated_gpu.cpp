@@ -67,7 +67,7 @@ class EmulatedKernel final : public Kernel {
  public:
   explicit EmulatedKernel(const Apply& node) : cpu_(get_backend("cpu").make_kernel(node)), op_(node.op->name()) {}
   void run(const KernelArgs& a) override {
-    Device device = Device::cuda(0);
+    Device device = Device::cuda();
     std::vector<NDArray> in, out;
     in.reserve(a.in.size());
     out.reserve(a.out.size());
@@ -164,7 +164,7 @@ class DeferredIndexKernel final : public Kernel {
 LoopMemory emulated_loop_memory() {
   const LoopMemory host = host_loop_memory();
   const Device h = Device::host();
-  return LoopMemory{.device = Device::cuda(0),
+  return LoopMemory{.device = Device::cuda(),
                     .copy = [f = host.copy, h](const NDArray& d, const NDArray& s) { f(retag(d, h), retag(s, h)); },
                     .add = [f = host.add, h](const NDArray& d, const NDArray& s) { f(retag(d, h), retag(s, h)); },
                     .fill_zero = [f = host.fill_zero, h](const NDArray& d) { f(retag(d, h)); },
@@ -242,7 +242,7 @@ void install_emulated_gpu(bool as_default) {
   if (as_default) set_default_backend_for(DeviceKind::Cuda, kEmulatedGpuBackend);
   if (s.installed) return;
   try {
-    s.saved = device_memory(Device::cuda(0));
+    s.saved = device_memory(Device::cuda());
   } catch (const ValueError&) {
     s.saved.reset();  // no CUDA backend built in
   }

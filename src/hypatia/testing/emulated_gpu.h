@@ -9,6 +9,7 @@
 // by the real backend afterwards (they are host memory).
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -32,13 +33,19 @@ EmulatedGpuCopies emulated_gpu_copies();
 /// own (1 to 15, round robin), as with the CUDA backend's cuda_streams=function.
 std::vector<std::pair<int, int>> take_emulated_gpu_queue_waits();
 
-/// install_emulated_gpu() for a scope (a test).
+/// install_emulated_gpu() for a scope (a test); left installed where the whole run uses it
+/// (HYPATIA_TEST_EMULATED_GPU set: installed as the default at the start).
 class EmulatedGpu {
  public:
-  EmulatedGpu() { install_emulated_gpu(); }
-  ~EmulatedGpu() { remove_emulated_gpu(); }
+  EmulatedGpu() : whole_run_(std::getenv("HYPATIA_TEST_EMULATED_GPU") != nullptr) { install_emulated_gpu(); }
+  ~EmulatedGpu() {
+    if (!whole_run_) remove_emulated_gpu();
+  }
   EmulatedGpu(const EmulatedGpu&) = delete;
   EmulatedGpu& operator=(const EmulatedGpu&) = delete;
+
+ private:
+  bool whole_run_;
 };
 
 }  // namespace hypatia::testing

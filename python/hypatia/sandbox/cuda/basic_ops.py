@@ -19,7 +19,7 @@ def _target():
 
 
 def gpu_from_host(x):
-    """x copied to the GPU of ``config.device`` (cuda0 when the device is the CPU)."""
+    """x copied to the process's GPU (``config.device``'s, or the one in use; cuda0 by default)."""
     return _core.device_from_host(as_tensor_variable(x), _target())
 
 

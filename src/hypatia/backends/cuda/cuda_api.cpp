@@ -3,10 +3,12 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 
 #include "hypatia/core/config.h"
+#include "hypatia/core/device.h"
 #include "hypatia/core/error.h"
 
 namespace hypatia::cuda {
@@ -15,6 +17,8 @@ namespace {
 struct State {
   bool ok = false;
   std::string why;
+  /// The device this process drives (core/device.h).
+  int device = 0;
   int arch = 0, sms = 0;
   bool per_function = false;
   /// The queues' streams (queue 0's: the legacy default stream, null, when per_function; else the
@@ -23,6 +27,10 @@ struct State {
   cudaEvent_t events[kQueues] = {};
 };
 std::mutex g_order_mu;
+/// The driven device when the machine shows others (then each entry into the backend makes it the
+/// calling thread's current device: DeviceScope), else -1. Outside State, which a deleter run at
+/// exit may outlive.
+std::atomic<int> g_switch_to{-1};
 
 /// Makes the queues' streams and events (false, with the error in `e`, when one fails).
 bool make_queues(State& st, cudaError_t& e) {
@@ -53,13 +61,30 @@ State& state() {
       st.why = "no CUDA device";
       return st;
     }
-    cudaDeviceProp p{};
-    if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess || (e = cudaSetDevice(0)) != cudaSuccess ||
-        !make_queues(st, e)) {
-      st.why = std::string("CUDA device 0 could not be initialised (") + cudaGetErrorString(e) + ")";
-      cudaGetLastError();
+    st.device = driven_device_index(DeviceKind::Cuda);
+    const std::string name = Device::cuda(st.device).str();
+    if (st.device >= n) {
+      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      st.why = "this process runs on " + name + " (the device flag, or its first use), but this machine shows " +
+               std::to_string(n) + " CUDA device" +
+               (n == 1 ? " (cuda:0)" : "s (cuda:0 to cuda:" + std::to_string(n - 1) + ")") +
+               (visible ? std::string("; CUDA_VISIBLE_DEVICES=") + visible : std::string());
       return st;
     }
+    // The queues' streams are made on the driven device; the calling thread's current device is
+    // given back after (a DeviceScope).
+    int before = 0;
+    const bool restore = cudaGetDevice(&before) == cudaSuccess && before != st.device;
+    cudaDeviceProp p{};
+    if ((e = cudaGetDeviceProperties(&p, st.device)) != cudaSuccess || (e = cudaSetDevice(st.device)) != cudaSuccess ||
+        !make_queues(st, e)) {
+      st.why = "CUDA device " + name + " could not be initialised (" + cudaGetErrorString(e) + ")";
+      cudaGetLastError();
+      if (restore) cudaSetDevice(before);
+      return st;
+    }
+    if (restore) cudaSetDevice(before);
+    if (n > 1) g_switch_to.store(st.device, std::memory_order_release);
     st.arch = p.major * 10 + p.minor;
     st.sms = p.multiProcessorCount;
     st.ok = true;
@@ -100,6 +125,27 @@ std::atomic<int> g_next_queue{0};
 }  // namespace
 
 bool available() { return state().ok; }
+
+int enter_device() noexcept {
+  // (Before the backend started, nothing of it is on any device.)
+  const int to = g_switch_to.load(std::memory_order_acquire);
+  if (to < 0) [[likely]]
+    return -1;
+  int cur = 0;
+  const cudaError_t e = cudaGetDevice(&cur);
+  if (e == cudaSuccess && cur == to) [[likely]]
+    return -1;
+  if (e != cudaSuccess || cudaSetDevice(to) != cudaSuccess) {
+    cudaGetLastError();  // (the next call on the device reports a lost device)
+    return -1;
+  }
+  return cur;
+}
+
+void leave_device(int before) noexcept {
+  if (before >= 0 && cudaSetDevice(before) != cudaSuccess) cudaGetLastError();
+}
+
 const std::string& unavailable_reason() { return state().why; }
 int arch() { return state().arch; }
 int sm_count() { return state().sms; }

@@ -29,9 +29,27 @@ const std::string& unavailable_reason();
 void check(cudaError_t e, const char* what);
 /// Throws NotImplementedError naming `who` and the reason unless available().
 void require_available(const char* who);
-/// The compute capability of device 0 as 90 for 9.0, and its multiprocessors.
+/// The compute capability of the device this process drives (Device::cuda(): cuda:0, or the one
+/// the device flag or the first use names) as 90 for 9.0, and its multiprocessors.
 int arch();
 int sm_count();
+/// The backend's work goes to the device this process drives, which the CUDA runtime takes from
+/// the calling thread's current device: where the machine shows more than one, every entry into
+/// the backend (a call: its CallQueues; the device memory functions; the allocator's raw
+/// functions; a recording's release) makes it current and gives the thread its own back after.
+/// enter_device returns the device to give back (-1: none, nothing changed).
+int enter_device() noexcept;
+void leave_device(int before) noexcept;
+class DeviceScope {
+ public:
+  DeviceScope() noexcept : before_(enter_device()) {}
+  ~DeviceScope() { leave_device(before_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int before_;
+};
 /// Queues of device work: streams, numbered. Work outside function calls goes to queue 0. With
 /// HYPATIA_FLAGS=cuda_streams=function (the default, read when the backend starts) each function
 /// is given one of the queues 1..kQueues-1 (round robin: functions beyond those share them), each

@@ -537,12 +537,14 @@ bool write_entry(const std::string& dir, const std::string& path, const std::vec
 }
 
 bool runtime_load(const std::vector<char>& cubin, cudaLibrary_t* lib) {
+  DeviceScope on_device;  // (the runtime's context: the driven device's, not the thread's)
   if (cudaLibraryLoadData(lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0) == cudaSuccess) return true;
   cudaGetLastError();
   return false;
 }
 
 cudaKernel_t runtime_kernel(cudaLibrary_t lib, const char* name) {
+  DeviceScope on_device;
   cudaKernel_t k = nullptr;
   check(cudaLibraryGetKernel(&k, lib, name), "cudaLibraryGetKernel");
   return k;
@@ -556,7 +558,7 @@ ModuleLoader current_loader(const ModuleCache& c) {
   return l;
 }
 
-/// The architecture modules are compiled for: the stand-in loader's, else device 0's (which must
+/// The architecture modules are compiled for: the stand-in loader's, else the driven device's (which must
 /// be usable; require_available says why not).
 int loader_arch() {
   ModuleCache& c = module_cache();

@@ -99,7 +99,7 @@ std::vector<char> compile_cubin(const std::string& source, int arch);
 /// NVRTC's front end only (no code generated, -fdevice-syntax-only): whether `source` is valid
 /// CUDA C++ (throws as compile_cubin otherwise). For tests of the generator, which need no GPU.
 void check_source(const std::string& source);
-/// The kernel `name` of the module compiled from `source` for device 0 (memory cache, then disk
+/// The kernel `name` of the module compiled from `source` for the driven device (memory cache, then disk
 /// cache, then NVRTC), built now on the calling thread. `memory_cache` false: the module is loaded
 /// again from disk (tests).
 cudaKernel_t get_kernel(const std::string& source, const std::string& name, bool memory_cache = true);
@@ -149,7 +149,7 @@ int compile_threads();
 struct ModuleLoader {
   bool (*load)(const std::vector<char>& cubin, cudaLibrary_t* lib) = nullptr;
   cudaKernel_t (*kernel)(cudaLibrary_t lib, const char* name) = nullptr;
-  int arch = 0;  // the architecture the stand-ins compile for (the default asks device 0)
+  int arch = 0;  // the architecture the stand-ins compile for (the default asks the driven device)
 };
 /// Replaces the loader (a default-constructed one: the CUDA runtime's); returns the previous one.
 ModuleLoader set_module_loader(ModuleLoader loader);

@@ -273,8 +273,8 @@ void CudaConvGemm::run(ConvPass pass, const ConvGemmShape& s, const NDArray& in0
   constexpr int64_t kBudget = int64_t{128} << 20;  // bytes of columns (and dy's transpose) per chunk
   const ConvGemmWork w = conv_gemm_work(pass, s, kBudget, itemsize(dt_));
   NDArray col, tmp;
-  if (w.col_elems > 0) col = NDArray::empty({w.col_elems}, dt_, Device::cuda(0));
-  if (w.tmp_elems > 0) tmp = NDArray::empty({w.tmp_elems}, dt_, Device::cuda(0));
+  if (w.col_elems > 0) col = NDArray::empty({w.col_elems}, dt_, Device::cuda());
+  if (w.tmp_elems > 0) tmp = NDArray::empty({w.tmp_elems}, dt_, Device::cuda());
   conv_gemm_run(pass, s, w, in0.raw(), in1.raw(), out.raw(), w.col_elems > 0 ? col.raw() : nullptr,
                 w.tmp_elems > 0 ? tmp.raw() : nullptr, itemsize(dt_), *dev_);
 }

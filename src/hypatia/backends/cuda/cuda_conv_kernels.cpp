@@ -364,7 +364,7 @@ class CudnnConv {
     NDArray ws;
     try {
       if (plan->workspace > 0)
-        ws = NDArray::empty({static_cast<int64_t>(plan->workspace)}, DType::UInt8, Device::cuda(0));
+        ws = NDArray::empty({static_cast<int64_t>(plan->workspace)}, DType::UInt8, Device::cuda());
     } catch (const MemoryError&) {
       count_refusal("no room for a workspace of " + std::to_string(plan->workspace) + " bytes");
       return false;
@@ -431,7 +431,7 @@ class CudnnConv {
     const size_t bytes = largest_workspace(heuristic, n_heuristic);
     NDArray ws;
     try {
-      if (bytes > 0) ws = NDArray::empty({static_cast<int64_t>(bytes)}, DType::UInt8, Device::cuda(0));
+      if (bytes > 0) ws = NDArray::empty({static_cast<int64_t>(bytes)}, DType::UInt8, Device::cuda());
     } catch (const MemoryError&) {
       return;
     }
@@ -577,7 +577,7 @@ class ConvKernel final : public Kernel {
     const NDArray A = in0.is_c_contiguous() ? in0 : device_copy(in0);
     const NDArray B = in1.is_c_contiguous() ? in1 : device_copy(in1);
     if (A.size() == 0 || B.size() == 0) {  // an empty sum: zeros
-      copy_into(out, NDArray::zeros({}, dt).to_device(Device::cuda(0)).broadcast_to(out_shape));
+      copy_into(out, NDArray::zeros({}, dt).to_device(Device::cuda()).broadcast_to(out_shape));
       return;
     }
     if (symmetric && cudnn_ && cudnn_->run(s, dt, A, B, out)) {

@@ -84,7 +84,7 @@ class CumKernelImpl final : public Kernel {
     const int64_t n = x.shape(op_.axis);
     const CumPlan p = cum_plan(outer, n, inner);
     NDArray part;
-    if (p.m > 1) part = NDArray::empty({outer * inner * p.m}, DType::Float64, Device::cuda(0));  // 8-byte sums
+    if (p.m > 1) part = NDArray::empty({outer * inner * p.m}, DType::Float64, Device::cuda());  // 8-byte sums
     auto args = [&](bool write) {
       return std::vector<int64_t>{outer,
                                   n,

@@ -45,6 +45,7 @@ class CudaRecording final : public Recording {
     // buffers return to the cache of the queue they were allocated on, the function's, where its
     // replays were queued (a nested call's replays on another queue are ordered with it:
     // CallQueues::enter).
+    DeviceScope on_device;  // (dropped outside calls too)
     if (cudaGraphExecDestroy(exec_) != cudaSuccess) cudaGetLastError();
   }
   void replay() override {

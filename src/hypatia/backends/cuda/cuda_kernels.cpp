@@ -49,7 +49,7 @@ NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype) {
   if (cell.valid() && !cell.on_host() && cell.unique() && cell.writeable() && cell.dtype() == dtype &&
       cell.shape() == shape && cell.is_c_contiguous() && cell.offset() == 0)
     return cell;
-  cell = NDArray::empty(shape, dtype, Device::cuda(0));
+  cell = NDArray::empty(shape, dtype, Device::cuda());
   return cell;
 }
 
@@ -148,7 +148,7 @@ void copy_into(NDArray& dst, const NDArray& src) {
 }
 
 NDArray device_copy(const NDArray& x) {
-  NDArray out = NDArray::empty(x.shape(), x.dtype(), Device::cuda(0));
+  NDArray out = NDArray::empty(x.shape(), x.dtype(), Device::cuda());
   copy_into(out, x);
   return out;
 }

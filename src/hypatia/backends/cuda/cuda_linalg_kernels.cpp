@@ -216,7 +216,7 @@ class LinalgKernel final : public Kernel {
     if (op_.kind == LinalgKind::Eig) {
       if (x.shape(0) != x.shape(1))
         fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
-      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
+      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda());
       check_.clear();
       eig(x, a);
       check_.fetch();
@@ -225,7 +225,7 @@ class LinalgKernel final : public Kernel {
     if (op_.kind == LinalgKind::Expm) {
       if (x.shape(0) != x.shape(1))
         fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
-      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
+      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda());
       check_.clear();
       expm(x, a);
       check_.fetch();
@@ -233,7 +233,7 @@ class LinalgKernel final : public Kernel {
     }
     if (op_.kind == LinalgKind::Svd || op_.kind == LinalgKind::Qr || op_.kind == LinalgKind::Pinv ||
         op_.kind == LinalgKind::Lstsq) {
-      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
+      if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda());
       check_.clear();
       if (op_.kind == LinalgKind::Qr)
         qr(x, a);
@@ -276,7 +276,7 @@ class LinalgKernel final : public Kernel {
       return;
     }
     NDArray w = column_major(x);
-    if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda(0));
+    if (!info_.valid()) info_ = NDArray::empty({1}, DType::Int32, Device::cuda());
     check_.clear();
     switch (op_.kind) {
       case LinalgKind::Cholesky:
@@ -309,7 +309,7 @@ class LinalgKernel final : public Kernel {
         break;
       }
       case LinalgKind::Inverse: {
-        NDArray b = NDArray::empty({n, n}, dt_, Device::cuda(0));
+        NDArray b = NDArray::empty({n, n}, dt_, Device::cuda());
         std::vector<int64_t> args = {n, n, 0, ptr(b.raw())};
         launch(eye_kernel_, grid_for(int64_t{n} * n), args, op_.name().c_str());
         lu_solve(w, b, n, n);
@@ -373,7 +373,7 @@ class LinalgKernel final : public Kernel {
  private:
   /// A workspace of `n` elements of the dtype.
   NDArray workspace(int n, std::optional<DType> dt = std::nullopt) const {
-    return NDArray::empty({std::max(1, n)}, dt.value_or(dt_), Device::cuda(0));
+    return NDArray::empty({std::max(1, n)}, dt.value_or(dt_), Device::cuda());
   }
 
   /// The info word into the check block (as `code`) when it is not zero.
@@ -449,7 +449,7 @@ class LinalgKernel final : public Kernel {
 
   /// getrf of the column-major w, in place: its LU factors and (returned) the pivots.
   NDArray getrf(NDArray& w, int n) {
-    NDArray pivots = NDArray::empty({n}, DType::Int32, Device::cuda(0));
+    NDArray pivots = NDArray::empty({n}, DType::Int32, Device::cuda());
     by_dtype(w.dtype(), [&]<class T>() {
       Solver s;
       int lwork = 0;
@@ -543,8 +543,8 @@ class LinalgKernel final : public Kernel {
     const int ucols = full ? m : n;
     const signed char jobu = !uv ? 'N' : full ? 'A' : 'S', jobvt = uv ? 'A' : 'N';
     if (uv) {
-      u = NDArray::empty({ucols, m}, dt_, Device::cuda(0));
-      vt = NDArray::empty({n, n}, dt_, Device::cuda(0));
+      u = NDArray::empty({ucols, m}, dt_, Device::cuda());
+      vt = NDArray::empty({n, n}, dt_, Device::cuda());
     }
     by_dtype(dt_, [&]<class T>() {
       Solver sv;
@@ -573,7 +573,7 @@ class LinalgKernel final : public Kernel {
     if (pinv) {
       NDArray& out = prepare_device_output(*a.out[0], Shape{cols, rows}, dt_);
       if (k == 0) return fill(out, false);
-      NDArray w = wide ? device_copy(x) : column_major(x), s = NDArray::empty({k}, dt_, Device::cuda(0)), u, vt;
+      NDArray w = wide ? device_copy(x) : column_major(x), s = NDArray::empty({k}, dt_, Device::cuda()), u, vt;
       gesvd(w, m, n, true, false, s, u, vt);
       // U's columns times 1/s where s > rcond * s[0] (else 0), then V diag U^T as one product,
       // written column-major as A's pinv transposed: C order (cols, rows).
@@ -648,8 +648,8 @@ class LinalgKernel final : public Kernel {
     NDArray& xo = prepare_device_output(*a.out[0], vec ? Shape{cols} : Shape{cols, nrhs}, dt_);
     NDArray& rank = prepare_device_output(*a.out[2], Shape{}, DType::Int64);
     NDArray& s = prepare_device_output(*a.out[3], Shape{k}, dt_);
-    const NDArray b = column_major(y);                                // rows x nrhs
-    NDArray xc = NDArray::empty({nrhs, cols}, dt_, Device::cuda(0));  // column-major cols x nrhs
+    const NDArray b = column_major(y);                               // rows x nrhs
+    NDArray xc = NDArray::empty({nrhs, cols}, dt_, Device::cuda());  // column-major cols x nrhs
     if (k == 0) {
       fill(xc, false);
       check(cudaMemsetAsync(rank.raw(), 0, sizeof(int64_t), stream()), "cudaMemsetAsync (rank)");
@@ -659,7 +659,7 @@ class LinalgKernel final : public Kernel {
       std::vector<int64_t> args = {k, ptr(s.raw()), std::bit_cast<int64_t>(rc), ptr(rank.raw())};
       launch(rank_kernel_, 1, args, op_.name().c_str());
       // t = U^T b (tall) or VT' b (wide: A = V' S U'^T), its rows over s, then x = V t or U' t.
-      NDArray t = NDArray::empty({nrhs, k}, dt_, Device::cuda(0));
+      NDArray t = NDArray::empty({nrhs, k}, dt_, Device::cuda());
       gemm(!wide, false, k, nrhs, static_cast<int>(rows), 1, wide ? vt : u, wide ? k : m, b, static_cast<int>(rows), 0,
            t, k);
       scale_by_inverse(t, int64_t{k} * nrhs, 1, k, s, rc);
@@ -701,7 +701,7 @@ class LinalgKernel final : public Kernel {
     NDArray& out = prepare_device_output(*a.out[0], x.shape(), dt_);
     if (n == 0) return;
     const int64_t nn = int64_t{n} * n;
-    auto mat = [&] { return NDArray::empty({n, n}, DType::Float64, Device::cuda(0)); };
+    auto mat = [&] { return NDArray::empty({n, n}, DType::Float64, Device::cuda()); };
     auto zeros = [&] {
       NDArray z = mat();
       fill(z, false);
@@ -722,8 +722,8 @@ class LinalgKernel final : public Kernel {
     }
     double norm1 = 0;
     {
-      NDArray sums = NDArray::empty({n}, DType::Float64, Device::cuda(0)),
-              m = NDArray::empty({1}, DType::Float64, Device::cuda(0));
+      NDArray sums = NDArray::empty({n}, DType::Float64, Device::cuda()),
+              m = NDArray::empty({1}, DType::Float64, Device::cuda());
       std::vector<int64_t> cs = {n, ptr(A.raw()), ptr(sums.raw())}, mx = {n, ptr(sums.raw()), ptr(m.raw())};
       launch(colsum_kernel_, grid_for(n), cs, who);
       launch(max_kernel_, 1, mx, who);
@@ -813,8 +813,8 @@ class LinalgKernel final : public Kernel {
     // (More elements than a 32-bit count runs on the CPU, that call only.)
     if (refused.load(std::memory_order_relaxed) || int64_t{n} * n > std::numeric_limits<int32_t>::max())
       return eig_on_host(x, a);
-    NDArray w = column_major(x), values = NDArray::empty({2 * int64_t{n}}, dt_, Device::cuda(0)),
-            vr = NDArray::empty({n, n}, dt_, Device::cuda(0));
+    NDArray w = column_major(x), values = NDArray::empty({2 * int64_t{n}}, dt_, Device::cuda()),
+            vr = NDArray::empty({n, n}, dt_, Device::cuda());
     const cudaDataType t = dt_ == DType::Float32 ? CUDA_R_32F : CUDA_R_64F;
     cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
     {
@@ -826,7 +826,7 @@ class LinalgKernel final : public Kernel {
                               n, t, values.raw(), t, nullptr, 1, t, vr.raw(), n, t, &dev_bytes, &host_bytes);
       if (st == CUSOLVER_STATUS_SUCCESS) {
         NDArray ws =
-            NDArray::empty({static_cast<int64_t>(std::max<size_t>(1, dev_bytes))}, DType::UInt8, Device::cuda(0));
+            NDArray::empty({static_cast<int64_t>(std::max<size_t>(1, dev_bytes))}, DType::UInt8, Device::cuda());
         if (host_workspace_.size() < host_bytes) host_workspace_.resize(host_bytes);
         st = c.geev(s.handle(), c.params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, t, w.raw(), n, t,
                     values.raw(), t, nullptr, 1, t, vr.raw(), n, t, ws.raw(), dev_bytes,
@@ -857,8 +857,8 @@ class LinalgKernel final : public Kernel {
     NDArray* in[] = {&xh};
     NDArray* out[] = {&w, &v};
     cpu_->run(KernelArgs{in, out});
-    *a.out[0] = w.to_device(Device::cuda(0));
-    *a.out[1] = v.to_device(Device::cuda(0));
+    *a.out[0] = w.to_device(Device::cuda());
+    *a.out[1] = v.to_device(Device::cuda());
   }
 
   /// Qr: geqrf of the column-major copy, R from its upper triangle, Q from orgqr over the
@@ -870,12 +870,12 @@ class LinalgKernel final : public Kernel {
     const int rrows = mode == QrMode::Complete ? m : k, qcols = mode == QrMode::Complete ? m : k;
     // The reflectors' buffer: column-major m x max(qcols, n), A in its first n columns.
     const int wcols = mode == QrMode::R || raw ? n : std::max(qcols, n);
-    NDArray w = NDArray::empty({wcols, m}, dt_, Device::cuda(0));
+    NDArray w = NDArray::empty({wcols, m}, dt_, Device::cuda());
     if (x.size() > 0) {
       const NDArray xt = column_major(x);
       device_memory(w.device()).copy_on_device(w.raw(), xt.raw(), xt.nbytes());
     }
-    NDArray tau = NDArray::empty({k}, dt_, Device::cuda(0));
+    NDArray tau = NDArray::empty({k}, dt_, Device::cuda());
     if (k > 0)
       by_dtype(dt_, [&]<class T>() {
         Solver s;

@@ -51,7 +51,7 @@ void zero_on_device(const NDArray& dst) {
       const int q = current_queue();
       set_current_queue(0);
       try {
-        cached = NDArray::zeros({}, dst.dtype()).to_device(Device::cuda(0));
+        cached = NDArray::zeros({}, dst.dtype()).to_device(Device::cuda());
       } catch (...) {
         set_current_queue(q);
         throw;
@@ -70,7 +70,7 @@ void zero_on_device(const NDArray& dst) {
 }
 
 LoopMemory device_loop_memory() {
-  return LoopMemory{.device = Device::cuda(0),
+  return LoopMemory{.device = Device::cuda(),
                     .copy =
                         [](const NDArray& dst, const NDArray& src) {
                           NDArray d = dst;

@@ -12,6 +12,7 @@ namespace hypatia::cuda {
 CachingAllocator& device_allocator() {
   static CachingAllocator* a = new CachingAllocator(CachingAllocator::Raw{
       .alloc = [](size_t n) -> void* {
+        DeviceScope on_device;
         void* p = nullptr;
         if (cudaMalloc(&p, n) != cudaSuccess) {
           cudaGetLastError();
@@ -20,9 +21,14 @@ CachingAllocator& device_allocator() {
         return p;
       },
       // cudaFree waits for the device: every queued reader of the buffer is done.
-      .free = [](void* p) { cudaFree(p); },
+      .free =
+          [](void* p) {
+            DeviceScope on_device;
+            cudaFree(p);
+          },
       .free_bytes =
           [] {
+            DeviceScope on_device;
             size_t f = 0, t = 0;
             if (cudaMemGetInfo(&f, &t) != cudaSuccess) cudaGetLastError();
             return f;
@@ -30,7 +36,11 @@ CachingAllocator& device_allocator() {
       .relieve = [] { relieve_memory_pressure(DeviceKind::Cuda); },
       .exclusive =
           [] { return recording() ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(capture_mutex()); },
-      .order = [](int into, int from) { wait_queue(into, from); },
+      .order =
+          [](int into, int from) {
+            DeviceScope on_device;
+            wait_queue(into, from);
+          },
       .name = "CUDA",
   });
   return *a;
@@ -138,7 +148,10 @@ DeviceCheckBlock::~DeviceCheckBlock() {
   // is reused. (At exit the runtime may be gone: the slot is then never reused, and nothing may
   // throw here.)
   try {
-    if (available()) synchronize_queues();
+    if (available()) {
+      DeviceScope on_device;
+      synchronize_queues();
+    }
   } catch (...) {
     return;
   }
@@ -166,15 +179,46 @@ void DeviceCheckBlock::fetch() {
 
 void set_allocation_sink(std::vector<std::shared_ptr<void>>* sink) { t_sink = sink; }
 
-std::shared_ptr<CallQueues> make_cuda_queues() {
-  return std::make_shared<AllocatorQueues>(device_allocator(), DeviceKind::Cuda,
-                                           [] { return available() ? assign_queue() : 0; });
-}
+namespace {
+
+/// The allocator's queues, each outermost call made on the device this process drives.
+class CudaQueues final : public CallQueues {
+ public:
+  int assign() override { return queues_.assign(); }
+  void enter(int queue) override {
+    t_before.push_back(enter_device());
+    try {
+      queues_.enter(queue);
+    } catch (...) {
+      leave_device(t_before.back());
+      t_before.pop_back();
+      throw;
+    }
+  }
+  void leave() override {
+    queues_.leave();
+    leave_device(t_before.back());
+    t_before.pop_back();
+  }
+  void reads(const NDArray& a) override { queues_.reads(a); }
+  void writes(const NDArray& a) override { queues_.writes(a); }
+
+ private:
+  AllocatorQueues queues_{device_allocator(), DeviceKind::Cuda, [] { return available() ? assign_queue() : 0; }};
+  /// Per nested call on this thread, the current device to give back at its leave().
+  static thread_local std::vector<int> t_before;
+};
+thread_local std::vector<int> CudaQueues::t_before;
+
+}  // namespace
+
+std::shared_ptr<CallQueues> make_cuda_queues() { return std::make_shared<CudaQueues>(); }
 
 void register_cuda_memory() {
   DeviceMemory m;
   m.allocate = [](size_t bytes) -> std::shared_ptr<void> {
     require_available("CUDA allocation");
+    DeviceScope on_device;
     std::shared_ptr<void> p = device_allocator().allocate(bytes, current_queue(), allocation_pool());
     if (t_sink) t_sink->push_back(p);
     return p;
@@ -183,6 +227,7 @@ void register_cuda_memory() {
   // the recording fails and the steps run instead (a kernel that transfers is not recordable).
   m.copy_from_host = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
+    DeviceScope on_device;
     if (recording()) {
       recording_refused("a copy to the device");
       fail<Error>("CUDA: a copy to the device cannot be recorded");
@@ -193,6 +238,7 @@ void register_cuda_memory() {
   };
   m.copy_to_host = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
+    DeviceScope on_device;
     if (recording()) {
       recording_refused("a copy to the host");
       fail<Error>("CUDA: a copy to the host cannot be recorded");
@@ -202,10 +248,12 @@ void register_cuda_memory() {
   };
   m.copy_on_device = [](void* d, const void* s, size_t n) {
     if (n == 0) return;
+    DeviceScope on_device;
     check(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, stream()), "copy on the device (cudaMemcpyAsync)");
   };
   m.synchronize = [] {
     if (!available()) return;
+    DeviceScope on_device;
     // (In a call, its queue's work; outside calls, every queue's.)
     if (current_queue() != 0)
       synchronize();
@@ -220,6 +268,7 @@ void register_cuda_memory() {
       fail<Error>("CUDA: a wait for the whole device cannot be recorded");
     }
     std::lock_guard<std::mutex> lock(capture_mutex());
+    DeviceScope on_device;
     check(cudaDeviceSynchronize(), "waiting for the device (cudaDeviceSynchronize)");
   };
   register_device_memory(DeviceKind::Cuda, std::move(m));

@@ -10,7 +10,7 @@
 
 namespace hypatia::cuda {
 
-/// The allocator of CUDA device 0 (made on first use; never destroyed, so that arrays freed at
+/// The allocator of the CUDA device this process drives (made on first use; never destroyed, so that arrays freed at
 /// exit still find it).
 CachingAllocator& device_allocator();
 /// While set, every device allocation the calling thread makes is also kept in `sink` (a

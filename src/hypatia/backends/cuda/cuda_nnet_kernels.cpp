@@ -211,7 +211,7 @@ class RepeatKernel final : public Kernel {
     }
     NDArray ends;
     if (counts.size() > static_cast<size_t>(kRepeatInlineCounts))
-      ends = NDArray::from_vector<int64_t>(repeat_ends(counts)).to_device(Device::cuda(0));
+      ends = NDArray::from_vector<int64_t>(repeat_ends(counts)).to_device(Device::cuda());
     std::vector<int64_t> args = repeat_args(*a.in[0], out, op_.axis, counts, ends.valid() ? ends.raw() : nullptr);
     launch(kernel_, grid_for(out.size()), args, op_.name().c_str());
   }

@@ -69,8 +69,8 @@ class SortKernel final : public Kernel {
     const int64_t n = x.shape(axis_), p = sort_network::padded(n), rows = x.size() / n;
     int64_t inner = 1;
     for (int d = axis_ + 1; d < x.ndim(); ++d) inner *= x.shape(d);
-    const NDArray val = NDArray::empty({rows * p}, dt, Device::cuda(0));
-    const NDArray idx = NDArray::empty({rows * p}, DType::Int64, Device::cuda(0));
+    const NDArray val = NDArray::empty({rows * p}, dt, Device::cuda());
+    const NDArray idx = NDArray::empty({rows * p}, DType::Int64, Device::cuda());
     auto args = [&](int64_t k, int64_t j) {
       return std::vector<int64_t>{rows,
                                   n,
