@@ -156,6 +156,38 @@ void fused_chain() {
               bytes_chain / t / 1e6, copy, bytes_copy / copy / 1e6, (bytes_copy / copy) / (bytes_chain / t));
 }
 
+/// The contiguous kernel's vector loop (V elements per thread, one vector load or store per
+/// operand) against its scalar loop, the same generated kernel launched both ways over 64M
+/// elements: exp of float32 (V = 4) and a float16 copy (V = 8).
+void vector_loop() {
+  constexpr int64_t kN = int64_t{64} << 20;
+  std::printf("\nthe contiguous kernel's vector loop against its scalar loop, 64M elements\n");
+  for (const auto& [label, spec] :
+       {std::pair{"exp float32", cuda::elemwise_spec(ScalarOpKind::Exp, {DType::Float32}, DType::Float32)},
+        std::pair{"copy float16", cuda::ElemSpec{{DType::Float16}, "", {"x0"}, {DType::Float16}}}}) {
+    cudaKernel_t k = cuda::get_kernel(cuda::table_prefix() + cuda::elementwise_source(spec, "vec"), "vec_c");
+    const DType dt = spec.in[0];
+    NDArray in = random_f32({kN}, 12).astype(dt).to_device(Device::cuda()),
+            o = NDArray::empty({kN}, dt, Device::cuda());
+    NDArray* outs[] = {&o};
+    NDArray* ins[] = {&in};
+    const int V = cuda::elem_vector_width(spec);
+    auto time = [&](bool vector) {
+      std::vector<int64_t> args;
+      cuda::contiguous_elem_args(args, Shape{kN}, outs, ins, V);
+      if (!vector) args[1] = 0;
+      return best_ms(10, [&] {
+        cuda::launch(k, cuda::grid_for(vector ? kN / V : kN), args, "vector loop bench");
+        cuda::synchronize();
+      });
+    };
+    const double tv = time(true), ts = time(false);
+    const double bytes = 2.0 * kN * static_cast<double>(itemsize(dt));
+    std::printf("  %s: vector loop (V = %d) %.3f ms = %.0f GB/s; scalar loop %.3f ms = %.0f GB/s; ratio %.2fx\n", label,
+                V, tv, bytes / tv / 1e6, ts, bytes / ts / 1e6, ts / tv);
+  }
+}
+
 void per_call() {
   Var x = shared(random_f32({1}, 9), "x1");
   Function f = function({}, {Out(device_from_host(exp(x), Device::cuda()), true)}, cuda_opts());
@@ -389,6 +421,7 @@ int main(int argc, char** argv) {
   seed001();
   seed000();
   fused_chain();
+  vector_loop();
   mlp();
   two_threads();
   std::string why;

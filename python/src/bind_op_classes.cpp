@@ -317,7 +317,12 @@ void init_op_classes(nb::module_& m) {
   to_device
       .def(
           "__init__",
-          [](DeviceFromHost* self, const std::string& device) { new (self) DeviceFromHost(Device::parse(device)); },
+          [](DeviceFromHost* self, const std::string& device) {
+            // (Unpickled too: a transfer to another GPU than the process's is refused here.)
+            const Device d = Device::parse(device);
+            claim_device(d);
+            new (self) DeviceFromHost(d);
+          },
           "device"_a)
       .def_prop_ro("device", [](const DeviceFromHost& o) { return o.device.str(); });
   reducible(to_device, [](const DeviceFromHost& o) { return nb::make_tuple(o.device.str()); });

@@ -204,6 +204,9 @@ TEST(Devices, NamesParseAndPrint) {
   EXPECT_ERROR(ValueError, Device::parse("gpux"), "expected 'cpu', 'cuda', 'cudaN' or 'cuda:N'");
   EXPECT_ERROR(ValueError, Device::parse("tpu"), "not a device");
   EXPECT_ERROR(ValueError, Device::parse("cuda:-1"), "not a device");
+  // The flag takes device names only (a typo would otherwise run on cuda:0).
+  for (const char* bad : {"cudax", "cuda5000", "gpu-1", "tpu"})
+    EXPECT_ERROR(ValueError, config().set("device", bad), "device must be cpu, cuda, cudaN or cuda:N");
   // One GPU per process: once one is in use, the device flag naming another is refused by name,
   // not run on this one; "cuda" alone still names the one in use.
   const Device other = other_gpu();

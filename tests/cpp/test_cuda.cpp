@@ -56,6 +56,53 @@ TEST(CudaBackend, DebugModeIsRefusedClearly) {
                "DebugMode is not available on backend 'cuda'");
 }
 
+/// A thread's current context, as the driver's stand-in keeps it (cuCtxGetCurrent/SetCurrent).
+thread_local void* t_context = nullptr;
+bool g_context_refused = false;
+
+TEST(CudaBackend, AnEntryMakesTheDrivenContextCurrentAndGivesTheThreadItsOwnBack) {
+  // DeviceScope's logic (the switch happens only where the machine shows several GPUs, which no
+  // lent machine does): over stand-ins for the driver's context functions.
+  const cuda::ContextOps ops{[](void** c) {
+                               *c = t_context;
+                               return g_context_refused ? 1 : 0;
+                             },
+                             [](void* c) {
+                               t_context = c;
+                               return 0;
+                             }};
+  int ours_, users_;
+  void *ours = &ours_, *users = &users_;
+  // A thread with no context gets none back (nothing is made on another GPU by the restore).
+  t_context = nullptr;
+  cuda::ContextSwitch s = cuda::switch_context(ops, ours);
+  EXPECT_TRUE(s.switched);
+  EXPECT_EQ(t_context, ours);
+  // Nested: already current, nothing to give back.
+  cuda::ContextSwitch inner = cuda::switch_context(ops, ours);
+  EXPECT_FALSE(inner.switched);
+  cuda::restore_context(ops, inner);
+  EXPECT_EQ(t_context, ours);
+  cuda::restore_context(ops, s);
+  EXPECT_EQ(t_context, nullptr);
+  // A user's own context (another GPU's, or a driver-API one such as PyCUDA's) comes back as it was.
+  t_context = users;
+  s = cuda::switch_context(ops, ours);
+  EXPECT_EQ(t_context, ours);
+  cuda::restore_context(ops, s);
+  EXPECT_EQ(t_context, users);
+  // The driver refusing: nothing changed, nothing given back.
+  g_context_refused = true;
+  s = cuda::switch_context(ops, ours);
+  g_context_refused = false;
+  EXPECT_FALSE(s.switched);
+  EXPECT_EQ(t_context, users);
+  // With one GPU (or none: CI) an entry changes nothing.
+  const cuda::ContextSwitch none = cuda::enter_device();
+  EXPECT_FALSE(none.switched);
+  cuda::leave_device(none);
+}
+
 TEST(CudaBackend, WithoutAGpuCompilingSaysWhy) {
   if (cuda::available()) GTEST_SKIP() << "a GPU is present";
   Var x = vector("x", DType::Float32);

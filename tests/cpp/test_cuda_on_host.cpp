@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "cuda_host/elem_cases.h"
 #include "cuda_host/host_kernels.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/sort_network.h"
@@ -57,6 +58,88 @@ NDArray host_sort(const NDArray& x, int axis, bool indices) {
   });
   k->final(&a);
   return out;
+}
+
+/// `n` values of `dt` (in [-2, 2) for floats, [0, 256) otherwise), starting `offset` elements into
+/// their buffer (which starts 64-byte aligned).
+NDArray elem_operand(int64_t n, int64_t offset, DType dt, std::mt19937& rng) {
+  std::vector<double> v(static_cast<size_t>(n + offset));
+  std::uniform_real_distribution<double> real(-2, 2);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (double& x : v) x = is_float(dt) ? real(rng) : byte(rng);
+  return NDArray::from_vector<double>(v).astype(dt).slice(0, offset, n + offset, 1);
+}
+
+TEST(CudaKernelsOnHost, TheElementwiseVectorLoopIsTheScalarLoopBitForBit) {
+  // Each module of elem_cases.h: its contiguous kernel's vector loop (V elements per thread, one
+  // vector load or store per operand) against the scalar loop of the same kernel (nd 0) and the
+  // strided kernel, on lengths around V (the tail), a broadcast scalar last input, and operands
+  // a whole vector (the loop taken) or one element (not taken) past a vector boundary.
+  const auto cases = hypatia::testing::host_elem_cases();
+  ASSERT_EQ(cases.size(), kHostElemKernels.size());
+  std::mt19937 rng(11);
+  int vector_runs = 0;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const auto& [label, spec] = cases[c];
+    ASSERT_EQ(label, kHostElemKernels[c].label);
+    const int V = cuda::elem_vector_width(spec);
+    EXPECT_EQ(V, label == "mul float64" ? 2 : label == "add uint8" ? 8 : 4) << label;
+    for (int64_t n : {int64_t{1}, int64_t{V - 1}, int64_t{V}, int64_t{4 * V + 3}, int64_t{4099}})
+      for (bool broadcast : {false, true})
+        for (int64_t offset : {int64_t{0}, int64_t{V}, int64_t{1}}) {
+          if (n == 0 || (broadcast && spec.in.size() < 2)) continue;
+          SCOPED_TRACE(label + " n=" + std::to_string(n) + (broadcast ? " broadcast" : "") +
+                       " offset=" + std::to_string(offset));
+          std::vector<NDArray> in, out_v, out_s, out_strided;
+          for (size_t j = 0; j < spec.in.size(); ++j)
+            in.push_back(elem_operand(broadcast && j + 1 == spec.in.size() ? 1 : n, offset, spec.in[j], rng));
+          auto fresh = [&](std::vector<NDArray>& outs) {
+            for (DType dt : spec.out) {
+              outs.push_back(NDArray::zeros({n + offset}, dt).slice(0, offset, n + offset, 1));
+              std::memset(outs.back().raw(), 0xA5, static_cast<size_t>(n) * itemsize(dt));
+            }
+          };
+          fresh(out_v);
+          fresh(out_s);
+          fresh(out_strided);
+          auto ptrs = [](std::vector<NDArray>& v) {
+            std::vector<NDArray*> p;
+            for (NDArray& a : v) p.push_back(&a);
+            return p;
+          };
+          const std::vector<NDArray*> ins = ptrs(in), ov = ptrs(out_v), os = ptrs(out_s);
+          std::vector<int64_t> args;
+          cuda::contiguous_elem_args(args, Shape{n}, ov, ins, V);
+          // The loop is asked for where every whole operand starts on a vector boundary.
+          const bool aligned = offset % V == 0;
+          EXPECT_EQ(args[1], aligned ? V : 0);
+          vector_runs += aligned && n >= V;
+          kHostElemKernels[c].contiguous(args.data());
+          std::vector<int64_t> scalar;
+          cuda::contiguous_elem_args(scalar, Shape{n}, os, ins, V);
+          scalar[1] = 0;
+          kHostElemKernels[c].contiguous(scalar.data());
+          std::vector<void*> sop;
+          std::vector<const void*> sip;
+          std::vector<std::vector<int64_t>> sost, sist;
+          for (NDArray& o : out_strided) {
+            sop.push_back(o.raw());
+            sost.push_back({static_cast<int64_t>(itemsize(o.dtype()))});
+          }
+          for (const NDArray& x : in) {
+            sip.push_back(x.raw());
+            sist.push_back({x.size() == n ? static_cast<int64_t>(itemsize(x.dtype())) : 0});
+          }
+          std::vector<int64_t> strided = cuda::elem_args(n, {n}, sop, sost, sip, sist);
+          kHostElemKernels[c].strided(strided.data());
+          for (size_t k = 0; k < spec.out.size(); ++k) {
+            const size_t bytes = static_cast<size_t>(n) * itemsize(spec.out[k]);
+            EXPECT_EQ(std::memcmp(out_v[k].raw(), out_s[k].raw(), bytes), 0) << "output " << k;
+            EXPECT_EQ(std::memcmp(out_v[k].raw(), out_strided[k].raw(), bytes), 0) << "output " << k;
+          }
+        }
+  }
+  EXPECT_GT(vector_runs, 40);
 }
 
 TEST(CudaKernelsOnHost, SortAndArgsortAreTheCpusStableNanLastOrder) {

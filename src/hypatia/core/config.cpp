@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "hypatia/core/device.h"
 #include "hypatia/core/error.h"
 #include "hypatia/core/messages.h"
 
@@ -49,8 +50,8 @@ void Config::set(std::string_view key, std::string_view value) {
     expect_one_of(key, v, {"float32", "float64", "float16"});
     floatX = dtype_from_name(v);
   } else if (key == "device") {
-    if (v != "cpu" && v.rfind("cuda", 0) != 0 && v.rfind("gpu", 0) != 0)
-      fail<ValueError>("config: device must be cpu or cuda[N], got '", v, "'");
+    if (!Device::is_name(v))
+      fail<ValueError>("config: device must be cpu, cuda, cudaN or cuda:N (or Theano's gpu, gpuN), got '", v, "'");
     device = v;
   } else if (key == "mode") {
     expect_one_of(key, v, {"FAST_RUN", "FAST_COMPILE", "NONE", "DebugMode", "DEBUG_MODE", "ProfileMode"});

@@ -82,6 +82,8 @@ Device Device::of(DeviceKind kind) {
   return {kind, static_cast<int16_t>(driven_device_index(kind))};
 }
 
+bool Device::is_name(std::string_view s) { return parse_name(s).has_value(); }
+
 Device Device::parse(std::string_view s) {
   if (std::optional<Device> d = parse_name(s)) {
     if (d->index < 0) {  // "cuda": the one in use, else the flag's

@@ -37,6 +37,8 @@ struct Device {
   /// the accepted forms. "cuda" alone is the CUDA device this process drives, or will (it fixes
   /// nothing: the one already used, else the device flag's, else cuda:0).
   static Device parse(std::string_view s);
+  /// Whether `s` is a device's name parse() takes (without resolving "cuda": no config read).
+  static bool is_name(std::string_view s);
 };
 
 /// What a device gives NDArray: buffers, and copies to and from host memory. The host's is built

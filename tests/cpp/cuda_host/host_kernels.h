@@ -86,7 +86,15 @@ struct HostFromUniformKernel {
   void (*run)(const void* args);
 };
 
+/// An elementwise module of cuda_host/elem_cases.h (by its label): its contiguous and strided kernels.
+struct HostElemKernels {
+  const char* label;
+  void (*contiguous)(const void* args);
+  void (*strided)(const void* args);
+};
+
 extern const std::span<const HostPoolKernel> kHostPoolKernels;
+extern const std::span<const HostElemKernels> kHostElemKernels;
 extern const std::span<const HostSortKernels> kHostSortKernels;
 extern const std::span<const HostIndexKernel> kHostIndexKernels;
 extern const std::span<const HostArangeKernel> kHostArangeKernels, kHostEyeKernels, kHostCheckLabelsKernels;

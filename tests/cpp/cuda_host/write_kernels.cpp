@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda_host/elem_cases.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 
 using namespace hypatia;
@@ -222,5 +223,21 @@ int main(int argc, char** argv) {
                 "::adddiag, " + ns + "::fill, " + ns + "::complex},\n";
   }
   out << la_table << table_tail("HostLinalgKernels", "kHostLinalgKernels");
+  // Elementwise modules: the scalar-op table as modules start with it, after the NVRTC shim (the
+  // host's std instead), once; each case's kernels in a namespace of their own within.
+  const std::string& prefix = cuda::table_prefix();
+  const size_t table_at = prefix.find("\nnamespace hypatia {\n");
+  if (table_at == std::string::npos) return 1;
+  out << "namespace elem {\nnamespace hstd = std;\n" << prefix.substr(table_at) << "\n";
+  std::string elem_table = table_head("HostElemKernels", "kHostElemKernels");
+  int e = 0;
+  for (const auto& [label, spec] : hypatia::testing::host_elem_cases()) {
+    const std::string ns = "e" + std::to_string(e++);
+    out << "namespace " << ns << " {\n" << host_form(cuda::elementwise_source(spec, "k"));
+    out << "void c(const void* a) { k_c(*static_cast<const HypArgs*>(a)); }\n";
+    out << "void s(const void* a) { k_s(*static_cast<const HypArgs*>(a)); }\n}\n";
+    elem_table += "    {\"" + label + "\", elem::" + ns + "::c, elem::" + ns + "::s},\n";
+  }
+  out << "}  // namespace elem\n" << elem_table << table_tail("HostElemKernels", "kHostElemKernels");
   return out.good() ? 0 : 1;
 }

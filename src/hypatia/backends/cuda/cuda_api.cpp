@@ -27,10 +27,21 @@ struct State {
   cudaEvent_t events[kQueues] = {};
 };
 std::mutex g_order_mu;
-/// The driven device when the machine shows others (then each entry into the backend makes it the
-/// calling thread's current device: DeviceScope), else -1. Outside State, which a deleter run at
-/// exit may outlive.
-std::atomic<int> g_switch_to{-1};
+/// Where the machine shows more than one device: the driver's context functions and the driven
+/// device's primary context, which each entry into the backend makes current (DeviceScope); null
+/// otherwise. Outside State, which a deleter run at exit may outlive.
+ContextOps g_context_ops;
+std::atomic<void*> g_primary{nullptr};
+
+/// cuCtxGetCurrent and cuCtxSetCurrent from libcuda (which libcudart has loaded); false if not.
+bool load_context_ops(ContextOps& ops) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!lib) return false;
+  ops.get = reinterpret_cast<int (*)(void**)>(dlsym(lib, "cuCtxGetCurrent"));
+  ops.set = reinterpret_cast<int (*)(void*)>(dlsym(lib, "cuCtxSetCurrent"));
+  return ops.get && ops.set;
+}
 
 /// Makes the queues' streams and events (false, with the error in `e`, when one fails).
 bool make_queues(State& st, cudaError_t& e) {
@@ -71,20 +82,29 @@ State& state() {
                (visible ? std::string("; CUDA_VISIBLE_DEVICES=") + visible : std::string());
       return st;
     }
-    // The queues' streams are made on the driven device; the calling thread's current device is
-    // given back after (a DeviceScope).
-    int before = 0;
-    const bool restore = cudaGetDevice(&before) == cudaSuccess && before != st.device;
-    cudaDeviceProp p{};
-    if ((e = cudaGetDeviceProperties(&p, st.device)) != cudaSuccess || (e = cudaSetDevice(st.device)) != cudaSuccess ||
-        !make_queues(st, e)) {
-      st.why = "CUDA device " + name + " could not be initialised (" + cudaGetErrorString(e) + ")";
-      cudaGetLastError();
-      if (restore) cudaSetDevice(before);
+    // The queues' streams are made on the driven device. Where the machine shows others, the
+    // calling thread's context is given back after, as by a DeviceScope.
+    ContextOps ops;
+    void* before = nullptr;
+    if (n > 1 && (!load_context_ops(ops) || ops.get(&before) != 0)) {
+      st.why = "the CUDA driver's cuCtxGetCurrent/cuCtxSetCurrent could not be used (libcuda.so.1)";
       return st;
     }
-    if (restore) cudaSetDevice(before);
-    if (n > 1) g_switch_to.store(st.device, std::memory_order_release);
+    cudaDeviceProp p{};
+    void* primary = nullptr;
+    if ((e = cudaGetDeviceProperties(&p, st.device)) != cudaSuccess || (e = cudaSetDevice(st.device)) != cudaSuccess ||
+        !make_queues(st, e) || (n > 1 && ops.get(&primary) != 0)) {
+      st.why = "CUDA device " + name + " could not be initialised (" + cudaGetErrorString(e) + ")";
+      if (n > 1) ops.set(before);
+      cudaGetLastError();
+      return st;
+    }
+    if (n > 1) {
+      ops.set(before);
+      cudaGetLastError();
+      g_context_ops = ops;
+      g_primary.store(primary, std::memory_order_release);
+    }
     st.arch = p.major * 10 + p.minor;
     st.sms = p.multiProcessorCount;
     st.ok = true;
@@ -126,25 +146,26 @@ std::atomic<int> g_next_queue{0};
 
 bool available() { return state().ok; }
 
-int enter_device() noexcept {
-  // (Before the backend started, nothing of it is on any device.)
-  const int to = g_switch_to.load(std::memory_order_acquire);
-  if (to < 0) [[likely]]
-    return -1;
-  int cur = 0;
-  const cudaError_t e = cudaGetDevice(&cur);
-  if (e == cudaSuccess && cur == to) [[likely]]
-    return -1;
-  if (e != cudaSuccess || cudaSetDevice(to) != cudaSuccess) {
-    cudaGetLastError();  // (the next call on the device reports a lost device)
-    return -1;
-  }
-  return cur;
+ContextSwitch switch_context(const ContextOps& ops, void* ours) noexcept {
+  void* cur = nullptr;
+  // (A refusal: the next call on the device reports it.)
+  if (ops.get(&cur) != 0 || cur == ours || ops.set(ours) != 0) return {};
+  return {true, cur};
 }
 
-void leave_device(int before) noexcept {
-  if (before >= 0 && cudaSetDevice(before) != cudaSuccess) cudaGetLastError();
+void restore_context(const ContextOps& ops, ContextSwitch s) noexcept {
+  if (s.switched) ops.set(s.before);
 }
+
+ContextSwitch enter_device() noexcept {
+  // (Before the backend started, nothing of it is on any device.)
+  void* primary = g_primary.load(std::memory_order_acquire);
+  if (!primary) [[likely]]
+    return {};
+  return switch_context(g_context_ops, primary);
+}
+
+void leave_device(ContextSwitch s) noexcept { restore_context(g_context_ops, s); }
 
 const std::string& unavailable_reason() { return state().why; }
 int arch() { return state().arch; }
@@ -174,6 +195,7 @@ cudaStream_t stream() { return t_recording ? recording_stream() : state().stream
 
 cudaStream_t recording_stream() {
   static const cudaStream_t s = [] {
+    DeviceScope on_device;
     cudaStream_t r = nullptr;
     check(cudaStreamCreateWithFlags(&r, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (recording stream)");
     return r;
@@ -273,6 +295,7 @@ void check_cublas(cublasStatus_t s, const char* what) {
 namespace {
 
 cublasHandle_t make_cublas_handle(const Cublas& c, cudaStream_t s) {
+  DeviceScope on_device;  // (a handle belongs to the device current when it is made)
   cublasHandle_t h = nullptr;
   check_cublas(c.create(&h), "cublasCreate");
   check_cublas(c.set_stream(h, s), "cublasSetStream");

@@ -34,12 +34,29 @@ void require_available(const char* who);
 int arch();
 int sm_count();
 /// The backend's work goes to the device this process drives, which the CUDA runtime takes from
-/// the calling thread's current device: where the machine shows more than one, every entry into
-/// the backend (a call: its CallQueues; the device memory functions; the allocator's raw
-/// functions; a recording's release) makes it current and gives the thread its own back after.
-/// enter_device returns the device to give back (-1: none, nothing changed).
-int enter_device() noexcept;
-void leave_device(int before) noexcept;
+/// the calling thread's current context: where the machine shows more than one device, every
+/// entry into the backend (a call: its CallQueues; the device memory functions; the allocator's
+/// raw functions; module loads; the libraries' handles; a recording's release) makes the driven
+/// device's primary context current and gives the thread its own context back after, exactly
+/// (none, where it had none: no context is made on another GPU; a driver-API context such as
+/// PyCUDA's, on any device).
+struct ContextSwitch {
+  bool switched = false;
+  void* before = nullptr;  // the thread's context (CUcontext) before the switch
+};
+/// The driver's current-context functions (cuCtxGetCurrent, cuCtxSetCurrent; 0 is success).
+struct ContextOps {
+  int (*get)(void** ctx) = nullptr;
+  int (*set)(void* ctx) = nullptr;
+};
+/// Makes `ours` current unless it is; what restore_context gives back. (The logic of
+/// enter_device, over the functions given: the tests give stand-ins.)
+ContextSwitch switch_context(const ContextOps& ops, void* ours) noexcept;
+void restore_context(const ContextOps& ops, ContextSwitch s) noexcept;
+/// switch_context and restore_context with the driver's functions and the driven device's
+/// primary context; nothing where the machine shows one device.
+ContextSwitch enter_device() noexcept;
+void leave_device(ContextSwitch s) noexcept;
 class DeviceScope {
  public:
   DeviceScope() noexcept : before_(enter_device()) {}
@@ -48,7 +65,7 @@ class DeviceScope {
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
-  int before_;
+  ContextSwitch before_;
 };
 /// Queues of device work: streams, numbered. Work outside function calls goes to queue 0. With
 /// HYPATIA_FLAGS=cuda_streams=function (the default, read when the backend starts) each function

@@ -268,9 +268,18 @@ std::string grid_stride_head(const std::string& name, const std::string& args, c
          " = (long long)blockIdx.x * blockDim.x + threadIdx.x; " + v + " < " + count + "; " + v + " += step) {\n";
 }
 
+int elem_vector_width(const ElemSpec& spec) {
+  size_t widest = 1;
+  for (DType d : spec.in) widest = std::max(widest, itemsize(d));
+  for (DType d : spec.out) widest = std::max(widest, itemsize(d));
+  return static_cast<int>(std::min<size_t>(8, 16 / widest));
+}
+
 std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which) {
   const size_t ni = spec.in.size(), no = spec.out.size();
   const std::string D = std::to_string(kMaxDims);
+  const int V = elem_vector_width(spec);
+  const std::string VS = std::to_string(V);
   std::string s = "struct HypArgs {\n  long long n, nd, shape[" + D + "];\n";
   s += numbered("  unsigned long long out[", no) + numbered("];\n  long long ost[", no * kMaxDims) + "];\n";
   s += numbered("  unsigned long long in[", ni) + numbered("];\n  long long ist[", ni * kMaxDims) + "];\n};\n";
@@ -307,9 +316,51 @@ std::string elementwise_source(const ElemSpec& spec, const std::string& name, El
     }
     return b;
   };
+  // The contiguous kernel's vector loop: V elements per thread, each operand read or written
+  // whole as one V-element vector (16 bytes of the widest dtype: one load or store instruction),
+  // a broadcast scalar read once; the launch asks for it (a.nd == V) when every such operand is
+  // aligned to its vector. The scalar loop does the rest (the tail, or everything).
+  auto vector_loop = [&] {
+    std::string b = "  long long hyp_begin = 0;\n  if (a.nd == " + VS + ") {\n    const long long hyp_nv = a.n / " +
+                    VS + ";\n    for (long long hyp_q = hyp_first; hyp_q < hyp_nv; hyp_q += step) {\n";
+    for (size_t j = 0; j < ni; ++j) {
+      const std::string J = std::to_string(j), T = cuda_type(spec.in[j]), VT = "HypVec<" + T + ", " + VS + ">";
+      b += "      " + VT + " x" + J + "v;\n      if (a.ist[" + std::to_string(j * kMaxDims) + "]) x" + J +
+           "v = ((const " + VT + "*)a.in[" + J + "])[hyp_q];\n      else for (int hyp_e = 0; hyp_e < " + VS +
+           "; ++hyp_e) x" + J + "v.v[hyp_e] = ((const " + T + "*)a.in[" + J + "])[0];\n";
+    }
+    for (size_t k = 0; k < no; ++k)
+      b += "      HypVec<" + std::string(cuda_type(spec.out[k])) + ", " + VS + "> o" + std::to_string(k) + "v;\n";
+    b += "#pragma unroll\n      for (int hyp_e = 0; hyp_e < " + VS + "; ++hyp_e) {\n";
+    for (size_t j = 0; j < ni; ++j) {
+      const std::string J = std::to_string(j);
+      b += "        const " + std::string(cuda_type(spec.in[j])) + " x" + J + " = x" + J + "v.v[hyp_e];\n";
+    }
+    b += spec.body;
+    for (size_t k = 0; k < no; ++k) {
+      const std::string K = std::to_string(k);
+      b += "        o" + K + "v.v[hyp_e] = convert<" + cuda_type(spec.out[k]) + ">(" + spec.out_expr[k] + ");\n";
+    }
+    b += "      }\n";
+    for (size_t k = 0; k < no; ++k) {
+      const std::string K = std::to_string(k);
+      b += "      ((HypVec<" + std::string(cuda_type(spec.out[k])) + ", " + VS + ">*)a.out[" + K + "])[hyp_q] = o" + K +
+           "v;\n";
+    }
+    return b + "    }\n    hyp_begin = hyp_nv * " + VS + ";\n  }\n";
+  };
   for (bool contiguous : {true, false}) {
     if (which == (contiguous ? ElemKernels::Strided : ElemKernels::Contiguous)) continue;
-    s += grid_stride_head(name + (contiguous ? "_c" : "_s"), "HypArgs", "a.n", "i");
+    if (contiguous && V > 1) {
+      s += "template <class T, int V> struct alignas(sizeof(T) * V) HypVec { T v[V]; };\n";
+      s += "extern \"C\" __global__ void " + name + "_c(const HypArgs a) {\n";
+      s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
+      s += "  const long long hyp_first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
+      s += vector_loop();
+      s += "  for (long long i = hyp_begin + hyp_first; i < a.n; i += step) {\n";
+    } else {
+      s += grid_stride_head(name + (contiguous ? "_c" : "_s"), "HypArgs", "a.n", "i");
+    }
     s += body(contiguous);
     s += "  }\n}\n";
   }

@@ -68,8 +68,15 @@ bool generatable(ScalarOpKind k, DType compute);
 enum class ElemKernels : uint8_t { Both, Contiguous, Strided };
 /// The source of a module with the kernels `which` for `spec`: `<name>_c` (the output and every
 /// input C-contiguous or a broadcast scalar) and `<name>_s` (any strides, broadcasting by
-/// stride 0). Each takes one ElemArgs (below) by value.
+/// stride 0). Each takes one ElemArgs (below) by value. Where elem_vector_width(spec) is above 1,
+/// `<name>_c` has a vector loop first, taken when the launch's argument block has nd (unused by
+/// the contiguous kernel otherwise) set to that width: each thread then reads and writes that many
+/// consecutive elements of each operand as one aligned vector (16 bytes of the widest dtype), a
+/// broadcast scalar once; the elements past the last whole vector go through the scalar loop.
 std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which = ElemKernels::Both);
+/// The elements per thread of the contiguous kernel's vector loop: 16 bytes of the widest operand
+/// dtype, at most 8 (float64 2, float32 4, float16 8).
+int elem_vector_width(const ElemSpec& spec);
 
 /// The source of a kernel `name` reducing the spec's one value (of dtype spec.out[0]) with `kind`
 /// (Sum, Prod, Max, Min, All, Any) into `out`: one block per output element, its threads over the

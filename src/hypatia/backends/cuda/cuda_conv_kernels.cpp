@@ -236,6 +236,7 @@ struct DnnHandle {
 std::atomic<bool> g_main_made{false};
 
 cudnnHandle_t make_handle(cudaStream_t s) {
+  DeviceScope on_device;  // (a handle belongs to the device current when it is made)
   cudnnHandle_t h = nullptr;
   check_dnn(dnn().cudnnCreate(&h), "cudnnCreate");
   check_dnn(dnn().cudnnSetStream(h, s), "cudnnSetStream");

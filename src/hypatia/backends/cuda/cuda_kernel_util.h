@@ -54,6 +54,8 @@ NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype);
 struct ElemModule {
   KernelRef contiguous;
   std::string what;
+  /// The contiguous kernel's vector width (elem_vector_width; 1: no vector loop).
+  int vector = 1;
 
   ElemModule() = default;
   ElemModule(const ElemSpec& spec, const std::string& label);
@@ -67,6 +69,13 @@ struct ElemModule {
   std::string strided_source_;
   std::shared_ptr<std::atomic<cudaKernel_t>> strided_ = std::make_shared<std::atomic<cudaKernel_t>>(nullptr);
 };
+
+/// The argument block of an elementwise module's contiguous kernel (ElemModule::run, where every
+/// output and input of `shape` is C-contiguous and the other inputs are single elements): the
+/// vector loop is asked for (nd = `vector`) when every operand read or written whole is aligned to
+/// its vector, else nd is 0.
+void contiguous_elem_args(std::vector<int64_t>& args, const Shape& shape, std::span<NDArray* const> outs,
+                          std::span<NDArray* const> ins, int vector);
 
 /// The identity loop of a dtype (device copies).
 const ElemModule& copy_module(DType dt);

@@ -56,9 +56,32 @@ NDArray& prepare_device_output(NDArray& cell, const Shape& shape, DType dtype) {
 // ---- elementwise launches
 
 ElemModule::ElemModule(const ElemSpec& spec, const std::string& label)
-    : what(label), strided_source_(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Strided)) {
+    : what(label),
+      vector(elem_vector_width(spec)),
+      strided_source_(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Strided)) {
   contiguous =
       request_kernel(table_prefix() + elementwise_source(spec, "hyp_elem", ElemKernels::Contiguous), "hyp_elem_c");
+}
+
+void contiguous_elem_args(std::vector<int64_t>& args, const Shape& shape, std::span<NDArray* const> outs,
+                          std::span<NDArray* const> ins, int vector) {
+  const size_t no = outs.size(), ni = ins.size();
+  args.assign(2 + kMaxDims + (no + ni) * (1 + kMaxDims), 0);
+  args[0] = shape.prod();
+  size_t p = 2 + kMaxDims;
+  for (NDArray* o : outs) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(o->raw()));
+  p += no * kMaxDims;
+  for (const NDArray* x : ins) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x->raw()));
+  for (size_t j = 0; j < ni; ++j) args[p + j * kMaxDims] = ins[j]->shape() == shape ? 1 : 0;
+  // The vector loop when every operand read or written whole starts on a vector's boundary
+  // (buffers do: 256 bytes; a view may not).
+  bool aligned = vector > 1;
+  auto on_boundary = [&](const NDArray& x) {
+    return reinterpret_cast<uintptr_t>(x.raw()) % (static_cast<uintptr_t>(vector) * itemsize(x.dtype())) == 0;
+  };
+  for (NDArray* o : outs) aligned = aligned && on_boundary(*o);
+  for (const NDArray* x : ins) aligned = aligned && (x->shape() != shape || on_boundary(*x));
+  args[1] = aligned ? vector : 0;
 }
 
 cudaKernel_t ElemModule::strided() const {
@@ -82,15 +105,8 @@ void ElemModule::run(const Shape& shape, std::span<NDArray* const> outs, std::sp
     // The per-call path: the argument block is written in place into a buffer of this thread
     // (the launch copies it), no allocation after the first call.
     static thread_local std::vector<int64_t> args;
-    const size_t no = outs.size(), ni = ins.size();
-    args.assign(2 + kMaxDims + (no + ni) * (1 + kMaxDims), 0);
-    args[0] = n;
-    size_t p = 2 + kMaxDims;
-    for (NDArray* o : outs) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(o->raw()));
-    p += no * kMaxDims;
-    for (const NDArray* x : ins) args[p++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x->raw()));
-    for (size_t j = 0; j < ni; ++j) args[p + j * kMaxDims] = ins[j]->shape() == shape ? 1 : 0;
-    launch(contiguous, grid_for(n), args, what.c_str());
+    contiguous_elem_args(args, shape, outs, ins, vector);
+    launch(contiguous, grid_for(args[1] > 1 ? (n + args[1] - 1) / args[1] : n), args, what.c_str());
     return;
   }
   std::vector<void*> op;

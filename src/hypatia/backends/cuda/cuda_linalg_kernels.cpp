@@ -116,7 +116,10 @@ class Solver {
   Solver() : c_(cusolver()), lock_(c_.mu) {
     if (!c_.why.empty()) fail<NotImplementedError>("CUDA backend: ", c_.why);
     require_available("cuSOLVER");
-    if (!c_.handle) check_cusolver(c_.cusolverDnCreate(&c_.handle), "cusolverDnCreate");
+    if (!c_.handle) {
+      DeviceScope on_device;  // (a handle belongs to the device current when it is made)
+      check_cusolver(c_.cusolverDnCreate(&c_.handle), "cusolverDnCreate");
+    }
     check_cusolver(c_.cusolverDnSetStream(c_.handle, stream()), "cusolverDnSetStream");
   }
   const Cusolver* operator->() const { return &c_; }

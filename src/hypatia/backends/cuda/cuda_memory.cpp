@@ -205,10 +205,10 @@ class CudaQueues final : public CallQueues {
 
  private:
   AllocatorQueues queues_{device_allocator(), DeviceKind::Cuda, [] { return available() ? assign_queue() : 0; }};
-  /// Per nested call on this thread, the current device to give back at its leave().
-  static thread_local std::vector<int> t_before;
+  /// Per nested call on this thread, the context to give back at its leave().
+  static thread_local std::vector<ContextSwitch> t_before;
 };
-thread_local std::vector<int> CudaQueues::t_before;
+thread_local std::vector<ContextSwitch> CudaQueues::t_before;
 
 }  // namespace
 

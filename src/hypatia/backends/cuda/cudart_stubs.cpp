@@ -28,7 +28,6 @@ struct Runtime {
   X(cudaGetDeviceCount)        \
   X(cudaGetDeviceProperties)   \
   X(cudaSetDevice)             \
-  X(cudaGetDevice)             \
   X(cudaStreamCreateWithFlags) \
   X(cudaStreamSynchronize)     \
   X(cudaDeviceSynchronize)     \
@@ -115,7 +114,6 @@ using hypatia::cuda::rt;
 HYP_FORWARD(cudaGetDeviceCount, (int* count), (count))
 HYP_FORWARD(cudaGetDeviceProperties, (cudaDeviceProp * prop, int device), (prop, device))
 HYP_FORWARD(cudaSetDevice, (int device), (device))
-HYP_FORWARD(cudaGetDevice, (int* device), (device))
 HYP_FORWARD(cudaStreamCreateWithFlags, (cudaStream_t * s, unsigned int flags), (s, flags))
 HYP_FORWARD(cudaStreamSynchronize, (cudaStream_t s), (s))
 HYP_FORWARD(cudaDeviceSynchronize, (), ())
