@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "backend_conformance.h"
+#include "cuda_host/elem_cases.h"
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
@@ -257,6 +258,22 @@ TEST(CudaCodegen, AFusedProgramWithFloat16StorageCompiles) {
   EXPECT_NE(src.find("op_tanh(v5)"), std::string::npos) << src;
   EXPECT_NE(src.find("convert<hypatia::half>(v6)"), std::string::npos) << src;
   EXPECT_NO_THROW(cuda::compile_cubin(cuda::table_prefix() + src, 90));
+}
+
+TEST(CudaCodegen, TheVectorLoopsOfEveryOperandFamilyCompileToCode) {
+  REQUIRE_NVRTC();
+  // Compiled to a cubin (not a syntax check): the vector types of bool, bytes, float16, float32,
+  // 64-bit values, a broadcast-capable select and the fused float16 chain (the host harness's
+  // cases, which run there).
+  std::string src = cuda::table_prefix();
+  int n = 0;
+  for (const auto& [label, spec] : hypatia::testing::host_elem_cases()) {
+    EXPECT_GT(cuda::elem_vector_width(spec), 1) << label;
+    src += numbered("namespace m", n) + " {\n" +
+           cuda::elementwise_source(spec, numbered("k", n), cuda::ElemKernels::Contiguous) + "}\n";
+    ++n;
+  }
+  EXPECT_NO_THROW(cuda::compile_cubin(src, 90));
 }
 
 TEST(CudaAllocator, SizeClassesReuseAndPressure) {

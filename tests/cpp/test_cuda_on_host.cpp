@@ -7,6 +7,7 @@
 // tests their arithmetic and indexing where no GPU is; test_cuda.cpp runs them on one. Pooling,
 // the cross-entropy and the im2col convolutions: test_cuda_on_host_nnet.cpp.
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "cuda_host/elem_cases.h"
@@ -83,7 +84,11 @@ TEST(CudaKernelsOnHost, TheElementwiseVectorLoopIsTheScalarLoopBitForBit) {
     const auto& [label, spec] = cases[c];
     ASSERT_EQ(label, kHostElemKernels[c].label);
     const int V = cuda::elem_vector_width(spec);
-    EXPECT_EQ(V, label == "mul float64" ? 2 : label == "add uint8" ? 8 : 4) << label;
+    // 16 bytes of the widest dtype, at most 8; halved for a long body (the fused chain).
+    const std::map<std::string, int> widths = {{"exp float32", 4}, {"add float32", 4},    {"mul float64", 2},
+                                               {"lt float32", 4},  {"add uint8", 8},      {"copy float16", 8},
+                                               {"sub int64", 2},   {"switch float32", 4}, {"fused float16", 2}};
+    EXPECT_EQ(V, widths.at(label)) << label;
     for (int64_t n : {int64_t{1}, int64_t{V - 1}, int64_t{V}, int64_t{4 * V + 3}, int64_t{4099}})
       for (bool broadcast : {false, true})
         for (int64_t offset : {int64_t{0}, int64_t{V}, int64_t{1}}) {
@@ -136,6 +141,18 @@ TEST(CudaKernelsOnHost, TheElementwiseVectorLoopIsTheScalarLoopBitForBit) {
             const size_t bytes = static_cast<size_t>(n) * itemsize(spec.out[k]);
             EXPECT_EQ(std::memcmp(out_v[k].raw(), out_s[k].raw(), bytes), 0) << "output " << k;
             EXPECT_EQ(std::memcmp(out_v[k].raw(), out_strided[k].raw(), bytes), 0) << "output " << k;
+          }
+          // In place (an Elemwise's output in its first input's buffer, as the backend runs it):
+          // each vector read before it is written, the same result.
+          if (spec.out.size() == 1 && spec.out[0] == spec.in[0] && in[0].size() == n) {
+            NDArray buf = in[0].copy();
+            std::vector<NDArray*> io = ins, oo = {&buf};
+            io[0] = &buf;
+            std::vector<int64_t> inplace;
+            cuda::contiguous_elem_args(inplace, Shape{n}, oo, io, V);
+            kHostElemKernels[c].contiguous(inplace.data());
+            EXPECT_EQ(std::memcmp(buf.raw(), out_s[0].raw(), static_cast<size_t>(n) * itemsize(spec.out[0])), 0)
+                << "in place";
           }
         }
   }

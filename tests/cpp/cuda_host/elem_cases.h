@@ -27,6 +27,10 @@ inline std::vector<std::pair<std::string, cuda::ElemSpec>> host_elem_cases() {
       {"mul float64", cuda::elemwise_spec(ScalarOpKind::Mul, {DType::Float64, DType::Float64}, DType::Float64)},
       {"lt float32", cuda::elemwise_spec(ScalarOpKind::Lt, {DType::Float32, DType::Float32}, DType::Bool)},
       {"add uint8", cuda::elemwise_spec(ScalarOpKind::Add, {DType::UInt8, DType::UInt8}, DType::UInt8)},
+      {"copy float16", cuda::ElemSpec{{DType::Float16}, "", {"x0"}, {DType::Float16}}},
+      {"switch float32",
+       cuda::elemwise_spec(ScalarOpKind::Switch, {DType::Bool, DType::Float32, DType::Float32}, DType::Float32)},
+      {"sub int64", cuda::elemwise_spec(ScalarOpKind::Sub, {DType::Int64, DType::Int64}, DType::Int64)},
       {"fused float16", cuda::composite_spec(fused, {7, 6})},
   };
 }

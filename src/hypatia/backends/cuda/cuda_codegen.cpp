@@ -272,13 +272,19 @@ int elem_vector_width(const ElemSpec& spec) {
   size_t widest = 1;
   for (DType d : spec.in) widest = std::max(widest, itemsize(d));
   for (DType d : spec.out) widest = std::max(widest, itemsize(d));
-  return static_cast<int>(std::min<size_t>(8, 16 / widest));
+  int v = static_cast<int>(std::min<size_t>(8, 16 / widest));
+  // The loop holds V copies of the body: a long body (a fused chain's steps, many operands) would
+  // cost registers, occupancy and NVRTC's time for a kernel that computes more than it moves.
+  const auto work =
+      static_cast<int>(std::count(spec.body.begin(), spec.body.end(), '\n') + spec.in.size() + spec.out.size());
+  while (v > 1 && v * work > kElemVectorWork) v /= 2;
+  return v;
 }
 
-std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which) {
+std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which, int vector) {
   const size_t ni = spec.in.size(), no = spec.out.size();
   const std::string D = std::to_string(kMaxDims);
-  const int V = elem_vector_width(spec);
+  const int V = vector > 0 ? vector : elem_vector_width(spec);
   const std::string VS = std::to_string(V);
   std::string s = "struct HypArgs {\n  long long n, nd, shape[" + D + "];\n";
   s += numbered("  unsigned long long out[", no) + numbered("];\n  long long ost[", no * kMaxDims) + "];\n";

@@ -73,10 +73,15 @@ enum class ElemKernels : uint8_t { Both, Contiguous, Strided };
 /// the contiguous kernel otherwise) set to that width: each thread then reads and writes that many
 /// consecutive elements of each operand as one aligned vector (16 bytes of the widest dtype), a
 /// broadcast scalar once; the elements past the last whole vector go through the scalar loop.
-std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which = ElemKernels::Both);
+/// (`vector`: the width, where not elem_vector_width(spec); 1: no vector loop, the kernel as before
+/// it existed, for comparisons.)
+std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which = ElemKernels::Both,
+                               int vector = 0);
 /// The elements per thread of the contiguous kernel's vector loop: 16 bytes of the widest operand
-/// dtype, at most 8 (float64 2, float32 4, float16 8).
+/// dtype, at most 8 (float64 2, float32 4, float16 8), halved while V times the body's statements
+/// and operands exceeds kElemVectorWork (a long fused body: 1, no vector loop).
 int elem_vector_width(const ElemSpec& spec);
+inline constexpr int kElemVectorWork = 40;
 
 /// The source of a kernel `name` reducing the spec's one value (of dtype spec.out[0]) with `kind`
 /// (Sum, Prod, Max, Min, All, Any) into `out`: one block per output element, its threads over the
