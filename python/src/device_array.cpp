@@ -88,6 +88,9 @@ void init_device_array(nb::module_& m) {
       "device=cuda).");
   m.def("_remove_emulated_gpu", &testing::remove_emulated_gpu, "Gives the CUDA devices their own memory back.");
   m.def(
+      "_claim_device", [](const std::string& device) { claim_device(Device::parse(device)); }, "device"_a,
+      "Makes `device` this process's GPU (core/device.h: claim_device): NotImplementedError if another is in use.");
+  m.def(
       "_emulated_gpu_copies",
       [] {
         const auto c = testing::emulated_gpu_copies();

@@ -69,6 +69,64 @@ def test_device_cuda1_runs_the_program_on_the_second_gpu():
     assert lines[6].startswith("refused: device cuda:0: this process runs on cuda:1") and "one GPU per process" in lines[6]
 
 
+def test_theanos_use_picks_the_gpu_or_says_why():
+    # theano.sandbox.cuda.use('gpu1') / theano.gpuarray.use('cuda1'), in fresh interpreters (a
+    # process's GPU is fixed at its first use). On the emulated GPU: functions compiled after it
+    # run on cuda:1, and another GPU is refused after; without a GPU (CI): a warning and the CPU,
+    # or with force=True the error.
+    emulated = (
+        "import numpy as np, warnings, hypatia\n"
+        "import hypatia.tensor as T\n"
+        "from hypatia import function, shared, sandbox\n"
+        "hypatia._core._install_emulated_gpu(as_default=True)\n"
+        "sandbox.cuda.use('gpu1', force=True, default_to_move_computation_to_gpu=True)\n"
+        "print(hypatia.config.device)\n"
+        "x = T.fvector('x')\n"
+        "f = function([x], T.exp(x))\n"
+        "print([str(n.op) for n in f.maker.fgraph.toposort() if 'Gpu' in str(n.op)][0])\n"
+        "print(np.allclose(f(np.zeros(3, dtype='float32')), 1))\n"
+        "try:\n"
+        "    hypatia.gpuarray.use('cuda0')\n"
+        "except NotImplementedError as e:\n"
+        "    print('refused:', e)\n"
+        "hypatia.gpuarray.use('cpu')\n"
+        "print(hypatia.config.device)\n"
+    )
+    env = dict(os.environ)
+    env.pop("HYPATIA_FLAGS", None)
+    r = subprocess.run([sys.executable, "-c", emulated], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "gpu1"
+    assert lines[1] == "GpuFromHost<cuda:1>"
+    assert lines[2] == "True"
+    assert lines[3].startswith("refused: device cuda:0: this process runs on cuda:1")
+    assert lines[4] == "cpu"
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        hypatia.gpuarray.use("cuda", preallocat=0.5)
+    no_gpu = (
+        "import warnings, hypatia\n"
+        "from hypatia import sandbox\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    sandbox.cuda.use('gpu0')\n"
+        "print(hypatia.config.device, '|', w[0].message if w else 'no warning')\n"
+        "try:\n"
+        "    sandbox.cuda.use('gpu0', force=True)\n"
+        "    print('used')\n"
+        "except NotImplementedError as e:\n"
+        "    print('error:', e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", no_gpu], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    if lines[-1] == "used":  # a GPU: nothing to warn of
+        assert lines[0].startswith("gpu0 | no warning")
+    else:
+        assert lines[0].startswith("cpu | use('gpu0'): ") and "cannot run here" in lines[0], lines
+        assert lines[1].startswith("error: ") and "cannot run here" in lines[1], lines
+
+
 def test_seed_001_runs_with_device_cuda_or_says_why():
     # Seed 001's GPU-result variant under device=cuda, in a fresh interpreter.
     code = (

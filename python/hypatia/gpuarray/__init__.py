@@ -12,10 +12,46 @@ A compiled function's nodes that run on a GPU show it as Theano's did: in
 (``Gpu`` and the host op's class name, printed ``GpuElemwise{exp,no_inplace}``), which are not
 instances of the host classes, so seed 001's ``isinstance(node.op, T.Elemwise)`` tells where
 ``exp`` ran. The GPU runs the same op: ``view.host_op`` is it, and its attributes read through."""
+import warnings
+
+import numpy as np
+
 from hypatia import _core
 from hypatia._core import GpuArray
 
-__all__ = ["GpuArray", "GpuOp", "GpuApply", "gpu_op_class", "GpuElemwise", "GpuCAReduce"]
+__all__ = ["GpuArray", "GpuOp", "GpuApply", "gpu_op_class", "GpuElemwise", "GpuCAReduce", "use"]
+
+# Theano's use() options, taken and left to the flags (shared variables follow their functions'
+# placement; memory is the caching allocator's).
+_USE_OPTIONS = {"default_to_device", "move_shared_to_gpu", "preallocate", "tests", "default_to_move_computation_to_gpu",
+                "move_shared_float32_to_gpu", "enable_cuda", "test_driver"}
+
+
+def use(device, force=False, **options):
+    """Theano's ``theano.gpuarray.use`` (and ``theano.sandbox.cuda.use``): runs the functions
+    compiled from now on on `device` ('cuda', 'cudaN', 'cuda:N', or the old 'gpu', 'gpuN'), as
+    ``config.device = device`` does, and makes it this process's GPU (a process drives one:
+    naming another than the one in use raises NotImplementedError). Where no GPU can be used,
+    a warning says why and config.device is left as it was; with force=True, the error.
+    ``use('cpu')`` goes back to the CPU for functions compiled later."""
+    unknown = set(options) - _USE_OPTIONS
+    if unknown:
+        raise TypeError(f"use() got unexpected keyword arguments {sorted(unknown)}")
+    from hypatia import config
+
+    if device == "cpu":
+        config.device = "cpu"
+        return
+    _core._claim_device(device)
+    try:
+        GpuArray(np.zeros(1, dtype="float32"), device=device)  # its memory: says why it cannot be used
+    except NotImplementedError as e:
+        if force:
+            raise
+        warnings.warn(f"use({device!r}): {e}; functions stay where config.device ({config.device!r}) puts them",
+                      stacklevel=2)
+        return
+    config.device = device
 
 
 class GpuOp:

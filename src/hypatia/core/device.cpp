@@ -188,6 +188,13 @@ void claim_device(Device device) {
                             device.index, ", or CUDA_VISIBLE_DEVICES)");
 }
 
+const DeviceMemory* registered_device_memory(DeviceKind kind) {
+  if (kind == DeviceKind::Host) return &device_memory(Device::host());
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.by_kind[static_cast<size_t>(kind)];
+}
+
 const DeviceMemory& device_memory(Device device) {
   claim_device(device);
   auto& r = registry();

@@ -92,7 +92,11 @@ uint64_t memory_pressure_count(DeviceKind kind);
 
 /// Registers the memory functions of every device of `kind` (replacing earlier ones).
 void register_device_memory(DeviceKind kind, DeviceMemory memory);
-/// The memory functions of `device`; throws ValueError when no backend for it is built in.
+/// The memory functions of `device` (it claims it: claim_device); throws ValueError when no
+/// backend for it is built in.
 const DeviceMemory& device_memory(Device device);
+/// The memory functions registered for `kind` (null: none), claiming no device (a stand-in
+/// installed before any use: testing/emulated_gpu.h).
+const DeviceMemory* registered_device_memory(DeviceKind kind);
 
 }  // namespace hypatia

@@ -5,4 +5,5 @@ the CUDA backend's: ``HYPATIA_FLAGS=device=cuda``. A result kept on the GPU is a
 gpu_contiguous (a Python op of device values runs on the GPU); hypatia.sandbox.cuda.blas has
 seed 004's GpuCorrMM and its gradient ops."""
 from hypatia.gpuarray import GpuArray as CudaNdarray  # noqa: F401
+from hypatia.gpuarray import use  # noqa: F401  (Theano's theano.sandbox.cuda.use('gpu1'))
 from hypatia.sandbox.cuda import basic_ops  # noqa: F401  (blas: imported by name, it needs hypatia.tensor)
