@@ -13,6 +13,16 @@ import hypatia.tensor as T
 from hypatia import sandbox
 
 
+def _fresh_interpreter(code, flags=None):
+    """`code` run by a new interpreter (a process's GPU is fixed at its first use), with
+    HYPATIA_FLAGS=flags (None: no flags)."""
+    env = dict(os.environ)
+    env.pop("HYPATIA_FLAGS", None)
+    if flags:
+        env["HYPATIA_FLAGS"] = flags
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+
+
 def test_transfer_nodes_have_theanos_names():
     x = T.fvector("x")
     y = sandbox.cuda.basic_ops.gpu_from_host(T.exp(x))
@@ -56,8 +66,7 @@ def test_device_cuda1_runs_the_program_on_the_second_gpu():
         "except NotImplementedError as e:\n"
         "    print('refused:', e)\n"
     )
-    env = dict(os.environ, HYPATIA_FLAGS="device=cuda1")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    r = _fresh_interpreter(code, "device=cuda1")
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.strip().splitlines()
     assert lines[0] == "cuda1"
@@ -92,9 +101,7 @@ def test_theanos_use_picks_the_gpu_or_says_why():
         "hypatia.gpuarray.use('cpu')\n"
         "print(hypatia.config.device)\n"
     )
-    env = dict(os.environ)
-    env.pop("HYPATIA_FLAGS", None)
-    r = subprocess.run([sys.executable, "-c", emulated], env=env, capture_output=True, text=True, timeout=300)
+    r = _fresh_interpreter(emulated)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.strip().splitlines()
     assert lines[0] == "gpu1"
@@ -117,7 +124,7 @@ def test_theanos_use_picks_the_gpu_or_says_why():
         "except NotImplementedError as e:\n"
         "    print('error:', e)\n"
     )
-    r = subprocess.run([sys.executable, "-c", no_gpu], env=env, capture_output=True, text=True, timeout=300)
+    r = _fresh_interpreter(no_gpu)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.strip().splitlines()
     if lines[-1] == "used":  # a GPU: nothing to warn of
@@ -141,8 +148,7 @@ def test_seed_001_runs_with_device_cuda_or_says_why():
         " else 'Used the gpu')\n"
         "print(type(f()).__name__, f.maker.fgraph.toposort())\n"
     )
-    env = dict(os.environ, HYPATIA_FLAGS="device=cuda")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    r = _fresh_interpreter(code, "device=cuda")
     if r.returncode == 0:  # a GPU: the result stays there (a GpuArray), exp ran there
         lines = r.stdout.strip().splitlines()
         np.testing.assert_allclose(eval(lines[0]), np.exp(np.arange(6, dtype="float32")), rtol=1e-6)

@@ -18,6 +18,7 @@ import numpy as np
 
 from hypatia import _core
 from hypatia._core import GpuArray
+from hypatia.configparser import config
 
 __all__ = ["GpuArray", "GpuOp", "GpuApply", "gpu_op_class", "GpuElemwise", "GpuCAReduce", "use"]
 
@@ -37,8 +38,6 @@ def use(device, force=False, **options):
     unknown = set(options) - _USE_OPTIONS
     if unknown:
         raise TypeError(f"use() got unexpected keyword arguments {sorted(unknown)}")
-    from hypatia import config
-
     if device == "cpu":
         config.device = "cpu"
         return

@@ -323,7 +323,7 @@ std::string elementwise_source(const ElemSpec& spec, const std::string& name, El
     return b;
   };
   // The contiguous kernel's vector loop: V elements per thread, each operand read or written
-  // whole as one V-element vector (16 bytes of the widest dtype: one load or store instruction),
+  // whole as one V-element vector (up to 16 bytes of the widest dtype: one load or store instruction),
   // a broadcast scalar read once; the launch asks for it (a.nd == V) when every such operand is
   // aligned to its vector. The scalar loop does the rest (the tail, or everything).
   auto vector_loop = [&] {

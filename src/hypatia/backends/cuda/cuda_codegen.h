@@ -71,15 +71,15 @@ enum class ElemKernels : uint8_t { Both, Contiguous, Strided };
 /// stride 0). Each takes one ElemArgs (below) by value. Where elem_vector_width(spec) is above 1,
 /// `<name>_c` has a vector loop first, taken when the launch's argument block has nd (unused by
 /// the contiguous kernel otherwise) set to that width: each thread then reads and writes that many
-/// consecutive elements of each operand as one aligned vector (16 bytes of the widest dtype), a
+/// consecutive elements of each operand as one aligned vector (up to 16 bytes of the widest dtype), a
 /// broadcast scalar once; the elements past the last whole vector go through the scalar loop.
 /// (`vector`: the width, where not elem_vector_width(spec); 1: no vector loop, the kernel as before
 /// it existed, for comparisons.)
 std::string elementwise_source(const ElemSpec& spec, const std::string& name, ElemKernels which = ElemKernels::Both,
                                int vector = 0);
 /// The elements per thread of the contiguous kernel's vector loop: 16 bytes of the widest operand
-/// dtype, at most 8 (float64 2, float32 4, float16 8), halved while V times the body's statements
-/// and operands exceeds kElemVectorWork (a long fused body: 1, no vector loop).
+/// dtype, at most 8 (float64 2, float32 4, float16 8; bytes and bools 8, in 8-byte vectors), halved while V times the
+/// body's statements and operands exceeds kElemVectorWork (a long fused body: 1, no vector loop).
 int elem_vector_width(const ElemSpec& spec);
 inline constexpr int kElemVectorWork = 40;
 
