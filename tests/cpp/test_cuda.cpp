@@ -36,9 +36,7 @@ using testing::fn;
 using testing::on;
 using testing::transfers;
 
-NDArray random_array(const Shape& shape, DType dt, uint64_t seed, double lo = -2, double hi = 2) {
-  return testing::seeded_array(shape, dt, seed, lo, hi);
-}
+using testing::seeded_array;
 
 // ------------------------------------------------------------------------------------------------
 // Without a GPU.
@@ -520,8 +518,8 @@ TEST(CudaRun, ElementwiseRowsMatchTheCpu) {
       for (int i = 0; i < info.arity; ++i) {
         const bool cond = info.rule == ScalarDTypeRule::Select && i == 0;
         in.push_back(matrix(numbered("x", i), cond ? DType::Bool : dt));
-        vals.push_back(cond ? random_array({7, 33}, DType::Float64, 99).astype(DType::Bool)
-                            : random_array({7, 33}, dt, 1000 + i, 0.1, 3));
+        vals.push_back(cond ? seeded_array({7, 33}, DType::Float64, 99).astype(DType::Bool)
+                            : seeded_array({7, 33}, dt, 1000 + i, 0.1, 3));
       }
       Var y = elemwise(kind, in);
       Function fc = fn(in, {y}, on("cpu", "NONE"));
@@ -541,16 +539,16 @@ TEST(CudaRun, BroadcastingStridedAndEmptyOperands) {
   Var x = matrix("x", DType::Float32), r = row("r", DType::Float32), s = scalar("s", DType::Float32);
   Var y = add(mul(x, r), s);
   Function fc = function({x, r, s}, {y}, on("cpu", "NONE")), fg = function({x, r, s}, {y}, on("cuda", "NONE"));
-  NDArray big = random_array({9, 12}, DType::Float32, 3);
-  for (const NDArray& xv : {random_array({5, 6}, DType::Float32, 1), big.transpose().slice(0, 1, 6, 1),
+  NDArray big = seeded_array({9, 12}, DType::Float32, 3);
+  for (const NDArray& xv : {seeded_array({5, 6}, DType::Float32, 1), big.transpose().slice(0, 1, 6, 1),
                             NDArray::empty({0, 6}, DType::Float32)}) {
-    const std::vector<NDArray> v = {xv, random_array({1, xv.shape(1)}, DType::Float32, 2),
+    const std::vector<NDArray> v = {xv, seeded_array({1, xv.shape(1)}, DType::Float32, 2),
                                     NDArray::scalar(0.5, DType::Float32)};
     EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0]);
   }
   // A shape mismatch is the CPU's message.
   EXPECT_ERROR(ValueError,
-               fg({random_array({5, 6}, DType::Float32, 1), random_array({1, 4}, DType::Float32, 2),
+               fg({seeded_array({5, 6}, DType::Float32, 1), seeded_array({1, 4}, DType::Float32, 2),
                    NDArray::scalar(0.5, DType::Float32)}),
                "shape");
 }
@@ -563,8 +561,8 @@ TEST(CudaRun, FusedChainsAreOneKernelWithTransfersAtTheEdges) {
   EXPECT_EQ(count_ops(fg, "Composite"), 1);
   EXPECT_EQ(count_ops(fg, "GpuFromHost"), 3);
   EXPECT_EQ(count_ops(fg, "HostFromGpu"), 1);
-  const std::vector<NDArray> v = {random_array({100003}, DType::Float32, 1), random_array({100003}, DType::Float32, 2),
-                                  random_array({100003}, DType::Float32, 3, 0.1, 2)};
+  const std::vector<NDArray> v = {seeded_array({100003}, DType::Float32, 1), seeded_array({100003}, DType::Float32, 2),
+                                  seeded_array({100003}, DType::Float32, 3, 0.1, 2)};
   EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0], 1e-5, 1e-6);
   EXPECT_NE(fg.debugprint().find("GpuFromHost"), std::string::npos);
 }
@@ -576,7 +574,7 @@ TEST(CudaRun, ReductionsMatchTheCpu) {
     for (std::vector<int> axes : {std::vector<int>{0}, {1}, {2}, {0, 2}, {0, 1, 2}}) {
       Var y = apply_op1(std::make_shared<Reduce>(k, axes, DType::Float32), {x});
       Function fc = function({x}, {y}, on("cpu", "NONE")), fg = function({x}, {y}, on("cuda", "NONE"));
-      const NDArray v = random_array({4, 5, 6}, DType::Float32, 7, 0.5, 1.5);
+      const NDArray v = seeded_array({4, 5, 6}, DType::Float32, 7, 0.5, 1.5);
       EXPECT_ALLCLOSE(fg({v})[0], fc({v})[0], 1e-5, 1e-6) << reduce_kind_name(k) << " " << axes.size();
       EXPECT_ALLCLOSE(fg({v.transpose()})[0], fc({v.transpose()})[0], 1e-5, 1e-6);
     }
@@ -596,7 +594,7 @@ TEST(CudaRun, ProductsMatchTheCpu) {
       oc.on_unused_input = og.on_unused_input = "ignore";
       Function fc = fn(ins, {ys.begin(), ys.end()}, oc), fg = fn(ins, {ys.begin(), ys.end()}, og);
       for (bool transposed : {false, true}) {
-        NDArray av = random_array({6, 6}, dt, 1), bv = random_array({6, 6}, dt, 2), vv = random_array({6}, dt, 3);
+        NDArray av = seeded_array({6, 6}, dt, 1), bv = seeded_array({6, 6}, dt, 2), vv = seeded_array({6}, dt, 3);
         if (transposed) av = av.transpose();
         EXPECT_ALLCLOSE(fg({av, bv, vv})[0], fc({av, bv, vv})[0], dt == DType::Float32 ? 1e-5 : 1e-12) << name;
       }
@@ -607,8 +605,8 @@ TEST(CudaRun, ProductsMatchTheCpu) {
 TEST(CudaRun, SharedVariablesLiveOnTheDeviceAndALoopTransfersNothing) {
   REQUIRE_GPU();
   // Seed 000's all-shared variant: y = m x + b with m, x, b shared, y kept as an update.
-  NDArray m0 = random_array({64, 64}, DType::Float32, 1), x0 = random_array({64, 64}, DType::Float32, 2),
-          b0 = random_array({64, 64}, DType::Float32, 3);
+  NDArray m0 = seeded_array({64, 64}, DType::Float32, 1), x0 = seeded_array({64, 64}, DType::Float32, 2),
+          b0 = seeded_array({64, 64}, DType::Float32, 3);
   Var m = shared(m0, "m"), x = shared(x0, "x"), b = shared(b0, "b"), yv = shared(b0, "y");
   FunctionOptions o = on("cuda");
   o.updates = {{yv, add(dot(m, x), b)}};
@@ -675,8 +673,8 @@ TEST(CudaRun, FunctionsOnStreamsOfTheirOwnSeeEachOthersWritesInOrder) {
 TEST(CudaRun, TransferCountsOfSeed000) {
   REQUIRE_GPU();
   // 3, 2, 1 and 0 transfers per call as more of the operands become shared variables.
-  NDArray mv = random_array({8, 8}, DType::Float32, 1), xv = random_array({8, 8}, DType::Float32, 2),
-          bv = random_array({8, 8}, DType::Float32, 3);
+  NDArray mv = seeded_array({8, 8}, DType::Float32, 1), xv = seeded_array({8, 8}, DType::Float32, 2),
+          bv = seeded_array({8, 8}, DType::Float32, 3);
   Var m = matrix("m", DType::Float32), x = matrix("x", DType::Float32), b = matrix("b", DType::Float32);
   Function f3 = function({m, x, b}, {add(dot(m, x), b)}, on("cuda"));
   Var ms = shared(mv, "ms");
@@ -719,7 +717,7 @@ int64_t kernel_requests() {
 TEST(CudaRun, TheStridedKernelIsMadeOnlyWhenAnOperandNeedsIt) {
   REQUIRE_GPU();
   Var x = matrix("x", DType::Float32), r = row("r", DType::Float32);
-  const NDArray xv = random_array({5, 7}, DType::Float32, 1), rv = random_array({1, 7}, DType::Float32, 2);
+  const NDArray xv = seeded_array({5, 7}, DType::Float32, 1), rv = seeded_array({1, 7}, DType::Float32, 2);
   // Contiguous operands: the function asks for one kernel (the contiguous one), its calls none.
   const int64_t q0 = kernel_requests();
   Function same = fn({x}, {exp(x) * x}, on("cuda"));
@@ -741,7 +739,7 @@ TEST(CudaRun, ADeviceArgumentIsCopiedOnTheDeviceAndLeftAsItWas) {
   Var x = vector("x", DType::Float32);
   Var y = add(mul(x, constant(2.0, DType::Float32)), constant(1.0, DType::Float32));  // in place on the device
   Function fg = fn({x}, {y}, on("cuda")), fc = fn({x}, {y}, on("cpu"));
-  const NDArray h = random_array({1000}, DType::Float32, 5);
+  const NDArray h = seeded_array({1000}, DType::Float32, 5);
   const NDArray d = h.to_device(Device::cuda());
   EXPECT_ALLCLOSE(fg({d})[0], fc({h})[0], 1e-6);
   EXPECT_ALLCLOSE(fg({d})[0], fc({h})[0], 1e-6);
@@ -751,19 +749,19 @@ TEST(CudaRun, ADeviceArgumentIsCopiedOnTheDeviceAndLeftAsItWas) {
 
 TEST(CudaRun, AFailedCallChangesNoSharedVariable) {
   REQUIRE_GPU();
-  Var w = shared(random_array({4, 4}, DType::Float32, 1), "w");
+  Var w = shared(seeded_array({4, 4}, DType::Float32, 1), "w");
   Var v = matrix("v", DType::Float32);
   FunctionOptions o = on("cuda");
   o.updates = {{w, add(w, v)}};
   Function f = function({v}, {}, o);
   const NDArray before = get_value(w);
-  EXPECT_ERROR(ValueError, f({random_array({4, 5}, DType::Float32, 2)}), "shape");
+  EXPECT_ERROR(ValueError, f({seeded_array({4, 5}, DType::Float32, 2)}), "shape");
   EXPECT_ALLCLOSE(get_value(w), before);
   // Out of device memory: the message names the bytes; the variable is unchanged.
   // Out of device memory: an outer product of two 2^20 vectors is 2^40 float32 (4 TiB), which
   // no GPU has. The message names the bytes; the variable is unchanged.
-  Var u = shared(random_array({1 << 20, 1}, DType::Float32, 3), "u");
-  Var uv = shared(random_array({1, 1 << 20}, DType::Float32, 4), "uv");
+  Var u = shared(seeded_array({1 << 20, 1}, DType::Float32, 3), "u");
+  Var uv = shared(seeded_array({1, 1 << 20}, DType::Float32, 4), "uv");
   FunctionOptions o2 = on("cuda");
   o2.updates = {{w, add(w, sum(dot(u, uv)))}};
   Function g = function({}, {}, o2);
@@ -825,7 +823,7 @@ TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   for (const char* host_op :
        {"Softmax", "Alloc", "AdvancedSubtensor", "AdvancedIncSubtensor", "dot", "Gemm", "CheckLabels", "ARange"})
     EXPECT_EQ(on_cpu.find(host_op), std::string::npos) << on_cpu;
-  NDArray xv = random_array({8, 20}, DType::Float32, 5);
+  NDArray xv = seeded_array({8, 20}, DType::Float32, 5);
   NDArray yv = NDArray::empty({8}, DType::Int64);
   for (int i = 0; i < 8; ++i) yv.data<int64_t>()[i] = (i * 3) % 5;
   for (int step = 0; step < 3; ++step) EXPECT_ALLCLOSE(fg({xv, yv})[0], fc({xv, yv})[0], 1e-5, 1e-6);
@@ -843,7 +841,7 @@ TEST(CudaRun, TheCrossentropyOfClippedProbabilitiesRunsOnTheGpu) {
   // does not see through the clip, so CrossentropyCategorical1Hot and its gradient run (on the GPU).
   Var x = matrix("x", DType::Float32);
   Var y = vector("y", DType::Int64);
-  Var w = shared(random_array({6, 4}, DType::Float32, 3, -0.5, 0.5), "w");
+  Var w = shared(seeded_array({6, 4}, DType::Float32, 3, -0.5, 0.5), "w");
   Var p = clip(softmax(dot(x, w)), constant(1e-6, DType::Float32), constant(1 - 1e-6, DType::Float32));
   Var cost = mean(categorical_crossentropy(p, y));
   auto step = [&](const std::string& backend) {
@@ -858,7 +856,7 @@ TEST(CudaRun, TheCrossentropyOfClippedProbabilitiesRunsOnTheGpu) {
       ++on_gpu;
     }
   EXPECT_EQ(on_gpu, 2) << fg.debugprint();
-  const NDArray xv = random_array({5, 6}, DType::Float32, 7), yv = NDArray::from_vector<int64_t>({0, 3, 1, 2, 3});
+  const NDArray xv = seeded_array({5, 6}, DType::Float32, 7), yv = NDArray::from_vector<int64_t>({0, 3, 1, 2, 3});
   const auto want = fc({xv, yv}), got = fg({xv, yv});
   for (size_t k = 0; k < want.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], 1e-5, 1e-6) << k;
   EXPECT_ERROR(IndexError, fg({xv, NDArray::from_vector<int64_t>({0, 3, 4, 2, 3})}),
@@ -876,9 +874,9 @@ TEST(CudaRun, AdvancedIndexingGathersAndScatterAdds) {
   FunctionOptions oc = on("cpu"), og = on("cuda");
   oc.on_unused_input = og.on_unused_input = "ignore";
   Function fc = fn(ins, {gath, inc, rows}, oc), fg = fn(ins, {gath, inc, rows}, og);
-  NDArray xv = random_array({6, 7}, DType::Float32, 1);
+  NDArray xv = seeded_array({6, 7}, DType::Float32, 1);
   NDArray iv = NDArray::from_vector<int64_t>({0, -1, 2, 2, 5}), jv = NDArray::from_vector<int64_t>({1, 3, 6, 6, 0});
-  NDArray vv = random_array({5}, DType::Float32, 2);
+  NDArray vv = seeded_array({5}, DType::Float32, 2);
   const auto want = fc({xv, iv, jv, vv}), got = fg({xv, iv, jv, vv});
   for (size_t k = 0; k < want.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], 1e-6) << k;
   EXPECT_ERROR(IndexError, fg({xv, NDArray::from_vector<int64_t>({0, 6, 1, 1, 1}), jv, vv}),
@@ -900,16 +898,16 @@ TEST(CudaRun, ArgmaxArgminAndBatchedDotRunOnTheGpuAndMatchTheCpu) {
       EXPECT_EQ(get_backend("cuda").provider(*n)->name(), "cuda") << name;
     }
   }
-  NDArray xv = random_array({4, 6, 6}, DType::Float32, 3), yv = random_array({4, 6, 6}, DType::Float32, 4);
-  NDArray vv = random_array({4, 6}, DType::Float32, 5);
+  NDArray xv = seeded_array({4, 6, 6}, DType::Float32, 3), yv = seeded_array({4, 6, 6}, DType::Float32, 4);
+  NDArray vv = seeded_array({4, 6}, DType::Float32, 5);
   xv.data<float>()[7] = NAN;                         // the first NaN wins, as on the CPU
   xv.data<float>()[3] = xv.data<float>()[5] = 9.0f;  // a tie: the first wins
   const auto want = fc({xv, yv, vv}), got = fg({xv, yv, vv});
   for (size_t k = 0; k < 3; ++k) EXPECT_ALLCLOSE(got[k], want[k], 0.0, 0.0) << k;
-  NDArray xf = random_array({4, 6, 6}, DType::Float32, 3);
+  NDArray xf = seeded_array({4, 6, 6}, DType::Float32, 3);
   const auto want2 = fc({xf, yv, vv}), got2 = fg({xf, yv, vv});
   for (size_t k = 3; k < outs.size(); ++k) EXPECT_ALLCLOSE(got2[k], want2[k], 1e-5, 1e-6) << k;
-  EXPECT_ERROR(ValueError, fg({xf, random_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
+  EXPECT_ERROR(ValueError, fg({xf, seeded_array({3, 6, 6}, DType::Float32, 4), vv}), "batch sizes must match");
 }
 
 TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {
@@ -933,7 +931,7 @@ TEST(CudaRun, SplitTileEyeAndRepeatRunOnTheGpuAndMatchTheCpu) {
       EXPECT_EQ(get_backend("cuda").provider(*node)->name(), "cuda") << name;
     }
   }
-  const NDArray xv = random_array({5, 6}, DType::Float32, 9), nv = NDArray::scalar_int64(4);
+  const NDArray xv = seeded_array({5, 6}, DType::Float32, 9), nv = NDArray::scalar_int64(4);
   const auto want = fc({xv, nv}), got = fg({xv, nv});
   for (size_t k = 0; k < want.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], 0.0, 0.0) << k;
   EXPECT_ERROR(ValueError, fg({xv, NDArray::scalar_int64(-1)}), "negative dimensions");

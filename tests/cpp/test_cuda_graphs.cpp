@@ -12,9 +12,7 @@ using testing::classifier_step;
 using testing::on;
 using testing::transfers;
 
-NDArray random_array(const Shape& shape, DType dt, uint64_t seed, double lo = -2, double hi = 2) {
-  return testing::seeded_array(shape, dt, seed, lo, hi);
-}
+using testing::seeded_array;
 
 TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
   REQUIRE_GPU();
@@ -22,7 +20,7 @@ TEST(CudaRun, ATrainingLoopIsRecordedAsCudaGraphsAndReplayed) {
   // twelve calls whose batch changes values in the same host buffer.
   std::vector<Var> pa, pb;
   Function fa = classifier_step("cuda", pa), fb = classifier_step("cuda", pb);
-  NDArray xv = random_array({8, 20}, DType::Float32, 5);
+  NDArray xv = seeded_array({8, 20}, DType::Float32, 5);
   NDArray yv = NDArray::empty({8}, DType::Int64);
   for (int i = 0; i < 8; ++i) yv.data<int64_t>()[i] = (i * 3) % 5;
   const cuda::GraphStats s0 = cuda::graph_stats();
@@ -55,12 +53,12 @@ TEST(CudaRun, AStepOverABatchAndLabelsOnTheDeviceMovesNothingAndReplaysWhole) {
   // on the device (CheckLabels, then the gather and its scatter-add read them there), so nothing
   // crosses per call and the step replays as two recordings (before and after the check that
   // precedes the in-place updates).
-  Var x = shared(random_array({8, 20}, DType::Float32, 5), "x");
+  Var x = shared(seeded_array({8, 20}, DType::Float32, 5), "x");
   NDArray labels = NDArray::empty({8}, DType::Int64);
   for (int i = 0; i < 8; ++i) labels.data<int64_t>()[i] = (i * 3) % 5;
   Var y = shared(labels, "y");
-  Var w0 = shared(random_array({20, 16}, DType::Float32, 1, -0.5, 0.5), "w0");
-  Var w1 = shared(random_array({16, 5}, DType::Float32, 2, -0.5, 0.5), "w1");
+  Var w0 = shared(seeded_array({20, 16}, DType::Float32, 1, -0.5, 0.5), "w0");
+  Var w1 = shared(seeded_array({16, 5}, DType::Float32, 2, -0.5, 0.5), "w1");
   std::vector<Var> params = {w0, w1};
   Var cost = mean(categorical_crossentropy(softmax(dot(tanh(dot(x, w0)), w1)), y));
   std::vector<Var> g = grad(cost, params);
@@ -97,7 +95,7 @@ TEST(CudaRun, ACountComputedFromShapesIsUploadedInsideTheRecordingAndKeyedByItsV
   // mean over rows of a shared matrix: the host computes the row count from its shape, and its
   // GpuFromHost (hyp_upload: the bytes in the kernel's arguments) is recorded with the device
   // work. Changing the shape changes the count: another recording, never a stale value.
-  Var x = shared(random_array({8, 6}, DType::Float32, 3), "x");
+  Var x = shared(seeded_array({8, 6}, DType::Float32, 3), "x");
   Var y = mul(mean(x, std::vector<int>{0}), constant(3.0, DType::Float32));
   Function f = function({}, {Out(device_from_host(exp(y), Device::cuda()), true)}, on("cuda"));
   int uploads = 0;
@@ -110,7 +108,7 @@ TEST(CudaRun, ACountComputedFromShapesIsUploadedInsideTheRecordingAndKeyedByItsV
   Function want = function({xc}, {exp(mul(mean(xc, std::vector<int>{0}), constant(3.0, DType::Float32)))}, cpu);
   const cuda::GraphStats s0 = cuda::graph_stats();
   for (int64_t rows : {8, 8, 8, 5, 5, 5, 8, 8, 1, 1, 1}) {
-    const NDArray v = random_array({rows, 6}, DType::Float32, 10 + rows);
+    const NDArray v = seeded_array({rows, 6}, DType::Float32, 10 + rows);
     set_value(x, v);
     EXPECT_ALLCLOSE(f({})[0].to_device(Device::host()), want({v})[0], 1e-5, 1e-6) << rows << " rows";
   }

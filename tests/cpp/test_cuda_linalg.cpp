@@ -23,9 +23,7 @@ using testing::error_of;
 using testing::fn;
 using testing::on;
 
-NDArray random_array(const Shape& shape, DType dt, uint64_t seed, double lo = -2, double hi = 2) {
-  return testing::seeded_array(shape, dt, seed, lo, hi);
-}
+using testing::seeded_array;
 
 TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
   REQUIRE_GPU();
@@ -57,8 +55,8 @@ TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
         ++on_gpu;
       }
     EXPECT_GE(on_gpu, 18);
-    const NDArray av = random_array({8, 8}, dt, 11, -1, 1), bv = random_array({8, 3}, dt, 12, -1, 1),
-                  vv = random_array({8}, dt, 13, -1, 1);
+    const NDArray av = seeded_array({8, 8}, dt, 11, -1, 1), bv = seeded_array({8, 3}, dt, 12, -1, 1),
+                  vv = seeded_array({8}, dt, 13, -1, 1);
     const auto want = fc({av, bv, vv}), got = fg({av, bv, vv});
     const double tol = dt == DType::Float64 ? 1e-10 : 2e-4;
     for (size_t k = 0; k < outs.size(); ++k) EXPECT_ALLCLOSE(got[k], want[k], tol, tol) << "output " << k;
@@ -110,7 +108,7 @@ TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
           ++on_gpu;
         }
       EXPECT_GE(on_gpu, 7);
-      const NDArray av = random_array(shape, dt, 21, -1, 1);
+      const NDArray av = seeded_array(shape, dt, 21, -1, 1);
       const auto want = fc({av}), got = fg({av});
       for (size_t i = 0; i < outs.size(); ++i) EXPECT_ALLCLOSE(got[i], want[i], tol, tol) << "output " << i;
       if (k > 0) {
@@ -136,8 +134,8 @@ TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
       for (double rcv : {-1.0, 0.5, 0.0, 1.5}) {  // (0 and 1.5: gelsd's unit roundoff)
         SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " nrhs " + std::to_string(nrhs) + " rcond " +
                      std::to_string(rcv));
-        const NDArray av = random_array(shape, dt, 31, -1, 1), bmv = random_array({shape[0], nrhs}, dt, 32, -1, 1),
-                      bvv = random_array({shape[0]}, dt, 33, -1, 1), rcv_a = NDArray::scalar(rcv, DType::Float64);
+        const NDArray av = seeded_array(shape, dt, 31, -1, 1), bmv = seeded_array({shape[0], nrhs}, dt, 32, -1, 1),
+                      bvv = seeded_array({shape[0]}, dt, 33, -1, 1), rcv_a = NDArray::scalar(rcv, DType::Float64);
         const auto want = fc({av, bmv, bvv, rcv_a}), got = fg({av, bmv, bvv, rcv_a});
         for (size_t i = 0; i < outs.size(); ++i) {
           EXPECT_EQ(got[i].shape(), want[i].shape()) << "output " << i;
@@ -147,13 +145,13 @@ TEST(CudaRun, SvdPinvQrAndLstsqRunThroughCusolverAndMatchTheCpu) {
     }
     // Rank-deficient (a repeated column): rank 2, no residuals, the least-norm x.
     const NDArray d = testing::make_array({1, 1, 2, 2, 2, 4, 3, 3, 1, 4, 4, 0}, {4, 3}, dt);
-    const NDArray bd = random_array({4, 2}, dt, 34, -1, 1), bdv = random_array({4}, dt, 35, -1, 1);
+    const NDArray bd = seeded_array({4, 2}, dt, 34, -1, 1), bdv = seeded_array({4}, dt, 35, -1, 1);
     const auto want = fc({d, bd, bdv, NDArray::scalar(-1.0, DType::Float64)}),
                got = fg({d, bd, bdv, NDArray::scalar(-1.0, DType::Float64)});
     EXPECT_EQ(got[2].get_flat(0), 2);
     for (size_t i = 0; i < outs.size(); ++i) EXPECT_ALLCLOSE(got[i], want[i], tol, tol) << "output " << i;
     // A NaN or an infinity: the CPU's error, found on the device.
-    NDArray bad = random_array({4, 3}, dt, 36);
+    NDArray bad = seeded_array({4, 3}, dt, 36);
     if (dt == DType::Float64)
       bad.data<double>()[5] = std::nan("");
     else
@@ -178,7 +176,7 @@ TEST(CudaRun, EigRunsThroughXgeevAndMatchesTheCpu) {
     Function fc = fn({a}, outs, on("cpu")), fg = fn({a}, outs, on("cuda"));
     for (const auto& [n, seed] : std::vector<std::pair<int64_t, uint64_t>>{{6, 51}, {1, 52}, {0, 53}}) {
       // A symmetric matrix plus a small skew part: real, distinct eigenvalues, not symmetric.
-      const NDArray s = random_array({n, n}, DType::Float64, seed, -1, 1);
+      const NDArray s = seeded_array({n, n}, DType::Float64, seed, -1, 1);
       NDArray a64 = NDArray::empty({n, n}, DType::Float64);
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < n; ++j)
@@ -212,12 +210,12 @@ TEST(CudaRun, ExpmRunsOnTheGpuInDoubleAndMatchesTheCpu) {
     for (const auto& [n, scale] : std::vector<std::pair<int64_t, double>>{
              {6, 0.002}, {6, 0.05}, {6, 0.15}, {6, 0.3}, {6, 1.0}, {12, 3.0}, {5, 40.0}, {0, 1.0}}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n) + " scale " + std::to_string(scale));
-      const NDArray av = random_array({n, n}, dt, 41, -scale, scale);
+      const NDArray av = seeded_array({n, n}, dt, 41, -scale, scale);
       const double tol = dt == DType::Float64 ? 1e-10 : 1e-5;  // (cuBLAS's and OpenBLAS's rounding, squared)
       EXPECT_ALLCLOSE(fg({av})[0], fc({av})[0], tol, tol);
     }
     for (double v : {std::numeric_limits<double>::infinity(), std::nan("")}) {
-      NDArray bad = random_array({3, 3}, dt, 42);
+      NDArray bad = seeded_array({3, 3}, dt, 42);
       if (dt == DType::Float64)
         bad.data<double>()[4] = v;
       else
@@ -230,7 +228,7 @@ TEST(CudaRun, ExpmRunsOnTheGpuInDoubleAndMatchesTheCpu) {
   Var a = matrix("a", DType::Float64);
   Var c = sum(expm(a) * expm(a));
   Function gc = fn({a}, {grad(c, a)}, on("cpu")), gg = fn({a}, {grad(c, a)}, on("cuda"));
-  const NDArray av = random_array({4, 4}, DType::Float64, 43, -0.5, 0.5);
+  const NDArray av = seeded_array({4, 4}, DType::Float64, 43, -0.5, 0.5);
   EXPECT_ALLCLOSE(gg({av})[0], gc({av})[0], 1e-10, 1e-10);
 }
 

@@ -17,7 +17,7 @@ using testing::all_on_gpu;
 using testing::error_of;
 using testing::on;
 
-NDArray random_array(const Shape& shape, DType dt, uint64_t seed) { return testing::seeded_array(shape, dt, seed); }
+using testing::seeded_array;
 
 /// Compares a convolution's GPU result `got` with the CPU's `want`: float64 to 1e-10; float32 to
 /// 1e-4 relative and 1e-4 of the largest |want| absolute (a weight gradient sums tens of thousands
@@ -70,10 +70,10 @@ void check_convolutions_against_the_cpu() {
       SCOPED_TRACE(c.p.str() + " " + c.img.str() + " " + c.kern.str() + " " + std::string(dtype_name(dt)));
       Var img = tensor4("img", dt), kern = tensor4("kern", dt);
       Var out = conv2d(img, kern, c.p);
-      const NDArray iv = random_array(c.img, dt, seed++), kv = random_array(c.kern, dt, seed++);
+      const NDArray iv = seeded_array(c.img, dt, seed++), kv = seeded_array(c.kern, dt, seed++);
       Function probe = function({img, kern}, {out}, on("cpu"));
       const NDArray want = probe({iv, kv})[0];
-      const NDArray r = random_array(want.shape(), dt, seed++);
+      const NDArray r = seeded_array(want.shape(), dt, seed++);
       Var cost = sum(mul(out, constant(r)));
       std::vector<Var> g = grad(cost, {img, kern});
       Function fc = function({img, kern}, {out, g[0], g[1]}, on("cpu"));
@@ -144,9 +144,9 @@ void check_3d_convolutions_against_the_cpu() {
       Var img = variable(TensorType(dt, {false, false, false, false, false}), "img");
       Var kern = variable(TensorType(dt, {false, false, false, false, false}), "kern");
       Var out = conv3d(img, kern, c.p);
-      const NDArray iv = random_array(c.img, dt, seed++), kv = random_array(c.kern, dt, seed++);
+      const NDArray iv = seeded_array(c.img, dt, seed++), kv = seeded_array(c.kern, dt, seed++);
       const NDArray want = function({img, kern}, {out}, on("cpu"))({iv, kv})[0];
-      Var cost = sum(mul(out, constant(random_array(want.shape(), dt, seed++))));
+      Var cost = sum(mul(out, constant(seeded_array(want.shape(), dt, seed++))));
       std::vector<Var> g = grad(cost, {img, kern});
       Function fc = function({img, kern}, {out, g[0], g[1]}, on("cpu"));
       Function fg = function({img, kern}, {out, g[0], g[1]}, on("cuda"));
@@ -183,7 +183,7 @@ TEST(CudaRun, CumulativeSumsAndProductsMatchTheCpu) {
         for (bool mul : {false, true}) {
           SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis) +
                        (mul ? " prod" : " sum"));
-          NDArray x = random_array(shape, DType::Float64, seed++);
+          NDArray x = seeded_array(shape, DType::Float64, seed++);
           for (int64_t i = 0; i < x.size(); ++i) {
             double& v = x.data<double>()[i];
             v = mul ? (is_float(dt) ? 1 + v * 1e-4 : (i % 5 == 0 ? -1 : 1)) : std::round(v * 3);
@@ -206,14 +206,14 @@ TEST(CudaRun, MultinomialAndChoiceDrawTheCpusSamples) {
     for (int kind = 0; kind < 3; ++kind) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " kind " + std::to_string(kind));
       const int64_t rows = 300, outcomes = 5000, n = 3;
-      NDArray p = random_array({rows, outcomes}, DType::Float64, seed++);
+      NDArray p = seeded_array({rows, outcomes}, DType::Float64, seed++);
       for (int64_t r = 0; r < rows; ++r) {
         double s = 0;
         for (int64_t m = 0; m < outcomes; ++m)
           s += (p.data<double>()[r * outcomes + m] = std::abs(p.data<double>()[r * outcomes + m]));
         for (int64_t m = 0; m < outcomes; ++m) p.data<double>()[r * outcomes + m] /= s;
       }
-      NDArray u = random_array({rows * n}, DType::Float64, seed++);
+      NDArray u = seeded_array({rows * n}, DType::Float64, seed++);
       for (int64_t i = 0; i < u.size(); ++i) u.data<double>()[i] = std::abs(u.data<double>()[i]) / 2;
       Var P = variable(TensorType(dt, {false, false}), "p"), U = variable(TensorType(dt, {false}), "u");
       std::shared_ptr<Op> op = kind == 0 ? std::shared_ptr<Op>(std::make_shared<MultinomialFromUniform>(DType::Int64))
@@ -234,7 +234,7 @@ TEST(CudaRun, SortAndArgsortMatchTheCpu) {
       for (int axis = 0; axis < shape.size(); ++axis) {
         SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis));
         // Few distinct values: ties show the stable order.
-        NDArray x = random_array(shape, DType::Float64, seed++);
+        NDArray x = seeded_array(shape, DType::Float64, seed++);
         for (int64_t i = 0; i < x.size(); ++i) x.data<double>()[i] = std::round(x.data<double>()[i] * 3);
         x = x.astype(dt);
         Var xv = variable(TensorType::of_value(x), "x");
@@ -267,7 +267,7 @@ TEST(CudaRun, PoolingMatchesTheCpuInEveryMode) {
         // The second-order gradient (DownsampleFactorMaxGradGrad) on the device too.
         Var out = variable(TensorType::of_value(a[0]), "out"), ggx = variable(TensorType::of_value(pg.xv), "ggx");
         Var gg = max_pool_grad_grad(pg.x, out, ggx, p);
-        const NDArray ggv = random_array(pg.xv.shape(), dt, seed++);
+        const NDArray ggv = seeded_array(pg.xv.shape(), dt, seed++);
         Function hc = function({pg.x, out, ggx}, {gg}, on("cpu")), hg = function({pg.x, out, ggx}, {gg}, on("cuda"));
         EXPECT_TRUE(all_on_gpu(hg, "MaxGradGrad")) << hg.debugprint();
         EXPECT_ALLCLOSE(hg({pg.xv, a[0], ggv})[0], hc({pg.xv, a[0], ggv})[0], 0.0, 0.0);
@@ -311,11 +311,11 @@ TEST(CudaRun, JoinCopiesEachInputIntoItsSlice) {
       EXPECT_TRUE(all_on_gpu(fg, "Join")) << fg.debugprint();
       // b enters transposed (a strided view); c is empty along the axis.
       const Shape sa = {3, 4}, sb = axis == 0 ? Shape{4, 2} : Shape{5, 3}, sc = axis == 0 ? Shape{0, 4} : Shape{3, 0};
-      const std::vector<NDArray> v = {random_array(sa, dt, 1), random_array(sb, dt, 2), random_array(sc, dt, 3)};
+      const std::vector<NDArray> v = {seeded_array(sa, dt, 1), seeded_array(sb, dt, 2), seeded_array(sc, dt, 3)};
       EXPECT_ALLCLOSE(fg(v)[0], fc(v)[0], 0.0, 0.0);
       // The CPU's error for inputs that do not line up.
-      const std::vector<NDArray> bad = {random_array({3, 4}, dt, 4), random_array({7, 7}, dt, 5),
-                                        random_array(sc, dt, 6)};
+      const std::vector<NDArray> bad = {seeded_array({3, 4}, dt, 4), seeded_array({7, 7}, dt, 5),
+                                        seeded_array(sc, dt, 6)};
       const std::string want = error_of<ValueError>([&] { fc(bad); });
       EXPECT_NE(error_of<ValueError>([&] { fg(bad); }).find(want.substr(0, want.find('\n'))), std::string::npos);
     }
@@ -335,7 +335,7 @@ TEST(CudaRun, AnRnnScanLoopsOnTheGpuAndMatchesTheCpu) {
   // traces in device memory; the gradient (ScanGrad) runs there too and reads the traces. No step,
   // one, and fifty.
   const int H = 64, I = 32;
-  Var W = shared(random_array({H, H}, DType::Float32, 400), "W");
+  Var W = shared(seeded_array({H, H}, DType::Float32, 400), "W");
   Var xs = variable(TensorType(DType::Float32, {false, false}), "xs");
   Var h0 = variable(TensorType(DType::Float32, {false}), "h0");
   Var U = variable(TensorType(DType::Float32, {false, false}), "U");
@@ -352,10 +352,10 @@ TEST(CudaRun, AnRnnScanLoopsOnTheGpuAndMatchesTheCpu) {
   for (const auto& n : fg.toposort())
     grads_on_gpu += n->op->name() == "ScanGrad" && get_backend("cuda").provider(*n)->name() == "cuda";
   EXPECT_EQ(grads_on_gpu, 1) << fg.debugprint();
-  const NDArray hv = random_array({H}, DType::Float32, 401), Uv = random_array({H, I}, DType::Float32, 402);
+  const NDArray hv = seeded_array({H}, DType::Float32, 401), Uv = seeded_array({H, I}, DType::Float32, 402);
   for (int64_t T : {0, 1, 50}) {
     SCOPED_TRACE("steps " + std::to_string(T));
-    const NDArray xv = random_array({T, I}, DType::Float32, 403);
+    const NDArray xv = seeded_array({T, I}, DType::Float32, 403);
     const auto a = fc({xv, hv, Uv}), b = fg({xv, hv, Uv});
     for (int k = 0; k < 3; ++k) EXPECT_ALLCLOSE(b[k], a[k], 1e-4, 1e-4) << "output " << k;
   }
