@@ -14,6 +14,7 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/hypatia.h"

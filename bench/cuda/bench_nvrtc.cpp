@@ -20,6 +20,7 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/hypatia.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/testing/emulated_gpu.h"

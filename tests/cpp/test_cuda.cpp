@@ -16,6 +16,7 @@
 #include "hypatia/backends/backend.h"
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/ops/composite.h"

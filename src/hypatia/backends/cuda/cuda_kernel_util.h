@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hypatia/backends/cuda/cuda_codegen.h"
+#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/ndarray.h"
