@@ -4,6 +4,7 @@
 // matrices, as in test_cuda_on_host.cpp (cuda_host/host_kernels.h).
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -247,6 +248,25 @@ TEST(CudaKernelsOnHost, LinalgHelpersZeroMirrorAndCheckColumnMajorMatrices) {
     const auto bits = static_cast<uint64_t>(cerr[3]);
     EXPECT_EQ(std::bit_cast<float>(static_cast<uint32_t>(bits >> 32)), 1.5f);
     EXPECT_EQ(std::bit_cast<float>(static_cast<uint32_t>(bits)), 0.25f);
+    // The SVD's check of its work copy: a NaN and an infinity flagged (the first's index, code 8)
+    // and zeroed there, the finite elements left; a finite matrix neither flagged nor changed.
+    NDArray wf = fresh();
+    long long ferr[4] = {0, 0, 0, 0};
+    struct {
+      long long count;
+      unsigned long long a, err;
+    } fa{n * n, ptr(wf), reinterpret_cast<unsigned long long>(ferr)};
+    k.finite(&fa);
+    EXPECT_EQ(ferr[0], 0);
+    EXPECT_EQ(testing::compare_arrays(wf, fresh(), 0.0, 0.0), "");
+    set(wf, 2, std::nan(""));
+    set(wf, 5, -std::numeric_limits<double>::infinity());
+    k.finite(&fa);
+    EXPECT_EQ(ferr[0], 1);
+    EXPECT_EQ(ferr[1], 2);
+    EXPECT_EQ(ferr[2], 8);
+    const NDArray want = fresh();
+    for (int64_t t = 0; t < n * n; ++t) EXPECT_EQ(wf.get_flat(t), t == 2 || t == 5 ? 0.0 : want.get_flat(t)) << t;
   }
 }
 

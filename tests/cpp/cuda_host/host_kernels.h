@@ -72,6 +72,7 @@ struct HostLinalgKernels {
   void (*adddiag)(const void* args);
   void (*fill)(const void* args);
   void (*complex)(const void* args);
+  void (*finite)(const void* args);
 };
 
 struct HostCumKernels {

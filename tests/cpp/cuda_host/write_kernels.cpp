@@ -216,11 +216,12 @@ int main(int argc, char** argv) {
         << "void axpy(const void* a) { hyp_la_axpy(*static_cast<const LaAxpyArgs*>(a)); }\n"
         << "void adddiag(const void* a) { hyp_la_adddiag(*static_cast<const LaAddDiagArgs*>(a)); }\n"
         << "void fill(const void* a) { hyp_la_fill(*static_cast<const LaFillArgs*>(a)); }\n"
-        << "void complex(const void* a) { hyp_la_complex(*static_cast<const LaComplexArgs*>(a)); }\n}\n";
+        << "void complex(const void* a) { hyp_la_complex(*static_cast<const LaComplexArgs*>(a)); }\n"
+        << "void finite(const void* a) { hyp_la_finite(*static_cast<const LaFiniteArgs*>(a)); }\n}\n";
     la_table += "    {" + dtype_enum(dt) + ", " + ns + "::info, " + ns + "::tri, " + ns + "::sym, " + ns + "::diag, " +
                 ns + "::det, " + ns + "::r, " + ns + "::scale, " + ns + "::rank, " + ns + "::sumsq, " + ns +
                 "::to_f64, " + ns + "::from_f64, " + ns + "::colsum, " + ns + "::max, " + ns + "::axpy, " + ns +
-                "::adddiag, " + ns + "::fill, " + ns + "::complex},\n";
+                "::adddiag, " + ns + "::fill, " + ns + "::complex, " + ns + "::finite},\n";
   }
   out << la_table << table_tail("HostLinalgKernels", "kHostLinalgKernels");
   // Elementwise modules: the scalar-op table as modules start with it, after the NVRTC shim (the

@@ -539,7 +539,8 @@ class LinalgKernel final : public Kernel {
   /// gesvd of the column-major M (m x n, m >= n, destroyed): S (n), and U (m x ucols) and VT
   /// (n x n) as column-major buffers (C-order shapes (ucols, m) and (n, n)) unless `uv` is false.
   void gesvd(NDArray& w, int m, int n, bool uv, bool full, NDArray& s, NDArray& u, NDArray& vt) {
-    {  // (a NaN or an infinity: the CPU's error, found here)
+    {  // (a NaN or an infinity: the CPU's error, found here, and zeroed in the work copy, which
+       // cuSOLVER then factors, its results discarded for the error)
       std::vector<int64_t> args = {int64_t{m} * n, ptr(w.raw()), static_cast<int64_t>(check_.device())};
       launch(finite_kernel_, grid_for(int64_t{m} * n), args, op_.name().c_str());
     }

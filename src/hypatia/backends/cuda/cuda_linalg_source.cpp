@@ -101,12 +101,15 @@ std::string linalg_source(DType dt) {
   s += "struct LaFillArgs { long long count; double v; unsigned long long out; };\n";
   s += grid_stride_head("hyp_la_fill", "LaFillArgs", "a.count");
   s += "    ((" + T + "*)a.out)[t] = (" + T + ")a.v;\n  }\n}\n";
-  // A NaN or an infinity among `count` elements (x - x is not 0 for them only), into the check
-  // block (word 1 its index).
+  // A NaN or an infinity among `count` elements of a work copy (x - x is not 0 for them only),
+  // into the check block (word 1 its index), and replaced by 0 there: the library then factors a
+  // finite matrix (LAPACK's SVD may never converge on an infinity, and cuSOLVER's fails on a NaN
+  // with an execution error), whose results the check's error discards.
   s += "struct LaFiniteArgs { long long count; unsigned long long a, err; };\n";
   s += grid_stride_head("hyp_la_finite", "LaFiniteArgs", "a.count");
   s += "    const " + T + " v = ((const " + T + "*)a.a)[t];\n";
-  s += "    if (v - v != (" + T + ")0) hyp_check_failed(a.err, t, 8, 0);\n  }\n}\n";
+  s += "    if (v - v != (" + T + ")0) {\n      hyp_check_failed(a.err, t, 8, 0);\n      ((" + T + "*)a.a)[t] = (" + T +
+       ")0;\n    }\n  }\n}\n";
   // Eig: the first complex eigenvalue (W's imaginary parts, after its n real ones), its real and
   // imaginary parts as float32 bits in word 3 (one thread).
   s += "struct LaComplexArgs { long long n; unsigned long long w, err; };\n"
