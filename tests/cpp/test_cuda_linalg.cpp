@@ -1,9 +1,7 @@
 // Linalg on the CUDA backend (backends/cuda/cuda_linalg_kernels.cpp) against the CPU's, on a GPU
-// (they skip without one; the helper kernels run on the host in test_cuda_on_host.cpp, placement
-// without a GPU in test_cuda_modules.cpp).
-// Without a GPU only the parts that need none run here (the kernel generator through NVRTC, the
-// caching allocator on host stand-ins, the clear refusal); the rest skip, and run on a GPU
-// machine (DEVELOPERS.md: bench/cuda/device_check.sh).
+// (they skip without one, and run on a GPU machine: DEVELOPERS.md, bench/cuda/device_check.sh);
+// without a GPU only which calls go to the CPU's kernel. The helper kernels run on the host in
+// test_cuda_on_host_linalg.cpp, placement without a GPU in test_cuda_modules.cpp.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +22,30 @@ using testing::fn;
 using testing::on;
 
 using testing::seeded_array;
+
+TEST(CudaLinalg, CallsBeyondCusolversIntCountsAreTheCpusAndTheRestTheGpus) {
+  // (No GPU needed: which calls the kernel hands to the CPU's. 46341^2 is past 2^31 - 1, 46340^2
+  // is not.)
+  const Linalg chol(LinalgKind::Cholesky), solve(LinalgKind::Solve);
+  const std::vector<Shape> fits = {Shape{46340, 46340}}, past = {Shape{46341, 46341}};
+  EXPECT_FALSE(cuda::beyond_cusolver_counts(chol, fits));
+  EXPECT_TRUE(cuda::beyond_cusolver_counts(chol, past));
+  EXPECT_FALSE(cuda::beyond_cusolver_counts(solve, std::vector<Shape>{Shape{8, 8}, Shape{8, 4}}));
+  EXPECT_TRUE(cuda::beyond_cusolver_counts(solve, std::vector<Shape>{Shape{8, 8}, Shape{8, int64_t{1} << 28}}));
+  // A tall matrix's full factors are square: U of Svd (full_matrices), Q of Qr ('complete').
+  const std::vector<Shape> tall = {Shape{50000, 10}};
+  LinalgAttrs full, reduced, complete;
+  reduced.full_matrices = false;
+  complete.qr_mode = QrMode::Complete;
+  EXPECT_TRUE(cuda::beyond_cusolver_counts(Linalg(LinalgKind::Svd, full), tall));
+  EXPECT_FALSE(cuda::beyond_cusolver_counts(Linalg(LinalgKind::Svd, reduced), tall));
+  EXPECT_TRUE(cuda::beyond_cusolver_counts(Linalg(LinalgKind::Qr, complete), tall));
+  EXPECT_FALSE(cuda::beyond_cusolver_counts(Linalg(LinalgKind::Qr), tall));
+  EXPECT_FALSE(cuda::beyond_cusolver_counts(Linalg(LinalgKind::Pinv), tall));
+  LinalgAttrs values_only;
+  values_only.compute_uv = false;
+  EXPECT_FALSE(cuda::beyond_cusolver_counts(Linalg(LinalgKind::Svd, values_only), tall));
+}
 
 TEST(CudaRun, CholeskySolveInverseDetAndEighRunThroughCusolverAndMatchTheCpu) {
   REQUIRE_GPU();

@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "hypatia/backends/cuda/cuda_codegen.h"
-#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/ndarray.h"
 
 namespace hypatia {
+
+class Linalg;
 
 inline constexpr std::string_view kCudaBackend = "cuda";
 
@@ -167,6 +169,11 @@ std::string linalg_source(DType dt);
 bool cusolver_loadable(std::string* why);
 /// Whether it has Xgeev (CUDA 12.6 and later: Eig on the GPU).
 bool cusolver_has_geev();
+/// Whether a Linalg call on inputs of these shapes has a matrix (an input, or Svd's and Qr's
+/// square factors in full) of more elements than cuSOLVER's 32-bit interface counts (its sizes,
+/// leading dimensions and workspace lengths are ints): the CUDA backend runs such a call on the
+/// CPU's kernel, on host copies (Eig's Xgeev counts in 64 bits, and keeps the rule).
+bool beyond_cusolver_counts(const Linalg& op, std::span<const Shape> inputs);
 /// Eye's values (cuda_nnet_kernels.cpp: hyp_eye): ones where column - row == k.
 std::string eye_source(DType dt);
 /// ARange's values (cuda_nnet_kernels.cpp: hyp_arange), as kernel_util::arange_run writes them.

@@ -64,19 +64,27 @@ namespace {
   X(cusolverDnSorgqr)            \
   X(cusolverDnDorgqr)
 
-/// cuSOLVER's functions, from libcusolver, and one handle, which one thread at a time uses (its
-/// stream set to the backend's before each call).
+/// cuSOLVER's functions, from libcusolver, and a handle per queue (as cuBLAS's: cuda_api.h), made
+/// when the queue first needs one: a handle's stream, and the internal cuBLAS workspace that
+/// setting it resets, belong to one queue's work, which one thread at a time queues.
 struct Cusolver {
 #define HYP_CUSOLVER_FN(name) decltype(&::name) name = nullptr;
   HYP_CUSOLVER_LIST(HYP_CUSOLVER_FN)
 #undef HYP_CUSOLVER_FN
-  cusolverDnHandle_t handle = nullptr;
-  std::mutex mu;
+  struct Queue {
+    std::mutex mu;
+    cusolverDnHandle_t handle = nullptr;
+    cudaStream_t stream = nullptr;  // the one set on the handle (when bound)
+    bool bound = false;
+  };
+  Queue queues[kQueues];
   std::string why;  // empty when loaded
-  // Eig's (CUDA 12.6 and later; null before: Eig runs on the CPU), and its parameters object.
+  // Eig's (CUDA 12.6 and later; null before: Eig runs on the CPU), and its parameters object
+  // (made once, under params_mu; read only afterwards).
   decltype(&::cusolverDnCreateParams) create_params = nullptr;
   decltype(&::cusolverDnXgeev_bufferSize) geev_buffer_size = nullptr;
   decltype(&::cusolverDnXgeev) geev = nullptr;
+  std::mutex params_mu;
   cusolverDnParams_t params = nullptr;
 };
 
@@ -110,23 +118,34 @@ void check_cusolver(cusolverStatus_t s, const char* what) {
   fail<Error>("cuSOLVER: ", what, " failed with status ", static_cast<int>(s));
 }
 
-/// The loaded library with its handle on the backend's stream, locked for the caller.
+/// The loaded library with the calling thread's queue's handle on stream(), locked for the caller.
 class Solver {
  public:
-  Solver() : c_(cusolver()), lock_(c_.mu) {
+  Solver() : c_(cusolver()), q_(c_.queues[current_queue()]), lock_(q_.mu) {
     if (!c_.why.empty()) fail<NotImplementedError>("CUDA backend: ", c_.why);
     require_available("cuSOLVER");
-    if (!c_.handle) {
+    if (!q_.handle) {
       DeviceScope on_device;  // (a handle belongs to the device current when it is made)
-      check_cusolver(c_.cusolverDnCreate(&c_.handle), "cusolverDnCreate");
+      check_cusolver(c_.cusolverDnCreate(&q_.handle), "cusolverDnCreate");
     }
-    check_cusolver(c_.cusolverDnSetStream(c_.handle, stream()), "cusolverDnSetStream");
+    if (!q_.bound || q_.stream != stream()) {
+      check_cusolver(c_.cusolverDnSetStream(q_.handle, stream()), "cusolverDnSetStream");
+      q_.stream = stream();
+      q_.bound = true;
+    }
   }
   const Cusolver* operator->() const { return &c_; }
-  cusolverDnHandle_t handle() const { return c_.handle; }
+  cusolverDnHandle_t handle() const { return q_.handle; }
+  /// Xgeev's parameters object (made on first use).
+  cusolverDnParams_t params() {
+    std::lock_guard<std::mutex> lock(c_.params_mu);
+    if (!c_.params) check_cusolver(c_.create_params(&c_.params), "cusolverDnCreateParams");
+    return c_.params;
+  }
 
  private:
   Cusolver& c_;
+  Cusolver::Queue& q_;
   std::unique_lock<std::mutex> lock_;
 };
 
@@ -216,6 +235,13 @@ class LinalgKernel final : public Kernel {
 
   void run(const KernelArgs& a) override {
     const NDArray& x = *a.in[0];
+    std::vector<Shape> shapes;
+    for (const NDArray* in : a.in) shapes.push_back(in->shape());
+    if (beyond_cusolver_counts(op_, shapes)) {  // (that call only)
+      check_.clear();
+      check_.fetch();
+      return on_host(a);
+    }
     if (op_.kind == LinalgKind::Eig) {
       if (x.shape(0) != x.shape(1))
         fail<ValueError>(op_.name(), ": expected a square matrix, got shape ", x.shape().str());
@@ -814,25 +840,23 @@ class LinalgKernel final : public Kernel {
       return;
     }
     std::atomic<bool>& refused = g_geev_refused[dt_ == DType::Float64 ? 1 : 0];
-    // (More elements than a 32-bit count runs on the CPU, that call only.)
-    if (refused.load(std::memory_order_relaxed) || int64_t{n} * n > std::numeric_limits<int32_t>::max())
-      return eig_on_host(x, a);
+    if (refused.load(std::memory_order_relaxed)) return on_host(a);
     NDArray w = column_major(x), values = NDArray::empty({2 * int64_t{n}}, dt_, Device::cuda()),
             vr = NDArray::empty({n, n}, dt_, Device::cuda());
     const cudaDataType t = dt_ == DType::Float32 ? CUDA_R_32F : CUDA_R_64F;
     cusolverStatus_t st = CUSOLVER_STATUS_SUCCESS;
     {
       Solver s;
-      Cusolver& c = cusolver();
-      if (!c.params) check_cusolver(c.create_params(&c.params), "cusolverDnCreateParams");
+      const Cusolver& c = cusolver();
+      const cusolverDnParams_t params = s.params();
       size_t dev_bytes = 0, host_bytes = 0;
-      st = c.geev_buffer_size(s.handle(), c.params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, t, w.raw(),
+      st = c.geev_buffer_size(s.handle(), params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, t, w.raw(),
                               n, t, values.raw(), t, nullptr, 1, t, vr.raw(), n, t, &dev_bytes, &host_bytes);
       if (st == CUSOLVER_STATUS_SUCCESS) {
         NDArray ws =
             NDArray::empty({static_cast<int64_t>(std::max<size_t>(1, dev_bytes))}, DType::UInt8, Device::cuda());
         if (host_workspace_.size() < host_bytes) host_workspace_.resize(host_bytes);
-        st = c.geev(s.handle(), c.params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, t, w.raw(), n, t,
+        st = c.geev(s.handle(), params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, t, w.raw(), n, t,
                     values.raw(), t, nullptr, 1, t, vr.raw(), n, t, ws.raw(), dev_bytes,
                     host_workspace_.empty() ? nullptr : host_workspace_.data(), host_bytes, info_.data<int>());
       }
@@ -844,7 +868,7 @@ class LinalgKernel final : public Kernel {
       if (!refused.exchange(true))
         warn("CUDA backend: cusolverDnXgeev refused a real " + std::string(dtype_name(dt_)) + " matrix (status " +
              std::to_string(static_cast<int>(st)) + "): Eig of " + std::string(dtype_name(dt_)) + " runs on the CPU");
-      return eig_on_host(x, a);
+      return on_host(a);
     }
     check_cusolver(st, "cusolverDnXgeev");  // (any other failure is the device's: an error)
     check_info(kEigNoConvergence);
@@ -854,15 +878,17 @@ class LinalgKernel final : public Kernel {
     *a.out[1] = c_order(vr, x.shape());
   }
 
-  /// Eig by the CPU's kernel on host copies, its results copied to the device.
-  void eig_on_host(const NDArray& x, const KernelArgs& a) {
+  /// The call by the CPU's kernel on host copies, its results copied to the device: Eig where
+  /// Xgeev refused its dtype, and what cuSOLVER's 32-bit counts cannot hold.
+  void on_host(const KernelArgs& a) {
     if (!cpu_) cpu_ = get_backend("cpu").make_kernel(node_);
-    NDArray xh = x.to_device(Device::host()), w, v;
-    NDArray* in[] = {&xh};
-    NDArray* out[] = {&w, &v};
+    std::vector<NDArray> ins, outs(a.out.size());
+    for (const NDArray* x : a.in) ins.push_back(x->device().is_host() ? *x : x->to_device(Device::host()));
+    std::vector<NDArray*> in, out;
+    for (NDArray& x : ins) in.push_back(&x);
+    for (NDArray& x : outs) out.push_back(&x);
     cpu_->run(KernelArgs{in, out});
-    *a.out[0] = w.to_device(Device::cuda());
-    *a.out[1] = v.to_device(Device::cuda());
+    for (size_t i = 0; i < outs.size(); ++i) *a.out[i] = outs[i].to_device(Device::cuda());
   }
 
   /// Qr: geqrf of the column-major copy, R from its upper triangle, Q from orgqr over the
@@ -931,7 +957,7 @@ class LinalgKernel final : public Kernel {
   // Eig's host workspace, kept from call to call (a call's use of it is over by the next call of
   // this kernel: every call of a Linalg node waits for the device before it ends).
   std::vector<char> host_workspace_;
-  std::unique_ptr<Kernel> cpu_;  // (Eig's, where Xgeev refused)
+  std::unique_ptr<Kernel> cpu_;  // (on_host's)
   NDArray info_;                 // cuSOLVER's devInfo
   int64_t n_ = 0;                // the last call's order (to read a generalized Eigh's info)
   DeviceCheckBlock check_;
@@ -957,6 +983,17 @@ bool linalg_accepts(const Apply& node) {
 }
 
 }  // namespace
+
+bool beyond_cusolver_counts(const Linalg& op, std::span<const Shape> inputs) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  for (const Shape& s : inputs)
+    if (s.prod() > kMax) return true;
+  if (inputs.empty() || inputs[0].size() != 2) return false;
+  const int64_t big = std::max(inputs[0][0], inputs[0][1]);
+  const bool square_factor = (op.kind == LinalgKind::Svd && op.attrs.full_matrices && op.attrs.compute_uv) ||
+                             (op.kind == LinalgKind::Qr && op.attrs.qr_mode == QrMode::Complete);
+  return square_factor && big > kMax / std::max<int64_t>(1, big);
+}
 
 bool cusolver_has_geev() {
   const Cusolver& c = cusolver();
