@@ -119,14 +119,15 @@ TEST(CudaAllocator, OutOfMemoryAsksOtherHoldersToLetGoAndRetries) {
 
 TEST(CudaAllocator, BuffersStayWithTheirQueueAndOtherQueuesAreWaitedFor) {
   // Host stand-ins; `order` notes each "queue `into` waits for `from`'s work so far".
-  int allocs = 0;
+  int allocs = 0, syncs = 0;
   std::vector<std::pair<int, int>> waits;
   CachingAllocator a(CachingAllocator::Raw{.alloc = [&](size_t n) -> void* {
                                              ++allocs;
                                              return std::malloc(n);
                                            },
                                            .free = [](void* p) { std::free(p); },
-                                           .order = [&](int into, int from) { waits.emplace_back(into, from); }});
+                                           .order = [&](int into, int from) { waits.emplace_back(into, from); },
+                                           .synchronize = [&] { ++syncs; }});
   using W = std::vector<std::pair<int, int>>;
   // A buffer freed by queue 1 goes back to queue 1's cache: queue 2 gets a new one (its work could
   // run before queue 1's last reader), queue 1 the cached one.
@@ -168,10 +169,27 @@ TEST(CudaAllocator, BuffersStayWithTheirQueueAndOtherQueuesAreWaitedFor) {
   // waits for every queue by itself).
   waits.clear();
   std::shared_ptr<void> z = a.allocate(512, 0);
+  void* const zp = z.get();
   a.writes(*CachingAllocator::block_of(z), 4);
   z.reset();
   EXPECT_TRUE(waits.empty());
+  // Reused outside calls (queue 0) it needs none; handed from queue 0's cache to queue 3 (a call
+  // inside a call allocates from queue 0's cache), queue 3 first waits for queue 0's work so far,
+  // which on the device follows every queue's (queue 4's write included).
+  z = a.allocate(512, 0);
+  EXPECT_EQ(z.get(), zp);
+  z.reset();
+  EXPECT_TRUE(waits.empty());
+  z = a.allocate(512, 3, /*pool=*/0);
+  EXPECT_EQ(z.get(), zp);
+  EXPECT_EQ(waits, (W{{3, 0}}));
+  z.reset();
+  // The cache is freed after the device's queued work (once), and not waited for when empty.
+  EXPECT_EQ(syncs, 0);
   a.release_cached();
+  EXPECT_EQ(syncs, 1);
+  a.release_cached();
+  EXPECT_EQ(syncs, 1);
 }
 
 TEST(CudaAllocator, ImportedBuffersWaitForEveryQueueAndACallInsideACallStaysInOrder) {

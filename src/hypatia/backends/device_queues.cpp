@@ -41,6 +41,9 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes, int queue, int po
       it->second.pop_back();
       stats_.cached -= cls;
       ++stats_.reuses;
+      // Queue 0's buffer for another queue (a call inside a call): after queue 0's work so far,
+      // which follows every queue's (its last users' on their streams included).
+      if (pool == 0 && queue != 0 && raw_.order) raw_.order(queue, 0);
     }
   }
   if (!p) {
@@ -122,6 +125,8 @@ void CachingAllocator::release_cached() {
     all.swap(free_);
     stats_.cached = 0;
   }
+  if (all.empty()) return;
+  if (raw_.synchronize) raw_.synchronize();
   for (auto& [key, v] : all)
     for (void* p : v) raw_.free(p);
 }

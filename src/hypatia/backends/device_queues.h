@@ -41,8 +41,10 @@ int current_queue();
 void set_current_queue(int q);
 /// The queue whose cache the calling thread's allocations use and return to: its queue, but
 /// queue 0 in a call made inside another function's call on another queue (a buffer such a call
-/// keeps, a recording's, may be used later on its own queue; queue 0's reuse waits for every
-/// queue's earlier work by itself).
+/// keeps, a recording's, may be used later on its own queue). Queue 0's cache needs no waits when
+/// a buffer returns to it: reused by queue 0, its work waits for every queue's earlier work by
+/// itself; handed to another queue (such a call's), that queue first waits for queue 0's work
+/// queued so far (Raw::order(q, 0)), which is every queue's.
 int allocation_pool();
 
 class CachingAllocator {
@@ -53,7 +55,10 @@ class CachingAllocator {
   /// lock that freeing needs (null: none; the device's: capture_mutex(), which waits for another
   /// thread's capture; an empty lock when the calling thread captures: nothing is freed then),
   /// and what makes one queue's later work wait for another's work queued so far (null: nothing
-  /// to order; the CUDA backend's: an event recorded on one stream and waited for on the other).
+  /// to order; the CUDA backend's: an event recorded on one stream and waited for on the other;
+  /// `from` 0 is the legacy stream, whose event follows every stream's work queued before it),
+  /// and what waits for all the device's queued work before the cache is freed (null: nothing;
+  /// the CUDA backend's: cudaDeviceSynchronize, called under `exclusive`).
   struct Raw {
     std::function<void*(size_t)> alloc;
     std::function<void(void*)> free;
@@ -61,6 +66,7 @@ class CachingAllocator {
     std::function<void()> relieve;
     std::function<std::unique_lock<std::mutex>()> exclusive;
     std::function<void(int into, int from)> order;
+    std::function<void()> synchronize;
     /// The device, in messages.
     std::string name = "device";
   };
@@ -97,7 +103,8 @@ class CachingAllocator {
   void writes(Block& b, int q);
   /// Makes `into` wait for `from` (neither 0 nor the same; else nothing).
   void order(int into, int from);
-  /// Frees every cached buffer (on memory pressure, and for tests).
+  /// Frees every cached buffer (on memory pressure, and for tests), after the device's queued work
+  /// (Raw::synchronize: a cached buffer's last users are ordered on the device only).
   void release_cached();
   Stats stats() const;
   /// The size class `bytes` is rounded up to: a multiple of 512 below 1 MiB, above it the next

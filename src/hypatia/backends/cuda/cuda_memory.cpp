@@ -20,7 +20,7 @@ CachingAllocator& device_allocator() {
         }
         return p;
       },
-      // cudaFree waits for the device: every queued reader of the buffer is done.
+      // (release_cached waits for the device first: cudaFree may not.)
       .free =
           [](void* p) {
             DeviceScope on_device;
@@ -40,6 +40,11 @@ CachingAllocator& device_allocator() {
           [](int into, int from) {
             DeviceScope on_device;
             wait_queue(into, from);
+          },
+      .synchronize =
+          [] {
+            DeviceScope on_device;
+            if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
           },
       .name = "CUDA",
   });
