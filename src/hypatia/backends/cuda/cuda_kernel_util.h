@@ -84,7 +84,8 @@ void contiguous_elem_args(std::vector<int64_t>& args, const Shape& shape, std::s
 const ElemModule& copy_module(DType dt);
 /// A C-contiguous device copy of the device array `x` (any strides).
 NDArray device_copy(const NDArray& x);
-/// Copies the device array `src` into `dst` (same shape; any strides on either side).
+/// Copies the device array `src` into `dst` (same dtype and shape, else an InternalError; any
+/// strides on either side).
 void copy_into(NDArray& dst, const NDArray& src);
 /// The output of a node that updates `target` (Gemm's z, Ger's A, an increment's x): the target
 /// itself when the node is in place and the target can be written there (`layout_ok` too), else

@@ -158,6 +158,11 @@ const ElemModule& copy_module(DType dt) {
 
 /// A C-contiguous device copy of `x`.
 void copy_into(NDArray& dst, const NDArray& src) {
+  // (An identity copy of src's dtype: another dtype's buffer would be written with the wrong
+  // element size. Kernels cast first: a kernel that did not is a bug, caught here.)
+  if (dst.dtype() != src.dtype() || dst.shape() != src.shape())
+    fail<InternalError>("CUDA backend: a device copy into ", dst.describe(), " from ", src.describe(),
+                        " (the same dtype and shape are expected)");
   NDArray s = src;
   NDArray* o[] = {&dst};
   NDArray* i[] = {&s};
