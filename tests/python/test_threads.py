@@ -119,6 +119,10 @@ def test_other_python_threads_run_during_a_long_call():
 CTRL_C_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time
+    # Python's Ctrl-C handler, as an interactive user has it: a process started with SIGINT ignored
+    # (a background job of a shell without job control, as CI may start pytest) inherits that, and
+    # Python then installs no handler: Ctrl-C would do nothing, with or without hypatia.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     import hypatia, hypatia.tensor as T
 
