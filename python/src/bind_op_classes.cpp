@@ -396,6 +396,11 @@ void init_op_classes(nb::module_& m) {
   plain_op<CrossentropyCategorical1Hot>(m, "CrossentropyCategorical1Hot");
   plain_op<CrossentropyCategorical1HotGrad>(m, "CrossentropyCategorical1HotGrad");
   plain_op<CheckLabels>(m, "CheckLabels", "Integer labels, checked to be classes of a matrix (a view).");
+  plain_op<CrossentropySoftmax1HotWithBias>(
+      m, "CrossentropySoftmax1HotWithBias",
+      "(nll, softmax(x + b)) of integer labels: inputs (x, b, y_idx), one pass per row.");
+  plain_op<CrossentropySoftmax1HotWithBiasDx>(m, "CrossentropySoftmax1HotWithBiasDx",
+                                              "dy[:, None] * (sm - one_hot(y_idx)): inputs (dy, sm, y_idx).");
   conv_op<Conv2d>(m, "Conv2d", "2-d convolution (Theano's AbstractConv2d).");
   conv3d_op<Conv3d>(m, "Conv3d", "3-d convolution (Theano's AbstractConv3d).");
   conv3d_op<Conv3dGradInputs>(m, "Conv3dGradInputs", "The image gradient of Conv3d (AbstractConv3d_gradInputs).");

@@ -145,6 +145,95 @@ TEST(CudaKernelsOnHost, CrossentropyOfOneHotLabelsAndItsGradientAreTheCpus) {
   EXPECT_EQ(checked, 4 * 2);
 }
 
+TEST(CudaKernelsOnHost, TheFusedCrossentropyOfASoftmaxAndItsGradientAreTheCpus) {
+  // The softmax, its nll at each label and the gradient dy * (softmax - one_hot), against the CPU
+  // kernels, on a strided x, a bias of one per class or one for all (stride 0), a NaN row, and a
+  // label out of range (the check block; the CPU's IndexError).
+  int checked = 0;
+  for (const HostXentKernel& k : kHostXentSoftmaxKernels)
+    for (bool bias_per_class : {true, false})
+      for (int64_t bad_row : {-1, 3}) {
+        SCOPED_TRACE(std::string(dtype_name(k.dt)) + (k.grad ? " Dx" : "") + (bias_per_class ? " bias" : " zero") +
+                     " bad row " + std::to_string(bad_row));
+        const int64_t n = 6, classes = 5;
+        NDArray x = testing::random_strided({n, classes}, k.dt, -4.0, 4.0, 31);
+        if (!k.grad) x.slice(0, 1, 2, 1).fill(std::nan(""));  // (a NaN row: NaN throughout)
+        const NDArray b =
+            bias_per_class ? testing::random_array({classes}, k.dt, -1.0, 1.0, 37) : NDArray::zeros({1}, k.dt);
+        NDArray labels = NDArray::empty({n}, DType::Int64);
+        for (int64_t i = 0; i < n; ++i) labels.data<int64_t>()[i] = (i * 2) % classes;
+        if (bad_row >= 0) labels.data<int64_t>()[bad_row] = -1;
+        labels = labels.astype(k.label_dt);
+        const NDArray dy = testing::random_array({n}, k.dt, -1.0, 1.0, 41);
+        Var xv = variable(TensorType::of_value(x), "x"), bv = variable(TensorType::of_value(b), "b");
+        Var lv = variable(TensorType::of_value(labels), "y"), dv = variable(TensorType::of_value(dy), "dy");
+        const std::vector<Var> outs = crossentropy_softmax_1hot_with_bias(xv, bv, lv);
+        FunctionOptions cpu;
+        cpu.backend = "cpu";
+        long long err[4] = {0, 0, 0, 0};
+        const auto e = static_cast<int64_t>(reinterpret_cast<uintptr_t>(err));
+        if (!k.grad) {
+          Function f = function({xv, bv, lv}, {outs[0], outs[1]}, cpu);
+          NDArray nll = NDArray::empty({n}, k.dt), sm = NDArray::empty({n, classes}, k.dt);
+          const std::vector<int64_t> a = {n,
+                                          classes,
+                                          x.strides()[0],
+                                          x.strides()[1],
+                                          bias_per_class ? b.strides()[0] : 0,
+                                          labels.strides()[0],
+                                          static_cast<int64_t>(ptr(x)),
+                                          static_cast<int64_t>(ptr(b)),
+                                          static_cast<int64_t>(ptr(labels)),
+                                          static_cast<int64_t>(ptr(nll)),
+                                          static_cast<int64_t>(ptr(sm)),
+                                          e};
+          k.run(a.data());  // (one block of one thread: every row)
+          if (bad_row >= 0) {
+            EXPECT_ERROR(IndexError, f({x, b, labels}), "label -1 at row 3 is out of range for 5 classes");
+            EXPECT_EQ(err[0], 1);
+            EXPECT_EQ(err[1], bad_row);
+            EXPECT_EQ(err[2], -1);
+            EXPECT_EQ(err[3], classes);
+          } else {
+            EXPECT_EQ(err[0], 0);
+            const auto want = f({x, b, labels});
+            const double tol = k.dt == DType::Float32 ? 2e-6 : 1e-14;
+            EXPECT_ALLCLOSE(nll, want[0], tol, tol);
+            EXPECT_ALLCLOSE(sm, want[1], tol, tol);
+            EXPECT_TRUE(std::isnan(nll.get_flat(1)) && std::isnan(sm.get_flat(classes)));
+          }
+        } else {
+          // Dx of the CPU's softmax, as the gradient reads it.
+          const NDArray sm = function({xv}, {softmax(xv)}, cpu)({x})[0];
+          Var smv = variable(TensorType::of_value(sm), "sm");
+          Function f = function({dv, smv, lv}, {crossentropy_softmax_1hot_with_bias_dx(dv, smv, lv)}, cpu);
+          NDArray got = NDArray::empty({n, classes}, k.dt);
+          const std::vector<int64_t> a = {n,
+                                          classes,
+                                          dy.strides()[0],
+                                          sm.strides()[0],
+                                          sm.strides()[1],
+                                          labels.strides()[0],
+                                          static_cast<int64_t>(ptr(dy)),
+                                          static_cast<int64_t>(ptr(sm)),
+                                          static_cast<int64_t>(ptr(labels)),
+                                          static_cast<int64_t>(ptr(got)),
+                                          e};
+          k.run(a.data());
+          if (bad_row >= 0) {
+            EXPECT_ERROR(IndexError, f({dy, sm, labels}), "label -1 at row 3 is out of range for 5 classes");
+            EXPECT_EQ(err[0], 1);
+            EXPECT_EQ(err[1], bad_row);
+          } else {
+            EXPECT_EQ(err[0], 0);
+            EXPECT_ALLCLOSE(got, f({dy, sm, labels})[0], 0.0, 0.0);
+          }
+        }
+        ++checked;
+      }
+  EXPECT_EQ(checked, 4 * 2 * 2);
+}
+
 /// The im2col path's device on the host: its generated kernels run by one thread, the products
 /// by plain loops (in the row-major, strided-batched terms cuBLAS is called with).
 class HostConvGemmDevice final : public cuda::ConvGemmDevice {

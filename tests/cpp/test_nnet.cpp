@@ -140,6 +140,58 @@ HYP_OPINFO({
     .dtypes = testing::kFloatTypes,
     .grad_inputs = {0},
 });
+// The fused op with a bias of one per class (x, b, labels): its nll and its softmax.
+std::vector<OpSample> xent_bias_samples(DType dt) {
+  return {
+      {"matrix (4,3)",
+       {random_array({4, 3}, dt, -3, 3, 42), random_array({3}, dt, -1, 1, 43),
+        NDArray::from_vector<int64_t>({0, 2, 1, 2})}},
+      {"strided (3,3), int32 labels",
+       {random_strided({3, 3}, dt, -3, 3, 44), random_strided({3}, dt, -1, 1, 45),
+        NDArray::from_vector<int32_t>({2, 0, 1})}},
+      {"zero rows", {NDArray::zeros({0, 3}, dt), NDArray::zeros({3}, dt), NDArray::empty({0}, DType::Int64)}},
+  };
+}
+HYP_OPINFO({
+    .name = "crossentropy_softmax_1hot_with_bias_nll",
+    .build = [](const std::vector<Var>& v) { return crossentropy_softmax_1hot_with_bias(v[0], v[1], v[2])[0]; },
+    .samples = xent_bias_samples,
+    .dtypes = testing::kFloatTypes,
+    .grad_inputs = {0, 1},
+});
+HYP_OPINFO({
+    .name = "crossentropy_softmax_1hot_with_bias_sm",
+    .build = [](const std::vector<Var>& v) { return crossentropy_softmax_1hot_with_bias(v[0], v[1], v[2])[1]; },
+    .samples = xent_bias_samples,
+    .dtypes = testing::kFloatTypes,
+    .grad_inputs = {0, 1},
+});
+// Its gradient op (dy, logits, labels), differentiated itself (a Hessian-vector product's path).
+HYP_OPINFO({
+    .name = "crossentropy_softmax_1hot_with_bias_dx",
+    .build =
+        [](const std::vector<Var>& v) { return crossentropy_softmax_1hot_with_bias_dx(v[0], softmax(v[1]), v[2]); },
+    .samples =
+        [](DType dt) {
+          return std::vector<OpSample>{
+              {"matrix (4,3)",
+               {random_array({4}, dt, -1, 1, 46), random_array({4, 3}, dt, -3, 3, 47),
+                NDArray::from_vector<int64_t>({0, 2, 1, 2})}},
+              {"strided, int32 labels",
+               {random_strided({3}, dt, -1, 1, 48), random_strided({3, 3}, dt, -3, 3, 49),
+                NDArray::from_vector<int32_t>({2, 0, 1})}},
+          };
+        },
+    .dtypes = testing::kFloatTypes,
+    .grad_inputs = {0, 1},
+});
+HYP_OPINFO({
+    .name = "check_labels",
+    .build = [](const std::vector<Var>& v) { return apply_op1(std::make_shared<CheckLabels>(), {v[0], v[1]}); },
+    .samples = crossentropy_label_samples,
+    .dtypes = testing::kFloatTypes,
+    .differentiable = false,
+});
 HYP_OPINFO({
     .name = "softmax_crossentropy_dist",
     .build = [](const std::vector<Var>& v) { return categorical_crossentropy(softmax(v[0]), v[1]); },

@@ -201,8 +201,8 @@ TEST(Placement, EachFunctionQueuesOnItsOwnQueueAndWaitsOnlyForTheOthersWorkOnWha
 }
 
 TEST(Placement, IndexArithmeticStaysOnTheHostAndOutOfPlace) {
-  // The gradient of a mean divides by a count computed from shape entries (sub, int_div, neg,
-  // maximum of 0-d integers): index arithmetic, which runs on the host (on the device each call
+  // The gradient of a mean over a slice divides by a count computed from shape entries (sub,
+  // int_div, neg, maximum of 0-d integers): index arithmetic, which runs on the host (on the device each call
   // would copy a shape entry there and compute the count with four launches). The in-place pass
   // leaves integer scalars out of place: in place, each would order the shape's other readers
   // (device kernels) before it and split the device's work.
@@ -212,7 +212,7 @@ TEST(Placement, IndexArithmeticStaysOnTheHostAndOutOfPlace) {
   Var x = matrix("x", DType::Float32);
   Var y = vector("y", DType::Int64);
   Var w = shared(NDArray::from_vector<float>({0.5f, -1, 2, 0.25f, 1, -0.5f}).reshape({2, 3}), "w");
-  Var cost = mean(categorical_crossentropy(softmax(dot(x, w)), y));
+  Var cost = mean(subtensor(categorical_crossentropy(softmax(dot(x, w)), y), {sl(1)}));
   Var g = grad(cost, std::vector<Var>{w})[0];
   Function f = function({x, y}, {cost, g}, o);
   const auto nodes = f.toposort();

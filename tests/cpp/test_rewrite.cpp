@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hypatia/hypatia.h"
+#include "hypatia/rewrite/rewrite_util.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -158,7 +159,7 @@ TEST(Rewrite, SoftmaxCrossentropyIsStableInValueAndGradient) {
   EXPECT_EQ(count_ops(f, "CrossentropyCategorical1Hot"), 0) << joined(f);  // nor its Grad
   // Built directly (not through categorical_crossentropy), the op is rewritten too.
   Var direct = apply_op1(std::make_shared<CrossentropyCategorical1Hot>(), {softmax(x), y});
-  EXPECT_EQ(count_ops(function({x, y}, {direct}, o), "Crossentropy"), 0);
+  EXPECT_EQ(count_ops(function({x, y}, {direct}, o), "CrossentropyCategorical1Hot"), 0);
   NDArray xv = make_array({1000, -1000, 0, 0, 0, 0}, {2, 3}, DType::Float64);
   NDArray yv = make_array({1, 2}, {2}, DType::Int64);
   auto r = f({xv, yv});
@@ -166,6 +167,41 @@ TEST(Rewrite, SoftmaxCrossentropyIsStableInValueAndGradient) {
   for (int64_t i = 0; i < r[1].size(); ++i) EXPECT_TRUE(std::isfinite(r[1].get_flat(i)));
   EXPECT_NEAR(r[1].get_flat(1), -0.5, 1e-12);  // d/dx of -log softmax at the true (tiny) class
   check_equivalent({x, y}, {cost, g}, {random_array({3, 4}, DType::Float64), make_array({0, 3, 1}, {3}, DType::Int64)});
+}
+
+TEST(Rewrite, TheCrossentropyOfASoftmaxTakesTheBiasAddIntoItsPass) {
+  // softmax(dot(x, w) + b) with labels: one CrossentropySoftmax1HotWithBias reading b itself (the
+  // add gone), its gradient one Dx; the same values as the graph that keeps the add.
+  Var x = variable(matrix_type(DType::Float64), "x");
+  Var y = variable(vector_type(DType::Int64), "y");
+  Var w = variable(matrix_type(DType::Float64), "w");
+  Var b = variable(vector_type(DType::Float64), "b");
+  Var cost = mean(categorical_crossentropy(softmax(add(dot(x, w), b)), y));
+  std::vector<Var> g = grad(cost, std::vector<Var>{w, b});
+  FunctionOptions o;
+  o.mode = "FAST_RUN";
+  Function f = function({x, y, w, b}, {cost, g[0], g[1]}, o);
+  int fused = 0;
+  for (const auto& n : f.toposort()) {
+    if (typeid(*n->op) != typeid(CrossentropySoftmax1HotWithBias)) continue;
+    ++fused;
+    EXPECT_EQ(n->inputs[1]->name, "b") << joined(f);
+  }
+  EXPECT_EQ(fused, 1) << joined(f);
+  EXPECT_EQ(count_ops(f, "CrossentropySoftmax1HotWithBiasDx"), 1) << joined(f);
+  const std::vector<NDArray> args = {random_array({4, 3}, DType::Float64), make_array({0, 4, 1, 4}, {4}, DType::Int64),
+                                     random_array({3, 5}, DType::Float64), random_array({5}, DType::Float64)};
+  check_equivalent({x, y, w, b}, {cost, g[0], g[1]}, args);
+  // The sum read elsewhere too (an output): the add stays, and the cross-entropy reads it.
+  Var z = add(dot(x, w), b);
+  Function keep = function({x, y, w, b}, {mean(categorical_crossentropy(softmax(z), y)), z}, o);
+  int kept = 0;
+  for (const auto& n : keep.toposort()) {
+    if (typeid(*n->op) != typeid(CrossentropySoftmax1HotWithBias)) continue;
+    ++kept;
+    EXPECT_TRUE(rewrite::is_constant_value(n->inputs[1], 0.0)) << joined(keep);
+  }
+  EXPECT_EQ(kept, 1) << joined(keep);
 }
 
 TEST(Rewrite, SpecializePowAndDivision) {

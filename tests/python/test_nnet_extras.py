@@ -1,4 +1,5 @@
-"""T.nnet.softmax_grad (Theano's SoftmaxGrad) and T.nnet.dropout."""
+"""T.nnet.softmax_grad (Theano's SoftmaxGrad), T.nnet.dropout and the fused cross-entropy of a softmax
+(crossentropy_softmax_1hot_with_bias and its relatives)."""
 import numpy as np
 import pytest
 
@@ -33,3 +34,62 @@ def test_dropout_keeps_the_expectation_and_draws_a_new_mask_per_call():
     assert T.nnet.dropout(x, 0.0) is x
     with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
         T.nnet.dropout(x, 1.0)
+
+
+def _np_softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_crossentropy_softmax_1hot_with_bias_and_its_relatives_match_numpy(dtype):
+    rng = np.random.default_rng(11)
+    xv = rng.normal(size=(6, 5)).astype(dtype) * 3
+    bv = rng.normal(size=5).astype(dtype)
+    yv = np.array([0, 4, 2, 2, 1, 3], dtype="int32")
+    x, b, y = T.matrix("x", dtype=dtype), T.vector("b", dtype=dtype), T.ivector("y")
+    nll, sm = T.nnet.crossentropy_softmax_1hot_with_bias(x, b, y)
+    nll3, sm3, am = T.nnet.crossentropy_softmax_argmax_1hot_with_bias(x, b, y)
+    nll0, sm0 = T.nnet.crossentropy_softmax_1hot(x, y)
+    assert isinstance(nll.owner.op, T.nnet.CrossentropySoftmax1HotWithBias)
+    g = T.grad(T.sum(nll), [x, b])
+    f = hypatia.function([x, b, y], [nll, sm, nll3, am, nll0, sm0] + g)
+    got = f(xv, bv, yv)
+    z = xv.astype("float64") + bv
+    want_sm = _np_softmax(z)
+    want_nll = -np.log(want_sm[np.arange(6), yv])
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(got[0], want_nll, **tol)
+    np.testing.assert_allclose(got[1], want_sm, **tol)
+    np.testing.assert_allclose(got[2], want_nll, **tol)
+    np.testing.assert_array_equal(got[3], z.argmax(axis=1))
+    np.testing.assert_allclose(got[4], -np.log(_np_softmax(xv.astype("float64"))[np.arange(6), yv]), **tol)
+    np.testing.assert_allclose(got[5], _np_softmax(xv.astype("float64")), **tol)
+    one_hot = np.eye(5)[yv]
+    np.testing.assert_allclose(got[6], want_sm - one_hot, **tol)
+    np.testing.assert_allclose(got[7], (want_sm - one_hot).sum(axis=0), **tol)
+    # The gradient op by hand, and its own gradient (second order) against finite differences.
+    dy = T.vector("dy", dtype=dtype)
+    dx = T.nnet.crossentropy_softmax_1hot_with_bias_dx(dy, sm, y)
+    assert isinstance(dx.owner.op, T.nnet.CrossentropySoftmax1HotWithBiasDx)
+    dyv = rng.normal(size=6).astype(dtype)
+    np.testing.assert_allclose(hypatia.function([dy, x, b, y], dx)(dyv, xv, bv, yv),
+                               dyv[:, None] * (want_sm - one_hot), **tol)
+    if dtype == "float64":
+        hypatia.gradient.verify_grad(lambda xx, dd: T.nnet.crossentropy_softmax_1hot_with_bias_dx(
+            dd, T.nnet.softmax(xx), hypatia.shared(yv)), [xv, dyv], rng=np.random.RandomState(2))
+
+
+def test_crossentropy_softmax_1hot_refuses_a_label_out_of_range_and_keeps_the_stable_form():
+    x, y = T.dmatrix("x"), T.lvector("y")
+    cost = T.mean(T.nnet.categorical_crossentropy(T.nnet.softmax(x), y))
+    f = hypatia.function([x, y], [cost, T.grad(cost, x)])
+    ops = [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+    assert "CrossentropySoftmax1HotWithBias" in ops and "CrossentropySoftmax1HotWithBiasDx" in ops, ops
+    c, g = f(np.array([[1000.0, -1000.0, 0.0]]), np.array([1]))
+    assert np.isfinite(c) and c == pytest.approx(2000.0)
+    assert np.isfinite(g).all()
+    with pytest.raises(IndexError, match="label -1 at row 0 is out of range for 3 classes"):
+        f(np.zeros((2, 3)), np.array([-1, 0]))
+    with pytest.raises(IndexError, match="CrossentropySoftmax1HotWithBias: label 3 at row 1"):
+        hypatia.function([x, y], T.nnet.crossentropy_softmax_1hot(x, y)[0])(np.zeros((2, 3)), np.array([0, 3]))

@@ -23,6 +23,10 @@ def fn(inputs, outputs, **kw):
 
 
 NNET_NAMES = ["Softmax", "CrossentropyCategorical1Hot", "CrossentropyCategorical1HotGrad", "CheckLabels",
+              "CrossentropySoftmax1HotWithBias", "CrossentropySoftmax1HotWithBiasDx",
+              "crossentropy_softmax_1hot_with_bias", "crossentropy_softmax_argmax_1hot_with_bias",
+              "crossentropy_softmax_max_and_argmax_1hot_with_bias", "crossentropy_softmax_1hot",
+              "crossentropy_softmax_1hot_with_bias_dx",
               "ultra_fast_sigmoid", "hard_sigmoid", "relu", "elu", "softsign", "softmax", "log_softmax", "logsoftmax",
               "softmax_with_bias", "categorical_crossentropy", "crossentropy_categorical_1hot",
               "binary_crossentropy", "sigmoid_binary_crossentropy", "sigmoid", "softplus"]

@@ -125,6 +125,100 @@ std::vector<Var> CheckLabels::grad(const Apply& node, const std::vector<Var>& ou
 }
 
 // ---------------------------------------------------------------------------------------------
+// The cross-entropy of a softmax with integer labels, fused, and its gradient
+
+namespace {
+void check_dy(const std::string& who, const Var& dy, DType dt) {
+  if (dy->ndim() != 1 || dy->dtype() != dt)
+    fail<TypeError>(who, ": expected dy to be a ", dtype_name(dt), " vector, got ", dy->type.str());
+}
+}  // namespace
+
+std::vector<TensorType> CrossentropySoftmax1HotWithBias::make_output_types(const std::vector<Var>& inputs) const {
+  if (inputs.size() != 3) fail<TypeError>(name(), ": expected 3 inputs (x, b, labels), got ", inputs.size());
+  check_coding_and_labels(name(), inputs[0], inputs[2]);
+  const TensorType& x = inputs[0]->type;
+  const TensorType& b = inputs[1]->type;
+  if (b.ndim() != 1 || b.dtype != x.dtype)
+    fail<TypeError>(name(), ": expected b to be a ", dtype_name(x.dtype), " vector (one per class), got ", b.str());
+  if (x.broadcastable[1] && !b.broadcastable[0])
+    fail<TypeError>(name(), ": x ", x.str(), " has one class but b ", b.str(), " may have more");
+  return {TensorType(x.dtype, {x.broadcastable[0]}), TensorType(x.dtype, {x.broadcastable[0], x.broadcastable[1]})};
+}
+
+std::vector<ShapeVars> CrossentropySoftmax1HotWithBias::infer_shape(const Apply& node,
+                                                                    const std::vector<ShapeVars>& in) const {
+  return {{in[0][0]}, in[0]};
+}
+
+std::vector<std::vector<bool>> CrossentropySoftmax1HotWithBias::connection_pattern(const Apply& node) const {
+  return {{true, true}, {true, true}, {false, false}};
+}
+
+std::vector<Var> CrossentropySoftmax1HotWithBias::grad(const Apply& node, const std::vector<Var>& output_grads) const {
+  const Var& x = node.inputs[0];
+  const Var& b = node.inputs[1];
+  const DType dt = x->dtype();
+  Var sm = const_cast<Apply&>(node).output(1);
+  Var dx;
+  if (const Var& g = output_grads[0])
+    dx = crossentropy_softmax_1hot_with_bias_dx(g->dtype() == dt ? g : cast(g, dt), sm, node.inputs[2]);
+  if (const Var& g = output_grads[1]) {
+    // Softmax's: sm * (g - sum(g * sm)) along the rows.
+    Var gs = g->dtype() == dt ? g : cast(g, dt);
+    Var t = mul(sm, sub(gs, sum(mul(gs, sm), std::vector<int>{1}, true)));
+    dx = dx ? add(dx, t) : t;
+  }
+  if (!dx) return {nullptr, nullptr, nullptr};
+  Var db = sum(dx, std::vector<int>{0});
+  if (b->type.broadcastable[0]) db = sum(db, std::vector<int>{0}, true);
+  return {dx, db, nullptr};
+}
+
+std::vector<TensorType> CrossentropySoftmax1HotWithBiasDx::make_output_types(const std::vector<Var>& inputs) const {
+  if (inputs.size() != 3) fail<TypeError>(name(), ": expected 3 inputs (dy, sm, labels), got ", inputs.size());
+  check_coding_and_labels(name(), inputs[1], inputs[2]);
+  check_dy(name(), inputs[0], inputs[1]->dtype());
+  return {inputs[1]->type};
+}
+
+std::vector<ShapeVars> CrossentropySoftmax1HotWithBiasDx::infer_shape(const Apply& node,
+                                                                      const std::vector<ShapeVars>& in) const {
+  return {in[1]};
+}
+
+std::vector<std::vector<bool>> CrossentropySoftmax1HotWithBiasDx::connection_pattern(const Apply& node) const {
+  return {{true}, {true}, {false}};
+}
+
+std::vector<Var> CrossentropySoftmax1HotWithBiasDx::grad(const Apply& node,
+                                                         const std::vector<Var>& output_grads) const {
+  const Var& g = output_grads[0];
+  if (!g) return {nullptr, nullptr, nullptr};
+  const Var &dy = node.inputs[0], &sm = node.inputs[1], &labels = node.inputs[2];
+  const DType dt = sm->dtype();
+  Var gc = g->dtype() == dt ? g : cast(g, dt);
+  // dx = dy[:, None] * (sm - one_hot): d/d dy = sum(g * (sm - one_hot)) along the rows, d/d sm = g * dy[:, None].
+  Var classes = arange(int_constant(0), shape_i(sm, 1), int_constant(1), DType::Int64);
+  Var one_hot = cast(eq(dimshuffle(classes, {-1, 0}), dimshuffle(labels, {0, -1})), dt);
+  Var gdy = sum(mul(gc, sub(sm, one_hot)), std::vector<int>{1});
+  if (dy->type.broadcastable[0]) gdy = sum(gdy, std::vector<int>{0}, true);
+  return {gdy, mul(gc, dimshuffle(dy, {0, -1})), nullptr};
+}
+
+std::vector<Var> crossentropy_softmax_1hot_with_bias(Var x, Var b, Var labels) {
+  const char* who = "crossentropy_softmax_1hot_with_bias";
+  if (x->ndim() != 2 || !is_float(x->dtype()))
+    fail<TypeError>(who, ": expected a float matrix of logits, got ", x->type.str());
+  if (b->ndim() == 0) b = dimshuffle(b->dtype() == x->dtype() ? b : cast(b, x->dtype()), {-1});
+  return apply_op(std::make_shared<CrossentropySoftmax1HotWithBias>(), {x, b, labels});
+}
+
+Var crossentropy_softmax_1hot_with_bias_dx(Var dy, Var sm, Var labels) {
+  return apply_op1(std::make_shared<CrossentropySoftmax1HotWithBiasDx>(), {dy, sm, labels});
+}
+
+// ---------------------------------------------------------------------------------------------
 // Builders from elementwise ops
 
 Var relu(Var x, double alpha) {
@@ -168,10 +262,8 @@ Var softmax_crossentropy_labels(Var logits, Var labels) {
   if (logits->ndim() != 2 || !is_float(logits->dtype()))
     fail<TypeError>("softmax_crossentropy_labels: expected a float matrix of logits, got ", logits->type.str());
   check_coding_and_labels("softmax_crossentropy_labels", logits, labels);
-  Var ls = log_softmax(logits, 1);
-  Var rows = arange(int_constant(0), shape_i(logits, 0), int_constant(1), DType::Int64);
-  Var checked = apply_op1(std::make_shared<CheckLabels>(), {logits, labels});
-  return neg(subtensor(ls, {Index(rows), Index(checked)}));
+  // No bias: a zero broadcast to every class (a constant of one element).
+  return crossentropy_softmax_1hot_with_bias(logits, constant(NDArray::zeros({1}, logits->dtype())), labels)[0];
 }
 
 Var binary_crossentropy(Var output, Var target) {

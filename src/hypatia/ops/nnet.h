@@ -61,9 +61,8 @@ class CrossentropyCategorical1HotGrad : public OpWithProps<CrossentropyCategoric
 /// Checks that every label of an integer vector is a class of `coding` (a float matrix of one
 /// row per label): inputs (coding, labels), output the labels themselves (a view). A label
 /// outside [0, n_classes) throws IndexError naming the row and the label, as
-/// CrossentropyCategorical1Hot does. The stable form of the cross-entropy of a softmax
-/// (softmax_crossentropy_labels) indexes through it, so that a negative label is an error there
-/// too instead of counting from the end.
+/// CrossentropyCategorical1Hot does (Theano had none: an index through it is a label checked as
+/// the cross-entropies check theirs, a negative one an error instead of counting from the end).
 class CheckLabels : public OpWithProps<CheckLabels> {
  public:
   auto props() const { return std::make_tuple(); }
@@ -73,6 +72,39 @@ class CheckLabels : public OpWithProps<CheckLabels> {
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
   std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
   AliasMap view_map() const override { return {{1}}; }
+};
+
+/// The cross-entropy of the softmax of x + b with integer labels, in one pass over each row
+/// (Theano's crossentropy_softmax_1hot_with_bias): inputs x (a float matrix of logits), b (a
+/// vector of x's dtype, one per class, or broadcastable: one for all) and labels (an integer
+/// vector, one per row); outputs nll[i] = -log_softmax(x + b)[i, labels[i]] and sm = softmax(x +
+/// b), in Softmax's stable form (z = x + b, m its row's first max, rest the sum of exp(z - m) over
+/// the other elements: nll = log1p(rest) - (z[label] - m), sm = exp(z - m) / (1 + rest); a row
+/// with a NaN, a +inf or no finite logit is NaN). A label outside [0, n_classes) throws
+/// IndexError naming the op, the row and the label. The gradient w.r.t. x and b is
+/// CrossentropySoftmax1HotWithBiasDx's softmax - one-hot, never a division by a probability.
+class CrossentropySoftmax1HotWithBias : public OpWithProps<CrossentropySoftmax1HotWithBias> {
+ public:
+  auto props() const { return std::make_tuple(); }
+  std::string name() const override { return "CrossentropySoftmax1HotWithBias"; }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
+};
+
+/// The gradient of CrossentropySoftmax1HotWithBias's nll w.r.t. its logits (Theano's
+/// CrossentropySoftmax1HotWithBiasDx): inputs (dy, sm, labels): dy a float vector (one per row, or
+/// broadcastable), sm the softmax, labels as above; output dx[i, j] = dy[i] * (sm[i, j] - (j ==
+/// labels[i])). Labels are checked as CrossentropySoftmax1HotWithBias checks them.
+class CrossentropySoftmax1HotWithBiasDx : public OpWithProps<CrossentropySoftmax1HotWithBiasDx> {
+ public:
+  auto props() const { return std::make_tuple(); }
+  std::string name() const override { return "CrossentropySoftmax1HotWithBiasDx"; }
+  std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
+  std::vector<std::vector<bool>> connection_pattern(const Apply& node) const override;
 };
 
 /// exp(x) / sum(exp(x)) along `axis` (negative counts from the end), computed stably.
@@ -92,8 +124,16 @@ Var hard_sigmoid(Var x);
 Var categorical_crossentropy(Var coding_dist, Var true_dist);
 /// -log_softmax(logits)[i, labels[i]] for a float matrix of logits and integer labels: the stable
 /// form of categorical_crossentropy(softmax(logits), labels), whose gradient, softmax - onehot, never
-/// divides by a probability. categorical_crossentropy builds it when its coding_dist is a softmax.
+/// divides by a probability. categorical_crossentropy builds it when its coding_dist is a softmax:
+/// the nll of CrossentropySoftmax1HotWithBias with no bias (a broadcast zero), one pass per row,
+/// and its gradient one more.
 Var softmax_crossentropy_labels(Var logits, Var labels);
+/// {nll, softmax(x + b)} by CrossentropySoftmax1HotWithBias (Theano's
+/// crossentropy_softmax_1hot_with_bias); b may be a vector of x's dtype, one per class, or a
+/// number (broadcast).
+std::vector<Var> crossentropy_softmax_1hot_with_bias(Var x, Var b, Var labels);
+/// dy[:, None] * (sm - one_hot(labels)) by CrossentropySoftmax1HotWithBiasDx.
+Var crossentropy_softmax_1hot_with_bias_dx(Var dy, Var sm, Var labels);
 /// Elementwise -(target * log(output) + (1 - target) * log(1 - output)).
 Var binary_crossentropy(Var output, Var target);
 

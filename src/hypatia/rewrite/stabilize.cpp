@@ -106,6 +106,26 @@ std::optional<std::vector<Var>> stabilize_crossentropy(FunctionGraph&, Apply& n)
   return one(as_type(softmax_crossentropy_labels(coding->owner->inputs[0], n.inputs[1]), n.output_ptr(0)->type));
 }
 
+// CrossentropySoftmax1HotWithBias(a + b[None, :], 0, y) -> CrossentropySoftmax1HotWithBias(a, b, y):
+// a classifier's bias added in the cross-entropy's own pass over each row (Theano's WithBias),
+// where the sum has no other reader. Its gradient (Dx) reads only the softmax, which is the same.
+std::optional<std::vector<Var>> crossentropy_fold_bias(FunctionGraph& fg, Apply& n) {
+  if (!is_constant_value(n.inputs[1], 0.0)) return std::nullopt;
+  const Var& z = n.inputs[0];
+  if (!elemwise_of(z, ScalarOpKind::Add) || z->owner->inputs.size() != 2 || fg.clients(z.get()).size() != 1)
+    return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    const Var &a = z->owner->inputs[k], &row = z->owner->inputs[1 - k];
+    if (!(a->type == z->type) || !row->owner || typeid(*row->owner->op) != typeid(DimShuffle)) continue;
+    if (static_cast<const DimShuffle&>(*row->owner->op).pattern != std::vector<int>{-1, 0}) continue;
+    const Var& b = row->owner->inputs[0];
+    if (b->dtype() != z->dtype()) continue;
+    const std::vector<Var> outs = crossentropy_softmax_1hot_with_bias(a, b, n.inputs[2]);
+    return std::vector<Var>{as_type(outs[0], n.output_ptr(0)->type), as_type(outs[1], n.output_ptr(1)->type)};
+  }
+  return std::nullopt;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stable gradients. T.grad builds the gradient of a stable-looking value from the value's naive
 // form (the rules above see only the value): log(1 + exp(x)) differentiates to exp(x) / (1 +
@@ -233,6 +253,7 @@ std::vector<LocalRewrite> stabilize_rules() {
   std::vector<LocalRewrite> rules = {
       {"local_stabilize_elemwise", {typeid(Elemwise)}, stabilize_elemwise},
       {"local_softmax_crossentropy", {typeid(CrossentropyCategorical1Hot)}, stabilize_crossentropy},
+      {"local_crossentropy_softmax_fold_bias", {typeid(CrossentropySoftmax1HotWithBias)}, crossentropy_fold_bias},
       {"local_mul_cancel_reciprocal", {typeid(Elemwise)}, cancel_reciprocal},
       {"local_softmax_of_sum_exp", {typeid(Elemwise)}, softmax_of_sum_exp},
   };

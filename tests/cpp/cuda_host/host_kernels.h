@@ -101,6 +101,8 @@ extern const std::span<const HostIndexKernel> kHostIndexKernels;
 extern const std::span<const HostArangeKernel> kHostArangeKernels, kHostEyeKernels, kHostCheckLabelsKernels;
 extern const std::span<const HostArgReduceKernel> kHostArgReduceKernels;
 extern const std::span<const HostXentKernel> kHostXentKernels;
+/// CrossentropySoftmax1HotWithBias's kernel (grad false) and its Dx's (grad true).
+extern const std::span<const HostXentKernel> kHostXentSoftmaxKernels;
 extern const std::span<const HostConvGemmKernels> kHostConvGemmKernels;
 extern const std::span<const HostCumKernels> kHostCumKernels;
 extern const std::span<const HostLinalgKernels> kHostLinalgKernels;

@@ -149,6 +149,19 @@ int main(int argc, char** argv) {
                     ns + "::run},\n";
     }
   out << xent_table << table_tail("HostXentKernel", "kHostXentKernels");
+  // The fused cross-entropy of a softmax (grad: its Dx), with the labels' dtypes as above.
+  std::string xs_table = table_head("HostXentKernel", "kHostXentSoftmaxKernels");
+  for (auto [dt, label_dt] : {std::pair{DType::Float32, DType::Int64}, std::pair{DType::Float64, DType::Int32}})
+    for (bool grad : {false, true}) {
+      const std::string ns = std::string(grad ? "xs_dx_" : "xs_") + std::string(dtype_name(dt));
+      out << "namespace " << ns << " {\nnamespace hstd = std;\n"
+          << host_form(grad ? cuda::xent_softmax_dx_source(dt, label_dt) : cuda::xent_softmax_source(dt, label_dt));
+      out << (grad ? "void run(const void* a) { hyp_xent_softmax_dx(*static_cast<const XdArgs*>(a)); }\n}\n"
+                   : "void run(const void* a) { hyp_xent_softmax(*static_cast<const XsArgs*>(a)); }\n}\n");
+      xs_table += "    {" + dtype_enum(dt) + ", " + dtype_enum(label_dt) + ", " + (grad ? "true" : "false") + ", " +
+                  ns + "::run},\n";
+    }
+  out << xs_table << table_tail("HostXentKernel", "kHostXentSoftmaxKernels");
   std::string conv_table = table_head("HostConvGemmKernels", "kHostConvGemmKernels");
   for (DType dt : {DType::Float32, DType::Float64}) {
     const std::string ns = "convgemm_" + std::string(dtype_name(dt));

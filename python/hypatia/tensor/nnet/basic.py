@@ -11,6 +11,8 @@ Softmax = _core.Softmax
 CrossentropyCategorical1Hot = _core.CrossentropyCategorical1Hot
 CrossentropyCategorical1HotGrad = _core.CrossentropyCategorical1HotGrad
 CheckLabels = _core.CheckLabels
+CrossentropySoftmax1HotWithBias = _core.CrossentropySoftmax1HotWithBias
+CrossentropySoftmax1HotWithBiasDx = _core.CrossentropySoftmax1HotWithBiasDx
 
 
 def relu(x, alpha=0):
@@ -77,6 +79,55 @@ def categorical_crossentropy(coding_dist, true_dist):
 
 def crossentropy_categorical_1hot(coding_dist, true_one_of_n):
     return categorical_crossentropy(coding_dist, true_one_of_n)
+
+
+def _labels(y_idx):
+    return as_tensor_variable(y_idx)
+
+
+def _bias(x, b):
+    x = as_tensor_variable(x)
+    if isinstance(b, _core.Variable):
+        return x, b
+    return x, as_tensor_variable(np.asarray(b, dtype=x.dtype))
+
+
+def crossentropy_softmax_1hot_with_bias(x, b, y_idx):
+    """(nll, softmax(x + b)) for a matrix of logits x, a bias b (one per class, or a number) and
+    integer labels y_idx (one per row): nll[i] = -log(softmax(x + b)[i, y_idx[i]]), computed stably
+    in one pass per row (CrossentropySoftmax1HotWithBias); its gradient is
+    crossentropy_softmax_1hot_with_bias_dx. A label outside [0, n_classes) raises IndexError."""
+    x, b = _bias(x, b)
+    return tuple(_core.crossentropy_softmax_1hot_with_bias(x, b, _labels(y_idx)))
+
+
+def crossentropy_softmax_argmax_1hot_with_bias(x, b, y_idx):
+    """(nll, softmax(x + b), argmax(x + b) along the rows): Theano's three outputs."""
+    x, b = _bias(x, b)
+    nll, sm = crossentropy_softmax_1hot_with_bias(x, b, y_idx)
+    return nll, sm, _basic.argmax(x + b, axis=1)
+
+
+def crossentropy_softmax_max_and_argmax_1hot_with_bias(x, b, y_idx):
+    """(nll, softmax(x + b), max of softmax(x + b) and its argmax along the rows)."""
+    nll, sm = crossentropy_softmax_1hot_with_bias(x, b, y_idx)
+    return nll, sm, _basic.max(sm, axis=1), _basic.argmax(sm, axis=1)
+
+
+def crossentropy_softmax_1hot(x, y_idx):
+    """(nll, softmax(x)): crossentropy_softmax_1hot_with_bias with no bias."""
+    x = as_tensor_variable(x)
+    return crossentropy_softmax_1hot_with_bias(x, np.zeros(1, dtype=x.dtype), y_idx)
+
+
+def crossentropy_softmax_1hot_with_bias_dx(dy, sm, y_idx):
+    """dy[:, None] * (sm - one_hot(y_idx)): the gradient of crossentropy_softmax_1hot_with_bias's
+    nll w.r.t. its logits (CrossentropySoftmax1HotWithBiasDx)."""
+    sm = as_tensor_variable(sm)
+    dy = as_tensor_variable(dy)
+    if dy.ndim == 0:
+        dy = dy.dimshuffle("x")
+    return _core.crossentropy_softmax_1hot_with_bias_dx(dy, sm, _labels(y_idx))
 
 
 def binary_crossentropy(output, target):

@@ -258,5 +258,38 @@ void softmax_cpu(const Softmax& op, const KernelArgs& args) {
   });
 }
 
+void crossentropy_softmax_cpu(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args) {
+  const NDArray &x = *args.in[0], &b = *args.in[1], &labels = *args.in[2];
+  const char* who = "CrossentropySoftmax1HotWithBias";
+  check_labels(who, x, labels);
+  check_xent_softmax_shapes(who, x, b, labels);
+  const int64_t n = x.shape(0), k = x.shape(1);
+  NDArray& nll = prepare_output(*args.out[0], {n}, x.dtype());
+  NDArray& sm = prepare_output(*args.out[1], x.shape(), x.dtype());
+  if (n == 0) return;
+  if (k == 0) return;  // (no label passed the check: n is 0 too)
+  const int64_t bs = b.shape(0) == 1 ? 0 : b.strides()[0];
+  const int threads = parallel_worth(x.size()) ? parallel_threads() : 1;
+  const int64_t tasks = parallel_task_count(x.size(), threads);
+  dispatch_float(x.dtype(), op.name(), [&](auto t) {
+    using T = decltype(t);
+    T* nllp = nll.data<T>();
+    T* smp = sm.data<T>();
+    parallel_ranges(n, tasks, threads, [&](int64_t r0, int64_t r1) {
+      // Per row: z = x + b (rounded to T, as the add it replaces), then the CPU's softmax and
+      // log_softmax rows of z; nll is -log_softmax at the label.
+      std::vector<T> z(k), ls(k);
+      for (int64_t i = r0; i < r1; ++i) {
+        for (int64_t j = 0; j < k; ++j)
+          z[j] = static_cast<T>(*reinterpret_cast<const T*>(x.raw() + i * x.strides()[0] + j * x.strides()[1]) +
+                                *reinterpret_cast<const T*>(b.raw() + j * bs));
+        softmax_row(z.data(), smp + i * k, static_cast<size_t>(k), false);
+        softmax_row(z.data(), ls.data(), static_cast<size_t>(k), true);
+        nllp[i] = -ls[label_at(labels, i)];
+      }
+    });
+  });
+}
+
 }  // namespace hypatia::nnet_detail
 #endif  // HWY_ONCE

@@ -96,6 +96,8 @@ const std::string& table_prefix() {
   return p;
 }
 
+const char* std_prefix() { return kNvrtcStdText; }
+
 std::string mrg_prefix() {
   std::string s = kNvrtcStdText;
   s += "\nnamespace hypatia {\n";

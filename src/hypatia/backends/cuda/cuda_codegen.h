@@ -28,6 +28,9 @@ std::string numbered(const char* prefix, long long i);
 /// The text every generated module starts with: the shim, core/half.h, scalar_math and one
 /// device function per row of the table, `op_<name>` (op_add, op_tanh, op_switch, ...).
 const std::string& table_prefix();
+/// The NVRTC shim alone (nvrtc_std.cuh: hstd's limits, bit_cast and math overloads), for kernels
+/// that call no row of the table.
+const char* std_prefix();
 /// The text MRG31k3p's generator kernels start with: the shim and backends/mrg_generate.h's
 /// shared part (hypatia::mrg::next and to_unit), the code the CPU kernels run.
 std::string mrg_prefix();

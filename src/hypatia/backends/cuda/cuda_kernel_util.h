@@ -124,6 +124,18 @@ std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector
 /// checked as check_labels_source does (a bad row is left 0). Arguments: n, k, coding's strides,
 /// the labels' and g's stride, then coding, labels, g, out and the check block.
 std::string crossentropy_1hot_source(DType dt, DType label_dt, bool grad);
+/// CrossentropySoftmax1HotWithBias (cuda_xent_kernels.cpp: hyp_xent_softmax, a block per row as
+/// Softmax's): z = x + b, sm = softmax(z), nll = log1p(rest) - (z[label] - m), the label checked
+/// (a bad row's nll left 0). Arguments: rows, cols, x's strides, b's stride (0: one for all), the
+/// labels' stride, then x, b, labels, nll, sm and the check block.
+std::string xent_softmax_source(DType dt, DType label_dt);
+/// CrossentropySoftmax1HotWithBiasDx (hyp_xent_softmax_dx): out = dy[i] * (sm - one_hot), the
+/// labels checked (a bad row left 0). Arguments: n, k, dy's stride (0: one for all), sm's
+/// strides, the labels' stride, then dy, sm, labels, out and the check block.
+std::string xent_softmax_dx_source(DType dt, DType label_dt);
+/// How a generated kernel reads an index of dtype `dt` from `raw` as long long v (a uint64 above
+/// 2^63 is out of range, not negative).
+std::string read_index(DType dt);
 /// CheckLabels' check of the labels (cuda_nnet_kernels.cpp: hyp_check_labels): each in [0, classes),
 /// the first failure written to the check block (flag, row, label, classes).
 std::string check_labels_source(DType label_dt);

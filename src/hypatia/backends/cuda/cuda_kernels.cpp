@@ -472,6 +472,7 @@ std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector
 
 namespace cuda {
 void register_cuda_nnet_kernels();
+void register_cuda_xent_kernels();
 void register_cuda_pool_kernels();
 void register_cuda_sort_kernels();
 void register_cuda_conv_kernels();
@@ -568,6 +569,7 @@ void register_cuda_backend() {
   register_simple_kernel<HostFromDevice>(b, host_from_device_kernel);
   register_cuda_blas_kernels();
   register_cuda_nnet_kernels();
+  register_cuda_xent_kernels();
   register_cuda_pool_kernels();
   register_cuda_sort_kernels();
   register_cuda_conv_kernels();

@@ -485,8 +485,6 @@ std::string arange_source(DType dt) {
   return s;
 }
 
-/// How an index of dtype `dt` (in `raw`) is read as long long v (a uint64 above 2^63 is out of
-/// range, not negative).
 std::string read_index(DType dt) {
   return is_unsigned_int(dt) ? "      const long long v = raw > 0x7fffffffffffffffull ? -1 : (long long)raw;\n"
                              : "      const long long v = (long long)raw;\n";

@@ -9,10 +9,19 @@ namespace hypatia::nnet_detail {
 void softmax_reference(const Softmax& op, const KernelArgs& args);
 void crossentropy_1hot_reference(const CrossentropyCategorical1Hot& op, const KernelArgs& args);
 void crossentropy_1hot_grad_reference(const CrossentropyCategorical1HotGrad& op, const KernelArgs& args);
+void crossentropy_softmax_reference(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args);
+void crossentropy_softmax_dx_reference(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args);
+/// CrossentropySoftmax1HotWithBias's checks of its runtime shapes: b of one element per class (or
+/// one), labels one per row (ValueError naming the op and the shapes).
+void check_xent_softmax_shapes(const char* who, const NDArray& x, const NDArray& b, const NDArray& labels);
+/// CrossentropySoftmax1HotWithBiasDx's: dy of one element per row (or one), labels one per row.
+void check_xent_dx_shapes(const char* who, const NDArray& dy, const NDArray& sm, const NDArray& labels);
 /// The labels themselves (a view) once check_labels accepted them.
 void check_labels_kernel(const CheckLabels& op, const KernelArgs& args);
 /// CPU kernel: SIMD rows (last axis) or column blocks (other axes), OpenMP above a size threshold.
 void softmax_cpu(const Softmax& op, const KernelArgs& args);
+/// CPU kernel: the SIMD softmax and log_softmax rows of x + b, rows on the thread pool.
+void crossentropy_softmax_cpu(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args);
 
 /// Reads label i (any integer dtype) of a labels vector.
 int64_t label_at(const NDArray& labels, int64_t i);

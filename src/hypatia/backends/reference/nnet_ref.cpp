@@ -88,6 +88,87 @@ void softmax_reference(const Softmax& op, const KernelArgs& args) {
   });
 }
 
+void check_xent_softmax_shapes(const char* who, const NDArray& x, const NDArray& b, const NDArray& labels) {
+  check_label_shapes(who, x, labels);
+  if (b.ndim() != 1 || (b.shape(0) != x.shape(1) && b.shape(0) != 1))
+    fail<ValueError>(who, ": expected b of shape (", x.shape(1), ",) (one per class) or (1,), got ", b.describe(),
+                     " with x ", x.describe());
+}
+
+void check_xent_dx_shapes(const char* who, const NDArray& dy, const NDArray& sm, const NDArray& labels) {
+  check_label_shapes(who, sm, labels);
+  if (dy.ndim() != 1 || (dy.shape(0) != sm.shape(0) && dy.shape(0) != 1))
+    fail<ValueError>(who, ": expected dy of shape (", sm.shape(0), ",) (one per row) or (1,), got ", dy.describe(),
+                     " with sm ", sm.describe());
+}
+
+void crossentropy_softmax_reference(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args) {
+  const NDArray &x = *args.in[0], &b = *args.in[1], &labels = *args.in[2];
+  const char* who = "CrossentropySoftmax1HotWithBias";
+  check_xent_softmax_shapes(who, x, b, labels);
+  const int64_t n = x.shape(0), k = x.shape(1);
+  NDArray& nll = prepare_output(*args.out[0], {n}, x.dtype());
+  NDArray& sm = prepare_output(*args.out[1], x.shape(), x.dtype());
+  for (int64_t i = 0; i < n; ++i) {  // (every label first: an error leaves no output half written)
+    const int64_t y = label_at(labels, i);
+    if (y < 0 || y >= k) label_out_of_range(who, y, i, k);
+  }
+  if (n == 0 || k == 0) return;
+  const int64_t bs = b.shape(0) == 1 ? 0 : b.strides()[0];
+  dispatch_float(x.dtype(), op.name(), [&](auto t) {
+    using T = decltype(t);
+    std::vector<long double> z(k);
+    for (int64_t i = 0; i < n; ++i) {
+      // Softmax's reference on z = x + b (the sum rounded to T, as an Elemwise add would), in long
+      // double from there.
+      long double m = -INFINITY;
+      int64_t at = -1;
+      bool nan = false;
+      for (int64_t j = 0; j < k; ++j) {
+        const T xv = *reinterpret_cast<const T*>(x.raw() + i * x.strides()[0] + j * x.strides()[1]);
+        const T bv = *reinterpret_cast<const T*>(b.raw() + j * bs);
+        z[j] = static_cast<T>(xv + bv);
+        if (std::isnan(z[j])) {
+          nan = true;
+        } else if (at < 0 || z[j] > m) {
+          m = z[j];
+          at = j;
+        }
+      }
+      const bool defined = !nan && std::isfinite(m);
+      long double rest = 0;
+      for (int64_t j = 0; j < k; ++j)
+        if (j != at) rest += std::exp(z[j] - m);
+      const long double shift = std::log1p(rest), inv = 1.0L / (1.0L + rest);
+      for (int64_t j = 0; j < k; ++j)
+        sm.data<T>()[i * k + j] = static_cast<T>(defined ? std::exp(z[j] - m) * inv : NAN);
+      const int64_t y = label_at(labels, i);
+      nll.data<T>()[i] = static_cast<T>(defined ? shift - (z[y] - m) : NAN);
+    }
+  });
+}
+
+void crossentropy_softmax_dx_reference(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args) {
+  const NDArray &dy = *args.in[0], &sm = *args.in[1], &labels = *args.in[2];
+  const char* who = "CrossentropySoftmax1HotWithBiasDx";
+  check_labels(who, sm, labels);
+  check_xent_dx_shapes(who, dy, sm, labels);
+  const int64_t n = sm.shape(0), k = sm.shape(1);
+  NDArray& out = prepare_output(*args.out[0], sm.shape(), sm.dtype());
+  const int64_t ds = dy.shape(0) == 1 ? 0 : dy.strides()[0];
+  dispatch_float(sm.dtype(), op.name(), [&](auto t) {
+    using T = decltype(t);
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = *reinterpret_cast<const T*>(dy.raw() + i * ds);
+      const int64_t y = label_at(labels, i);
+      for (int64_t j = 0; j < k; ++j) {
+        const T s = *reinterpret_cast<const T*>(sm.raw() + i * sm.strides()[0] + j * sm.strides()[1]);
+        out.data<T>()[i * k + j] = d * (j == y ? static_cast<T>(s - T(1)) : s);
+      }
+    }
+  });
+}
+
 void check_labels_kernel(const CheckLabels& op, const KernelArgs& args) {
   check_labels(op.name().c_str(), *args.in[0], *args.in[1]);
   *args.out[0] = *args.in[1];
