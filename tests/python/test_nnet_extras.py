@@ -84,8 +84,9 @@ def test_crossentropy_softmax_1hot_refuses_a_label_out_of_range_and_keeps_the_st
     x, y = T.dmatrix("x"), T.lvector("y")
     cost = T.mean(T.nnet.categorical_crossentropy(T.nnet.softmax(x), y))
     f = hypatia.function([x, y], [cost, T.grad(cost, x)])
-    ops = [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
-    assert "CrossentropySoftmax1HotWithBias" in ops and "CrossentropySoftmax1HotWithBiasDx" in ops, ops
+    ops = [type(n.op).__name__ for n in f.maker.fgraph.toposort()]  # (Gpu... under device=cuda)
+    for name in ("CrossentropySoftmax1HotWithBias", "CrossentropySoftmax1HotWithBiasDx"):
+        assert any(o.endswith(name) for o in ops), ops
     c, g = f(np.array([[1000.0, -1000.0, 0.0]]), np.array([1]))
     assert np.isfinite(c) and c == pytest.approx(2000.0)
     assert np.isfinite(g).all()

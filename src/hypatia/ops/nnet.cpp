@@ -132,6 +132,14 @@ void check_dy(const std::string& who, const Var& dy, DType dt) {
   if (dy->ndim() != 1 || dy->dtype() != dt)
     fail<TypeError>(who, ": expected dy to be a ", dtype_name(dt), " vector, got ", dy->type.str());
 }
+
+/// Whether g is zeros_like's fill of zeros: the gradient T.grad gives an output of a
+/// several-output op that the cost does not read (the softmax when only the nll is used).
+bool zeros_fill(const Var& g) {
+  if (!g->owner || typeid(*g->owner->op) != typeid(Alloc)) return false;
+  const Var& v = g->owner->inputs[0];
+  return v->is_constant() && v->data.size() == 1 && v->data.get_flat(0) == 0.0;
+}
 }  // namespace
 
 std::vector<TensorType> CrossentropySoftmax1HotWithBias::make_output_types(const std::vector<Var>& inputs) const {
@@ -161,9 +169,9 @@ std::vector<Var> CrossentropySoftmax1HotWithBias::grad(const Apply& node, const 
   const DType dt = x->dtype();
   Var sm = const_cast<Apply&>(node).output(1);
   Var dx;
-  if (const Var& g = output_grads[0])
+  if (const Var& g = output_grads[0]; g && !zeros_fill(g))
     dx = crossentropy_softmax_1hot_with_bias_dx(g->dtype() == dt ? g : cast(g, dt), sm, node.inputs[2]);
-  if (const Var& g = output_grads[1]) {
+  if (const Var& g = output_grads[1]; g && !zeros_fill(g)) {
     // Softmax's: sm * (g - sum(g * sm)) along the rows.
     Var gs = g->dtype() == dt ? g : cast(g, dt);
     Var t = mul(sm, sub(gs, sum(mul(gs, sm), std::vector<int>{1}, true)));

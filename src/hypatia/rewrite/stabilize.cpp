@@ -126,6 +126,17 @@ std::optional<std::vector<Var>> crossentropy_fold_bias(FunctionGraph& fg, Apply&
   return std::nullopt;
 }
 
+// CrossentropySoftmax1HotWithBiasDx(Alloc(d, n), sm, y) -> CrossentropySoftmax1HotWithBiasDx(d, sm,
+// y) for a d of one element (a mean's gradient, the same for every row): the kernel reads it for
+// every row, and nothing fills a vector of n copies first.
+std::optional<std::vector<Var>> crossentropy_dx_of_one_value(FunctionGraph&, Apply& n) {
+  const Var& dy = n.inputs[0];
+  if (!dy->owner || typeid(*dy->owner->op) != typeid(Alloc) || dy->owner->inputs.size() != 2) return std::nullopt;
+  const Var& d = dy->owner->inputs[0];
+  if (d->ndim() != 1 || !d->type.broadcastable[0] || d->dtype() != dy->dtype()) return std::nullopt;
+  return one(as_type(crossentropy_softmax_1hot_with_bias_dx(d, n.inputs[1], n.inputs[2]), n.output_ptr(0)->type));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stable gradients. T.grad builds the gradient of a stable-looking value from the value's naive
 // form (the rules above see only the value): log(1 + exp(x)) differentiates to exp(x) / (1 +
@@ -254,6 +265,7 @@ std::vector<LocalRewrite> stabilize_rules() {
       {"local_stabilize_elemwise", {typeid(Elemwise)}, stabilize_elemwise},
       {"local_softmax_crossentropy", {typeid(CrossentropyCategorical1Hot)}, stabilize_crossentropy},
       {"local_crossentropy_softmax_fold_bias", {typeid(CrossentropySoftmax1HotWithBias)}, crossentropy_fold_bias},
+      {"local_crossentropy_dx_of_one_value", {typeid(CrossentropySoftmax1HotWithBiasDx)}, crossentropy_dx_of_one_value},
       {"local_mul_cancel_reciprocal", {typeid(Elemwise)}, cancel_reciprocal},
       {"local_softmax_of_sum_exp", {typeid(Elemwise)}, softmax_of_sum_exp},
   };
