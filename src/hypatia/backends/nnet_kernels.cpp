@@ -14,6 +14,7 @@ void register_nnet_kernels() {
   register_simple_kernel<CrossentropySoftmax1HotWithBiasDx>(kReferenceBackend, &crossentropy_softmax_dx_reference);
   register_simple_kernel<Softmax>(kCpuBackend, &softmax_cpu);
   register_simple_kernel<CrossentropySoftmax1HotWithBias>(kCpuBackend, &crossentropy_softmax_cpu);
+  register_simple_kernel<CrossentropySoftmax1HotWithBiasDx>(kCpuBackend, &crossentropy_softmax_dx_cpu);
 }
 
 }  // namespace hypatia

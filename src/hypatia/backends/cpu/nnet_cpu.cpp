@@ -80,9 +80,10 @@ HWY_INLINE void StoreTail(D d, hn::Vec<D> v, T* HWY_RESTRICT p, size_t r) {
 /// with m the max, rest the sum of exp(x - m) over the other elements (so that nothing is added
 /// to m before the subtraction, and nothing to 1 before the log). A row with a NaN, a +inf or no
 /// finite element is NaN throughout (+inf - +inf). The last partial vector is padded with -inf
-/// (which adds 0), so rows shorter than a vector run in SIMD too.
+/// (which adds 0), so rows shorter than a vector run in SIMD too. With `stats`, also m and
+/// log1p(rest) rounded to T (log_softmax's shift): stats[0], stats[1] (NaN for a NaN row).
 template <class T>
-void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log) {
+void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log, T* stats = nullptr) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
   const T ninf = -std::numeric_limits<T>::infinity();
@@ -94,6 +95,7 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
   const T m = hn::GetLane(vmax);
   if (!std::isfinite(m)) {
     for (size_t i = 0; i < n; ++i) y[i] = std::numeric_limits<T>::quiet_NaN();
+    if (stats) stats[0] = stats[1] = std::numeric_limits<T>::quiet_NaN();
     return;
   }
   // The lane that saw the max: its sum holds the max's term, exactly 1 (exp(0)).
@@ -113,6 +115,10 @@ void SoftmaxRowT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, bool log)
   sum = hn::Sub(sum, hn::IfThenElse(lane, hn::Set(d, 2), hn::Set(d, 1)));
   const double rest = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, sum))) +
                       static_cast<double>(hn::GetLane(hn::SumOfLanes(d, comp)));
+  if (stats) {
+    stats[0] = m;
+    stats[1] = static_cast<T>(std::log1p(rest));
+  }
   if (log) {
     const auto vshift = hn::Set(d, static_cast<T>(std::log1p(rest)));
     for (size_t i = 0; i < body; i += L) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vmax), vshift), d, y + i);
@@ -178,8 +184,8 @@ void SoftmaxColumnsT(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, size_t n, size_
   }
 }
 
-void SoftmaxRowF32(const float* x, float* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
-void SoftmaxRowF64(const double* x, double* y, size_t n, bool log) { SoftmaxRowT(x, y, n, log); }
+void SoftmaxRowF32(const float* x, float* y, size_t n, bool log, float* stats) { SoftmaxRowT(x, y, n, log, stats); }
+void SoftmaxRowF64(const double* x, double* y, size_t n, bool log, double* stats) { SoftmaxRowT(x, y, n, log, stats); }
 void SoftmaxColumnsF32(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s,
                        float* comp) {
   SoftmaxColumnsT(x, y, n, inner, w, log, m, s, comp);
@@ -207,8 +213,12 @@ HWY_EXPORT(SoftmaxColumnsF32);
 HWY_EXPORT(SoftmaxColumnsF64);
 
 namespace {
-void softmax_row(const float* x, float* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(x, y, n, log); }
-void softmax_row(const double* x, double* y, size_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRowF64)(x, y, n, log); }
+void softmax_row(const float* x, float* y, size_t n, bool log, float* stats = nullptr) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(x, y, n, log, stats);
+}
+void softmax_row(const double* x, double* y, size_t n, bool log, double* stats = nullptr) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRowF64)(x, y, n, log, stats);
+}
 void softmax_columns(const float* x, float* y, size_t n, size_t inner, size_t w, bool log, float* m, float* s,
                      float* comp) {
   HWY_DYNAMIC_DISPATCH(SoftmaxColumnsF32)(x, y, n, inner, w, log, m, s, comp);
@@ -276,16 +286,46 @@ void crossentropy_softmax_cpu(const CrossentropySoftmax1HotWithBias& op, const K
     T* nllp = nll.data<T>();
     T* smp = sm.data<T>();
     parallel_ranges(n, tasks, threads, [&](int64_t r0, int64_t r1) {
-      // Per row: z = x + b (rounded to T, as the add it replaces), then the CPU's softmax and
-      // log_softmax rows of z; nll is -log_softmax at the label.
-      std::vector<T> z(k), ls(k);
+      // Per row: z = x + b (rounded to T, as the add it replaces), then the CPU's softmax row of
+      // z, which also gives m and log_softmax's shift: nll = -((z[label] - m) - shift), the
+      // log_softmax kernel's value at the label.
+      std::vector<T> z(k);
       for (int64_t i = r0; i < r1; ++i) {
         for (int64_t j = 0; j < k; ++j)
           z[j] = static_cast<T>(*reinterpret_cast<const T*>(x.raw() + i * x.strides()[0] + j * x.strides()[1]) +
                                 *reinterpret_cast<const T*>(b.raw() + j * bs));
-        softmax_row(z.data(), smp + i * k, static_cast<size_t>(k), false);
-        softmax_row(z.data(), ls.data(), static_cast<size_t>(k), true);
-        nllp[i] = -ls[label_at(labels, i)];
+        T stats[2];
+        softmax_row(z.data(), smp + i * k, static_cast<size_t>(k), false, stats);
+        nllp[i] = -((z[label_at(labels, i)] - stats[0]) - stats[1]);
+      }
+    });
+  });
+}
+
+void crossentropy_softmax_dx_cpu(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args) {
+  const NDArray &dy = *args.in[0], &sm0 = *args.in[1], &labels = *args.in[2];
+  const char* who = "CrossentropySoftmax1HotWithBiasDx";
+  check_labels(who, sm0, labels);
+  check_xent_dx_shapes(who, dy, sm0, labels);
+  const int64_t n = sm0.shape(0), k = sm0.shape(1);
+  NDArray& out = prepare_output(*args.out[0], sm0.shape(), sm0.dtype());
+  if (out.size() == 0) return;
+  const NDArray sm = sm0.ascontiguous();
+  const int64_t ds = dy.shape(0) == 1 ? 0 : dy.strides()[0];
+  const int threads = parallel_worth(out.size()) ? parallel_threads() : 1;
+  const int64_t tasks = parallel_task_count(out.size(), threads);
+  dispatch_float(sm.dtype(), op.name(), [&](auto t) {
+    using T = decltype(t);
+    const T* s = sm.data<T>();
+    T* o = out.data<T>();
+    parallel_ranges(n, tasks, threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        const T d = *reinterpret_cast<const T*>(dy.raw() + i * ds);
+        const T* si = s + i * k;
+        T* oi = o + i * k;
+        for (int64_t j = 0; j < k; ++j) oi[j] = d * si[j];
+        const int64_t y = label_at(labels, i);
+        oi[y] = d * static_cast<T>(si[y] - T(1));
       }
     });
   });

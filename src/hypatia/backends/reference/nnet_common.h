@@ -22,6 +22,8 @@ void check_labels_kernel(const CheckLabels& op, const KernelArgs& args);
 void softmax_cpu(const Softmax& op, const KernelArgs& args);
 /// CPU kernel: the SIMD softmax and log_softmax rows of x + b, rows on the thread pool.
 void crossentropy_softmax_cpu(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args);
+/// CPU kernel: dy * softmax (a loop the compiler vectorizes), then the label's element, rows on the thread pool.
+void crossentropy_softmax_dx_cpu(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args);
 
 /// Reads label i (any integer dtype) of a labels vector.
 int64_t label_at(const NDArray& labels, int64_t i);
