@@ -34,6 +34,21 @@ void launch(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* wh
 /// Launches a kernel that checks its inputs on the device: its check block cleared before the
 /// kernel and fetched after it (KernelTraits::device_checks).
 void launch_checked(cudaKernel_t k, int grid, std::vector<int64_t>& args, const char* what, DeviceCheckBlock& check);
+/// A kernel of the node's op that checks integer labels on the device (CheckLabels and the
+/// cross-entropies): its module's kernel, its check block, and the CPU's IndexError for the first
+/// label out of range (words: row, label, classes), named by the op.
+class LabelCheckedKernel : public Kernel {
+ public:
+  void raise_device_errors() override;
+
+ protected:
+  LabelCheckedKernel(const Apply& node, const std::string& source, const char* name);
+  /// launch_checked of the kernel on `grid` blocks.
+  void launch(int grid, std::vector<int64_t>& args);
+  const Op& op_;
+  KernelRef kernel_;
+  DeviceCheckBlock check_;
+};
 /// The device function such kernels call, hyp_check_failed(err, a, b, c): the first failed check
 /// wins the flag of the block at `err` and writes its three words (the host reads them after the
 /// call has waited for the device).

@@ -225,11 +225,10 @@ class RepeatKernel final : public Kernel {
 // ---- CheckLabels: the shapes checked on the host, the labels on the device; the output is the
 // labels themselves (a view), as on the CPU
 
-class CheckLabelsKernel final : public Kernel {
+class CheckLabelsKernel final : public LabelCheckedKernel {
  public:
-  explicit CheckLabelsKernel(const Apply& node) : op_(*node.op) {
-    kernel_ = request_kernel(check_labels_source(node.inputs[1]->type.dtype), "hyp_check_labels");
-  }
+  explicit CheckLabelsKernel(const Apply& node)
+      : LabelCheckedKernel(node, check_labels_source(node.inputs[1]->type.dtype), "hyp_check_labels") {}
   void run(const KernelArgs& a) override {
     const NDArray &coding = *a.in[0], &labels = *a.in[1];
     nnet_detail::check_label_shapes(op_.name().c_str(), coding, labels);
@@ -237,31 +236,22 @@ class CheckLabelsKernel final : public Kernel {
     if (labels.size() == 0) return;
     std::vector<int64_t> args = {labels.shape(0), coding.shape(1), labels.strides()[0], ptr(labels.raw()),
                                  static_cast<int64_t>(check_.device())};
-    launch_checked(kernel_, grid_for(labels.shape(0)), args, op_.name().c_str(), check_);
+    launch(grid_for(labels.shape(0)), args);
   }
-  void raise_device_errors() override {
-    long long w[DeviceCheckBlock::kWords];
-    if (check_.take_failure(w)) nnet_detail::label_out_of_range(op_.name().c_str(), w[2], w[1], w[3]);
-  }
-
- private:
-  const Op& op_;
-  KernelRef kernel_;
-  DeviceCheckBlock check_;
 };
 
 // ---- CrossentropyCategorical1Hot and its gradient (a cross-entropy whose coding is not a softmax
 // the stability rewrite sees through, e.g. clipped probabilities): the labels checked on the
 // device as CheckLabels checks them, the shapes on the host
 
-class Crossentropy1HotKernel final : public Kernel {
+class Crossentropy1HotKernel final : public LabelCheckedKernel {
  public:
-  Crossentropy1HotKernel(const Apply& node, bool grad) : op_(*node.op), grad_(grad) {
-    const size_t first = grad ? 1 : 0;
-    kernel_ = request_kernel(
-        crossentropy_1hot_source(node.inputs[first]->type.dtype, node.inputs[first + 1]->type.dtype, grad),
-        "hyp_xent1hot");
-  }
+  Crossentropy1HotKernel(const Apply& node, bool grad)
+      : LabelCheckedKernel(node,
+                           crossentropy_1hot_source(node.inputs[grad ? 1 : 0]->type.dtype,
+                                                    node.inputs[grad ? 2 : 1]->type.dtype, grad),
+                           "hyp_xent1hot"),
+        grad_(grad) {}
   void run(const KernelArgs& a) override {
     const size_t first = grad_ ? 1 : 0;
     const NDArray &coding = *a.in[first], &labels = *a.in[first + 1];
@@ -283,20 +273,11 @@ class Crossentropy1HotKernel final : public Kernel {
                                  g ? ptr(g->raw()) : 0,
                                  ptr(out.raw()),
                                  static_cast<int64_t>(check_.device())};
-    launch_checked(kernel_, grid_for(out.size()), args, op_.name().c_str(), check_);
-  }
-  void raise_device_errors() override {
-    long long w[DeviceCheckBlock::kWords];
-    if (check_.take_failure(w))
-      nnet_detail::label_out_of_range(grad_ ? "CrossentropyCategorical1HotGrad" : "CrossentropyCategorical1Hot", w[2],
-                                      w[1], w[3]);
+    launch(grid_for(out.size()), args);
   }
 
  private:
-  const Op& op_;
   bool grad_;
-  KernelRef kernel_;
-  DeviceCheckBlock check_;
 };
 
 // ---- Join: each input copied into its slice of the output (the CPU's checks and messages)
@@ -423,6 +404,18 @@ std::vector<int> from(size_t first, size_t n) {
 }
 
 }  // namespace
+
+LabelCheckedKernel::LabelCheckedKernel(const Apply& node, const std::string& source, const char* name)
+    : op_(*node.op), kernel_(request_kernel(source, name)) {}
+
+void LabelCheckedKernel::launch(int grid, std::vector<int64_t>& args) {
+  launch_checked(kernel_, grid, args, op_.name().c_str(), check_);
+}
+
+void LabelCheckedKernel::raise_device_errors() {
+  long long w[DeviceCheckBlock::kWords];
+  if (check_.take_failure(w)) nnet_detail::label_out_of_range(op_.name().c_str(), w[2], w[1], w[3]);
+}
 
 IndexVectors index_vectors(const Op& op, const NDArray& x, std::span<NDArray* const> in, size_t first) {
   IndexVectors g;

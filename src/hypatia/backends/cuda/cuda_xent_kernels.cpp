@@ -93,12 +93,12 @@ namespace {
 
 int64_t ptr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); }
 
-class XentSoftmaxKernel final : public Kernel {
+class XentSoftmaxKernel final : public LabelCheckedKernel {
  public:
-  explicit XentSoftmaxKernel(const Apply& node) : op_(*node.op) {
-    kernel_ = request_kernel(std_prefix() + xent_softmax_source(node.inputs[0]->type.dtype, node.inputs[2]->type.dtype),
-                             "hyp_xent_softmax");
-  }
+  explicit XentSoftmaxKernel(const Apply& node)
+      : LabelCheckedKernel(node,
+                           std_prefix() + xent_softmax_source(node.inputs[0]->type.dtype, node.inputs[2]->type.dtype),
+                           "hyp_xent_softmax") {}
   void run(const KernelArgs& a) override {
     const NDArray &x = *a.in[0], &b = *a.in[1], &labels = *a.in[2];
     nnet_detail::check_xent_softmax_shapes(op_.name().c_str(), x, b, labels);
@@ -119,25 +119,15 @@ class XentSoftmaxKernel final : public Kernel {
                                  ptr(nll.raw()),
                                  ptr(sm.raw()),
                                  static_cast<int64_t>(check_.device())};
-    launch_checked(kernel_, static_cast<int>(std::min<int64_t>(rows, 65535)), args, op_.name().c_str(), check_);
+    launch(static_cast<int>(std::min<int64_t>(rows, 65535)), args);
   }
-  void raise_device_errors() override {
-    long long w[DeviceCheckBlock::kWords];
-    if (check_.take_failure(w)) nnet_detail::label_out_of_range(op_.name().c_str(), w[2], w[1], w[3]);
-  }
-
- private:
-  const Op& op_;
-  KernelRef kernel_;
-  DeviceCheckBlock check_;
 };
 
-class XentSoftmaxDxKernel final : public Kernel {
+class XentSoftmaxDxKernel final : public LabelCheckedKernel {
  public:
-  explicit XentSoftmaxDxKernel(const Apply& node) : op_(*node.op) {
-    kernel_ = request_kernel(xent_softmax_dx_source(node.inputs[1]->type.dtype, node.inputs[2]->type.dtype),
-                             "hyp_xent_softmax_dx");
-  }
+  explicit XentSoftmaxDxKernel(const Apply& node)
+      : LabelCheckedKernel(node, xent_softmax_dx_source(node.inputs[1]->type.dtype, node.inputs[2]->type.dtype),
+                           "hyp_xent_softmax_dx") {}
   void run(const KernelArgs& a) override {
     const NDArray &dy = *a.in[0], &sm = *a.in[1], &labels = *a.in[2];
     nnet_detail::check_xent_dx_shapes(op_.name().c_str(), dy, sm, labels);
@@ -158,17 +148,8 @@ class XentSoftmaxDxKernel final : public Kernel {
                                  ptr(labels.raw()),
                                  ptr(out.raw()),
                                  static_cast<int64_t>(check_.device())};
-    launch_checked(kernel_, grid_for(out.size()), args, op_.name().c_str(), check_);
+    launch(grid_for(out.size()), args);
   }
-  void raise_device_errors() override {
-    long long w[DeviceCheckBlock::kWords];
-    if (check_.take_failure(w)) nnet_detail::label_out_of_range(op_.name().c_str(), w[2], w[1], w[3]);
-  }
-
- private:
-  const Op& op_;
-  KernelRef kernel_;
-  DeviceCheckBlock check_;
 };
 
 bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }

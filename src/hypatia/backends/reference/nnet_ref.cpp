@@ -35,6 +35,39 @@ void check_labels(const char* who, const NDArray& coding, const NDArray& labels)
   }
 }
 
+namespace {
+
+/// Softmax's statistics of a row of n values: its max m (NaN skipped) and where it first is, whether
+/// the row is defined (no NaN, m finite: a NaN, a +inf or no finite element makes the row NaN),
+/// and rest, the sum of exp(v - m) over the elements but the max, so that log1p(rest) keeps what
+/// log(1 + rest) would round away. In long double (64-bit mantissa on x86), v - m is exact for
+/// float and double inputs that are not too far apart, and results are rounded once at the end:
+/// the oracle the CPU kernels are checked against.
+struct RowStats {
+  long double m = -INFINITY;
+  int64_t at = -1;
+  bool defined = false;
+  long double rest = 0;
+};
+RowStats row_stats(const long double* v, int64_t n) {
+  RowStats s;
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(v[i])) {
+      nan = true;
+    } else if (s.at < 0 || v[i] > s.m) {
+      s.m = v[i];
+      s.at = i;
+    }
+  }
+  s.defined = !nan && std::isfinite(s.m);
+  for (int64_t i = 0; i < n; ++i)
+    if (i != s.at) s.rest += std::exp(v[i] - s.m);
+  return s;
+}
+
+}  // namespace
+
 void softmax_reference(const Softmax& op, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
   NDArray& out = prepare_output(*args.out[0], x.shape(), x.dtype());
@@ -56,32 +89,12 @@ void softmax_reference(const Softmax& op, const KernelArgs& args) {
         ooff += (rem % x.shape(d)) * out.strides()[d];
         rem /= x.shape(d);
       }
-      // m: the max (NaN skipped here); k: where it is. In long double (64-bit mantissa on x86),
-      // x - m is exact for float and double inputs that are not too far apart, and the result
-      // is rounded once at the end: the oracle the CPU kernel is checked against.
-      long double m = -INFINITY;
-      int64_t at = -1;
-      bool nan = false;
+      for (int64_t i = 0; i < n; ++i) v[i] = *reinterpret_cast<const T*>(x.raw() + xoff + i * x.strides()[op.axis]);
+      const RowStats st = row_stats(v.data(), n);
+      const long double shift = std::log1p(st.rest), inv = 1.0L / (1.0L + st.rest);
       for (int64_t i = 0; i < n; ++i) {
-        v[i] = *reinterpret_cast<const T*>(x.raw() + xoff + i * x.strides()[op.axis]);
-        if (std::isnan(v[i])) {
-          nan = true;
-        } else if (at < 0 || v[i] > m) {
-          m = v[i];
-          at = i;
-        }
-      }
-      // A NaN, a +inf (inf - inf) or no finite element makes the whole row NaN.
-      const bool defined = !nan && std::isfinite(m);
-      // rest: the sum of exp(x - m) over the elements but the max, so that log1p(rest) keeps
-      // what log(1 + rest) would round away.
-      long double rest = 0;
-      for (int64_t i = 0; i < n; ++i)
-        if (i != at) rest += std::exp(v[i] - m);
-      const long double shift = std::log1p(rest), inv = 1.0L / (1.0L + rest);
-      for (int64_t i = 0; i < n; ++i) {
-        long double y = op.log ? (v[i] - m) - shift : std::exp(v[i] - m) * inv;
-        if (!defined) y = NAN;
+        long double y = op.log ? (v[i] - st.m) - shift : std::exp(v[i] - st.m) * inv;
+        if (!st.defined) y = NAN;
         *reinterpret_cast<T*>(out.raw() + ooff + i * out.strides()[op.axis]) = static_cast<T>(y);
       }
     }
@@ -119,31 +132,16 @@ void crossentropy_softmax_reference(const CrossentropySoftmax1HotWithBias& op, c
     using T = decltype(t);
     std::vector<long double> z(k);
     for (int64_t i = 0; i < n; ++i) {
-      // Softmax's reference on z = x + b (the sum rounded to T, as an Elemwise add would), in long
-      // double from there.
-      long double m = -INFINITY;
-      int64_t at = -1;
-      bool nan = false;
-      for (int64_t j = 0; j < k; ++j) {
-        const T xv = *reinterpret_cast<const T*>(x.raw() + i * x.strides()[0] + j * x.strides()[1]);
-        const T bv = *reinterpret_cast<const T*>(b.raw() + j * bs);
-        z[j] = static_cast<T>(xv + bv);
-        if (std::isnan(z[j])) {
-          nan = true;
-        } else if (at < 0 || z[j] > m) {
-          m = z[j];
-          at = j;
-        }
-      }
-      const bool defined = !nan && std::isfinite(m);
-      long double rest = 0;
+      // Softmax's reference on z = x + b (the sum rounded to T, as an Elemwise add would).
       for (int64_t j = 0; j < k; ++j)
-        if (j != at) rest += std::exp(z[j] - m);
-      const long double shift = std::log1p(rest), inv = 1.0L / (1.0L + rest);
+        z[j] = static_cast<T>(*reinterpret_cast<const T*>(x.raw() + i * x.strides()[0] + j * x.strides()[1]) +
+                              *reinterpret_cast<const T*>(b.raw() + j * bs));
+      const RowStats st = row_stats(z.data(), k);
+      const long double shift = std::log1p(st.rest), inv = 1.0L / (1.0L + st.rest);
       for (int64_t j = 0; j < k; ++j)
-        sm.data<T>()[i * k + j] = static_cast<T>(defined ? std::exp(z[j] - m) * inv : NAN);
+        sm.data<T>()[i * k + j] = static_cast<T>(st.defined ? std::exp(z[j] - st.m) * inv : NAN);
       const int64_t y = label_at(labels, i);
-      nll.data<T>()[i] = static_cast<T>(defined ? shift - (z[y] - m) : NAN);
+      nll.data<T>()[i] = static_cast<T>(st.defined ? shift - (z[y] - st.m) : NAN);
     }
   });
 }
