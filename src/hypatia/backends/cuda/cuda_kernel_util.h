@@ -139,6 +139,12 @@ std::vector<int64_t> arg_reduce_args(int64_t n_out, int64_t n, const std::vector
 /// checked as check_labels_source does (a bad row is left 0). Arguments: n, k, coding's strides,
 /// the labels' and g's stride, then coding, labels, g, out and the check block.
 std::string crossentropy_1hot_source(DType dt, DType label_dt, bool grad);
+/// The statements of a block-per-row kernel (cuda_nnet_kernels.cpp: softmax's, the fused
+/// cross-entropy's) that compute its row's statistics in the kernel's shared sv, si and sbad (256
+/// each) with thread t: `m`, its first max of `value`(j) over j < a.cols, and `mi` where it is;
+/// `nan_row` (a NaN, a +inf or no finite value); `rest`, the sum of `exp`(value(j) - m) over the
+/// other elements. The kernel's own pass then writes exp(v - m) / (1 + rest) or v - m - log1p(rest).
+std::string block_row_stats(DType dt, const std::string& value, const std::string& exp);
 /// CrossentropySoftmax1HotWithBias (cuda_xent_kernels.cpp: hyp_xent_softmax, a block per row as
 /// Softmax's): z = x + b, sm = softmax(z), nll = log1p(rest) - (z[label] - m), the label checked
 /// (a bad row's nll left 0). Arguments: rows, cols, x's strides, b's stride (0: one for all), the

@@ -26,47 +26,25 @@ bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64;
 
 // ---- softmax and log_softmax along the last axis of a matrix or vector
 
-/// One block per row: the row's max (the first one) and whether it is finite, the sum of
-/// exp(x - max) over the other elements (rest), then softmax = exp(x - max) / (1 + rest) or
-/// log_softmax = (x - max) - log1p(rest), the CPU kernel's stable form. A row with a NaN, a +inf
-/// or no finite logit is NaN throughout.
+/// One block per row: the row's statistics (block_row_stats), then softmax = exp(x - max) / (1 +
+/// rest) or log_softmax = (x - max) - log1p(rest), the CPU kernel's stable form. A row with a
+/// NaN, a +inf or no finite logit is NaN throughout.
 std::string softmax_source(DType dt, bool log) {
   const std::string T = cuda_type(dt);
   std::string s = "struct SmArgs { long long rows, cols, s0, s1; unsigned long long in, out; };\n";
   s += "extern \"C\" __global__ void hyp_softmax(const SmArgs a) {\n";
-  s += "  __shared__ " + T + " sm[256];\n  __shared__ long long si[256];\n  __shared__ int sbad[256];\n";
+  s += "  __shared__ " + T + " sv[256];\n  __shared__ long long si[256];\n  __shared__ int sbad[256];\n";
   s += "  const int t = threadIdx.x;\n";
   s += "  for (long long r = blockIdx.x; r < a.rows; r += gridDim.x) {\n";
   s += "    const char* row = (const char*)a.in + r * a.s0;\n";
-  s +=
-      "    " + T + " m = -hstd::numeric_limits<" + T + ">::infinity();\n    long long mi = a.cols;\n    int bad = 0;\n";
-  s += "    for (long long j = t; j < a.cols; j += blockDim.x) {\n";
-  s += "      const " + T + " v = *(const " + T + "*)(row + j * a.s1);\n";
-  s += "      if (v != v) bad = 1;\n      if (v > m || (mi == a.cols && v == m)) { m = v; mi = j; }\n    }\n";
-  s += "    sm[t] = m; si[t] = mi; sbad[t] = bad;\n    __syncthreads();\n";
-  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) {\n";
-  s += "        sbad[t] |= sbad[t + w];\n";
-  s += "        if (sm[t + w] > sm[t] || (sm[t + w] == sm[t] && si[t + w] < si[t])) { sm[t] = sm[t + w]; si[t] = "
-       "si[t + w]; }\n";
-  s += "      }\n      __syncthreads();\n    }\n";
-  s += "    m = sm[0]; mi = si[0];\n";
-  s += "    const bool nan_row = sbad[0] || m == hstd::numeric_limits<" + T +
-       ">::infinity() || m == -hstd::numeric_limits<" + T + ">::infinity();\n";
-  s += "    __syncthreads();\n";
-  s += "    " + T + " rest = 0;\n";
-  s += "    for (long long j = t; j < a.cols; j += blockDim.x)\n";
-  s += "      if (j != mi) rest += op_exp(*(const " + T + "*)(row + j * a.s1) - m);\n";
-  s += "    sm[t] = rest;\n    __syncthreads();\n";
-  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) sm[t] += sm[t + w];\n      "
-       "__syncthreads();\n"
-       "    }\n";
-  s += "    rest = sm[0];\n";
+  s += "#define HYP_V(j) (*(const " + T + "*)(row + (j) * a.s1))\n";
+  s += block_row_stats(dt, "HYP_V", "op_exp");
   s += "    " + T + "* out = (" + T + "*)a.out + r * a.cols;\n";
   s += "    for (long long j = t; j < a.cols; j += blockDim.x) {\n";
-  s += "      const " + T + " d = *(const " + T + "*)(row + j * a.s1) - m;\n";
+  s += "      const " + T + " d = HYP_V(j) - m;\n";
   s += std::string("      out[j] = nan_row ? hstd::numeric_limits<") + T +
        ">::quiet_NaN() : " + (log ? "d - op_log1p(rest)" : "op_exp(d) / (" + T + "(1) + rest)") + ";\n";
-  s += "    }\n    __syncthreads();\n  }\n}\n";
+  s += "    }\n#undef HYP_V\n    __syncthreads();\n  }\n}\n";
   return s;
 }
 
@@ -404,6 +382,33 @@ std::vector<int> from(size_t first, size_t n) {
 }
 
 }  // namespace
+
+std::string block_row_stats(DType dt, const std::string& value, const std::string& exp) {
+  const std::string T = cuda_type(dt), inf = "hstd::numeric_limits<" + T + ">::infinity()";
+  // The first max and whether the row has a NaN: per thread, then a tree in shared memory.
+  std::string s = "    " + T + " m = -" + inf + ";\n    long long mi = a.cols;\n    int bad = 0;\n";
+  s += "    for (long long j = t; j < a.cols; j += blockDim.x) {\n";
+  s += "      const " + T + " v = " + value + "(j);\n";
+  s += "      if (v != v) bad = 1;\n      if (v > m || (mi == a.cols && v == m)) { m = v; mi = j; }\n    }\n";
+  s += "    sv[t] = m; si[t] = mi; sbad[t] = bad;\n    __syncthreads();\n";
+  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) {\n";
+  s += "        sbad[t] |= sbad[t + w];\n";
+  s += "        if (sv[t + w] > sv[t] || (sv[t + w] == sv[t] && si[t + w] < si[t])) { sv[t] = sv[t + w]; si[t] = "
+       "si[t + w]; }\n";
+  s += "      }\n      __syncthreads();\n    }\n";
+  s += "    m = sv[0]; mi = si[0];\n";
+  s += "    const bool nan_row = sbad[0] || m == " + inf + " || m == -" + inf + ";\n";
+  s += "    __syncthreads();\n";
+  // rest: the sum of exp(v - m) over the elements but the max.
+  s += "    " + T + " rest = 0;\n";
+  s += "    for (long long j = t; j < a.cols; j += blockDim.x)\n";
+  s += "      if (j != mi) rest += " + exp + "(" + value + "(j) - m);\n";
+  s += "    sv[t] = rest;\n    __syncthreads();\n";
+  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) sv[t] += sv[t + w];\n"
+       "      __syncthreads();\n    }\n";
+  s += "    rest = sv[0];\n";
+  return s;
+}
 
 LabelCheckedKernel::LabelCheckedKernel(const Apply& node, const std::string& source, const char* name)
     : op_(*node.op), kernel_(request_kernel(source, name)) {}

@@ -19,7 +19,6 @@ namespace hypatia::cuda {
 
 std::string xent_softmax_source(DType dt, DType label_dt) {
   const std::string T = cuda_type(dt), I = cuda_type(label_dt);
-  const std::string inf = "hstd::numeric_limits<" + T + ">::infinity()";
   // (hstd: the NVRTC shim's limits and math, of the element type; the host harness's std.)
   const std::string EXP = "hstd::exp", LOG1P = "hstd::log1p";
   std::string s =
@@ -33,28 +32,7 @@ std::string xent_softmax_source(DType dt, DType label_dt) {
   // z_j = x[r, j] + b[j], rounded to T as the add it replaces.
   s += "#define HYP_Z(j) ((" + T + ")(*(const " + T + "*)(row + (j) * a.xs1) + *(const " + T +
        "*)((const char*)a.b + (j) * a.bs)))\n";
-  // The row's first max and whether it has a NaN (Softmax's kernel, on z).
-  s += "    " + T + " m = -" + inf + ";\n    long long mi = a.cols;\n    int bad = 0;\n";
-  s += "    for (long long j = t; j < a.cols; j += blockDim.x) {\n";
-  s += "      const " + T + " v = HYP_Z(j);\n";
-  s += "      if (v != v) bad = 1;\n      if (v > m || (mi == a.cols && v == m)) { m = v; mi = j; }\n    }\n";
-  s += "    sv[t] = m; si[t] = mi; sbad[t] = bad;\n    __syncthreads();\n";
-  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) {\n";
-  s += "        sbad[t] |= sbad[t + w];\n";
-  s += "        if (sv[t + w] > sv[t] || (sv[t + w] == sv[t] && si[t + w] < si[t])) { sv[t] = sv[t + w]; si[t] = "
-       "si[t + w]; }\n";
-  s += "      }\n      __syncthreads();\n    }\n";
-  s += "    m = sv[0]; mi = si[0];\n";
-  s += "    const bool nan_row = sbad[0] || m == " + inf + " || m == -" + inf + ";\n";
-  s += "    __syncthreads();\n";
-  // rest: the sum of exp(z - m) over the elements but the max.
-  s += "    " + T + " rest = 0;\n";
-  s += "    for (long long j = t; j < a.cols; j += blockDim.x)\n";
-  s += "      if (j != mi) rest += " + EXP + "(HYP_Z(j) - m);\n";
-  s += "    sv[t] = rest;\n    __syncthreads();\n";
-  s += "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n      if (t < w) sv[t] += sv[t + w];\n"
-       "      __syncthreads();\n    }\n";
-  s += "    rest = sv[0];\n";
+  s += block_row_stats(dt, "HYP_Z", EXP);
   s += "    " + T + "* sm = (" + T + "*)a.sm + r * a.cols;\n";
   s += "    for (long long j = t; j < a.cols; j += blockDim.x)\n";
   s += "      sm[j] = nan_row ? hstd::numeric_limits<" + T + ">::quiet_NaN() : " + EXP + "(HYP_Z(j) - m) / (" + T +
