@@ -194,6 +194,15 @@ TEST(Rewrite, TheCrossentropyOfASoftmaxTakesTheBiasAddIntoItsPass) {
   const std::vector<NDArray> args = {random_array({4, 3}, DType::Float64), make_array({0, 4, 1, 4}, {4}, DType::Int64),
                                      random_array({3, 5}, DType::Float64), random_array({5}, DType::Float64)};
   check_equivalent({x, y, w, b}, {cost, g[0], g[1]}, args);
+  // A fill whose length is not provably the rows' keeps its Alloc (and Dx's check of that length).
+  Var sm = variable(matrix_type(DType::Float64), "sm"), d = scalar("d", DType::Float64), m = scalar("m", DType::Int64);
+  Function fill =
+      function({sm, y, d, m}, {crossentropy_softmax_1hot_with_bias_dx(alloc(dimshuffle(d, {-1}), {m}), sm, y)}, o);
+  EXPECT_EQ(count_ops(fill, "Alloc"), 1) << joined(fill);
+  EXPECT_ERROR(ValueError,
+               fill({random_array({2, 3}, DType::Float64), make_array({0, 1}, {2}, DType::Int64),
+                     NDArray::scalar(1.0, DType::Float64), NDArray::scalar(int64_t{3}, DType::Int64)}),
+               "expected dy of shape (2,)");
   // The sum read elsewhere too (an output): the add stays, and the cross-entropy reads it.
   Var z = add(dot(x, w), b);
   Function keep = function({x, y, w, b}, {mean(categorical_crossentropy(softmax(z), y)), z}, o);

@@ -127,13 +127,15 @@ std::optional<std::vector<Var>> crossentropy_fold_bias(FunctionGraph& fg, Apply&
 }
 
 // CrossentropySoftmax1HotWithBiasDx(Alloc(d, n), sm, y) -> CrossentropySoftmax1HotWithBiasDx(d, sm,
-// y) for a d of one element (a mean's gradient, the same for every row): the kernel reads it for
-// every row, and nothing fills a vector of n copies first.
+// y) for a d of one element (a mean's gradient, the same for every row) and n provably sm's rows
+// (else the Alloc's length check stays): the kernel reads it for every row, and nothing fills a
+// vector of n copies first.
 std::optional<std::vector<Var>> crossentropy_dx_of_one_value(FunctionGraph&, Apply& n) {
   const Var& dy = n.inputs[0];
   if (!dy->owner || typeid(*dy->owner->op) != typeid(Alloc) || dy->owner->inputs.size() != 2) return std::nullopt;
   const Var& d = dy->owner->inputs[0];
   if (d->ndim() != 1 || !d->type.broadcastable[0] || d->dtype() != dy->dtype()) return std::nullopt;
+  if (!same_dim(dy->owner->inputs[1], shape_i(n.inputs[1], 0))) return std::nullopt;
   return one(as_type(crossentropy_softmax_1hot_with_bias_dx(d, n.inputs[1], n.inputs[2]), n.output_ptr(0)->type));
 }
 
