@@ -94,3 +94,28 @@ def test_crossentropy_softmax_1hot_refuses_a_label_out_of_range_and_keeps_the_st
         f(np.zeros((2, 3)), np.array([-1, 0]))
     with pytest.raises(IndexError, match="CrossentropySoftmax1HotWithBias: label 3 at row 1"):
         hypatia.function([x, y], T.nnet.crossentropy_softmax_1hot(x, y)[0])(np.zeros((2, 3)), np.array([0, 3]))
+
+
+def test_the_fused_cross_entropy_meets_columns_lengths_and_dtypes_as_elemwise_does():
+    # A bias from a column (DimShuffle{x,0} drops its broadcastable axis): compiled, numpy's values.
+    a, c, y = T.dmatrix("a"), T.dcol("c"), T.lvector("y")
+    cost = T.nnet.categorical_crossentropy(T.nnet.softmax(a + c.dimshuffle("x", 0)), y)
+    av, cv, yv = np.arange(12.0).reshape(3, 4) / 7, np.array([[0.5], [-1.0], [2.0], [0.0]]), np.array([3, 0, 1])
+    z = av + cv[:, 0]
+    want = -np.log(_np_softmax(z)[np.arange(3), yv])
+    np.testing.assert_allclose(hypatia.function([a, c, y], cost)(av, cv, yv), want, rtol=1e-12)
+    # A bias of one element whose type does not broadcast is refused, as Elemwise refuses it
+    # (its gradient would have one element per class).
+    b = hypatia.shared(np.zeros(1), name="b")
+    nll, _ = T.nnet.crossentropy_softmax_1hot_with_bias(a, b, y)
+    with pytest.raises(ValueError, match=r"expected b of shape \(4,\) \(one per class\), got"):
+        hypatia.function([a, y], nll)(av, yv)
+    # A dy or b of another float dtype is cast to the softmax's.
+    x32, dy64 = T.fmatrix("x32"), T.dvector("dy64")
+    nll32, sm32 = T.nnet.crossentropy_softmax_1hot_with_bias(x32, T.dvector("b64"), y)
+    assert nll32.dtype == "float32"
+    dx = T.nnet.crossentropy_softmax_1hot_with_bias_dx(dy64, sm32, y)
+    assert dx.dtype == "float32"
+    smv = _np_softmax(av).astype("float32")
+    np.testing.assert_allclose(hypatia.function([x32, y], T.nnet.crossentropy_softmax_1hot_with_bias_dx(
+        1.0, T.nnet.softmax(x32), y))(av.astype("float32"), yv), smv - np.eye(4, dtype="float32")[yv], rtol=1e-5)

@@ -10,11 +10,11 @@ void register_nnet_kernels() {
   register_simple_kernel<CrossentropyCategorical1Hot>(kReferenceBackend, &crossentropy_1hot_reference);
   register_simple_kernel<CrossentropyCategorical1HotGrad>(kReferenceBackend, &crossentropy_1hot_grad_reference);
   register_simple_kernel<CheckLabels>(kReferenceBackend, &check_labels_kernel);
-  register_simple_kernel<CrossentropySoftmax1HotWithBias>(kReferenceBackend, &crossentropy_softmax_reference);
-  register_simple_kernel<CrossentropySoftmax1HotWithBiasDx>(kReferenceBackend, &crossentropy_softmax_dx_reference);
+  register_xent_kernel<CrossentropySoftmax1HotWithBias>(kReferenceBackend, &crossentropy_softmax_reference, 1);
+  register_xent_kernel<CrossentropySoftmax1HotWithBiasDx>(kReferenceBackend, &crossentropy_softmax_dx_reference, 0);
   register_simple_kernel<Softmax>(kCpuBackend, &softmax_cpu);
-  register_simple_kernel<CrossentropySoftmax1HotWithBias>(kCpuBackend, &crossentropy_softmax_cpu);
-  register_simple_kernel<CrossentropySoftmax1HotWithBiasDx>(kCpuBackend, &crossentropy_softmax_dx_cpu);
+  register_xent_kernel<CrossentropySoftmax1HotWithBias>(kCpuBackend, &crossentropy_softmax_cpu, 1);
+  register_xent_kernel<CrossentropySoftmax1HotWithBiasDx>(kCpuBackend, &crossentropy_softmax_dx_cpu, 0);
 }
 
 }  // namespace hypatia

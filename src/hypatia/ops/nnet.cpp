@@ -218,11 +218,14 @@ std::vector<Var> crossentropy_softmax_1hot_with_bias(Var x, Var b, Var labels) {
   const char* who = "crossentropy_softmax_1hot_with_bias";
   if (x->ndim() != 2 || !is_float(x->dtype()))
     fail<TypeError>(who, ": expected a float matrix of logits, got ", x->type.str());
-  if (b->ndim() == 0) b = dimshuffle(b->dtype() == x->dtype() ? b : cast(b, x->dtype()), {-1});
+  if (b->dtype() != x->dtype() && is_float(b->dtype())) b = cast(b, x->dtype());
+  if (b->ndim() == 0) b = dimshuffle(b, {-1});
   return apply_op(std::make_shared<CrossentropySoftmax1HotWithBias>(), {x, b, labels});
 }
 
 Var crossentropy_softmax_1hot_with_bias_dx(Var dy, Var sm, Var labels) {
+  if (dy->dtype() != sm->dtype() && is_float(dy->dtype()) && is_float(sm->dtype())) dy = cast(dy, sm->dtype());
+  if (dy->ndim() == 0) dy = dimshuffle(dy, {-1});
   return apply_op1(std::make_shared<CrossentropySoftmax1HotWithBiasDx>(), {dy, sm, labels});
 }
 

@@ -129,10 +129,11 @@ Var categorical_crossentropy(Var coding_dist, Var true_dist);
 /// and its gradient one more.
 Var softmax_crossentropy_labels(Var logits, Var labels);
 /// {nll, softmax(x + b)} by CrossentropySoftmax1HotWithBias (Theano's
-/// crossentropy_softmax_1hot_with_bias); b may be a vector of x's dtype, one per class, or a
-/// number (broadcast).
+/// crossentropy_softmax_1hot_with_bias); b may be a vector, one per class, or a number (broadcast);
+/// a float b of another dtype is cast to x's.
 std::vector<Var> crossentropy_softmax_1hot_with_bias(Var x, Var b, Var labels);
-/// dy[:, None] * (sm - one_hot(labels)) by CrossentropySoftmax1HotWithBiasDx.
+/// dy[:, None] * (sm - one_hot(labels)) by CrossentropySoftmax1HotWithBiasDx (dy a vector, one per
+/// row, or a number; a float dy of another dtype is cast to sm's).
 Var crossentropy_softmax_1hot_with_bias_dx(Var dy, Var sm, Var labels);
 /// Elementwise -(target * log(output) + (1 - target) * log(1 - output)).
 Var binary_crossentropy(Var output, Var target);

@@ -118,8 +118,8 @@ std::optional<std::vector<Var>> crossentropy_fold_bias(FunctionGraph& fg, Apply&
     const Var &a = z->owner->inputs[k], &row = z->owner->inputs[1 - k];
     if (!(a->type == z->type) || !row->owner || typeid(*row->owner->op) != typeid(DimShuffle)) continue;
     if (static_cast<const DimShuffle&>(*row->owner->op).pattern != std::vector<int>{-1, 0}) continue;
-    const Var& b = row->owner->inputs[0];
-    if (b->dtype() != z->dtype()) continue;
+    const Var& b = row->owner->inputs[0];  // (a vector: DimShuffle{x,0} of a column drops its axis 1)
+    if (b->ndim() != 1 || b->dtype() != z->dtype()) continue;
     const std::vector<Var> outs = crossentropy_softmax_1hot_with_bias(a, b, n.inputs[2]);
     return std::vector<Var>{as_type(outs[0], n.output_ptr(0)->type), as_type(outs[1], n.output_ptr(1)->type)};
   }

@@ -268,11 +268,11 @@ void softmax_cpu(const Softmax& op, const KernelArgs& args) {
   });
 }
 
-void crossentropy_softmax_cpu(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args) {
+void crossentropy_softmax_cpu(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args, bool one_for_all) {
   const NDArray &x = *args.in[0], &b = *args.in[1], &labels = *args.in[2];
   const char* who = "CrossentropySoftmax1HotWithBias";
   check_labels(who, x, labels);
-  check_xent_softmax_shapes(who, x, b, labels);
+  check_xent_softmax_shapes(who, x, b, labels, one_for_all);
   const int64_t n = x.shape(0), k = x.shape(1);
   NDArray& nll = prepare_output(*args.out[0], {n}, x.dtype());
   NDArray& sm = prepare_output(*args.out[1], x.shape(), x.dtype());
@@ -302,11 +302,12 @@ void crossentropy_softmax_cpu(const CrossentropySoftmax1HotWithBias& op, const K
   });
 }
 
-void crossentropy_softmax_dx_cpu(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args) {
+void crossentropy_softmax_dx_cpu(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args,
+                                 bool one_for_all) {
   const NDArray &dy = *args.in[0], &sm0 = *args.in[1], &labels = *args.in[2];
   const char* who = "CrossentropySoftmax1HotWithBiasDx";
   check_labels(who, sm0, labels);
-  check_xent_dx_shapes(who, dy, sm0, labels);
+  check_xent_dx_shapes(who, dy, sm0, labels, one_for_all);
   const int64_t n = sm0.shape(0), k = sm0.shape(1);
   NDArray& out = prepare_output(*args.out[0], sm0.shape(), sm0.dtype());
   if (out.size() == 0) return;

@@ -76,10 +76,11 @@ class XentSoftmaxKernel final : public LabelCheckedKernel {
   explicit XentSoftmaxKernel(const Apply& node)
       : LabelCheckedKernel(node,
                            std_prefix() + xent_softmax_source(node.inputs[0]->type.dtype, node.inputs[2]->type.dtype),
-                           "hyp_xent_softmax") {}
+                           "hyp_xent_softmax"),
+        one_for_all_(node.inputs[1]->type.broadcastable[0]) {}
   void run(const KernelArgs& a) override {
     const NDArray &x = *a.in[0], &b = *a.in[1], &labels = *a.in[2];
-    nnet_detail::check_xent_softmax_shapes(op_.name().c_str(), x, b, labels);
+    nnet_detail::check_xent_softmax_shapes(op_.name().c_str(), x, b, labels, one_for_all_);
     const int64_t rows = x.shape(0), cols = x.shape(1);
     NDArray& nll = prepare_device_output(*a.out[0], Shape{rows}, x.dtype());
     NDArray& sm = prepare_device_output(*a.out[1], x.shape(), x.dtype());
@@ -99,16 +100,20 @@ class XentSoftmaxKernel final : public LabelCheckedKernel {
                                  static_cast<int64_t>(check_.device())};
     launch(static_cast<int>(std::min<int64_t>(rows, 65535)), args);
   }
+
+ private:
+  bool one_for_all_;  // (b, or dy, broadcastable: one element for all)
 };
 
 class XentSoftmaxDxKernel final : public LabelCheckedKernel {
  public:
   explicit XentSoftmaxDxKernel(const Apply& node)
       : LabelCheckedKernel(node, xent_softmax_dx_source(node.inputs[1]->type.dtype, node.inputs[2]->type.dtype),
-                           "hyp_xent_softmax_dx") {}
+                           "hyp_xent_softmax_dx"),
+        one_for_all_(node.inputs[0]->type.broadcastable[0]) {}
   void run(const KernelArgs& a) override {
     const NDArray &dy = *a.in[0], &sm = *a.in[1], &labels = *a.in[2];
-    nnet_detail::check_xent_dx_shapes(op_.name().c_str(), dy, sm, labels);
+    nnet_detail::check_xent_dx_shapes(op_.name().c_str(), dy, sm, labels, one_for_all_);
     NDArray& out = prepare_device_output(*a.out[0], sm.shape(), sm.dtype());
     if (sm.shape(0) == 0) return;
     if (out.size() == 0) {  // (no classes: every label is out of range)
@@ -128,6 +133,9 @@ class XentSoftmaxDxKernel final : public LabelCheckedKernel {
                                  static_cast<int64_t>(check_.device())};
     launch(grid_for(out.size()), args);
   }
+
+ private:
+  bool one_for_all_;  // (b, or dy, broadcastable: one element for all)
 };
 
 bool f32_or_f64(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }

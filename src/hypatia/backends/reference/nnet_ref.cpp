@@ -101,24 +101,27 @@ void softmax_reference(const Softmax& op, const KernelArgs& args) {
   });
 }
 
-void check_xent_softmax_shapes(const char* who, const NDArray& x, const NDArray& b, const NDArray& labels) {
+void check_xent_softmax_shapes(const char* who, const NDArray& x, const NDArray& b, const NDArray& labels,
+                               bool one_for_all) {
   check_label_shapes(who, x, labels);
-  if (b.ndim() != 1 || (b.shape(0) != x.shape(1) && b.shape(0) != 1))
-    fail<ValueError>(who, ": expected b of shape (", x.shape(1), ",) (one per class) or (1,), got ", b.describe(),
-                     " with x ", x.describe());
+  if (b.ndim() != 1 || (b.shape(0) != x.shape(1) && !(one_for_all && b.shape(0) == 1)))
+    fail<ValueError>(who, ": expected b of shape (", x.shape(1), ",) (one per class)", one_for_all ? " or (1,)" : "",
+                     ", got ", b.describe(), " with x ", x.describe());
 }
 
-void check_xent_dx_shapes(const char* who, const NDArray& dy, const NDArray& sm, const NDArray& labels) {
+void check_xent_dx_shapes(const char* who, const NDArray& dy, const NDArray& sm, const NDArray& labels,
+                          bool one_for_all) {
   check_label_shapes(who, sm, labels);
-  if (dy.ndim() != 1 || (dy.shape(0) != sm.shape(0) && dy.shape(0) != 1))
-    fail<ValueError>(who, ": expected dy of shape (", sm.shape(0), ",) (one per row) or (1,), got ", dy.describe(),
-                     " with sm ", sm.describe());
+  if (dy.ndim() != 1 || (dy.shape(0) != sm.shape(0) && !(one_for_all && dy.shape(0) == 1)))
+    fail<ValueError>(who, ": expected dy of shape (", sm.shape(0), ",) (one per row)", one_for_all ? " or (1,)" : "",
+                     ", got ", dy.describe(), " with sm ", sm.describe());
 }
 
-void crossentropy_softmax_reference(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args) {
+void crossentropy_softmax_reference(const CrossentropySoftmax1HotWithBias& op, const KernelArgs& args,
+                                    bool one_for_all) {
   const NDArray &x = *args.in[0], &b = *args.in[1], &labels = *args.in[2];
   const char* who = "CrossentropySoftmax1HotWithBias";
-  check_xent_softmax_shapes(who, x, b, labels);
+  check_xent_softmax_shapes(who, x, b, labels, one_for_all);
   const int64_t n = x.shape(0), k = x.shape(1);
   NDArray& nll = prepare_output(*args.out[0], {n}, x.dtype());
   NDArray& sm = prepare_output(*args.out[1], x.shape(), x.dtype());
@@ -146,11 +149,12 @@ void crossentropy_softmax_reference(const CrossentropySoftmax1HotWithBias& op, c
   });
 }
 
-void crossentropy_softmax_dx_reference(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args) {
+void crossentropy_softmax_dx_reference(const CrossentropySoftmax1HotWithBiasDx& op, const KernelArgs& args,
+                                       bool one_for_all) {
   const NDArray &dy = *args.in[0], &sm = *args.in[1], &labels = *args.in[2];
   const char* who = "CrossentropySoftmax1HotWithBiasDx";
   check_labels(who, sm, labels);
-  check_xent_dx_shapes(who, dy, sm, labels);
+  check_xent_dx_shapes(who, dy, sm, labels, one_for_all);
   const int64_t n = sm.shape(0), k = sm.shape(1);
   NDArray& out = prepare_output(*args.out[0], sm.shape(), sm.dtype());
   const int64_t ds = dy.shape(0) == 1 ? 0 : dy.strides()[0];
