@@ -419,16 +419,16 @@ TEST(CudaRun, ModulesAreCachedOnDiskAndACorruptEntryIsRebuilt) {
 
 TEST(CudaRun, AClassifierTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   REQUIRE_GPU();
-  // Products, fused elementwise, log_softmax, the label check, the row indices, the label gather
-  // and its scatter-add gradient all on the GPU (the labels are checked there).
+  // Products, fused elementwise, the fused cross-entropy of the softmax and its gradient all on
+  // the GPU (the labels are checked there).
   std::vector<Var> pc, pg;
   Function fc = classifier_step("cpu", pc), fg = classifier_step("cuda", pg);
   std::string on_cpu;
   for (const auto& n : fg.toposort())
     if (!n->op->moves_between_devices() && get_backend("cuda").provider(*n)->name() != "cuda")
       on_cpu += n->op->name() + " ";
-  for (const char* host_op :
-       {"Softmax", "Alloc", "AdvancedSubtensor", "AdvancedIncSubtensor", "dot", "Gemm", "CheckLabels", "ARange"})
+  for (const char* host_op : {"Softmax", "Alloc", "AdvancedSubtensor", "AdvancedIncSubtensor", "dot", "Gemm",
+                              "CheckLabels", "ARange", "CrossentropySoftmax1HotWithBias"})
     EXPECT_EQ(on_cpu.find(host_op), std::string::npos) << on_cpu;
   NDArray xv = seeded_array({8, 20}, DType::Float32, 5);
   NDArray yv = NDArray::empty({8}, DType::Int64);
