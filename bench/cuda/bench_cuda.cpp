@@ -14,9 +14,9 @@
 
 #include "hypatia/backends/cuda/cuda_api.h"
 #include "hypatia/backends/cuda/cuda_codegen.h"
-#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/cuda_memory.h"
+#include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/hypatia.h"
 
 namespace hypatia {

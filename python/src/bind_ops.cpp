@@ -117,8 +117,8 @@ void init_ops(nb::module_& m) {
   m.def("log_softmax", &log_softmax, "x"_a, "axis"_a = -1);
   m.def("crossentropy_softmax_1hot_with_bias", &crossentropy_softmax_1hot_with_bias, "x"_a, "b"_a, "y_idx"_a,
         "(nll, softmax(x + b)) of integer labels y_idx, one pass per row (CrossentropySoftmax1HotWithBias).");
-  m.def("crossentropy_softmax_1hot_with_bias_dx", &crossentropy_softmax_1hot_with_bias_dx, "dy"_a, "sm"_a,
-        "y_idx"_a, "dy[:, None] * (sm - one_hot(y_idx)) (CrossentropySoftmax1HotWithBiasDx).");
+  m.def("crossentropy_softmax_1hot_with_bias_dx", &crossentropy_softmax_1hot_with_bias_dx, "dy"_a, "sm"_a, "y_idx"_a,
+        "dy[:, None] * (sm - one_hot(y_idx)) (CrossentropySoftmax1HotWithBiasDx).");
   m.def(
       "conv2d",
       [](Var img, Var kern, const ConvTuple& p, bool unshared) {

@@ -187,7 +187,10 @@ HYP_OPINFO({
 });
 HYP_OPINFO({
     .name = "check_labels",
-    .build = [](const std::vector<Var>& v) { return apply_op1(std::make_shared<CheckLabels>(), {v[0], v[1]}); },
+    .build =
+        [](const std::vector<Var>& v) {
+          return apply_op1(std::make_shared<CheckLabels>(), {v[0], v[1]});
+        },
     .samples = crossentropy_label_samples,
     .dtypes = testing::kFloatTypes,
     .differentiable = false,

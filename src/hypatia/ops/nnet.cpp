@@ -31,11 +31,18 @@ std::vector<ShapeVars> Softmax::infer_shape(const Apply& node, const std::vector
   return {in[0]};
 }
 
+namespace {
+/// The gradient through y = softmax(x) along `axis` of g w.r.t. y: y * (g - sum(g * y)).
+Var softmax_backward(const Var& g, const Var& y, int axis) {
+  return mul(y, sub(g, sum(mul(g, y), std::vector<int>{axis}, true)));
+}
+}  // namespace
+
 std::vector<Var> Softmax::grad(const Apply& node, const std::vector<Var>& output_grads) const {
   const Var& g = output_grads[0];
   if (!g) return {nullptr};
   Var y = const_cast<Apply&>(node).output(0);
-  if (!log) return {mul(y, sub(g, sum(mul(g, y), std::vector<int>{axis}, true)))};
+  if (!log) return {softmax_backward(g, y, axis)};
   return {sub(g, mul(exp(y), sum(g, std::vector<int>{axis}, true)))};
 }
 
@@ -172,9 +179,7 @@ std::vector<Var> CrossentropySoftmax1HotWithBias::grad(const Apply& node, const 
   if (const Var& g = output_grads[0]; g && !zeros_fill(g))
     dx = crossentropy_softmax_1hot_with_bias_dx(g->dtype() == dt ? g : cast(g, dt), sm, node.inputs[2]);
   if (const Var& g = output_grads[1]; g && !zeros_fill(g)) {
-    // Softmax's: sm * (g - sum(g * sm)) along the rows.
-    Var gs = g->dtype() == dt ? g : cast(g, dt);
-    Var t = mul(sm, sub(gs, sum(mul(gs, sm), std::vector<int>{1}, true)));
+    Var t = softmax_backward(g->dtype() == dt ? g : cast(g, dt), sm, 1);
     dx = dx ? add(dx, t) : t;
   }
   if (!dx) return {nullptr, nullptr, nullptr};

@@ -81,10 +81,6 @@ def crossentropy_categorical_1hot(coding_dist, true_one_of_n):
     return categorical_crossentropy(coding_dist, true_one_of_n)
 
 
-def _labels(y_idx):
-    return as_tensor_variable(y_idx)
-
-
 def _bias(x, b):
     x = as_tensor_variable(x)
     if isinstance(b, _core.Variable):
@@ -98,7 +94,7 @@ def crossentropy_softmax_1hot_with_bias(x, b, y_idx):
     in one pass per row (CrossentropySoftmax1HotWithBias); its gradient is
     crossentropy_softmax_1hot_with_bias_dx. A label outside [0, n_classes) raises IndexError."""
     x, b = _bias(x, b)
-    return tuple(_core.crossentropy_softmax_1hot_with_bias(x, b, _labels(y_idx)))
+    return tuple(_core.crossentropy_softmax_1hot_with_bias(x, b, as_tensor_variable(y_idx)))
 
 
 def crossentropy_softmax_argmax_1hot_with_bias(x, b, y_idx):
@@ -123,11 +119,8 @@ def crossentropy_softmax_1hot(x, y_idx):
 def crossentropy_softmax_1hot_with_bias_dx(dy, sm, y_idx):
     """dy[:, None] * (sm - one_hot(y_idx)): the gradient of crossentropy_softmax_1hot_with_bias's
     nll w.r.t. its logits (CrossentropySoftmax1HotWithBiasDx)."""
-    sm = as_tensor_variable(sm)
-    dy = as_tensor_variable(dy)
-    if dy.ndim == 0:
-        dy = dy.dimshuffle("x")
-    return _core.crossentropy_softmax_1hot_with_bias_dx(dy, sm, _labels(y_idx))
+    return _core.crossentropy_softmax_1hot_with_bias_dx(as_tensor_variable(dy), as_tensor_variable(sm),
+                                                        as_tensor_variable(y_idx))
 
 
 def binary_crossentropy(output, target):
