@@ -415,6 +415,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("Hypatia CUDA backend benchmarks (sm_%d, %d SMs)\n", cuda::arch(), cuda::sm_count());
+  // The raw baselines (cuBLAS, bare launches, copies) call CUDA outside any function's call: they
+  // run on the GPU the process drives (HYPATIA_FLAGS=device=cudaN), as the functions do.
+  const cuda::DeviceScope on_the_driven_gpu;
   if (argc > 1 && std::string(argv[1]) == "streams") {  // only the two threads' benchmark
     two_threads();
     return 0;

@@ -15,6 +15,7 @@
 #include "cuda_host/host_kernels.h"
 #include "hypatia/backends/cuda/cuda_kernel_util.h"
 #include "hypatia/backends/cuda/sort_network.h"
+#include "hypatia/backends/reference/nnet_common.h"
 #include "hypatia/backends/shape_kernels_impl.h"
 #include "hypatia/hypatia.h"
 #include "hypatia/ops/random.h"
@@ -348,6 +349,34 @@ TEST(CudaKernelsOnHost, CheckLabelsFindsALabelOutOfRangeOnTheDevice) {
         ++checked;
       }
   EXPECT_EQ(checked, 4 * 3 * 2);
+  // A uint64 label past int64's range: the kernel writes the label's bits, and the message made
+  // from them names the value the user gave, as the CPU's check does.
+  const uint64_t huge = (uint64_t{1} << 63) + 5;
+  const char* said = "label 9223372036854775813 at row 1 is out of range for 4 classes";
+  for (const HostArangeKernel& k : kHostCheckLabelsKernels) {
+    if (k.dt != DType::UInt64) continue;
+    NDArray labels = NDArray::zeros({3}, DType::UInt64);
+    labels.data<uint64_t>()[1] = huge;
+    long long err[4] = {0, 0, 0, 0};
+    struct {
+      long long n, classes, st;
+      unsigned long long labels, err;
+    } a{3, 4, labels.strides()[0], ptr(labels), reinterpret_cast<unsigned long long>(err)};
+    k.run(&a);
+    ASSERT_EQ(err[0], 1);
+    EXPECT_EQ(err[1], 1);
+    EXPECT_EQ(static_cast<uint64_t>(err[2]), huge);
+    EXPECT_ERROR(IndexError, nnet_detail::label_out_of_range("CheckLabels", err[2], k.dt, err[1], err[3]), said);
+    const NDArray x = NDArray::zeros({3, 4}, DType::Float32), b = NDArray::zeros({4}, DType::Float32);
+    Var xv = variable(TensorType::of_value(x), "x"), bv = variable(TensorType::of_value(b), "b");
+    Var lv = variable(TensorType::of_value(labels), "y");
+    FunctionOptions cpu;
+    cpu.backend = "cpu";
+    Function f = function({xv, bv, lv}, {crossentropy_softmax_1hot_with_bias(xv, bv, lv)[0]}, cpu);
+    EXPECT_ERROR(IndexError, f({x, b, labels}), said);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4 * 3 * 2 + 1);
 }
 
 TEST(CudaKernelsOnHost, ArgmaxAndArgminAreTheCpusFirstNanThenFirstExtreme) {

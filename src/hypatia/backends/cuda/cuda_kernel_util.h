@@ -48,6 +48,7 @@ class LabelCheckedKernel : public Kernel {
   const Op& op_;
   KernelRef kernel_;
   DeviceCheckBlock check_;
+  DType labels_dtype_;  // (the labels are the node's last input; the kernel writes a label's bits)
 };
 /// The device function such kernels call, hyp_check_failed(err, a, b, c): the first failed check
 /// wins the flag of the block at `err` and writes its three words (the host reads them after the

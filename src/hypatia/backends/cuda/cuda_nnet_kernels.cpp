@@ -411,7 +411,7 @@ std::string block_row_stats(DType dt, const std::string& value, const std::strin
 }
 
 LabelCheckedKernel::LabelCheckedKernel(const Apply& node, const std::string& source, const char* name)
-    : op_(*node.op), kernel_(request_kernel(source, name)) {}
+    : op_(*node.op), kernel_(request_kernel(source, name)), labels_dtype_(node.inputs.back()->type.dtype) {}
 
 void LabelCheckedKernel::launch(int grid, std::vector<int64_t>& args) {
   launch_checked(kernel_, grid, args, op_.name().c_str(), check_);
@@ -419,7 +419,7 @@ void LabelCheckedKernel::launch(int grid, std::vector<int64_t>& args) {
 
 void LabelCheckedKernel::raise_device_errors() {
   long long w[DeviceCheckBlock::kWords];
-  if (check_.take_failure(w)) nnet_detail::label_out_of_range(op_.name().c_str(), w[2], w[1], w[3]);
+  if (check_.take_failure(w)) nnet_detail::label_out_of_range(op_.name().c_str(), w[2], labels_dtype_, w[1], w[3]);
 }
 
 IndexVectors index_vectors(const Op& op, const NDArray& x, std::span<NDArray* const> in, size_t first) {
@@ -568,9 +568,9 @@ std::string crossentropy_1hot_source(DType dt, DType label_dt, bool grad) {
   s += "    const " + I + " raw = *(const " + I + "*)((const char*)a.labels + row * a.ls);\n";
   s += read_index(label_dt);
   s += "    if (v < 0 || v >= a.k) {\n";
-  s += grad ? "      if (j == 0) hyp_check_failed(a.err, row, v, a.k);\n      ((" + T + "*)a.out)[t] = (" + T +
-                  ")0;\n      continue;\n    }\n"
-            : "      hyp_check_failed(a.err, row, v, a.k);\n      ((" + T + "*)a.out)[t] = (" + T +
+  s += grad ? "      if (j == 0) hyp_check_failed(a.err, row, (long long)raw, a.k);\n      ((" + T + "*)a.out)[t] = (" +
+                  T + ")0;\n      continue;\n    }\n"
+            : "      hyp_check_failed(a.err, row, (long long)raw, a.k);\n      ((" + T + "*)a.out)[t] = (" + T +
                   ")0;\n      continue;\n    }\n";
   s += "    const " + T + " c = *(const " + T + "*)((const char*)a.coding + row * a.cs0 + v * a.cs1);\n";
   if (grad)
@@ -589,7 +589,7 @@ std::string check_labels_source(DType label_dt) {
   s += grid_stride_head("hyp_check_labels", "ClArgs", "a.n");
   s += "    {\n      const " + I + " raw = *(const " + I + "*)((const char*)a.labels + t * a.st);\n";
   s += read_index(label_dt);
-  s += "      if (v < 0 || v >= a.classes) hyp_check_failed(a.err, t, v, a.classes);\n    }\n  }\n}\n";
+  s += "      if (v < 0 || v >= a.classes) hyp_check_failed(a.err, t, (long long)raw, a.classes);\n    }\n  }\n}\n";
   return s;
 }
 

@@ -42,8 +42,9 @@ std::string xent_softmax_source(DType dt, DType label_dt) {
   s += "      const " + I + " raw = *(const " + I + "*)((const char*)a.labels + r * a.ls);\n";
   s += read_index(label_dt);
   s += "      " + T + "* nll = (" + T + "*)a.nll;\n";
-  s += "      if (v < 0 || v >= a.cols) {\n        hyp_check_failed(a.err, r, v, a.cols);\n        nll[r] = (" + T +
-       ")0;\n";
+  s += "      if (v < 0 || v >= a.cols) {\n        hyp_check_failed(a.err, r, (long long)raw, a.cols);\n        nll[r] "
+       "= (" +
+       T + ")0;\n";
   s += "      } else {\n        nll[r] = nan_row ? hstd::numeric_limits<" + T + ">::quiet_NaN() : " + LOG1P +
        "(rest) - (HYP_Z(v) - m);\n      }\n    }\n";
   s += "#undef HYP_Z\n";
@@ -59,8 +60,8 @@ std::string xent_softmax_dx_source(DType dt, DType label_dt) {
   s += "    const long long row = t / a.k, j = t % a.k;\n";
   s += "    const " + I + " raw = *(const " + I + "*)((const char*)a.labels + row * a.ls);\n";
   s += read_index(label_dt);
-  s += "    if (v < 0 || v >= a.k) {\n      if (j == 0) hyp_check_failed(a.err, row, v, a.k);\n      ((" + T +
-       "*)a.out)[t] = (" + T + ")0;\n      continue;\n    }\n";
+  s += "    if (v < 0 || v >= a.k) {\n      if (j == 0) hyp_check_failed(a.err, row, (long long)raw, a.k);\n      ((" +
+       T + "*)a.out)[t] = (" + T + ")0;\n      continue;\n    }\n";
   s += "    const " + T + " d = *(const " + T + "*)((const char*)a.dy + row * a.ds);\n";
   s += "    const " + T + " p = *(const " + T + "*)((const char*)a.sm + row * a.ss0 + j * a.ss1);\n";
   s += "    ((" + T + "*)a.out)[t] = d * (j == v ? (" + T + ")(p - (" + T + ")1) : p);\n  }\n}\n";
@@ -117,8 +118,8 @@ class XentSoftmaxDxKernel final : public LabelCheckedKernel {
     NDArray& out = prepare_device_output(*a.out[0], sm.shape(), sm.dtype());
     if (sm.shape(0) == 0) return;
     if (out.size() == 0) {  // (no classes: every label is out of range)
-      nnet_detail::label_out_of_range(op_.name().c_str(), nnet_detail::label_at(labels.to_device(Device::host()), 0), 0,
-                                      0);
+      nnet_detail::label_out_of_range(op_.name().c_str(), nnet_detail::label_at(labels.to_device(Device::host()), 0),
+                                      labels.dtype(), 0, 0);
     }
     std::vector<int64_t> args = {sm.shape(0),
                                  sm.shape(1),

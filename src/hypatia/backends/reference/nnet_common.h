@@ -58,8 +58,9 @@ int64_t label_at(const NDArray& labels, int64_t i);
 void check_labels(const char* who, const NDArray& coding, const NDArray& labels);
 /// The shapes' part of check_labels (ValueError), for kernels that check the values elsewhere.
 void check_label_shapes(const char* who, const NDArray& coding, const NDArray& labels);
-/// check_labels' IndexError for `label` at `row` with `classes` classes.
-[[noreturn]] void label_out_of_range(const char* who, int64_t label, int64_t row, int64_t classes);
+/// check_labels' IndexError for `label` at `row` with `classes` classes. `label` is label_at's (a
+/// uint64 label past int64's range wraps; it is named as the unsigned value the user gave).
+[[noreturn]] void label_out_of_range(const char* who, int64_t label, DType label_dtype, int64_t row, int64_t classes);
 
 }  // namespace hypatia::nnet_detail
 

@@ -21,7 +21,10 @@ void check_label_shapes(const char* who, const NDArray& coding, const NDArray& l
                      coding.describe(), " and labels ", labels.describe());
 }
 
-void label_out_of_range(const char* who, int64_t label, int64_t row, int64_t classes) {
+void label_out_of_range(const char* who, int64_t label, DType label_dtype, int64_t row, int64_t classes) {
+  if (label_dtype == DType::UInt64 && label < 0)
+    fail<IndexError>(who, ": label ", static_cast<uint64_t>(label), " at row ", row, " is out of range for ", classes,
+                     " classes (expected 0 <= label < ", classes, ")");
   fail<IndexError>(who, ": label ", label, " at row ", row, " is out of range for ", classes,
                    " classes (expected 0 <= label < ", classes, ")");
 }
@@ -31,7 +34,7 @@ void check_labels(const char* who, const NDArray& coding, const NDArray& labels)
   const int64_t k = coding.shape(1);
   for (int64_t i = 0; i < labels.shape(0); ++i) {
     int64_t y = label_at(labels, i);
-    if (y < 0 || y >= k) label_out_of_range(who, y, i, k);
+    if (y < 0 || y >= k) label_out_of_range(who, y, labels.dtype(), i, k);
   }
 }
 
@@ -127,7 +130,7 @@ void crossentropy_softmax_reference(const CrossentropySoftmax1HotWithBias& op, c
   NDArray& sm = prepare_output(*args.out[1], x.shape(), x.dtype());
   for (int64_t i = 0; i < n; ++i) {  // (every label first: an error leaves no output half written)
     const int64_t y = label_at(labels, i);
-    if (y < 0 || y >= k) label_out_of_range(who, y, i, k);
+    if (y < 0 || y >= k) label_out_of_range(who, y, labels.dtype(), i, k);
   }
   if (n == 0 || k == 0) return;
   const int64_t bs = b.shape(0) == 1 ? 0 : b.strides()[0];
