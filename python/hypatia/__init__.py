@@ -28,16 +28,20 @@ from hypatia.op import Op  # noqa: F401
 from hypatia import gof  # noqa: F401
 from hypatia import compile  # noqa: F401,A004
 from hypatia import tensor  # noqa: F401
-from hypatia.compile import Function, In, Mode, Out, SharedVariable, function, shared  # noqa: F401
+from hypatia.compile import Function, In, Mode, Out, SharedVariable, as_op, function, shared  # noqa: F401
 from hypatia import gradient, ifelse, printing, scan_module  # noqa: F401
 from hypatia.gof.graph import Constant  # noqa: F401
 from hypatia.gof.graph import clone_replace as clone  # noqa: F401
 from hypatia.gradient import Lop, Rop, grad  # noqa: F401
-from hypatia.tensor.basic import dot  # noqa: F401  (theano.dot)
-from hypatia.printing import debugprint, pp  # noqa: F401
+from hypatia.tensor.basic import dot, get_scalar_constant_value  # noqa: F401  (theano.dot ...)
+from hypatia.printing import debugprint, pp, pprint  # noqa: F401
 from hypatia.scan_module import foldl, foldr, map, reduce, scan, scan_checkpoints  # noqa: F401,A004
 from hypatia import _pickle  # noqa: F401,E402  (pickle support for graphs and functions)
 from hypatia._messages import HypatiaWarning  # noqa: F401
+from hypatia.scan_module.scan import OrderedUpdates  # noqa: F401,E402  (theano.OrderedUpdates)
+from hypatia import updates  # noqa: F401,E402
+# Modules Theano's import made attributes of theano.tensor (T.shared_randomstreams.RandomStreams).
+from hypatia.tensor import raw_random, shared_randomstreams  # noqa: F401,E402
 
 __version__ = "0.1.0"
 

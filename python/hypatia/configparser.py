@@ -1,10 +1,13 @@
 """hypatia.config: Theano's settings on the C++ engine's Config.
 
-Values come from defaults < ~/.hypatiarc < HYPATIA_FLAGS (``key=value,key=value``, like
-THEANO_FLAGS) < code (``hypatia.config.floatX = 'float32'``). Every read and write goes to the
-C++ Config, so C++ and Python always agree.
+Values come from defaults < ~/.hypatiarc < THEANO_FLAGS < HYPATIA_FLAGS (``key=value,key=value``)
+< code (``hypatia.config.floatX = 'float32'``). THEANO_FLAGS is read so that a Theano user's
+``THEANO_FLAGS=floatX=float32,device=cuda python train.py`` means the same here; HYPATIA_FLAGS wins
+where both name an option, and Theano options Hypatia does not have are ignored with a warning.
+Every read and write goes to the C++ Config, so C++ and Python always agree.
 """
 import contextlib
+import os
 import warnings
 
 from hypatia import _core
@@ -45,8 +48,42 @@ _KEYS = (
 _SECTIONS = frozenset(k.rsplit(".", i)[0] for k in _KEYS if "." in k for i in range(1, k.count(".") + 1))
 
 
+def _apply_theano_flags():
+    """THEANO_FLAGS, below HYPATIA_FLAGS: each option HYPATIA_FLAGS does not set, checked as
+    HYPATIA_FLAGS' are (a bad value fails the import, naming the variable); Theano options Hypatia
+    does not have are ignored with a warning."""
+    text = os.environ.get("THEANO_FLAGS", "")
+    if not text.strip():
+        return
+    ours = {item.split("=", 1)[0].strip() for item in os.environ.get("HYPATIA_FLAGS", "").split(",") if "=" in item}
+    ignored = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key:
+            raise ValueError(f"THEANO_FLAGS='{text}': the item '{item}' is not of the form key=value")
+        if key in ours:
+            continue
+        if _core.config_is_ignored_theano_option(key) or key not in _KEYS:
+            ignored.append(key)
+            continue
+        try:
+            _core.config_set(key, value)
+        except ValueError as e:
+            raise ValueError(f"THEANO_FLAGS='{text}': {e}") from None
+    if ignored:
+        warnings.warn(f"THEANO_FLAGS: {', '.join(repr(k) for k in ignored)} "
+                      f"{'has' if len(ignored) == 1 else 'have'} no effect in Hypatia and "
+                      f"{'is' if len(ignored) == 1 else 'are'} ignored", stacklevel=3)
+
+
 class _Section:
-    """A section of dotted options (``config.dnn.conv``): attribute access reads and writes them."""
+    """A section of dotted options (``config.dnn.conv``): attribute access reads and writes them.
+    Theano's sections Hypatia does not have (``config.warn``, ``config.gcc`` ...) take writes with
+    a warning, as their options do, and have nothing to read."""
 
     def __init__(self, prefix):
         object.__setattr__(self, "_prefix", prefix)
@@ -80,7 +117,8 @@ class Config:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        if name in _SECTIONS:
+        if name in _SECTIONS or (name not in _KEYS and "." not in name
+                                 and _core.config_is_ignored_theano_option(name + ".x")):
             return _Section(name)
         if _core.config_is_ignored_theano_option(name):
             raise AttributeError(f"hypatia.config has no option {name!r} (a Theano option Hypatia does not have)")
@@ -119,7 +157,8 @@ class change_flags(contextlib.ContextDecorator):
         self._old = {}
 
     def __enter__(self):
-        self._old = {k: getattr(config, k) for k in self._new}
+        # (A Theano option Hypatia does not have has no value to restore: setting it warns.)
+        self._old = {k: getattr(config, k) for k in self._new if not _core.config_is_ignored_theano_option(k)}
         for k, v in self._new.items():
             setattr(config, k, v)
         return self
@@ -131,5 +170,6 @@ class change_flags(contextlib.ContextDecorator):
 
 
 config = Config()
+_apply_theano_flags()
 
 __all__ = ["config", "change_flags", "Config"]

@@ -2,7 +2,7 @@
 import numpy as np
 
 from hypatia import _core
-from hypatia._convert import as_tensor_variable
+from hypatia._convert import _shape_list, as_tensor_variable
 
 Variable = _core.Variable
 DisconnectedInputError = _core.DisconnectedInputError
@@ -72,16 +72,67 @@ def Rop(f, wrt, eval_points):
     return _format_as(kind, _core.Rop(fs, ws, es))
 
 
+def _held_constant(expression, consider_constant):
+    """expression with every variable of consider_constant seen through disconnected_grad."""
+    if not consider_constant:
+        return expression
+    from hypatia.gof.graph import clone_replace
+    return clone_replace(expression, {c: disconnected_grad(c) for c in consider_constant})
+
+
+def _reaches(expression, w, disconnected_inputs, who):
+    """Whether a gradient of expression reaches w; where none does, raises DisconnectedInputError,
+    warns or says nothing, as disconnected_inputs ('raise', 'warn', 'ignore') asks."""
+    if disconnected_inputs not in ("raise", "warn", "ignore"):
+        raise ValueError(f"{who}: disconnected_inputs must be 'raise', 'warn' or 'ignore', got {disconnected_inputs!r}")
+    probe = expression if expression.ndim == 0 else _core.sum(expression)
+    try:
+        _core.grad(probe, [w], [], "raise", [])
+        return True
+    except DisconnectedInputError as e:
+        if disconnected_inputs == "raise":
+            raise DisconnectedInputError(f"{who}: {e}") from None
+        if disconnected_inputs == "warn":
+            import warnings
+            from hypatia._messages import HypatiaWarning
+            warnings.warn(f"{who}: {e}", HypatiaWarning, stacklevel=3)
+        return False
+
+
+def _zeros_of(dims, w):
+    return _core.zeros(_shape_list(dims), w.dtype if w.dtype.startswith("float") else "float64")
+
+
 def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
-    """d expression / d wrt for a 0-d or 1-d expression (shape expression.shape + wrt.shape)."""
+    """d expression / d wrt (shape expression.shape + wrt.shape for a 0-d or 1-d expression; a
+    larger one is flattened first). consider_constant: variables the derivative does not go
+    through. disconnected_inputs: what a wrt the expression does not depend on gets: 'raise'
+    (DisconnectedInputError), 'warn' or 'ignore' (zeros)."""
+    expression = _held_constant(as_tensor_variable(expression), consider_constant)
     ws, kind = _as_list(wrt)
-    return _format_as(kind, [_core.jacobian(as_tensor_variable(expression), w) for w in ws])
+    out = []
+    for w in ws:
+        if _reaches(expression, w, disconnected_inputs, "jacobian"):
+            out.append(_core.jacobian(expression, w))
+            continue
+        rows = [] if expression.ndim == 0 else [expression.shape[0] if expression.ndim == 1 else expression.size]
+        out.append(_zeros_of(rows + [w.shape[i] for i in range(w.ndim)], w))
+    return _format_as(kind, out)
 
 
 def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
-    """d^2 cost / d wrt^2 for a 0-d cost."""
+    """d^2 cost / d wrt^2 for a 0-d cost (shape wrt.shape + wrt.shape); consider_constant and
+    disconnected_inputs as jacobian's."""
+    cost = _held_constant(as_tensor_variable(cost), consider_constant)
     ws, kind = _as_list(wrt)
-    return _format_as(kind, [_core.hessian(as_tensor_variable(cost), w) for w in ws])
+    out = []
+    for w in ws:
+        if _reaches(cost, w, disconnected_inputs, "hessian"):
+            out.append(_core.hessian(cost, w))
+            continue
+        dims = [w.shape[i] for i in range(w.ndim)]
+        out.append(_zeros_of(dims + dims, w))
+    return _format_as(kind, out)
 
 
 def disconnected_grad(x):
@@ -96,6 +147,15 @@ zero_grad = disconnected_grad
 def grad_clip(x, lower_bound, upper_bound):
     """x in the forward pass; its gradient clipped to [lower_bound, upper_bound]."""
     return _core.grad_clip(as_tensor_variable(x), float(lower_bound), float(upper_bound))
+
+
+def grad_scale(x, multiplier):
+    """x in the forward pass; its gradient multiplied by multiplier (a number: -1 reverses the
+    gradient, as in domain-adversarial training)."""
+    if isinstance(multiplier, Variable):
+        raise TypeError("grad_scale: the multiplier must be a number; a symbolic multiplier is not supported "
+                        "(multiply the cost's term instead)")
+    return _core.grad_scale(as_tensor_variable(x), float(multiplier))
 
 
 def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=None, rel_tol=None, mode=None,

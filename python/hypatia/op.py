@@ -57,7 +57,20 @@ class Op(metaclass=_OpMeta):
     destroy_map = {}
 
     def make_node(self, *inputs):
-        raise NotImplementedError(f"{type(self).__name__} must define make_node")
+        # Theano's default: an op with `itypes` and `otypes` (lists of types) takes inputs of
+        # exactly those types and makes one output of each of otypes.
+        itypes, otypes = getattr(self, "itypes", None), getattr(self, "otypes", None)
+        if itypes is None or otypes is None:
+            raise NotImplementedError(f"{type(self).__name__} must define make_node (or itypes and otypes)")
+        from hypatia import _convert
+
+        if len(inputs) != len(itypes):
+            raise ValueError(f"{self}: expected {len(itypes)} inputs, got {len(inputs)}")
+        inputs = [_convert.as_tensor_variable(i) for i in inputs]
+        for k, (v, t) in enumerate(zip(inputs, itypes)):
+            if v.type != t:
+                raise TypeError(f"{self}: input {k} must be of type {t}, got {v.type} ({v})")
+        return _core.Apply(self, inputs, [t() for t in otypes])
 
     def perform(self, node, inputs, output_storage):
         raise NotImplementedError(f"{type(self).__name__} must define perform")

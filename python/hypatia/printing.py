@@ -86,6 +86,9 @@ def pp(var):
     return _pp(var, -1)
 
 
+pprint = pp  # (Theano's theano.printing.pprint, of which theano.pp was the call)
+
+
 
 
 def Print(message="", attrs=("__str__",)):

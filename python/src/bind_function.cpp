@@ -24,7 +24,8 @@ struct PyFunction {
   std::vector<TensorType> input_types;
   std::vector<std::string> input_names;
   std::vector<std::optional<NDArray>> defaults;
-  Downcast downcast = Downcast::None;
+  /// Per input: In's allow_downcast, else the function's allow_input_downcast.
+  std::vector<Downcast> downcast;
   /// Outputs were given as one variable (return one array) rather than a list.
   bool unpack_single = false;
   /// Argument and output slots, reused by every call that finds them free (a call from another
@@ -68,7 +69,7 @@ struct PyFunction {
   /// other values go through Theano's filter.
   NDArray convert(PyObject* obj, size_t i) const {
     if (is_numpy_array(obj)) return to_ndarray(obj);
-    return filter_value(obj, input_types[i], downcast, input_label(i).c_str(), /*offer_downcast_flag=*/true);
+    return filter_value(obj, input_types[i], downcast[i], input_label(i).c_str(), /*offer_downcast_flag=*/true);
   }
 
   /// argv holds nargs positional values, then one value per name of kwnames (a tuple or null).
@@ -177,8 +178,9 @@ PyObject* function_vectorcall(PyObject* self, PyObject* const* args, size_t narg
 
 PyType_Slot function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)}, {0, nullptr}};
 
-using InSpec = std::tuple<Var, std::string, nb::object, bool, bool>;  // variable, name, value, borrow, mutable
-using OutSpec = std::pair<Var, bool>;                                 // variable, borrow
+// variable, name, value, borrow, mutable, allow_downcast (None: the function's)
+using InSpec = std::tuple<Var, std::string, nb::object, bool, bool, std::optional<bool>>;
+using OutSpec = std::pair<Var, bool>;  // variable, borrow
 
 /// MonitorMode's pre_func / post_func as a node hook: called as func(i, node, fn) with fn.inputs and
 /// fn.outputs lists of one-element lists (Theano's thunk storage), the values as read-only arrays.
@@ -222,15 +224,19 @@ nb::object compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>
   std::vector<TensorType> types;
   std::vector<std::string> names;
   std::vector<std::optional<NDArray>> defaults;
-  for (const auto& [var, in_name, value, borrow, mut] : inputs) {
+  std::vector<Downcast> downcasts;
+  for (const auto& [var, in_name, value, borrow, mut, allow_downcast] : inputs) {
     if (!var) throw TypeError("function: an input is None");
     In in(var);
     in.name = in_name;
     in.borrow = borrow;
     in.mutable_ = mut;
+    const Downcast d = !allow_downcast ? downcast : (*allow_downcast ? Downcast::Yes : Downcast::No);
+    if (allow_downcast) in.allow_downcast = *allow_downcast;
+    downcasts.push_back(d);
     if (!value.is_none()) {
       std::string who = "function: the default value of input '" + (in_name.empty() ? var->str() : in_name) + "'";
-      in.value = filter_value(value.ptr(), var->type, downcast, who.c_str(), /*offer_downcast_flag=*/true);
+      in.value = filter_value(value.ptr(), var->type, d, who.c_str(), /*offer_downcast_flag=*/true);
     }
     defaults.push_back(in.value);
     types.push_back(var->type);
@@ -266,7 +272,7 @@ nb::object compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>
   f->input_types = std::move(types);
   f->input_names = std::move(names);
   f->defaults = std::move(defaults);
-  f->downcast = downcast;
+  f->downcast = std::move(downcasts);
   f->unpack_single = unpack_single && outputs.size() == 1;
   f->args.resize(f->input_types.size());
   f->outs.resize(outputs.size());

@@ -23,6 +23,7 @@ void init_grad(nb::module_& m) {
   m.def("jacobian", &jacobian, "expression"_a, "wrt"_a);
   m.def("hessian", &hessian, "cost"_a, "wrt"_a);
   m.def("grad_clip", &grad_clip, "x"_a, "lo"_a, "hi"_a);
+  m.def("grad_scale", &grad_scale, "x"_a, "multiplier"_a);
   m.def(
       "verify_grad",
       [](const std::function<Var(const std::vector<Var>&)>& fn, const std::vector<NDArray>& point, int n_tests,

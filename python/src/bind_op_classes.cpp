@@ -388,8 +388,8 @@ void init_op_classes(nb::module_& m) {
     return nb::make_tuple(spec_to_tuples(o.spec), o.set_instead_of_inc, o.inplace);
   });
 
-  OpClass<Softmax> softmax(m, "Softmax", "softmax or log_softmax along an axis.");
-  softmax.def(nb::init<int, bool>(), "axis"_a, "log"_a = false)
+  OpClass<Softmax> softmax(m, "Softmax", "softmax or log_softmax along an axis (Theano's Softmax(): a matrix's rows).");
+  softmax.def(nb::init<int, bool>(), "axis"_a = 1, "log"_a = false)
       .def_prop_ro("axis", [](const Softmax& s) { return s.axis; })
       .def_prop_ro("log", [](const Softmax& s) { return s.log; });
   reducible(softmax, [](const Softmax& s) { return nb::make_tuple(s.axis, s.log); });

@@ -161,6 +161,21 @@ TEST(Grad, GradClipClipsOnlyTheGradient) {
   EXPECT_THROW(grad_clip(x, 1, -1), ValueError);
 }
 
+TEST(Grad, GradScaleScalesOnlyTheGradient) {
+  Var x = variable(TensorType(DType::Float32, {false}), "x");
+  Var y = sum(grad_scale(x, -0.5) * x);  // value sum(x^2); gradient -0.5 x + x
+  std::vector<std::pair<Var, NDArray>> in{{x, NDArray::from_vector<float>({2, -4}, {2})}};
+  EXPECT_FLOAT_EQ(eval(y, in).get_flat(0), 20);
+  const NDArray g = eval(grad(y, x), in);
+  EXPECT_EQ(g.dtype(), DType::Float32);
+  EXPECT_FLOAT_EQ(g.get_flat(0), 1);
+  EXPECT_FLOAT_EQ(g.get_flat(1), -2);
+  EXPECT_THROW(grad_scale(x, std::nan("")), ValueError);
+  // The same multiplier makes the same op (merge), another one another.
+  EXPECT_TRUE(grad_scale(x, 2)->owner->op->equals(*grad_scale(x, 2)->owner->op));
+  EXPECT_FALSE(grad_scale(x, 2)->owner->op->equals(*grad_scale(x, 3)->owner->op));
+}
+
 TEST(VerifyGrad, DetectsAWrongGradient) {
   // A correct gradient passes.
   EXPECT_NO_THROW(verify_grad([](const std::vector<Var>& v) { return v[0] * v[0]; }, {f64({0.5, -1.5}, {2})}));

@@ -155,8 +155,8 @@ TEST(OpInfoCoverage, EveryOpWithAKernelHasAnEntry) {
   // Ops exercised by their own suites (test_grad.cpp, test_backend.cpp, test_scan.cpp) rather than
   // the table.
   std::set<std::type_index> elsewhere{
-      typeid(DisconnectedGradOp), typeid(GradClipOp), typeid(MapIndexOp), typeid(DeviceFromHost),
-      typeid(HostFromDevice),     typeid(Scan),       typeid(ScanGrad)};
+      typeid(DisconnectedGradOp), typeid(GradClipOp),     typeid(GradScaleOp), typeid(MapIndexOp),
+      typeid(DeviceFromHost),     typeid(HostFromDevice), typeid(Scan),        typeid(ScanGrad)};
   std::vector<std::string> missing;
   for (auto t : registered_op_types(kReferenceBackend))
     if (!covered.count(t) && !elsewhere.count(t)) {

@@ -77,6 +77,23 @@ TEST(Rewrite, ConstantFoldingAndCanonicalForms) {
   EXPECT_EQ(count_ops(g, "sub"), 0) << joined(g);  // both became m - m, then zeros
 }
 
+TEST(Rewrite, TheGradientMachinerysIdentitiesAreTakenOut) {
+  // consider_constant, grad_clip and grad_scale shape only what T.grad builds: in a compiled
+  // function they are their input, and the elementwise work around them fuses into one loop.
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var y = exp(grad_scale(grad_clip(disconnected_grad(x) * 2.0, -1, 1), -3.0)) + 1.0;
+  Function f = check_equivalent({x}, {y}, {make_array({0.5, -2, 3}, {3}, DType::Float64)});
+  for (const char* name : {"DisconnectedGrad", "GradClip", "GradScale"}) EXPECT_EQ(count_ops(f, name), 0) << joined(f);
+  EXPECT_EQ(op_names(f).size(), 1u) << joined(f);
+  // A gradient built before compiling keeps their effect: d sum(gs(z^2, -3)) / dz = -3 * 2z.
+  Var z = variable(vector_type(DType::Float64), "z");
+  Var w = sum(grad_scale(z * z, -3.0));
+  FunctionOptions fast;
+  fast.mode = "FAST_RUN";
+  Function g = function({z}, {grad(w, z)}, fast);
+  EXPECT_ALLCLOSE(g({make_array({1, -2}, {2}, DType::Float64)})[0], make_array({-6, 12}, {2}, DType::Float64), 0, 0);
+}
+
 TEST(Rewrite, StabilizeGivesFiniteValuesAtExtremes) {
   Var x = variable(vector_type(DType::Float64), "x");
   NDArray big = make_array({-1000, -1, 0, 1, 1000}, {5}, DType::Float64);

@@ -80,13 +80,19 @@ def test_operators_methods():
         assert got.dtype == np.asarray(exp).dtype or i in (12,), (i, got.dtype, np.asarray(exp).dtype)
 
 
-def test_symbolic_values_have_no_truth_value_or_len():
+def test_a_comparison_has_no_truth_value_and_a_variable_no_len():
     x = T.dvector("x")
+    for cmp in (x > 0, x >= 0, 0 < x, x <= 1):
+        with pytest.raises(TypeError, match="comparison has no truth value"):
+            bool(cmp)
     with pytest.raises(TypeError):
-        bool(x > 0)
-    with pytest.raises(TypeError):
-        if x:
+        if 0 < x < 1:  # (0 < x) and (x < 1): raises instead of meaning x < 1
             pass
+    # Any other variable is true, as in Theano: `if W:`, `W or default`, `[p for p in ps if p]`.
+    assert bool(x) and bool(x + 1) and bool(T.eq(x, 0)) and bool(T.constant(0.0))
+    w = None
+    assert (w or x) is x and (x or w) is x
+    assert [p for p in (x, None, x * 2) if p][0] is x
     with pytest.raises(TypeError):
         len(x)
     with pytest.raises(TypeError):

@@ -9,7 +9,8 @@ Theano, ``hypatia.compile.function`` is the function (the module is
 from collections import OrderedDict  # noqa: F401  (exported before this was a package)
 
 from hypatia.compile import debugmode, function_module, io, mode, monitormode, nanguardmode  # noqa: F401
-from hypatia.compile import profiling, sharedvalue  # noqa: F401
+from hypatia.compile import ops, profiling, sharedvalue  # noqa: F401
+from hypatia.compile.ops import as_op  # noqa: F401
 from hypatia.compile.function_module import Function, FunctionMaker  # noqa: F401
 from hypatia.compile.io import In, Out, SymbolicInput, SymbolicOutput  # noqa: F401
 from hypatia.compile.mode import (  # noqa: F401

@@ -41,13 +41,32 @@ def _leaves(roots):
     return out
 
 
+class KeyedOutputsFunction:
+    """A function compiled with a dict of outputs: each call returns a dict, key -> value (Theano's
+    output_keys). Everything else (f.profile, f.maker, debugprint) is the compiled function's."""
+
+    def __init__(self, fn, keys):
+        self._fn = fn
+        self.output_keys = keys
+
+    def __call__(self, *args, **kwargs):
+        return dict(zip(self.output_keys, self._fn(*args, **kwargs)))
+
+    def __getattr__(self, name):
+        return getattr(self._fn, name)
+
+    def __reduce__(self):
+        return KeyedOutputsFunction, (self._fn, self.output_keys)
+
+
 def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_default_updates=False,
              accept_inplace=False, name=None, rebuild_strict=True, allow_input_downcast=None, profile=None,
              on_unused_input=None):
     """Compiles a callable from symbolic inputs to outputs (Theano's ``theano.function``).
 
     inputs: a list of Variables or In. outputs: a Variable or Out (the call returns one array), a
-    list of them (the call returns a list), or None. updates: shared variable -> new value (dict,
+    list of them (the call returns a list), a dict of them with string keys (the call returns a
+    dict; the outputs are computed in the keys' sorted order, as Theano's), or None. updates: shared variable -> new value (dict,
     OrderedDict or pairs), computed from the values before the call and committed together.
     givens: variable -> replacement. allow_input_downcast: accept lossy casts of arguments (None:
     only Python floats to floatX). profile: time every node (``f.profile.summary()``).
@@ -56,6 +75,16 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
     if not isinstance(inputs, (list, tuple)):
         raise TypeError("Input variables of a hypatia function should be contained in a list, even when there "
                         "is a single input.")
+    if isinstance(outputs, dict):
+        bad = [k for k in outputs if not isinstance(k, str)]
+        if bad:
+            raise TypeError(f"function: the keys of a dict of outputs must be strings, got {bad[0]!r}")
+        keys = sorted(outputs)
+        fn = function(inputs, [outputs[k] for k in keys], mode=mode, updates=updates, givens=givens,
+                      no_default_updates=no_default_updates, accept_inplace=accept_inplace, name=name,
+                      rebuild_strict=rebuild_strict, allow_input_downcast=allow_input_downcast, profile=profile,
+                      on_unused_input=on_unused_input)
+        return KeyedOutputsFunction(fn, keys)
     ins = [i if isinstance(i, In) else In(i) for i in inputs]
     unpack = False
     if outputs is None:
@@ -119,7 +148,7 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
         flags["optimizer_excluding"] = ":".join(filter(None, [config.optimizer_excluding, *m._excluding]))
     with change_flags(**flags):
         fn = _core.compile_function(
-            [(i.variable, i.name or "", i.value, i.borrow, i.mutable) for i in ins],
+            [(i.variable, i.name or "", i.value, i.borrow, i.mutable, i.allow_downcast) for i in ins],
             [(o.variable, o.borrow) for o in outs],
             upd,
             giv,

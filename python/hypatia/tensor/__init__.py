@@ -16,6 +16,7 @@ from hypatia.tensor.basic import (  # noqa: F401  (names the star import skips o
 from hypatia.tensor.sort import argsort, sort  # noqa: E402,F401  (after `var`: T.sort is the function)
 from hypatia.tensor import nlinalg, slinalg  # noqa: E402,F401
 from hypatia.tensor.linalg_basic import diag, diagonal, tri, tril, triu, trace  # noqa: E402,F401
+from hypatia.tensor.extra_ops import fill_diagonal, fill_diagonal_offset  # noqa: E402,F401  (T.fill_diagonal)
 from hypatia.gradient import Lop, Rop, grad, hessian, jacobian, verify_grad, consider_constant  # noqa: E402,F401
 from hypatia.configparser import config  # noqa: E402,F401
 

@@ -4,6 +4,7 @@ What happens here is Python-only glue: Python scalars, lists and numpy arrays be
 Theano's argument spellings (axis=int or list, 'x' in dimshuffle patterns, shapes mixing ints and
 variables) become the C++ arguments.
 """
+import builtins as _builtins
 import numbers
 
 import numpy as np
@@ -354,6 +355,121 @@ def tensordot(a, b, axes=2):
 def batched_dot(a, b):
     """dot(a[i], b[i]) for each i of the leading axis."""
     return _core.batched_dot(as_tensor_variable(a), as_tensor_variable(b))
+
+
+def _axes_pair(axes, x, y, who):
+    """Theano's axes of a (batched) tensordot as two lists: an int i is x's last i axes and y's
+    first i after the batch axis; a pair's members are ints or lists (numbered with the batch
+    axis as 0)."""
+    if isinstance(axes, (numbers.Integral, np.integer)):
+        i = int(axes)
+        if i < 0 or i > x.ndim - 1 or i > y.ndim - 1:
+            raise ValueError(f"{who}: axes={i} needs {i} axes besides the batch axis in both operands, got "
+                             f"{x.ndim} and {y.ndim} dimensions")
+        return list(range(x.ndim - i, x.ndim)), list(range(1, i + 1))
+    if len(axes) != 2:
+        raise ValueError(f"{who}: axes must be an int or a pair (axes of x, axes of y), got {axes!r}")
+    xa, ya = ([int(a)] if np.ndim(a) == 0 else [int(k) for k in a] for a in axes)
+    xa = [a + x.ndim if a < 0 else a for a in xa]
+    ya = [a + y.ndim if a < 0 else a for a in ya]
+    if len(xa) != len(ya):
+        raise ValueError(f"{who}: {len(xa)} axes of x against {len(ya)} axes of y")
+    for axs, v, n in ((xa, x, "x"), (ya, y, "y")):
+        if _builtins.any(a < 1 or a >= v.ndim for a in axs) or len(set(axs)) != len(axs):
+            raise ValueError(f"{who}: the axes of {n} must be distinct and in 1..{v.ndim - 1} (axis 0 is the batch), "
+                             f"got {axs}")
+    return xa, ya
+
+
+def batched_tensordot(x, y, axes=2):
+    """tensordot(x[i], y[i], axes) for each i of the leading (batch) axis (Theano's
+    batched_tensordot): axes an int (x's last axes against y's first after the batch axis) or a
+    pair of axis lists numbered with the batch axis as 0. The result's axes are the batch, x's
+    remaining axes, then y's."""
+    import functools
+    import operator
+    x, y = as_tensor_variable(x), as_tensor_variable(y)
+    if x.ndim < 2 or y.ndim < 2:
+        raise ValueError(f"batched_tensordot: x and y need a batch axis and at least one more, got {x.ndim} and "
+                         f"{y.ndim} dimensions")
+    xa, ya = _axes_pair(axes, x, y, "batched_tensordot")
+    xf = [a for a in range(1, x.ndim) if a not in xa]
+    yf = [a for a in range(1, y.ndim) if a not in ya]
+    prod = functools.partial(functools.reduce, operator.mul)
+    n = x.shape[0]
+    k = prod([x.shape[a] for a in xa], 1)
+    xs = [x.shape[a] for a in xf]
+    ys = [y.shape[a] for a in yf]
+    xm = transpose(x, [0] + xf + xa).reshape([n, prod(xs, 1), k], ndim=3)
+    ym = transpose(y, [0] + ya + yf).reshape([n, k, prod(ys, 1)], ndim=3)
+    return batched_dot(xm, ym).reshape([n] + xs + ys, ndim=1 + len(xs) + len(ys))
+
+
+def nonzero(a, return_matrix=False):
+    """The indices of a's nonzero elements (NaN counts), in C order: a tuple of one int64 vector
+    per axis (numpy.nonzero), or with return_matrix=True one (a.ndim, count) matrix."""
+    a = as_tensor_variable(a)
+    idx = flatnonzero(a)
+    out = []
+    stride = 1
+    for d in reversed(range(a.ndim)):
+        out.append(idx // stride % a.shape[d] if d > 0 else idx // stride)
+        stride = stride * a.shape[d]
+    out = tuple(reversed(out))
+    return stack(list(out), axis=0) if return_matrix else out
+
+
+def flatnonzero(a):
+    """The indices of a's nonzero elements in a.flatten() (numpy.flatnonzero; int64)."""
+    from hypatia.tensor.sort import argsort
+    a = as_tensor_variable(a)
+    if a.ndim == 0:
+        raise ValueError("flatnonzero: a must have at least one axis (numpy's nonzero of a 0-d array is deprecated)")
+    flat = a if a.ndim == 1 else a.flatten()
+    zero = _core.cast(_core.eq(flat, _core.scalar_like(0, flat)), "int8")
+    # The stable order of the zero flags lists the nonzero elements first, in their order.
+    count = _core.sum(_core.cast(_core.neq(flat, _core.scalar_like(0, flat)), "int64"))
+    return argsort(zero, kind="stable")[:count]
+
+
+def nonzero_values(a):
+    """a's nonzero elements (NaN counts), in C order: a.flatten()[flatnonzero(a)]."""
+    a = as_tensor_variable(a)
+    return a.flatten()[flatnonzero(a)]
+
+
+class NotScalarConstantError(Exception):
+    """get_scalar_constant_value: the variable is not a constant of one value (Theano's)."""
+
+
+def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, max_recur=10):
+    """The value of v when it is a constant whose elements are all equal (seen through
+    DimShuffle, Rebroadcast and an Alloc of such a constant), as a 0-d numpy array; numbers and
+    numpy arrays are taken as they are. Raises NotScalarConstantError otherwise."""
+    for _ in range(max_recur + 1):
+        if not isinstance(v, Variable):
+            arr = np.asarray(v)
+            if arr.size == 0 or not np.all(arr == arr.reshape(-1)[0]):
+                raise NotScalarConstantError(f"{v!r} is not a scalar constant")
+            return np.asarray(arr.reshape(-1)[0])
+        if v.owner is None:
+            if v.kind != "constant":
+                raise NotScalarConstantError(f"{v} is not a constant ({v.kind})")
+            v = v.data
+            continue
+        if only_process_constants or not isinstance(v.owner.op, (_core.DimShuffle, _core.Rebroadcast, _core.Alloc)):
+            raise NotScalarConstantError(f"{v} is computed by {v.owner.op}, not a constant")
+        v = v.owner.inputs[0]
+    raise NotScalarConstantError(f"{v}: more than {max_recur} steps to a constant")
+
+
+def extract_constant(x, elemwise=True, only_process_constants=False):
+    """x as a 0-d constant of its value when get_scalar_constant_value finds one, else x."""
+    try:
+        value = get_scalar_constant_value(x, elemwise, only_process_constants)
+    except NotScalarConstantError:
+        return x
+    return constant(value, dtype=x.dtype if isinstance(x, Variable) else None)
 
 
 def outer(x, y):

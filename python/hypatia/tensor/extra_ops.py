@@ -37,4 +37,37 @@ def to_one_hot(y, nb_class, dtype=None):
     return B.set_subtensor(ret[B.arange(n), y], 1)
 
 
-__all__ = ["CumOp", "RepeatOp", "cumsum", "cumprod", "diff", "repeat", "squeeze", "to_one_hot"]
+def fill_diagonal_offset(a, val, offset):
+    """A copy of the matrix a with diagonal `offset` (above the main one when positive, below when
+    negative, Theano's and numpy.diagonal's numbering) set to the scalar val (cast to a's dtype).
+    Its gradient: a's with that diagonal zeroed; val's, the sum of that diagonal's."""
+    a = _convert.as_tensor_variable(a)
+    if a.ndim != 2:
+        raise TypeError(f"fill_diagonal_offset: a must be a matrix, got {a.ndim} dimensions")
+    val = _convert.as_tensor_variable(val)
+    if val.ndim != 0:
+        raise TypeError(f"fill_diagonal_offset: val must be a scalar, got {val.ndim} dimensions")
+    if val.dtype != a.dtype:
+        val = B.cast(val, a.dtype)
+    offset = _convert._int_scalar(offset)
+    zero = _core.int_constant(0)
+    first_row = _core.maximum(-offset, zero)
+    first_col = _core.maximum(offset, zero)
+    n = _core.maximum(_core.minimum(a.shape[0] - first_row, a.shape[1] - first_col), zero)
+    i = B.arange(n)
+    return B.set_subtensor(a[i + first_row, i + first_col], val)
+
+
+def fill_diagonal(a, val):
+    """A copy of the matrix a with its main diagonal (min(rows, columns) elements) set to the
+    scalar val, as numpy.fill_diagonal does in place (Theano's fill_diagonal). Tensors of more
+    than two axes are not supported."""
+    a = _convert.as_tensor_variable(a)
+    if a.ndim != 2:
+        raise NotImplementedError(f"fill_diagonal: a must be a matrix here (got {a.ndim} dimensions); "
+                                  "the n-d diagonal of a tensor of equal axes is not built")
+    return fill_diagonal_offset(a, val, 0)
+
+
+__all__ = ["CumOp", "RepeatOp", "cumsum", "cumprod", "diff", "repeat", "squeeze", "to_one_hot", "fill_diagonal",
+           "fill_diagonal_offset"]

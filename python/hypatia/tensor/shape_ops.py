@@ -87,6 +87,48 @@ def stack(*tensors, **kwargs):
     return _core.stack(vs, int(axis))
 
 
+def stacklists(arg):
+    """Nested lists of scalars (or tensors of one shape) stacked into one tensor, a list level per
+    axis: stacklists([[a, b], [c, d]]) is a 2 x 2 matrix of the scalars a..d (Theano's)."""
+    if isinstance(arg, (tuple, list)):
+        return stack([stacklists(a) for a in arg])
+    return arg
+
+
+class _NdGrid:
+    """T.mgrid / T.ogrid: numpy's index grids with symbolic bounds, T.mgrid[0:n, 0:m]."""
+
+    def __init__(self, sparse):
+        self._sparse = sparse
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        if not all(isinstance(s, slice) and s.stop is not None for s in key):
+            raise TypeError(f"{'ogrid' if self._sparse else 'mgrid'}: expected slices with a stop, "
+                            f"T.mgrid[0:n, 0:m], got {key!r}")
+        if builtins.any(isinstance(s.step, complex) for s in key):
+            raise NotImplementedError("mgrid / ogrid: a complex step (a number of points) is not supported")
+        n = len(key)
+        ranges = []
+        for j, s in enumerate(key):
+            r = arange(0 if s.start is None else s.start, s.stop, 1 if s.step is None else s.step)
+            ranges.append(r.reshape([1] * j + [r.shape[0]] + [1] * (n - 1 - j), ndim=n))
+        if self._sparse:
+            return ranges
+        grids = []
+        for i in range(n):
+            g = ranges[i]
+            for j in range(n):
+                if j != i:
+                    g = g * _core.ones_like(ranges[j], None)
+            grids.append(g)
+        return grids
+
+
+mgrid = _NdGrid(sparse=False)
+ogrid = _NdGrid(sparse=True)
+
+
 def horizontal_stack(*args):
     return concatenate(args, axis=1)
 
@@ -162,9 +204,57 @@ def identity_like(x):
     return _core.eye(x.shape[0], x.shape[1], _core.int_constant(0), x.dtype)
 
 
+def _integer_rep(r):
+    return isinstance(r, (numbers.Integral, np.integer)) and not isinstance(r, bool)
+
+
 def tile(x, reps, ndim=None):
-    """numpy.tile with constant repetitions."""
-    return _core.tile(as_tensor_variable(x), [int(r) for r in reps])
+    """numpy.tile, as Theano's: reps an int, a list of ints and 0-d integer variables, a 0-d
+    integer variable or (with ndim given) an integer vector. The result has ndim axes (default
+    max(len(reps), x.ndim)); reps is padded with leading 1s. Constant repetitions run as one Tile
+    op; symbolic ones as an Alloc of the repetitions' axes, a transposition and a reshape."""
+    x = as_tensor_variable(x)
+    if ndim is not None and ndim < x.ndim:
+        raise ValueError(f"tile: ndim ({ndim}) must be at least x.ndim ({x.ndim})")
+    if _integer_rep(reps) or isinstance(reps, np.ndarray):
+        arr = np.asarray(reps)
+        if arr.dtype.kind not in "iu" or arr.ndim > 1:
+            raise ValueError(f"tile: the repetitions must be an integer or a vector of integers, got {arr!r}")
+        reps = [int(r) for r in arr.reshape(-1)]
+    elif isinstance(reps, Variable):
+        if reps.dtype not in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+            raise ValueError(f"tile: the repetitions must be integers, got {reps.dtype}")
+        if reps.ndim == 0:
+            reps = [reps]
+        elif reps.ndim == 1:
+            if ndim is None:
+                raise ValueError("tile: with the repetitions in a vector variable, ndim must be given")
+            try:
+                n = get_vector_length(reps)
+            except (TypeError, ValueError):
+                raise ValueError("tile: the length of the repetitions vector must be known while the graph is "
+                                 "built (a constant, a stack of scalars or a shape); pass a list of scalars") from None
+            reps = [reps[i] for i in range(n)]
+        else:
+            raise ValueError(f"tile: the repetitions must be a scalar or a vector, got {reps.ndim} dimensions")
+    else:
+        reps = list(reps)
+        for r in reps:
+            if not (_integer_rep(r) or (isinstance(r, Variable) and r.ndim == 0 and r.dtype.startswith(("int", "uint")))):
+                raise ValueError(f"tile: the repetitions must be integers or 0-d integer variables, got {r!r}")
+        reps = [int(r) if _integer_rep(r) else r for r in reps]
+    if ndim is not None and len(reps) > ndim:
+        raise ValueError(f"tile: {len(reps)} repetitions for ndim {ndim}")
+    ndim = builtins.max(len(reps), x.ndim) if ndim is None else ndim
+    reps = [1] * (ndim - len(reps)) + list(reps)
+    if builtins.all(_integer_rep(r) for r in reps):
+        return _core.tile(x, [int(r) for r in reps])
+    # reps[0], shape[0], reps[1], shape[1], ...: x broadcast over the repetitions' axes, then each
+    # repetition axis put before its axis and merged with it.
+    shape = [1] * (ndim - x.ndim) + [x.shape[i] for i in range(x.ndim)]
+    y = alloc(x, *(reps + shape))
+    y = y.dimshuffle(*[k for i in range(ndim) for k in (i, ndim + i)])
+    return reshape(y, [s * r for s, r in zip(shape, reps)], ndim=ndim)
 
 
 def repeat(x, repeats, axis=None):

@@ -7,6 +7,7 @@ T.eq for the elementwise comparison.
 from hypatia import _core
 from hypatia.compile.function import function
 from hypatia.tensor import basic as B
+from hypatia.tensor import linalg_basic as _linalg
 from hypatia.tensor.basic import TensorConstant  # noqa: F401  (Theano's tensor.var.TensorConstant)
 from hypatia.tensor.sort import argsort as _argsort
 from hypatia.tensor.sort import sort as _sort
@@ -42,8 +43,20 @@ _OPERATORS = {
 for _name, _fn in _OPERATORS.items():
     setattr(Variable, f"__{_name}__", _binop(_fn))
     setattr(Variable, f"__r{_name}__", _binop(_fn, reflected=True))
+
+
+def _comparison(fn):
+    compare = _binop(fn)
+
+    def op(self, other):
+        r = compare(self, other)
+        r.__dict__["_hyp_is_comparison"] = True  # (no truth value: see _bool)
+        return r
+    return op
+
+
 for _name, _fn in {"lt": _core.lt, "le": _core.le, "gt": _core.gt, "ge": _core.ge}.items():
-    setattr(Variable, f"__{_name}__", _binop(_fn))
+    setattr(Variable, f"__{_name}__", _comparison(_fn))
 del _name, _fn
 
 Variable.__neg__ = lambda self: _core.neg(self)
@@ -56,8 +69,14 @@ Variable.__array_priority__ = 1000
 
 
 def _bool(self):
-    raise TypeError("Variables do not support boolean operations (a symbolic value has no truth value yet); "
-                    "use T.switch, or compare with T.eq / T.lt ...")
+    # Theano's rule: a variable is true (so `if W:`, `W or default` and `[p for p in params if p]`
+    # work), except the result of <, <=, > or >=, so that `a < b < c` (Python's (a < b) and
+    # (b < c)) raises instead of silently meaning b < c.
+    if self.__dict__.get("_hyp_is_comparison"):
+        raise TypeError("Variables do not support boolean operations: the result of a comparison has no truth "
+                        "value while the graph is built (a < b < c is (a < b) and (b < c)); use "
+                        "T.and_(a < b, b < c), or T.switch")
+    return True
 
 
 def _len(self):
@@ -191,6 +210,30 @@ _METHODS = {
     "set_value": _set_value,
     "value": property(lambda self: self.data),
 }
+
+def _elementwise_method(name):
+    def method(self):
+        return getattr(B, name)(self)
+    method.__name__ = name
+    method.__doc__ = f"T.{name}(self)."
+    return method
+
+
+# Theano's elementwise methods ((x - m).exp().sum(), M.diagonal(), x.ptp()).
+for _name in ("arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "cos", "cosh", "deg2rad",
+              "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "rad2deg", "sin", "sinh", "sqrt",
+              "tan", "tanh", "trunc"):
+    _METHODS[_name] = _elementwise_method(_name)
+_METHODS.update({
+    "conjugate": lambda self: self,
+    "diagonal": lambda self, offset=0, axis1=0, axis2=1: _linalg.diagonal(self, offset, axis1, axis2),
+    "trace": lambda self: _linalg.trace(self),
+    "ptp": lambda self, axis=None, keepdims=False: B.max(self, axis, keepdims) - B.min(self, axis, keepdims),
+    "transfer": lambda self, target: B.transfer(self, target),
+    "nonzero": lambda self, return_matrix=False: B.nonzero(self, return_matrix),
+    "nonzero_values": lambda self: B.nonzero_values(self),
+    "get_scalar_constant_value": lambda self: B.get_scalar_constant_value(self),
+})
 for _name, _m in _METHODS.items():
     setattr(Variable, _name, _m)
 del _name, _m

@@ -75,6 +75,7 @@ void register_grad_kernels() {
   for (std::string_view b : {kReferenceBackend, kCpuBackend}) {
     register_simple_kernel<DisconnectedGradOp>(b, identity_view<DisconnectedGradOp>);
     register_simple_kernel<GradClipOp>(b, identity_view<GradClipOp>);
+    register_simple_kernel<GradScaleOp>(b, identity_view<GradScaleOp>);
     register_kernel(b, typeid(MapIndexOp), [](const Apply& node) -> std::unique_ptr<Kernel> {
       return std::make_unique<MapIndexKernel>(static_cast<const MapIndexOp&>(*node.op));
     });

@@ -299,7 +299,7 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
     int c = add_cell(inputs[i].variable, CellKind::Input);
     program.inputs.push_back({c, inputs[i].variable->type,
                               inputs[i].name.empty() ? inputs[i].variable->name : inputs[i].name, inputs[i].value,
-                              inputs[i].mutable_});
+                              inputs[i].mutable_, inputs[i].allow_downcast.value_or(opts.allow_input_downcast)});
   }
   for (const Var& orphan : fg.orphans()) add_cell(orphan, orphan->is_shared() ? CellKind::Shared : CellKind::Constant);
 
@@ -334,7 +334,6 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
     for (const auto& v : st.node->inputs) st.in.push_back(cell_of.at(v.get()));
     for (int o = 0; o < st.node->nout(); ++o) st.out.push_back(cell_of.at(st.node->output_ptr(o)));
     if (destroys_shared(*st.node)) {
-      if (program.first_shared_destroyer > t) program.first_shared_destroyer = t;
       for (const auto& o : st.node->op->destroy_map())
         for (int i : o) {
           const Var& v = st.node->inputs[i];
@@ -351,6 +350,18 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
     }
     program.steps.push_back(std::move(st));
   }
+  // The steps that overwrite shared variables run last, after every update is checked, so that a
+  // failed call changes none. Where the in-place choices make another step follow one of them
+  // (it overwrites memory that one reads), only the trailing run of such steps writes in place;
+  // the earlier ones write into a per-call copy (their updates are committed as new values).
+  std::unordered_set<const Apply*> writes_copy;
+  while (program.first_shared_destroyer > 0 && destroys_shared(*order[program.first_shared_destroyer - 1]))
+    --program.first_shared_destroyer;
+  for (size_t t = 0; t < program.first_shared_destroyer; ++t)
+    if (destroys_shared(*order[t])) {
+      program.steps[t].writes_shared_copy = true;
+      writes_copy.insert(order[t].get());
+    }
   const std::vector<int> eff = plan_deferred(program, fg, order, keep, cell_of);
   // The last reader of each cell, by when it is sure to have run: a deferred step runs when a lazy
   // step it serves asks for it, anywhere from the first of them to the last (its effective
@@ -380,9 +391,11 @@ void plan_memory(Program& program, const std::vector<std::shared_ptr<Apply>>& or
     program.outputs.push_back({cell_of.at(gouts[i].get()), outputs[i].borrow, aliases(gouts[i])});
   for (size_t u = 0; u < opts.updates.size(); ++u) {
     const Var& v = gouts[outputs.size() + u];
-    const bool in_place = v->owner && destroys_shared(*v->owner);
-    program.updates.push_back(
-        {opts.updates[u].first->cell, opts.updates[u].first, cell_of.at(v.get()), aliases(v) && !in_place, in_place});
+    // (A step that writes into a per-call copy gives a value of its own: no leaf's memory.)
+    const bool copy = v->owner && writes_copy.count(v->owner);
+    const bool in_place = v->owner && destroys_shared(*v->owner) && !copy;
+    program.updates.push_back({opts.updates[u].first->cell, opts.updates[u].first, cell_of.at(v.get()),
+                               aliases(v) && !in_place && !copy, in_place});
   }
 }
 
@@ -411,7 +424,6 @@ void build_program(Program& program, const FunctionOptions& opts, const std::str
       st.inner.push_back(compile_program(std::move(ins), std::move(outs), std::move(io)));
     }
   }
-  program.allow_input_downcast = opts.allow_input_downcast;
   program.allow_gc = opts.allow_gc.value_or(config().allow_gc);
   if (opts.profile.value_or(config().profile)) {
     program.profile = std::make_unique<Profile>();

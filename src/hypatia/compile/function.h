@@ -27,6 +27,9 @@ struct In {
   bool borrow = false;
   /// The function may overwrite the argument's buffer (for in-place rewrites).
   bool mutable_ = false;
+  /// Accept a lossy cast of the argument to the input's dtype (Theano's In(allow_downcast=)); unset:
+  /// FunctionOptions::allow_input_downcast decides.
+  std::optional<bool> allow_downcast;
   In(Var v) : variable(std::move(v)) {}  // NOLINT(google-explicit-constructor)
   In(Var v, NDArray default_value) : variable(std::move(v)), value(std::move(default_value)) {}
 };

@@ -19,6 +19,11 @@
 namespace hypatia {
 namespace {
 
+/// d cost / d cost = 1, reading the cost's shape, as Theano's fill(cost, 1) reads the cost: a
+/// function of the gradient alone then uses every input the cost uses (d(3a)/da compiles with a as
+/// its input, not as an unused one); shape inference makes it the constant 1 when compiled.
+Var seed_of(const Var& cost) { return reshape(ones({int_constant(1)}, cost->dtype()), shape(cost), 0); }
+
 /// Makes a gradient fit its variable's type: same dtype, and broadcastable where the variable is.
 Var fit_grad(const Var& g, const Var& v) {
   Var r = g;
@@ -138,7 +143,7 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
   }
 
   std::unordered_map<const Variable*, Var> grads;
-  if (cost) grads[cost.get()] = ones_like(cost);
+  if (cost) grads[cost.get()] = seed_of(cost);
   for (const auto& [v, g] : opts.known_grads) {
     if (!v || !g) fail<TypeError>("grad: null variable in known_grads");
     if (g->ndim() != v->ndim())
@@ -201,7 +206,7 @@ std::vector<Var> grad(const Var& cost, const std::vector<Var>& wrt, const GradOp
       continue;
     }
     if (cost && w.get() == cost.get()) {
-      result.push_back(ones_like(cost));
+      result.push_back(seed_of(cost));
       continue;
     }
     std::ostringstream msg;
@@ -344,7 +349,24 @@ std::vector<Var> GradClipOp::grad(const Apply& node, const std::vector<Var>& g) 
   return {clip(g[0], scalar_like(lo, g[0]), scalar_like(hi, g[0]))};
 }
 
+std::string GradScaleOp::name() const {
+  std::ostringstream os;
+  os << "GradScale{" << multiplier << "}";
+  return os.str();
+}
+
+std::vector<TensorType> GradScaleOp::make_output_types(const std::vector<Var>& in) const {
+  if (in.size() != 1) fail<TypeError>(name(), ": expected 1 input, got ", in.size());
+  if (!std::isfinite(multiplier)) fail<ValueError>(name(), ": the multiplier must be finite, got ", multiplier);
+  return {in[0]->type};
+}
+
+std::vector<Var> GradScaleOp::grad(const Apply& node, const std::vector<Var>& g) const {
+  return {mul(g[0], scalar_like(multiplier, g[0]))};
+}
+
 Var disconnected_grad(const Var& x) { return apply_op1(std::make_shared<DisconnectedGradOp>(), {x}); }
 Var grad_clip(const Var& x, double lo, double hi) { return apply_op1(std::make_shared<GradClipOp>(lo, hi), {x}); }
+Var grad_scale(const Var& x, double multiplier) { return apply_op1(std::make_shared<GradScaleOp>(multiplier), {x}); }
 
 }  // namespace hypatia

@@ -40,5 +40,7 @@ Var hessian(const Var& cost, const Var& wrt);
 Var disconnected_grad(const Var& x);
 /// Identity in the forward pass; clips the gradient to [lo, hi] in the backward pass.
 Var grad_clip(const Var& x, double lo, double hi);
+/// x in the forward pass; its gradient multiplied by `multiplier` (Theano's grad_scale).
+Var grad_scale(const Var& x, double multiplier);
 
 }  // namespace hypatia

@@ -32,6 +32,19 @@ class GradClipOp : public OpWithProps<GradClipOp> {
   AliasMap view_map() const override { return {{0}}; }
 };
 
+/// Identity whose gradient is multiplied by `multiplier` (Theano's GradScale: -1 reverses it).
+class GradScaleOp : public OpWithProps<GradScaleOp> {
+ public:
+  double multiplier;
+  explicit GradScaleOp(double m) : multiplier(m) {}
+  auto props() const { return std::make_tuple(multiplier); }
+  std::string name() const override;
+  std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override;
+  std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override { return in; }
+  std::vector<Var> grad(const Apply& node, const std::vector<Var>& g) const override;
+  AliasMap view_map() const override { return {{0}}; }
+};
+
 /// Evaluates an inner graph for i = 0..n-1 and stacks the results along a new leading axis.
 /// Inputs: n (0-d int64), then the captured free variables of the inner graph. Used by jacobian.
 class MapIndexOp : public Op {

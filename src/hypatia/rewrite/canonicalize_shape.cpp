@@ -1,11 +1,12 @@
 // Canonical forms of shapes and their ops (phase canonicalize; the DimShuffle and fill rules run
-// again in specialize). Local rules on DimShuffle, Shape_i, Reshape, Alloc and Elemwise nodes,
+// again in specialize). Local rules on DimShuffle, Shape, Shape_i, Reshape, Alloc and Elemwise nodes,
 // any graph. Guarantees: each replacement has the exact type of what it replaces and the same
 // values wherever the replaced graph runs without an error (a merged reshape or alloc no longer
 // checks the intermediate shape, and an elementwise op reading a scalar fill no longer checks
 // the fill's shape, as in Theano). Afterwards, where the rules could fire: no DimShuffle is the
 // identity or reads a DimShuffle; a Shape_i of a computed value is its producer's infer_shape
-// (constants where the input shapes are constant: the shape feature, lazily); no Reshape reads a
+// (constants where the input shapes are constant: the shape feature, lazily); the Shape of a 0-d
+// value is the empty vector; no Reshape reads a
 // Reshape or reshapes to the shape its input provably has; no Alloc reads an Alloc or allocates
 // the shape its value provably has; a scalar fill read by an elementwise op is moved out of it.
 #include <optional>
@@ -81,6 +82,12 @@ std::optional<std::vector<Var>> shape_i_lift(FunctionGraph& fg, Apply& n) {
   // A shape that still reads v itself (an op that cannot tell its output shape) is no progress.
   if (r->owner && typeid(*r->owner->op) == typeid(ShapeI) && r->owner->inputs[0].get() == v.get()) return std::nullopt;
   return one(as_type(r, out));
+}
+
+// The shape of a 0-d value: the empty vector (the gradient's seed reads its cost's shape).
+std::optional<std::vector<Var>> scalar_shape(FunctionGraph&, Apply& n) {
+  if (n.inputs[0]->ndim() != 0) return std::nullopt;
+  return one(typed_constant(NDArray::empty({0}, DType::Int64), n.output_ptr(0)->type));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,6 +224,7 @@ std::vector<LocalRewrite> canonicalize_fill_rules() {
 std::vector<LocalRewrite> canonicalize_shape_rules() {
   std::vector<LocalRewrite> rules = canonicalize_dimshuffle_rules();
   rules.push_back({"local_shape_i_lift", {typeid(ShapeI)}, shape_i_lift});
+  rules.push_back({"local_scalar_shape", {typeid(ShapeOp)}, scalar_shape});
   rules.push_back({"local_reshape_chain", {typeid(Reshape)}, reshape_chain});
   rules.push_back({"local_useless_reshape", {typeid(Reshape)}, useless_reshape});
   rules.push_back({"local_alloc_alloc", {typeid(Alloc)}, alloc_alloc});

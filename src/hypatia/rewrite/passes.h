@@ -40,6 +40,10 @@ std::vector<LocalRewrite> canonicalize_fill_rules();
 /// of alloc and useless allocs, then the fill rules.
 std::vector<LocalRewrite> canonicalize_shape_rules();
 
+// canonicalize_grad.cpp
+/// DisconnectedGrad, GradClip and GradScale (identities but for T.grad) -> their input.
+std::vector<LocalRewrite> canonicalize_grad_rules();
+
 // canonicalize_subtensor.cpp
 /// Subtensor of Subtensor -> one Subtensor.
 std::vector<LocalRewrite> canonicalize_subtensor_rules();

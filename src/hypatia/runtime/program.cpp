@@ -289,7 +289,7 @@ void Program::finalize() {
       s.device = p->device_kind();
       if (const KernelTraits* t = p->traits(*s.node)) {
         s.any_device = t->any_device_inputs;
-        s.recordable = backend->records(*s.node);
+        s.recordable = backend->records(*s.node) && !s.writes_shared_copy;  // (its copy is made per call)
         s.device_checks = t->device_checks && s.device != DeviceKind::Host;
         for (int i : t->host_inputs_for(*s.node))
           if (i < 64) s.host_inputs |= uint64_t{1} << i;
@@ -349,7 +349,7 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
                       " is broadcastable (length 1) but the array has shape ", arg.shape().str());
   NDArray& cell = f.storage[s.cell];
   if (arg.dtype() != s.type.dtype) {
-    if (!allow_input_downcast && !can_cast_safely(arg.dtype(), s.type.dtype))
+    if (!s.allow_downcast && !can_cast_safely(arg.dtype(), s.type.dtype))
       fail<TypeError>(where(), ": expected dtype ", dtype_name(s.type.dtype), " (", s.type.str(), ") but got ",
                       dtype_name(arg.dtype()),
                       "; casting would lose precision. Pass allow_input_downcast=true "
@@ -370,6 +370,8 @@ void Program::bind_input(Frame& f, size_t i, const NDArray& arg, std::span<const
 
 void Program::run_step(Frame& f, size_t t) {
   const Step& st = steps[t];
+  if (st.writes_shared_copy)
+    for (int c : st.shared_cells) f.storage[c] = f.storage[c].copy();
   const KernelArgs a = f.args(st, t);
   with_node_context(*st.node, a, [&] {
     if (st.check_devices) check_input_devices(st, a);

@@ -39,6 +39,10 @@ class Program final : public InnerProgram {
     /// For a node that overwrites shared variables: their cells, and the cells of views of them
     /// (dead by then; emptied so that the buffer's only holders are the cell and the variable).
     std::vector<int> shared_cells, view_cells;
+    /// A node that overwrites shared variables before steps that do not (the in-place choices
+    /// order it so: a later step overwrites memory it reads): it runs among them, on a per-call
+    /// copy of each shared cell, so that a later failure leaves the variables as they were.
+    bool writes_shared_copy = false;
     /// The op has lazy inputs (its kernel's run_lazy runs it), which of its inputs are lazy, and
     /// whether this step runs only when a lazy step asks for one of its outputs (it is skipped
     /// in the schedule's order).
@@ -70,6 +74,8 @@ class Program final : public InnerProgram {
     /// safely (read-only, overlapping elements, memory shared with another argument or a shared
     /// variable) is copied first.
     bool mutable_ = false;
+    /// Accept a lossy cast of the argument (In's allow_downcast, else the function's).
+    bool allow_downcast = false;
     /// Every reader of the input copies it to this device (GpuFromHost): an argument already
     /// there is accepted, and the transfer copies it on the device (finalize sets it).
     std::optional<Device> device_readers;
@@ -119,7 +125,6 @@ class Program final : public InnerProgram {
   std::vector<SharedSlot> shared;
   std::vector<UpdateSlot> updates;
   std::vector<OutputSlot> outputs;
-  bool allow_input_downcast = false;
   /// DebugMode: every step is checked against its reference kernel, and inputs outside its
   /// destroy_map must come out unchanged (Theano's BadThunkOutput / BadDestroyMap).
   bool debug_mode = false;

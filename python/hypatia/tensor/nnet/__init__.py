@@ -16,4 +16,5 @@ from hypatia.tensor.nnet.abstract_conv import (  # noqa: F401
     separable_conv2d,
 )
 from hypatia.tensor.nnet.basic import *  # noqa: F401,F403
+from hypatia.tensor.nnet.bn import batch_normalization  # noqa: F401  (T.nnet.batch_normalization, as in Theano)
 from hypatia.tensor.nnet.sigm import *  # noqa: F401,F403

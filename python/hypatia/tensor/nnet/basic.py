@@ -1,8 +1,11 @@
 """hypatia.tensor.nnet.basic: Theano's neural-network ops (softmax and its variants, the
 cross-entropies, relu, elu, softsign, softmax_grad, dropout), re-exported by hypatia.tensor.nnet (T.nnet)."""
+import warnings as _warnings
+
 import numpy as np
 
 from hypatia import _core
+from hypatia._messages import HypatiaWarning as _HypatiaWarning
 from hypatia.tensor import basic as _basic
 from hypatia.tensor.basic import _operands, as_tensor_variable, sigmoid, softplus  # noqa: F401
 from hypatia.tensor.nnet.sigm import hard_sigmoid, ultra_fast_sigmoid  # noqa: F401
@@ -53,14 +56,33 @@ def softsign(x):
     return _core.true_div(x, _core.add(_core.scalar_like(1, x), _core.abs(x)))
 
 
-def softmax(c, axis=-1):
-    """exp(c) / sum(exp(c)) along axis (the last by default), computed stably."""
-    return _core.softmax(as_tensor_variable(c), int(axis))
+_VECTOR_PADDED = ("{}: a vector is taken as a matrix of one row, as Theano 1.0 did (the result has shape (1, n)); "
+                  "pass axis=-1 for a vector result")
 
 
-def log_softmax(c, axis=-1):
-    """log(softmax(c)) along axis, computed stably."""
-    return _core.log_softmax(as_tensor_variable(c), int(axis))
+def _rows(c, axis, who):
+    """c, and the axis: Theano 1.0's softmax and log_softmax had no axis and took a vector as a row
+    (shape (1, n), with a deprecation warning); RNN code written for it indexes the result [0]. An
+    explicit axis (PyTensor's keyword) keeps the vector."""
+    c = as_tensor_variable(c)
+    if axis is None:
+        axis = -1
+        if c.ndim == 1:
+            _warnings.warn(_VECTOR_PADDED.format(who), _HypatiaWarning, stacklevel=3)
+            c = c.dimshuffle("x", 0)
+    return c, int(axis)
+
+
+def softmax(c, axis=None):
+    """exp(c) / sum(exp(c)) along axis (the last by default), computed stably. A vector without an
+    axis is taken as a matrix of one row (shape (1, n)), as in Theano 1.0."""
+    return _core.softmax(*_rows(c, axis, "softmax"))
+
+
+def log_softmax(c, axis=None):
+    """log(softmax(c)) along axis (the last by default), computed stably; a vector without an axis
+    as softmax takes it."""
+    return _core.log_softmax(*_rows(c, axis, "log_softmax"))
 
 
 logsoftmax = log_softmax
