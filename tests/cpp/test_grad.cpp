@@ -76,6 +76,20 @@ TEST(Grad, LopAndRop) {
   EXPECT_ALLCLOSE(eval(r, in), f64({6, 20}, {2}));
 }
 
+TEST(Grad, RopOfAGradientIsTheHessianTimesAVector) {
+  // Theano's tutorial: Rop(grad(sum(x^3), x), x, v) = H v with H = diag(6x). The gradient's graph
+  // reads shapes (Shape_i, Alloc of its seed), whose integer values carry no tangent.
+  Var x = variable(vector_type(DType::Float64), "x");
+  Var v = variable(vector_type(DType::Float64), "v");
+  Var gy = grad(sum(x * x * x), x);
+  Var hv = Rop({gy}, {x}, {v})[0];
+  std::vector<std::pair<Var, NDArray>> in{{x, f64({1, 2}, {2})}, {v, f64({3, 5}, {2})}};
+  EXPECT_ALLCLOSE(eval(hv, in), f64({18, 60}, {2}));
+  // An integer output with a tangent in reaches nothing: the shape of x, from x.
+  Var s = Rop({cast(shape_i(x, 0), DType::Float64) * x}, {x}, {v})[0];
+  EXPECT_ALLCLOSE(eval(s, in), f64({6, 10}, {2}));
+}
+
 TEST(Grad, JacobianAndHessian) {
   Var x = variable(vector_type(DType::Float64), "x");
   Var y = x * x * x;  // dy_i/dx_j = 3 x_i^2 delta_ij

@@ -285,6 +285,23 @@ def test_in_allow_downcast_decides_for_its_input():
         g(d, d)
 
 
+def test_function_copy_swaps_shared_variables_and_drops_updates():
+    x = T.dvector("x")
+    w, w2 = theano.shared(np.array([1.0, 2.0]), name="w"), theano.shared(np.array([10.0, 20.0]), name="w2")
+    f = theano.function([x], theano.Out(x * w), updates=[(w, w + 1)], name="f")
+    g = f.copy(swap={w: w2}, name="g")
+    np.testing.assert_array_equal(g(np.ones(2)), [10.0, 20.0])
+    np.testing.assert_array_equal(w2.get_value(), [11.0, 21.0])
+    np.testing.assert_array_equal(w.get_value(), [1.0, 2.0])  # the original's variable is left alone
+    h = f.copy(delete_updates=True)
+    np.testing.assert_array_equal(h(np.ones(2)), [1.0, 2.0])
+    np.testing.assert_array_equal(w.get_value(), [1.0, 2.0])
+    np.testing.assert_array_equal(f(np.ones(2)), [1.0, 2.0])
+    np.testing.assert_array_equal(w.get_value(), [2.0, 3.0])
+    with pytest.raises(TypeError, match="differ in type"):
+        f.copy(swap={w: theano.shared(np.zeros((2, 2)))})
+
+
 # ------------------------------------------------------------------------------------------------
 # jacobian and hessian options
 
@@ -407,6 +424,13 @@ def test_get_scalar_constant_value_and_extract_constant():
     assert T.get_scalar_constant_value(c.dimshuffle(1, 0)) == 4.0
     assert T.get_scalar_constant_value(T.alloc(T.constant(2.5), 3, 4)) == 2.5
     assert T.get_scalar_constant_value(7) == 7 and theano.get_scalar_constant_value(np.float32(1.5)) == 1.5
+    # Through elementwise ops of constants (computed), unless elemwise=False.
+    six = T.constant(3.0) * 2
+    assert T.get_scalar_constant_value(six) == 6.0 and T.get_scalar_constant_value(T.exp(T.constant(0.0))) == 1.0
+    with pytest.raises(T.NotScalarConstantError):
+        T.get_scalar_constant_value(six, elemwise=False)
+    with pytest.raises(T.NotScalarConstantError):
+        T.get_scalar_constant_value(T.dscalar() * 2)
     for bad in (T.dscalar("x"), T.constant(np.array([1.0, 2.0])), T.dscalar("y") * 2, theano.shared(1.0)):
         with pytest.raises(T.NotScalarConstantError):
             T.get_scalar_constant_value(bad)
@@ -444,6 +468,12 @@ def test_a_gradient_that_does_not_depend_on_its_variable_still_uses_it():
     # Compiled, the seed is the constant 1: nothing of the cost is computed for it.
     f = theano.function([a], T.grad(3 * a, a))
     assert not any("Shape" in str(n.op) or "Reshape" in str(n.op) for n in f.maker.fgraph.toposort())
+
+
+def test_the_tutorials_hessian_times_a_vector_through_rop():
+    x, v = T.dvectors("x", "v")
+    gy = T.grad(T.sum(x ** 2), x)
+    np.testing.assert_allclose(theano.function([x, v], T.Rop(gy, x, v))([4, 4], [2, 2]), [4.0, 4.0])
 
 
 def test_the_names_theanos_modules_carry():

@@ -444,9 +444,18 @@ class NotScalarConstantError(Exception):
 
 def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, max_recur=10):
     """The value of v when it is a constant whose elements are all equal (seen through
-    DimShuffle, Rebroadcast and an Alloc of such a constant), as a 0-d numpy array; numbers and
-    numpy arrays are taken as they are. Raises NotScalarConstantError otherwise."""
+    DimShuffle, Rebroadcast and an Alloc of such a constant, and with elemwise=True through
+    elementwise ops of such constants, computed), as a 0-d numpy array; numbers and numpy arrays
+    are taken as they are. Raises NotScalarConstantError otherwise."""
     for _ in range(max_recur + 1):
+        if elemwise and not only_process_constants and isinstance(v, Variable) and v.owner is not None \
+                and isinstance(v.owner.op, (_core.Elemwise, _core.Composite)):
+            node = v.owner
+            values = [get_scalar_constant_value(i, elemwise, only_process_constants, max_recur - 1)
+                      for i in node.inputs]
+            outs = node.op(*[constant(np.asarray(c, dtype=i.dtype)) for c, i in zip(values, node.inputs)])
+            out = outs[node.outputs.index(v)] if isinstance(outs, (list, tuple)) else outs
+            return np.asarray(out.eval())
         if not isinstance(v, Variable):
             arr = np.asarray(v)
             if arr.size == 0 or not np.all(arr == arr.reshape(-1)[0]):

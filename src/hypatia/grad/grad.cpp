@@ -258,7 +258,11 @@ std::vector<Var> Rop(const std::vector<Var>& f, const std::vector<Var>& wrt, con
         pts[i] = it->second;
         any = true;
       }
-    if (!any) continue;
+    // Integer and boolean values (shapes, indices, comparisons) have no derivative: their nodes
+    // carry no tangent (Theano's Shape_i.R_op is None), so an op without an R_op there is no error.
+    bool float_out = false;
+    for (int o = 0; o < n->nout(); ++o) float_out = float_out || is_float(n->output_ptr(o)->dtype());
+    if (!any || !float_out) continue;
     auto outs = op_rop(*n, pts);
     for (int o = 0; o < n->nout(); ++o)
       if (o < static_cast<int>(outs.size()) && outs[o]) tangent[n->output_ptr(o)] = fit_grad(outs[o], n->output(o));
