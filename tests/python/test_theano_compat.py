@@ -236,6 +236,22 @@ def test_fill_diagonal_casts_val_and_names_what_it_refuses():
 
 
 # ------------------------------------------------------------------------------------------------
+# conv2d_transpose
+
+
+def test_conv2d_transpose_is_the_gradient_of_a_strided_convolution():
+    # <conv2d(x, w, stride 2), y> = <x, conv2d_transpose(y, w)>: the transposed operator.
+    rng = np.random.default_rng(3)
+    xv, wv, yv = rng.normal(size=(2, 3, 7, 7)), rng.normal(size=(4, 3, 3, 3)), rng.normal(size=(2, 4, 3, 3))
+    x, w, y = T.dtensor4("x"), T.dtensor4("w"), T.dtensor4("y")
+    fwd = T.nnet.conv2d(x, w, subsample=(2, 2))
+    up = T.nnet.conv2d_transpose(y, w, (2, 3, 7, 7), input_dilation=(2, 2))
+    a, b = theano.function([x, w, y], [fwd, up])(xv, wv, yv)
+    assert a.shape == (2, 4, 3, 3) and b.shape == (2, 3, 7, 7)
+    assert np.sum(a * yv) == pytest.approx(np.sum(xv * b), rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
 # grad_scale
 
 

@@ -10,6 +10,7 @@ from hypatia.tensor.nnet.abstract_conv import (  # noqa: F401
     conv2d,
     conv2d_grad_wrt_inputs,
     conv2d_grad_wrt_weights,
+    conv2d_transpose,
     conv3d,
     conv3d_grad_wrt_inputs,
     conv3d_grad_wrt_weights,

@@ -24,6 +24,7 @@ __all__ = [
     "conv2d",
     "conv2d_grad_wrt_inputs",
     "conv2d_grad_wrt_weights",
+    "conv2d_transpose",
     "conv3d",
     "conv3d_grad_wrt_inputs",
     "conv3d_grad_wrt_weights",
@@ -112,6 +113,15 @@ def conv2d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None,
     return _core.conv2d_grad_wrt_inputs(as_tensor_variable(filters), as_tensor_variable(output_grad),
                                         _size(shape[2], "input rows"), _size(shape[3], "input cols"), p,
                                         bool(unshared))
+
+
+def conv2d_transpose(input, filters, output_shape, filter_shape=None, border_mode="valid", input_dilation=(1, 1),
+                     filter_flip=True, filter_dilation=(1, 1), num_groups=1):
+    """The transposed convolution of input by filters, of ``output_shape`` (Theano's
+    conv2d_transpose): the gradient of a conv2d, of an input of that shape, with respect to its
+    input; input_dilation is that conv2d's subsample (strides)."""
+    return conv2d_grad_wrt_inputs(input, filters, output_shape, filter_shape, border_mode, input_dilation,
+                                  filter_flip, filter_dilation, num_groups)
 
 
 def conv2d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None, border_mode="valid",
