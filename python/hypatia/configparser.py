@@ -8,6 +8,7 @@ Every read and write goes to the C++ Config, so C++ and Python always agree.
 """
 import contextlib
 import os
+import shlex
 import warnings
 
 from hypatia import _core
@@ -57,14 +58,20 @@ def _apply_theano_flags():
         return
     ours = {item.split("=", 1)[0].strip() for item in os.environ.get("HYPATIA_FLAGS", "").split(",") if "=" in item}
     ignored = []
-    for item in text.split(","):
+    # Theano's parsing: comma-separated, shell-style quotes kept together, an item without a value
+    # ignored with a warning.
+    splitter = shlex.shlex(text, posix=True)
+    splitter.whitespace = ","
+    splitter.whitespace_split = True
+    for item in splitter:
         item = item.strip()
         if not item:
             continue
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or not key:
-            raise ValueError(f"THEANO_FLAGS='{text}': the item '{item}' is not of the form key=value")
+            warnings.warn(f"THEANO_FLAGS: '{item}' has no value; ignoring it", stacklevel=3)
+            continue
         if key in ours:
             continue
         if _core.config_is_ignored_theano_option(key) or key not in _KEYS:

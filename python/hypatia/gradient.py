@@ -72,12 +72,14 @@ def Rop(f, wrt, eval_points):
     return _format_as(kind, _core.Rop(fs, ws, es))
 
 
-def _held_constant(expression, consider_constant):
-    """expression with every variable of consider_constant seen through disconnected_grad."""
+def _held_constant(expression, wrt, consider_constant):
+    """(expression, wrt) with every variable of consider_constant seen through disconnected_grad:
+    cloned together, so that a wrt computed inside the expression is the copy's."""
     if not consider_constant:
-        return expression
+        return expression, wrt
     from hypatia.gof.graph import clone_replace
-    return clone_replace(expression, {c: disconnected_grad(c) for c in consider_constant})
+    cloned = clone_replace([expression] + list(wrt), {c: disconnected_grad(c) for c in consider_constant})
+    return cloned[0], cloned[1:]
 
 
 def _reaches(expression, w, disconnected_inputs, who):
@@ -108,8 +110,8 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     larger one is flattened first). consider_constant: variables the derivative does not go
     through. disconnected_inputs: what a wrt the expression does not depend on gets: 'raise'
     (DisconnectedInputError), 'warn' or 'ignore' (zeros)."""
-    expression = _held_constant(as_tensor_variable(expression), consider_constant)
     ws, kind = _as_list(wrt)
+    expression, ws = _held_constant(as_tensor_variable(expression), ws, consider_constant)
     out = []
     for w in ws:
         if _reaches(expression, w, disconnected_inputs, "jacobian"):
@@ -123,8 +125,8 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
 def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
     """d^2 cost / d wrt^2 for a 0-d cost (shape wrt.shape + wrt.shape); consider_constant and
     disconnected_inputs as jacobian's."""
-    cost = _held_constant(as_tensor_variable(cost), consider_constant)
     ws, kind = _as_list(wrt)
+    cost, ws = _held_constant(as_tensor_variable(cost), ws, consider_constant)
     out = []
     for w in ws:
         if _reaches(cost, w, disconnected_inputs, "hessian"):

@@ -427,6 +427,11 @@ void init_op_classes(nb::module_& m) {
   OpClass<GradClipOp> gradclip(m, "GradClip", "Identity whose gradient is clipped.");
   gradclip.def(nb::init<double, double>(), "lo"_a, "hi"_a);
   reducible(gradclip, [](const GradClipOp& g) { return nb::make_tuple(g.lo, g.hi); });
+  OpClass<GradScaleOp> gradscale(m, "GradScale", "Identity whose gradient is multiplied by a number.");
+  gradscale.def(nb::init<double>(), "multiplier"_a).def_prop_ro("multiplier", [](const GradScaleOp& g) {
+    return g.multiplier;
+  });
+  reducible(gradscale, [](const GradScaleOp& g) { return nb::make_tuple(g.multiplier); });
   OpClass<MapIndexOp> mapindex(m, "MapIndex", "An inner graph evaluated for i = 0..n-1, stacked (jacobian).");
   mapindex.def(nb::init<Var, std::vector<Var>, Var>(), "index"_a, "captured"_a, "body"_a);
   reducible(mapindex, [](const MapIndexOp& o) { return nb::make_tuple(o.index, o.captured, o.body); });

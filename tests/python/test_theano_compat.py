@@ -113,12 +113,20 @@ def test_tile_with_symbolic_repetitions_has_the_summed_gradient():
     np.testing.assert_allclose(g, (w[:, :3] + w[:, 3:]).sum(axis=0, keepdims=True))
 
 
+def test_tile_by_a_vector_of_unknown_length_pads_it_to_ndim():
+    m, r = T.dmatrix("m"), T.lvector("r")
+    f = theano.function([m, r], T.tile(m, r, ndim=3))
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(f(a, [2, 1]), np.tile(a, (1, 2, 1)))
+    np.testing.assert_array_equal(f(a, [3, 2, 1]), np.tile(a, (3, 2, 1)))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        f(a, [1, 2, 2, 1])  # longer than ndim
+
+
 def test_tile_refuses_what_it_cannot_do_by_name():
     v = T.dvector("v")
     with pytest.raises(ValueError, match="ndim must be given"):
         T.tile(v, T.lvector("r"))
-    with pytest.raises(ValueError, match="length of the repetitions vector"):
-        T.tile(v, T.lvector("r"), ndim=2)
     with pytest.raises(ValueError, match="integers"):
         T.tile(v, T.dscalar("r"))
     with pytest.raises(ValueError, match="integers"):
@@ -229,6 +237,12 @@ def test_fill_diagonal_casts_val_and_names_what_it_refuses():
     out = T.fill_diagonal(m, 2)
     assert out.dtype == "float32"
     np.testing.assert_array_equal(theano.function([m], out)(np.zeros((2, 2), np.float32)), [[2, 0], [0, 2]])
+    np.testing.assert_array_equal(theano.function([m], T.fill_diagonal(m, T.constant(np.int8(3))))(
+        np.zeros((2, 2), np.float32)), [[3, 0], [0, 3]])  # a safe cast
+    with pytest.raises(TypeError, match="casts to it without loss"):
+        T.fill_diagonal(T.lmatrix(), T.dscalar())
+    with pytest.raises(TypeError, match="not a value of"):
+        T.fill_diagonal(T.lmatrix(), 2.5)
     with pytest.raises(NotImplementedError, match="n-d diagonal"):
         T.fill_diagonal(T.dtensor3(), 1.0)
     with pytest.raises(TypeError, match="scalar"):
@@ -266,6 +280,8 @@ def test_grad_scale_keeps_the_value_and_scales_the_gradient():
     np.testing.assert_allclose(g, [-1.0, 2.0])
     with pytest.raises(TypeError, match="number"):
         grad_scale(x, T.fscalar())
+    g = pickle.loads(pickle.dumps(f))
+    np.testing.assert_allclose(g(np.array([1.0, -2.0], dtype=np.float32))[1], [-1.0, 2.0])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -316,6 +332,12 @@ def test_function_copy_swaps_shared_variables_and_drops_updates():
     np.testing.assert_array_equal(w.get_value(), [2.0, 3.0])
     with pytest.raises(TypeError, match="differ in type"):
         f.copy(swap={w: theano.shared(np.zeros((2, 2)))})
+    # Givens of an intermediate value still apply in the copy; a dict of outputs stays one.
+    s, s3, xx = theano.shared(1.0), theano.shared(100.0), T.dscalar("xx")
+    hh = xx * 3
+    g = theano.function([xx], hh + s, givens=[(hh, xx * 5)])
+    assert g.copy(swap={s: s3})(1.0) == 105.0
+    assert theano.function([xx], {"a": xx + 1}).copy()(1.0) == {"a": 2.0}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -340,6 +362,10 @@ def test_jacobian_and_hessian_take_consider_constant_and_disconnected_inputs():
     assert [g.shape for g in got] == [(3, 3), (2, 3), (2, 4)] and not any(g.any() for g in got)
     with pytest.raises(ValueError, match="disconnected_inputs"):
         T.jacobian(x * 2, x, disconnected_inputs="drop")
+    # With respect to a value computed in the expression, consider_constant elsewhere.
+    h, e = x * 2, T.exp(x)
+    j = theano.function([x], T.jacobian(h ** 2 + e, h, consider_constant=[e]))(xv)
+    np.testing.assert_allclose(j, np.diag(2 * 2 * xv))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -362,6 +388,10 @@ def test_theano_flags_are_read_below_hypatia_flags():
     assert r.returncode == 0 and r.stdout.split() == ["float64", "fast_run", "False"], (r.stdout, r.stderr[-2000:])
     r = _fresh(code, THEANO_FLAGS="floatX=float33")
     assert r.returncode != 0 and "THEANO_FLAGS" in r.stderr and "float33" in r.stderr
+    # Theano's parsing: an item without a value is ignored with a warning; quotes keep a comma.
+    r = _fresh(code, THEANO_FLAGS="floatX=float32,blah,'gcc.cxxflags=-O3,-g'")
+    assert r.returncode == 0 and r.stdout.split()[0] == "float32", r.stderr[-2000:]
+    assert "'blah' has no value" in r.stderr and "'gcc.cxxflags' has no effect" in r.stderr
 
 
 def test_theanos_config_sections_take_writes_with_a_warning():
@@ -412,6 +442,25 @@ def test_as_op_makes_an_op_of_a_numpy_function():
         solve(a)
     with pytest.raises(TypeError, match="tensor types"):
         theano.as_op(itypes=["float64"], otypes=[T.dvector])
+
+
+def test_an_as_op_op_pickles_by_its_module_and_name(tmp_path, monkeypatch):
+    (tmp_path / "asop_module.py").write_text(
+        "import numpy as np\nimport hypatia as theano\nimport hypatia.tensor as T\n\n\n"
+        "@theano.as_op(itypes=[T.dvector], otypes=[T.dvector])\ndef reverse(v):\n    return v[::-1].copy()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import asop_module
+
+    x = T.dvector("x")
+    f = pickle.loads(pickle.dumps(theano.function([x], asop_module.reverse(x) * 2)))
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0, 3.0])), [6.0, 4.0, 2.0])
+
+    @theano.as_op(itypes=[T.dvector], otypes=[T.dvector])
+    def local(v):
+        return v
+
+    with pytest.raises(pickle.PicklingError, match="top level"):
+        pickle.dumps(local(x))
 
 
 # ------------------------------------------------------------------------------------------------

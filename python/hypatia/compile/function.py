@@ -55,6 +55,10 @@ class KeyedOutputsFunction:
     def __getattr__(self, name):
         return getattr(self._fn, name)
 
+    def copy(self, *args, **kwargs):
+        """Function.copy, keeping the dict of outputs."""
+        return KeyedOutputsFunction(self._fn.copy(*args, **kwargs), self.output_keys)
+
     def __reduce__(self):
         return KeyedOutputsFunction, (self._fn, self.output_keys)
 

@@ -60,9 +60,6 @@ def _copy(self, share_memory=False, swap=None, delete_updates=False, name=None, 
     delete_updates: the copy has no updates. share_memory is accepted for Theano's signature: each
     compiled function has storage of its own (the copy computes the same values either way)."""
     from hypatia.compile.function import function
-    from hypatia.compile.io import In, Out
-    from hypatia.gof.graph import clone_replace
-
     args = getattr(self, "_hyp_compile_args", None)
     if args is None:
         raise TypeError("Function.copy: this function was not built by hypatia.function()")
@@ -74,21 +71,10 @@ def _copy(self, share_memory=False, swap=None, delete_updates=False, name=None, 
         if old.type != new.type:
             raise TypeError(f"Function.copy: swap's {old} ({old.type}) and {new} ({new.type}) differ in type")
 
-    def rep(v):
-        return clone_replace(v, swap) if swap and isinstance(v, _core.Variable) else v
-
-    outs = args["outputs"]
-    if isinstance(outs, (list, tuple)):
-        args["outputs"] = [Out(rep(o.variable), o.borrow) if isinstance(o, Out) else rep(o) for o in outs]
-    elif isinstance(outs, Out):
-        args["outputs"] = Out(rep(outs.variable), outs.borrow)
-    else:
-        args["outputs"] = rep(outs)
-    args["inputs"] = [In(i.variable, name=i.name, value=i.value, update=rep(i.update), mutable=i.mutable,
-                         borrow=i.borrow, allow_downcast=i.allow_downcast) if i.update is not None else i
-                      for i in args["inputs"]]
-    args["updates"] = [] if delete_updates else [(swap.get(v, v), rep(e)) for v, e in args["updates"]]
-    args["givens"] = [(k, rep(v)) for k, v in args["givens"]]
+    # The swapped variables are replaced where the graph reads them as givens are (outputs,
+    # updates and the givens' own values alike), and their updates go to the new ones.
+    args["updates"] = [] if delete_updates else [(swap.get(v, v), e) for v, e in args["updates"]]
+    args["givens"] = list(args["givens"]) + list(swap.items())
     if name is not None:
         args["name"] = name
     if profile is not None:

@@ -26,6 +26,16 @@ class FromFunctionOp(Op):
 
     __repr__ = __str__
 
+    def __reduce__(self):
+        # As Theano's: the op is found again where the decorated function's name now names it.
+        module, name = getattr(self._fn, "__module__", None), getattr(self._fn, "__qualname__", "")
+        if not module or "<locals>" in name:
+            import pickle
+
+            raise pickle.PicklingError(f"{self}: an as_op op pickles by its module and name; define the decorated "
+                                       "function at a module's top level")
+        return _load_back, (module, name)
+
     def perform(self, node, inputs, output_storage):
         outs = self._fn(*inputs)
         if not isinstance(outs, (list, tuple)):
@@ -39,6 +49,15 @@ class FromFunctionOp(Op):
 class _FromFunctionOpWithShape(FromFunctionOp):
     def infer_shape(self, node, input_shapes):
         return self._infer_shape(node, input_shapes)
+
+
+def _load_back(module, name):
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def as_op(itypes, otypes, infer_shape=None):

@@ -447,7 +447,7 @@ def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, ma
     DimShuffle, Rebroadcast and an Alloc of such a constant, and with elemwise=True through
     elementwise ops of such constants, computed), as a 0-d numpy array; numbers and numpy arrays
     are taken as they are. Raises NotScalarConstantError otherwise."""
-    for _ in range(max_recur + 1):
+    for _ in range(_builtins.max(max_recur, 0) + 1):
         if elemwise and not only_process_constants and isinstance(v, Variable) and v.owner is not None \
                 and isinstance(v.owner.op, (_core.Elemwise, _core.Composite)):
             node = v.owner
@@ -469,7 +469,7 @@ def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, ma
         if only_process_constants or not isinstance(v.owner.op, (_core.DimShuffle, _core.Rebroadcast, _core.Alloc)):
             raise NotScalarConstantError(f"{v} is computed by {v.owner.op}, not a constant")
         v = v.owner.inputs[0]
-    raise NotScalarConstantError(f"{v}: more than {max_recur} steps to a constant")
+    raise NotScalarConstantError(f"{v}: too many steps to a constant (max_recur)")
 
 
 def extract_constant(x, elemwise=True, only_process_constants=False):

@@ -1,5 +1,7 @@
 """hypatia.tensor.extra_ops: Theano's tensor.extra_ops: cumsum, cumprod, diff, repeat, squeeze and
 to_one_hot, composed from the core ops."""
+import numpy as np
+
 from hypatia import _convert, _core
 from hypatia.tensor import basic as B
 
@@ -44,10 +46,20 @@ def fill_diagonal_offset(a, val, offset):
     a = _convert.as_tensor_variable(a)
     if a.ndim != 2:
         raise TypeError(f"fill_diagonal_offset: a must be a matrix, got {a.ndim} dimensions")
-    val = _convert.as_tensor_variable(val)
+    if not isinstance(val, _core.Variable):
+        # A number: a's dtype when it holds the value exactly (Theano's autocast of numbers).
+        arr = np.asarray(val)
+        if arr.ndim != 0:
+            raise TypeError(f"fill_diagonal_offset: val must be a scalar, got shape {arr.shape}")
+        if arr.astype(a.dtype) != arr:
+            raise TypeError(f"fill_diagonal_offset: val {val!r} is not a value of a's dtype {a.dtype}")
+        val = _convert.constant(arr.astype(a.dtype))
     if val.ndim != 0:
         raise TypeError(f"fill_diagonal_offset: val must be a scalar, got {val.ndim} dimensions")
     if val.dtype != a.dtype:
+        if not np.can_cast(val.dtype, a.dtype, "safe"):
+            raise TypeError(f"fill_diagonal_offset: val ({val.dtype}) must have a's dtype {a.dtype} or one that "
+                            "casts to it without loss (Theano's rule); cast it")
         val = B.cast(val, a.dtype)
     offset = _convert._int_scalar(offset)
     zero = _core.int_constant(0)

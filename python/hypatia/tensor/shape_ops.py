@@ -232,9 +232,16 @@ def tile(x, reps, ndim=None):
             try:
                 n = get_vector_length(reps)
             except (TypeError, ValueError):
-                raise ValueError("tile: the length of the repetitions vector must be known while the graph is "
-                                 "built (a constant, a stack of scalars or a shape); pass a list of scalars") from None
-            reps = [reps[i] for i in range(n)]
+                n = None
+            if n is None:
+                # A vector of unknown length: 1s before it up to ndim entries; a longer vector fails
+                # the reshape to (ndim,) when the function runs (ValueError naming the sizes).
+                r = cast(reps, "int64")
+                pad = _core.maximum(_int_scalar(ndim) - r.shape[0], _int_scalar(0))
+                r = reshape(concatenate([alloc(np.int64(1), pad), r]), [ndim])
+                reps = [r[i] for i in range(ndim)]
+            else:
+                reps = [reps[i] for i in range(n)]
         else:
             raise ValueError(f"tile: the repetitions must be a scalar or a vector, got {reps.ndim} dimensions")
     else:
