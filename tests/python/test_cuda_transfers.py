@@ -238,3 +238,34 @@ def test_an_rnn_scan_and_its_gradient_loop_on_the_device_and_move_nothing_per_st
             for a, b in zip(got, ref(xv, hv)):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         assert moved[0] == moved[1], moved
+
+
+def test_the_users_transfer_of_a_device_value_that_a_node_overwrites_stays_a_copy():
+    # (2 * gpu_from_host(e)) * e with e on the device: the in-place pass, which runs before
+    # placement, let the product overwrite the transfer's result; removing the transfer would make
+    # it overwrite e, which it also reads (the call failed to compile). The transfer stays there,
+    # a copy on the device. The same through a Python op whose gradient reads its device input.
+    from hypatia.sandbox.cuda.basic_ops import as_cuda_ndarray_variable, gpu_contiguous, gpu_from_host
+    from util import emulated_gpu
+
+    class HostSquare(hypatia.Op):
+        __props__ = ()
+
+        def make_node(self, a):
+            a = gpu_contiguous(as_cuda_ndarray_variable(a))
+            return hypatia.Apply(self, [a], [a.type()])
+
+        def perform(self, node, inputs, out):
+            out[0][0] = np.asarray(inputs[0]) ** 2
+
+        def grad(self, inputs, g):
+            return [2 * inputs[0] * g[0]]
+
+    with emulated_gpu() as mode:
+        a = T.fmatrix("a")
+        e = T.exp(a)
+        av = np.array([[0.0, 1.0], [-1.0, 0.5]], dtype="float32")
+        f = hypatia.function([a], (2 * gpu_from_host(e)) * e, mode=mode)
+        np.testing.assert_allclose(np.asarray(f(av)), 2 * np.exp(av) ** 2, rtol=1e-6)
+        g = hypatia.function([a], T.grad(HostSquare()(e).sum(), a), mode=mode)
+        np.testing.assert_allclose(np.asarray(g(av)), 2 * np.exp(av) ** 2, rtol=1e-6)

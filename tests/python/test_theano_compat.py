@@ -302,6 +302,18 @@ def test_a_dict_of_outputs_returns_a_dict_and_pickles():
         theano.function([x], {1: x})
 
 
+def test_givens_take_a_more_broadcastable_replacement():
+    # Theano's filter_variable: T.ones((1, 1)) for a matrix is given the matrix's pattern.
+    x, s = T.dmatrix("x"), T.dscalar("s")
+    f = theano.function([s], (x * s).sum(), givens={x: T.ones((1, 1), dtype="float64")})
+    assert f(3.0) == 3.0
+    with pytest.raises(TypeError, match="replacement"):
+        theano.function([s], (x * s).sum(), givens={x: T.ones((1, 1), dtype="float32")})  # another dtype
+    r = T.row("r", dtype="float64")
+    with pytest.raises(TypeError, match="replacement"):
+        theano.function([x], r.sum(), givens={r: x}, on_unused_input="ignore")  # less broadcastable
+
+
 def test_in_allow_downcast_decides_for_its_input():
     x, y = T.fvector("x"), T.fvector("y")
     f = theano.function([theano.In(x, allow_downcast=True), y], x + y)

@@ -27,6 +27,17 @@ def _pairs(x, what):
     raise TypeError(f"{what} must be a dict, OrderedDict or a list of pairs, got {type(x).__name__}")
 
 
+def _given(var, value):
+    """A given's replacement of var's type: as Theano's filter_variable, a value broadcastable where
+    var is not (T.ones((1, 1)) for a matrix) takes var's pattern."""
+    if not isinstance(value, Variable):
+        value = _convert.as_tensor_variable(value)
+    if isinstance(var, Variable) and value.type != var.type and value.dtype == var.dtype and \
+            value.ndim == var.ndim and all(b or not vb for b, vb in zip(value.broadcastable, var.broadcastable)):
+        value = _core.patternbroadcast(value, list(var.broadcastable))
+    return value
+
+
 def _leaves(roots):
     seen, out = set(), []
     for node in _core.toposort(roots):
@@ -116,7 +127,7 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
                     continue
                 upd.append((leaf, du))
                 updated.add(id(leaf))
-    giv = [(k, v if isinstance(v, Variable) else _convert.as_tensor_variable(v)) for k, v in _pairs(givens, "givens")]
+    giv = [(k, _given(k, v)) for k, v in _pairs(givens, "givens")]
 
     # Inputs with an update keep their state in a shared variable (their container): the graph
     # reads the container in their place and the update writes it, committed with the others.

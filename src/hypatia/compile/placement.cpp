@@ -6,6 +6,7 @@
 
 #include "hypatia/backends/backend.h"
 #include "hypatia/ops/transfer.h"
+#include "hypatia/rewrite/destroy.h"
 
 namespace hypatia {
 namespace {
@@ -37,14 +38,28 @@ class Placer {
     }
     // The user's transfer of a value the device has anyway moves nothing: it leaves the graph
     // (as in Theano, whose toposort for gpu_from_host(exp(x)) is the GpuElemwise alone), its
-    // readers and outputs reading the value itself, which stays on the device.
+    // readers and outputs reading the value itself, which stays on the device. Not where a node
+    // overwrites the transfer's result in place (the in-place pass ran first and took it for a
+    // buffer of its own): that node may also read the value (x * gpu_from_host(x)), so the
+    // transfer stays, a copy on the device.
     for (const auto& node : order)
       if (dynamic_cast<const DeviceFromHost*>(node->op.get()) && side(node->inputs[0]) == Side::Device &&
-          !fg_.clients(node->output_ptr(0)).empty())
+          !fg_.clients(node->output_ptr(0)).empty() && !overwritten(node->output(0)))
         fg_.replace(node->output(0), node->inputs[0], "a transfer to the device of a value already there");
   }
 
  private:
+  /// Whether a node overwrites v, or a view of it, in place.
+  bool overwritten(const Var& v) const {
+    for (const Var& u : views_of(fg_, v))
+      for (const Client& c : fg_.clients(u.get())) {
+        if (!c.node) continue;
+        for (const auto& o : c.node->op->destroy_map())
+          if (std::find(o.begin(), o.end(), c.index) != o.end()) return true;
+      }
+    return false;
+  }
+
   static bool user_device_value(const Var& v) {
     return v->owner && dynamic_cast<const DeviceFromHost*>(v->owner->op.get()) != nullptr;
   }
