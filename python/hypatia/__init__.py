@@ -42,6 +42,7 @@ from hypatia.scan_module.scan import OrderedUpdates  # noqa: F401,E402  (theano.
 from hypatia import updates  # noqa: F401,E402
 # Modules Theano's import made attributes of theano.tensor (T.shared_randomstreams.RandomStreams).
 from hypatia.tensor import raw_random, shared_randomstreams  # noqa: F401,E402
+from hypatia import scalar  # noqa: F401,E402  (theano.scalar.upcast)
 
 __version__ = "0.1.0"
 

@@ -553,6 +553,33 @@ def test_the_tutorials_hessian_times_a_vector_through_rop():
     np.testing.assert_allclose(theano.function([x, v], T.Rop(gy, x, v))([4, 4], [2, 2]), [4.0, 4.0])
 
 
+def test_the_subtensor_module_and_its_advanced_helpers():
+    from hypatia.tensor.subtensor import advanced_inc_subtensor1, set_subtensor  # noqa: F401
+
+    assert T.subtensor.__name__ == "hypatia.tensor.subtensor"
+    x, y, i = T.dmatrix("x"), T.dmatrix("y"), T.lvector("i")
+    xv, yv, iv = np.arange(6.0).reshape(3, 2), np.ones((3, 2)), np.array([0, 0, 2])
+    got = theano.function([x, y, i], [T.advanced_inc_subtensor1(x, y, i), T.advanced_set_subtensor1(x, y * 2, i),
+                                      T.advanced_subtensor1(x, i), T.subtensor.advanced_inc_subtensor(x, y[:2], i[:2]),
+                                      T.subtensor.advanced_subtensor(x, i, 1)])(xv, yv, iv)
+    want0 = xv.copy()
+    np.add.at(want0, iv, yv)
+    want1 = xv.copy()
+    want1[iv] = 2.0
+    want3 = xv.copy()
+    np.add.at(want3, iv[:2], yv[:2])
+    for g, w in zip(got, [want0, want1, xv[iv], want3, xv[iv, 1]]):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(TypeError, match="vector of integers"):
+        T.advanced_subtensor1(x, T.dvector())
+
+
+def test_theano_scalar_upcast():
+    assert theano.scalar.upcast("int8", "float32") == "float32"
+    assert theano.scalar.upcast("int32", "float32") == "float64"
+    assert theano.scalar.upcast("uint8", "int8", "int16") == "int16"
+
+
 def test_the_names_theanos_modules_carry():
     import hypatia.printing
     import hypatia.updates

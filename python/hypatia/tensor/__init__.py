@@ -17,6 +17,11 @@ from hypatia.tensor.sort import argsort, sort  # noqa: E402,F401  (after `var`: 
 from hypatia.tensor import nlinalg, slinalg  # noqa: E402,F401
 from hypatia.tensor.linalg_basic import diag, diagonal, tri, tril, triu, trace  # noqa: E402,F401
 from hypatia.tensor.extra_ops import fill_diagonal, fill_diagonal_offset  # noqa: E402,F401  (T.fill_diagonal)
+from hypatia.tensor import subtensor  # noqa: E402,F401  (T.subtensor is the module, as in Theano)
+from hypatia.tensor.subtensor import (  # noqa: E402,F401  (Theano's T.advanced_*)
+    advanced_inc_subtensor, advanced_inc_subtensor1, advanced_set_subtensor, advanced_set_subtensor1,
+    advanced_subtensor, advanced_subtensor1,
+)
 from hypatia.gradient import Lop, Rop, grad, hessian, jacobian, verify_grad, consider_constant  # noqa: E402,F401
 from hypatia.configparser import config  # noqa: E402,F401
 
