@@ -101,7 +101,10 @@ void init_random(nb::module_& m) {
                      return l;
                    })
       .def("new_state", &RandomStreams::new_state)
-      .def("add_update", &RandomStreams::add_update, "state"_a, "new_state"_a);
+      .def("add_update", &RandomStreams::add_update, "state"_a, "new_state"_a)
+      .def_prop_ro("default_seed", &RandomStreams::default_seed)
+      .def_prop_ro("seed_generator", &RandomStreams::seed_generator)
+      .def("set_seed_generator", &RandomStreams::set_seed_generator, "words"_a);
   m.def(
       "random_draw",
       [](const std::string& dist, Var state, std::optional<Var> size, std::vector<Var> params, DType dtype, int ndim) {
@@ -119,6 +122,8 @@ void init_random(nb::module_& m) {
       .def("inc_rstate", [](S& s) { s.get_substream_rstates(1, true); })
       .def("seed", &S::seed, "seed"_a.none() = nb::none())
       .def("get_substream_rstates", &S::get_substream_rstates, "n_streams"_a, "inc"_a = true)
+      .def_prop_ro("default_seed", &S::default_seed)
+      .def("add_state_update", &S::add_state_update, "state"_a, "new_state"_a, "n_streams"_a)
       .def_prop_ro("state_updates",
                    [](const S& s) {
                      nb::list l;

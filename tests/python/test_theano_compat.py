@@ -580,6 +580,28 @@ def test_theano_scalar_upcast():
     assert theano.scalar.upcast("uint8", "int8", "int16") == "int16"
 
 
+@pytest.mark.parametrize("kind", ["mrg", "numpy"])
+def test_random_streams_pickle_with_their_variables_and_go_on_with_the_same_numbers(kind):
+    from hypatia.sandbox.rng_mrg import MRG_RandomStreams
+    from hypatia.tensor.shared_randomstreams import RandomStreams
+
+    # What users pickle: a model holding the streams and a draw they made.
+    rng = MRG_RandomStreams(42) if kind == "mrg" else RandomStreams(42)
+    m = {"rng": rng, "noise": rng.uniform((3,))}
+    f = theano.function([], m["noise"])
+    f()
+    m2 = pickle.loads(pickle.dumps(m))
+    g = theano.function([], m2["noise"])
+    np.testing.assert_array_equal(g(), f())  # the state went on from where it was when pickled
+    # A variable made after unpickling is the one the original would have made next.
+    a, b = m["rng"].normal((2,)), m2["rng"].normal((2,))
+    np.testing.assert_array_equal(theano.function([], b)(), theano.function([], a)())
+    # seed() reaches the restored variables.
+    m["rng"].seed(7)
+    m2["rng"].seed(7)
+    np.testing.assert_array_equal(g(), f())
+
+
 def test_the_names_theanos_modules_carry():
     import hypatia.printing
     import hypatia.updates

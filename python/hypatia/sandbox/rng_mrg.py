@@ -69,6 +69,23 @@ class MRG_RandomStreams:
         # (state shared variable, new state, size, nstreams) per random variable, as Theano's.
         self.state_updates = []
 
+    # ---- pickling (a model that keeps its streams, self.theano_rng, pickles with them)
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        impl = state.pop("_impl")
+        state["_hyp_impl"] = (list(impl.default_seed), [int(v) for v in impl.rstate],
+                              [(s, n, k) for s, n, k in impl.state_updates])
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        seed, rstate, made = state.pop("_hyp_impl")
+        self.__dict__.update(state)
+        self._impl = _core.MRGRandomStreams(seed)
+        self._impl.set_rstate(rstate)
+        for s, n, k in made:
+            self._impl.add_state_update(s, n, k)
+
     # ---- the seed's state
     @property
     def rstate(self):

@@ -28,6 +28,22 @@ class RandomStreams:
         self.default_instance_seed = seed
         self.state_updates = []  # (state, new state) per random variable
 
+    def __getstate__(self):
+        # (A model that keeps its streams pickles with them: the seed generator goes on where it was.)
+        state = dict(self.__dict__)
+        impl = state.pop("_impl")
+        state["_hyp_impl"] = (impl.default_seed, list(impl.seed_generator), list(impl.state_updates))
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        seed, generator, made = state.pop("_hyp_impl")
+        self.__dict__.update(state)
+        self._impl = _core.RandomStreams(seed)
+        self._impl.set_seed_generator(generator)
+        for s, n in made:
+            self._impl.add_update(s, n)
+
     @staticmethod
     def _check_seed(seed):
         if seed is None:

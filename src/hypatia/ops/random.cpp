@@ -253,6 +253,14 @@ MRGRandomStreams::MRGRandomStreams(const std::vector<int64_t>& seed) : default_s
 
 void MRGRandomStreams::set_rstate(const std::vector<int64_t>& seed) { rstate_ = state_from_seed(seed); }
 
+void MRGRandomStreams::add_state_update(Var state, Var new_state, int64_t n_streams) {
+  if (!state || !state->is_shared() || !new_state || !(state->type == new_state->type) ||
+      state->type.dtype != DType::Int32 || state->ndim() != 2)
+    fail<TypeError>(
+        "MRG_RandomStreams: a state update must be an int32 matrix shared variable and a value of its type");
+  updates_.push_back({std::move(state), std::move(new_state), n_streams});
+}
+
 std::vector<std::pair<Var, Var>> MRGRandomStreams::updates() const {
   std::vector<std::pair<Var, Var>> r;
   for (const auto& u : updates_) r.emplace_back(u.state, u.new_state);

@@ -119,6 +119,11 @@ class MRGRandomStreams {
     int64_t n_streams;
   };
   const std::vector<StateUpdate>& state_updates() const { return updates_; }
+  /// Records a random variable's states and their update (what each draw does; unpickling gives
+  /// a restored object its variables back).
+  void add_state_update(Var state, Var new_state, int64_t n_streams);
+  /// The construction seed (six integers), which seed() without one goes back to.
+  const std::vector<int64_t>& default_seed() const { return default_seed_; }
   /// (state, new_state) of every random variable made so far.
   std::vector<std::pair<Var, Var>> updates() const;
   /// The seed's current state: the substream the next random variable takes.

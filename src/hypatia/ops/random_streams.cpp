@@ -150,6 +150,12 @@ uint32_t next_variable_seed(std::vector<uint32_t>& seedgen) {
 
 RandomStreams::RandomStreams(std::optional<uint32_t> seed) : default_seed_(seed), seedgen_(seedgen_state(seed)) {}
 
+void RandomStreams::set_seed_generator(std::vector<uint32_t> words) {
+  if (words.size() != seedgen_.size())
+    fail<ValueError>("RandomStreams: a seed generator state has ", seedgen_.size(), " words, got ", words.size());
+  seedgen_ = std::move(words);
+}
+
 void RandomStreams::seed(std::optional<uint32_t> s) {
   std::vector<uint32_t> gen = seedgen_state(s ? s : default_seed_);
   for (const auto& [state, next] : updates_) state->cell->exchange(random_state_from_seed(next_variable_seed(gen)));

@@ -82,6 +82,11 @@ class RandomStreams {
   Var new_state();
   /// Records (state, new_state) as a random variable's update.
   void add_update(Var state, Var new_state);
+  /// The construction seed, and the generator of the next variables' seeds (numpy RandomState
+  /// words), so that a pickled object goes on with the same numbers.
+  std::optional<uint32_t> default_seed() const { return default_seed_; }
+  const std::vector<uint32_t>& seed_generator() const { return seedgen_; }
+  void set_seed_generator(std::vector<uint32_t> words);
 
   Var uniform(Var size, Var low, Var high, DType dtype, int ndim = -1);
   Var normal(Var size, Var avg, Var std, DType dtype, int ndim = -1);
