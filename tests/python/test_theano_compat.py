@@ -337,6 +337,10 @@ def test_function_copy_swaps_shared_variables_and_drops_updates():
     np.testing.assert_array_equal(g(np.ones(2)), [10.0, 20.0])
     np.testing.assert_array_equal(w2.get_value(), [11.0, 21.0])
     np.testing.assert_array_equal(w.get_value(), [1.0, 2.0])  # the original's variable is left alone
+    assert [v.name for v in f.get_shared()] == ["w"]
+    c = theano.shared(0.0, name="c")
+    assert sorted(v.name for v in theano.function([x], x * w, updates=[(c, c + 1)]).get_shared()) == ["c", "w"]
+    assert [v.name for v in theano.function([x], x * 2, updates=[(c, 5.0)]).get_shared()] == ["c"]  # (updated only)
     h = f.copy(delete_updates=True)
     np.testing.assert_array_equal(h(np.ones(2)), [1.0, 2.0])
     np.testing.assert_array_equal(w.get_value(), [1.0, 2.0])

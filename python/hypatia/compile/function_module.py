@@ -82,7 +82,20 @@ def _copy(self, share_memory=False, swap=None, delete_updates=False, name=None, 
     return function(**args)
 
 
+def _get_shared(self):
+    """The shared variables the function reads or updates (Theano's Function.get_shared), in the
+    order the compiled graph first reads them, then the updated ones it does not read."""
+    seen, out = set(), []
+    targets = [v for v, _ in (getattr(self, "_hyp_compile_args", None) or {}).get("updates", [])]
+    for v in [i for n in self.toposort() for i in n.inputs] + targets:
+        if getattr(v, "kind", None) == "shared" and id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
 Function.copy = _copy
+Function.get_shared = _get_shared
 Function.maker = property(FunctionMaker, doc="What the function was compiled from (Theano's f.maker).")
 Function.free = lambda self: None
 Function.__repr__ = lambda self: f"<hypatia.Function {self.name or '<unnamed>'}>"
