@@ -94,24 +94,6 @@ TEST(Rewrite, TheGradientMachinerysIdentitiesAreTakenOut) {
   EXPECT_ALLCLOSE(g({make_array({1, -2}, {2}, DType::Float64)})[0], make_array({-6, 12}, {2}, DType::Float64), 0, 0);
 }
 
-TEST(Rewrite, AShapeIsItsEntriesAndAnEntryOfAMakeVectorIsTheEntry) {
-  // Shape(x) -> MakeVector(Shape_i(x, k)), then each Shape_i from x's producer (the reshape's
-  // sizes): r.shape and r.shape[-1] of a reshape compute no reshape; a 0-d value's shape is empty.
-  Var m = variable(matrix_type(DType::Float64), "m");
-  Var r = reshape(m, make_vector({shape_i(m, 1), shape_i(m, 0)}), 2);
-  Var s = shape(r);
-  Function f =
-      check_equivalent({m}, {s, subtensor(s, int64_t{-1}), shape(sum(m))}, {random_array({4, 3}, DType::Float64)});
-  EXPECT_EQ(count_ops(f, "Reshape"), 0) << joined(f);
-  EXPECT_EQ(count_ops(f, "Subtensor"), 0) << joined(f);
-  for (const auto& n : op_names(f)) EXPECT_NE(n, "Shape") << joined(f);
-  const auto out = f({random_array({4, 3}, DType::Float64)});
-  EXPECT_EQ(out[0].get_flat_int(0), 3);
-  EXPECT_EQ(out[0].get_flat_int(1), 4);
-  EXPECT_EQ(out[1].get_flat_int(0), 4);
-  EXPECT_EQ(out[2].size(), 0);
-}
-
 TEST(Rewrite, StabilizeGivesFiniteValuesAtExtremes) {
   Var x = variable(vector_type(DType::Float64), "x");
   NDArray big = make_array({-1000, -1, 0, 1, 1000}, {5}, DType::Float64);

@@ -606,37 +606,6 @@ def test_random_streams_pickle_with_their_variables_and_go_on_with_the_same_numb
     np.testing.assert_array_equal(g(), f())
 
 
-def test_a_shape_comes_from_infer_shape_without_running_the_op():
-    # Theano's local_shape_to_shape_i: Double()(x).shape is answered by the op's infer_shape
-    # (perform never runs); a reshape's shape by the sizes it was given (nothing reshaped).
-    calls = []
-
-    class Double(theano.Op):
-        __props__ = ()
-
-        def make_node(self, x):
-            x = T.as_tensor_variable(x)
-            return theano.Apply(self, [x], [x.type()])
-
-        def perform(self, node, inputs, out):
-            calls.append("perform")
-            out[0][0] = inputs[0] * 2
-
-        def infer_shape(self, node, shapes):
-            calls.append("infer_shape")
-            return shapes
-
-    x = T.dmatrix("x")
-    with theano.change_flags(debug_checks=False):  # (the suite's checks run every node's reference)
-        f = theano.function([x], Double()(x).shape)
-    assert list(f(np.ones((4, 3)))) == [4, 3] and "perform" not in calls and "infer_shape" in calls
-    r = x.reshape((x.shape[1], x.shape[0] * 1))
-    h = theano.function([x], [r.shape, r.shape[-1]])
-    got = h(np.ones((4, 3)))
-    assert list(got[0]) == [3, 4] and got[1] == 4
-    assert not any("Reshape" in str(n.op) or "switch" in str(n.op) for n in h.maker.fgraph.toposort())
-
-
 def test_the_names_theanos_modules_carry():
     import hypatia.printing
     import hypatia.updates

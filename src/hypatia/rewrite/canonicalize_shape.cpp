@@ -84,14 +84,10 @@ std::optional<std::vector<Var>> shape_i_lift(FunctionGraph& fg, Apply& n) {
   return one(as_type(r, out));
 }
 
-// Shape(x) -> MakeVector(Shape_i(x, 0), ...), whose entries shape_i_lift then takes from x's
-// producer's infer_shape (Theano's local_shape_to_shape_i): x.shape of a node whose op knows its
-// output shape (a Python op's infer_shape) does not run the op. The shape of a 0-d value is the
-// empty vector (the gradient's seed reads its cost's shape).
-std::optional<std::vector<Var>> shape_to_shape_i(FunctionGraph&, Apply& n) {
-  const Var& x = n.inputs[0];
-  if (x->ndim() == 0) return one(typed_constant(NDArray::empty({0}, DType::Int64), n.output_ptr(0)->type));
-  return one(as_type(make_vector(shape_vars(x)), n.output_ptr(0)->type));
+// The shape of a 0-d value: the empty vector (the gradient's seed reads its cost's shape).
+std::optional<std::vector<Var>> scalar_shape(FunctionGraph&, Apply& n) {
+  if (n.inputs[0]->ndim() != 0) return std::nullopt;
+  return one(typed_constant(NDArray::empty({0}, DType::Int64), n.output_ptr(0)->type));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,7 +224,7 @@ std::vector<LocalRewrite> canonicalize_fill_rules() {
 std::vector<LocalRewrite> canonicalize_shape_rules() {
   std::vector<LocalRewrite> rules = canonicalize_dimshuffle_rules();
   rules.push_back({"local_shape_i_lift", {typeid(ShapeI)}, shape_i_lift});
-  rules.push_back({"local_shape_to_shape_i", {typeid(ShapeOp)}, shape_to_shape_i});
+  rules.push_back({"local_scalar_shape", {typeid(ShapeOp)}, scalar_shape});
   rules.push_back({"local_reshape_chain", {typeid(Reshape)}, reshape_chain});
   rules.push_back({"local_useless_reshape", {typeid(Reshape)}, useless_reshape});
   rules.push_back({"local_alloc_alloc", {typeid(Alloc)}, alloc_alloc});

@@ -1,6 +1,5 @@
 // Subtensor of Subtensor -> one Subtensor (phase canonicalize). A local rule on Subtensor
-// nodes whose input is a Subtensor, with constant or symbolic bounds and steps of any sign; and
-// an entry of a MakeVector at a constant index -> that entry.
+// nodes whose input is a Subtensor, with constant or symbolic bounds and steps of any sign.
 // Also local_add_of_inc_subtensor_of_zeros: p + (zeros with v added at idx), where p is itself
 // zeros of the same shape variables with values added elsewhere, is p with v added at idx (the
 // gradient of several slices of one value, an LSTM's four gates: one buffer, no sum).
@@ -408,28 +407,8 @@ std::optional<std::vector<Var>> add_of_inc_subtensor_of_zeros(FunctionGraph&, Ap
 
 }  // namespace
 
-namespace {
-
-// MakeVector(a0, ..., an-1)[k] -> ak for a constant k in range (Theano's
-// local_subtensor_make_vector): x.shape[k], once the shape is a MakeVector of Shape_i, is the
-// Shape_i its producer's infer_shape gives.
-std::optional<std::vector<Var>> subtensor_of_make_vector(FunctionGraph&, Apply& n) {
-  const auto& spec = static_cast<const Subtensor&>(*n.op).spec;
-  const Var& v = n.inputs[0];
-  if (spec.size() != 1 || spec[0].kind != Kind::Int || spec[0].a != Bound::Const || !v->owner ||
-      typeid(*v->owner->op) != typeid(MakeVector))
-    return std::nullopt;
-  const auto size = static_cast<int64_t>(v->owner->inputs.size());
-  const int64_t k = spec[0].av < 0 ? spec[0].av + size : spec[0].av;
-  if (k < 0 || k >= size) return std::nullopt;  // (the IndexError stays the run's)
-  return one(as_type(v->owner->inputs[static_cast<size_t>(k)], n.output_ptr(0)->type));
-}
-
-}  // namespace
-
 std::vector<LocalRewrite> canonicalize_subtensor_rules() {
   return {{"local_subtensor_merge", {typeid(Subtensor)}, subtensor_merge},
-          {"local_subtensor_make_vector", {typeid(Subtensor)}, subtensor_of_make_vector},
           {"local_add_of_inc_subtensor_of_zeros", {typeid(Elemwise)}, add_of_inc_subtensor_of_zeros}};
 }
 
