@@ -269,3 +269,10 @@ def test_the_users_transfer_of_a_device_value_that_a_node_overwrites_stays_a_cop
         np.testing.assert_allclose(np.asarray(f(av)), 2 * np.exp(av) ** 2, rtol=1e-6)
         g = hypatia.function([a], T.grad(HostSquare()(e).sum(), a), mode=mode)
         np.testing.assert_allclose(np.asarray(g(av)), 2 * np.exp(av) ** 2, rtol=1e-6)
+        # The other side: a node overwrites the transfer's input, which the transfer's readers read.
+        ev, zeroed = np.exp(av), np.exp(av)
+        zeroed[0] = 0
+        h = hypatia.function([a], [gpu_from_host(e), T.set_subtensor(e[0], 0), (gpu_from_host(e).T + 1) * e,
+                                   T.dot(gpu_from_host(e), T.set_subtensor(e[0], 0))], mode=mode)
+        for got, want in zip(h(av), [ev, zeroed, (ev.T + 1) * ev, ev @ zeroed]):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)

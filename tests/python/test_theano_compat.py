@@ -341,6 +341,12 @@ def test_function_copy_swaps_shared_variables_and_drops_updates():
     c = theano.shared(0.0, name="c")
     assert sorted(v.name for v in theano.function([x], x * w, updates=[(c, c + 1)]).get_shared()) == ["c", "w"]
     assert [v.name for v in theano.function([x], x * 2, updates=[(c, 5.0)]).get_shared()] == ["c"]  # (updated only)
+    # A shared output, one a rewrite takes out, and not an In(update=...)'s own state.
+    assert [v.name for v in theano.function([], w).get_shared()] == ["w"]
+    assert [v.name for v in theano.function([x], x + 0 * c).get_shared()] == ["c"]
+    y = T.dscalar("y")
+    counter = theano.function([theano.In(y, value=0.0, update=y + c)], y)
+    assert [v.name for v in counter.get_shared()] == ["c"]
     h = f.copy(delete_updates=True)
     np.testing.assert_array_equal(h(np.ones(2)), [1.0, 2.0])
     np.testing.assert_array_equal(w.get_value(), [1.0, 2.0])

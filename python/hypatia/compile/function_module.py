@@ -83,12 +83,25 @@ def _copy(self, share_memory=False, swap=None, delete_updates=False, name=None, 
 
 
 def _get_shared(self):
-    """The shared variables the function reads or updates (Theano's Function.get_shared), in the
-    order the compiled graph first reads them, then the updated ones it does not read."""
+    """The shared variables the function reads or updates (Theano's Function.get_shared): those of
+    the graph it was compiled from (outputs, update values, givens' values), in the order of that
+    graph, then the updated ones it does not read; an In(update=...) input's own state is not
+    one of them."""
+    from hypatia.compile.io import Out
+
+    args = getattr(self, "_hyp_compile_args", None)
+    if args is None:
+        raise TypeError("Function.get_shared: this function was not built by hypatia.function()")
+    outs = args["outputs"]
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    roots = [o.variable if isinstance(o, Out) else o for o in outs]
+    roots += [e for _, e in args["updates"]] + [v for _, v in args["givens"]]
+    roots += [i.update for i in args["inputs"] if i.update is not None]
+    state = {id(i.value) for i in args["inputs"] if i.update is not None}
     seen, out = set(), []
-    targets = [v for v, _ in (getattr(self, "_hyp_compile_args", None) or {}).get("updates", [])]
-    for v in [i for n in self.toposort() for i in n.inputs] + targets:
-        if getattr(v, "kind", None) == "shared" and id(v) not in seen:
+    graph = [v for n in _core.toposort(roots) for v in n.inputs] + roots + [v for v, _ in args["updates"]]
+    for v in graph:
+        if getattr(v, "kind", None) == "shared" and id(v) not in seen and id(v) not in state:
             seen.add(id(v))
             out.append(v)
     return out

@@ -39,12 +39,13 @@ class Placer {
     // The user's transfer of a value the device has anyway moves nothing: it leaves the graph
     // (as in Theano, whose toposort for gpu_from_host(exp(x)) is the GpuElemwise alone), its
     // readers and outputs reading the value itself, which stays on the device. Not where a node
-    // overwrites the transfer's result in place (the in-place pass ran first and took it for a
-    // buffer of its own): that node may also read the value (x * gpu_from_host(x)), so the
-    // transfer stays, a copy on the device.
+    // overwrites the transfer's result or its input in place (the in-place pass ran first and
+    // took them for two buffers: x * gpu_from_host(x) overwriting the transfer's result, or
+    // [gpu_from_host(e), set_subtensor(e[0], 0)] overwriting e): the transfer stays, a copy on
+    // the device.
     for (const auto& node : order)
       if (dynamic_cast<const DeviceFromHost*>(node->op.get()) && side(node->inputs[0]) == Side::Device &&
-          !fg_.clients(node->output_ptr(0)).empty() && !overwritten(node->output(0)))
+          !fg_.clients(node->output_ptr(0)).empty() && !overwritten(node->output(0)) && !overwritten(node->inputs[0]))
         fg_.replace(node->output(0), node->inputs[0], "a transfer to the device of a value already there");
   }
 
