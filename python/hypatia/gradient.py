@@ -97,12 +97,23 @@ def _reaches(expression, w, disconnected_inputs, who):
         if disconnected_inputs == "warn":
             import warnings
             from hypatia._messages import HypatiaWarning
-            warnings.warn(f"{who}: {e}", HypatiaWarning, stacklevel=3)
+            warnings.warn(f"{who}: {e}", HypatiaWarning, stacklevel=4)
         return False
 
 
-def _zeros_of(dims, w):
-    return _core.zeros(_shape_list(dims), w.dtype if w.dtype.startswith("float") else "float64")
+def _per_wrt(who, expression, wrt, consider_constant, disconnected_inputs, derive, lead_dims):
+    """derive(expression, w) for each w of wrt, with consider_constant held; a w the expression
+    does not reach gets zeros of shape lead_dims(expression, w) + w.shape (or raises, or warns)."""
+    ws, kind = _as_list(wrt)
+    expression, ws = _held_constant(as_tensor_variable(expression), ws, consider_constant)
+    out = []
+    for w in ws:
+        if _reaches(expression, w, disconnected_inputs, who):
+            out.append(derive(expression, w))
+        else:
+            dims = lead_dims(expression, w) + [w.shape[i] for i in range(w.ndim)]
+            out.append(_core.zeros(_shape_list(dims), w.dtype if w.dtype.startswith("float") else "float64"))
+    return _format_as(kind, out)
 
 
 def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
@@ -110,31 +121,17 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     larger one is flattened first). consider_constant: variables the derivative does not go
     through. disconnected_inputs: what a wrt the expression does not depend on gets: 'raise'
     (DisconnectedInputError), 'warn' or 'ignore' (zeros)."""
-    ws, kind = _as_list(wrt)
-    expression, ws = _held_constant(as_tensor_variable(expression), ws, consider_constant)
-    out = []
-    for w in ws:
-        if _reaches(expression, w, disconnected_inputs, "jacobian"):
-            out.append(_core.jacobian(expression, w))
-            continue
-        rows = [] if expression.ndim == 0 else [expression.shape[0] if expression.ndim == 1 else expression.size]
-        out.append(_zeros_of(rows + [w.shape[i] for i in range(w.ndim)], w))
-    return _format_as(kind, out)
+    def rows(e, w):
+        return [] if e.ndim == 0 else [e.shape[0] if e.ndim == 1 else e.size]
+
+    return _per_wrt("jacobian", expression, wrt, consider_constant, disconnected_inputs, _core.jacobian, rows)
 
 
 def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
     """d^2 cost / d wrt^2 for a 0-d cost (shape wrt.shape + wrt.shape); consider_constant and
     disconnected_inputs as jacobian's."""
-    ws, kind = _as_list(wrt)
-    cost, ws = _held_constant(as_tensor_variable(cost), ws, consider_constant)
-    out = []
-    for w in ws:
-        if _reaches(cost, w, disconnected_inputs, "hessian"):
-            out.append(_core.hessian(cost, w))
-            continue
-        dims = [w.shape[i] for i in range(w.ndim)]
-        out.append(_zeros_of(dims + dims, w))
-    return _format_as(kind, out)
+    return _per_wrt("hessian", cost, wrt, consider_constant, disconnected_inputs, _core.hessian,
+                    lambda e, w: [w.shape[i] for i in range(w.ndim)])
 
 
 def disconnected_grad(x):

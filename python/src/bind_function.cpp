@@ -232,7 +232,7 @@ nb::object compile(const std::vector<InSpec>& inputs, const std::vector<OutSpec>
     in.borrow = borrow;
     in.mutable_ = mut;
     const Downcast d = !allow_downcast ? downcast : (*allow_downcast ? Downcast::Yes : Downcast::No);
-    if (allow_downcast) in.allow_downcast = *allow_downcast;
+    in.allow_downcast = allow_downcast;
     downcasts.push_back(d);
     if (!value.is_none()) {
       std::string who = "function: the default value of input '" + (in_name.empty() ? var->str() : in_name) + "'";
