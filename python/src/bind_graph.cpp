@@ -238,8 +238,14 @@ void init_graph(nb::module_& m) {
       .def(
           "__call__",
           [](std::shared_ptr<Op> op, nb::args args) -> nb::object {
+            // Numbers, arrays and lists become constants, as Theano's make_node converts them.
             std::vector<Var> inputs;
-            for (nb::handle h : args) inputs.push_back(nb::cast<Var>(h));
+            for (nb::handle h : args) {
+              if (nb::isinstance<Variable>(h))
+                inputs.push_back(nb::cast<Var>(h));
+              else
+                inputs.push_back(nb::cast<Var>(nb::module_::import_("hypatia._convert").attr("as_tensor_variable")(h)));
+            }
             auto outs = apply_op(op, inputs);
             if (outs.size() == 1) return nb::cast(outs[0]);
             return nb::cast(outs);

@@ -350,6 +350,17 @@ void init_op_classes(nb::module_& m) {
   OpClass<Repeat> repeat(m, "RepeatOp");
   repeat.def(nb::init<int>(), "axis"_a).def_prop_ro("axis", [](const Repeat& r) { return r.axis; });
   reducible(repeat, [](const Repeat& r) { return nb::make_tuple(r.axis); });
+  OpClass<Assert> assert_cls(m, "Assert",
+                             "x, checked at run time: inputs (x, *conditions), each 0-d (Theano's Assert).");
+  assert_cls.def(nb::init<std::string>(), "msg"_a = "Theano Assert failed!").def_prop_ro("msg", [](const Assert& a) {
+    return a.msg;
+  });
+  reducible(assert_cls, [](const Assert& a) { return nb::make_tuple(a.msg); });
+  OpClass<SpecifyShape> specify(m, "SpecifyShape", "x with its shape checked: inputs (x, one length per given axis).");
+  specify.def(nb::init<std::vector<bool>>(), "given"_a).def_prop_ro("given", [](const SpecifyShape& s) {
+    return s.given;
+  });
+  reducible(specify, [](const SpecifyShape& s) { return nb::make_tuple(s.given); });
   OpClass<Rebroadcast> rebroadcast(m, "Rebroadcast");
   rebroadcast.def(nb::init<std::vector<int>>(), "flags"_a);
   reducible(rebroadcast, [](const Rebroadcast& r) { return nb::make_tuple(r.flags); });

@@ -220,6 +220,16 @@ void init_ops(nb::module_& m) {
   m.def("roll", nb::overload_cast<Var, Var, std::optional<int>>(&roll), "x"_a, "shift"_a, "axis"_a = nb::none());
   m.def("flip", &flip, "x"_a, "axis"_a);
   m.def("int_constant", &int_constant, "value"_a);
+  m.def(
+      "specify_shape",
+      [](Var x, const std::vector<std::optional<Var>>& shape) {
+        std::vector<Var> s;
+        for (const auto& v : shape) s.push_back(v ? *v : nullptr);
+        return specify_shape(std::move(x), s);
+      },
+      "x"_a, "shape"_a, "x with its shape checked at run time (one 0-d integer per axis; None: not checked).");
+  m.def("assert_op", &assert_op, "x"_a, "conds"_a, "msg"_a = "Theano Assert failed!",
+        "x, checked at run time: each 0-d condition must be nonzero (else AssertionError).");
 
   // Indexing.
   m.def(

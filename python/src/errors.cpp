@@ -69,6 +69,8 @@ void set_python_error(const std::exception_ptr& p) noexcept {
     PyErr_SetString(g_err.unused_input, e.what());
   } catch (const MissingInputError& e) {
     PyErr_SetString(g_err.missing_input, e.what());
+  } catch (const AssertionError& e) {
+    PyErr_SetString(PyExc_AssertionError, e.what());
   } catch (const NotDifferentiableError& e) {
     PyErr_SetString(g_err.null_type_grad, e.what());
   } catch (const TypeError& e) {

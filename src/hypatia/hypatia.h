@@ -14,6 +14,7 @@
 #include "hypatia/graph/printing.h"
 #include "hypatia/graph/type.h"
 #include "hypatia/ops/blas.h"
+#include "hypatia/ops/checks.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/conv.h"
 #include "hypatia/ops/elemwise.h"

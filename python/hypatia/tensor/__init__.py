@@ -6,7 +6,7 @@ argsort, T.nnet, T.extra_ops, T.nlinalg and T.slinalg (diag, diagonal, tri, tril
 trace also at the top). Modules as in Theano: basic (with shape_ops), type, var,
 sharedvar, sort, extra_ops, nnet (a package).
 """
-from hypatia.tensor import basic, blas, extra_ops, nnet, sharedvar, shape_ops, signal, type  # noqa: F401,A004
+from hypatia.tensor import basic, blas, extra_ops, nnet, opt, sharedvar, shape_ops, signal, type  # noqa: F401,A004
 from hypatia.tensor import var as _var  # noqa: F401  (attaches operators and methods to Variable)
 from hypatia.tensor.basic import *  # noqa: F401,F403
 from hypatia.tensor.basic import (  # noqa: F401  (names the star import skips or shadows)
@@ -16,7 +16,9 @@ from hypatia.tensor.basic import (  # noqa: F401  (names the star import skips o
 from hypatia.tensor.sort import argsort, sort  # noqa: E402,F401  (after `var`: T.sort is the function)
 from hypatia.tensor import nlinalg, slinalg  # noqa: E402,F401
 from hypatia.tensor.linalg_basic import diag, diagonal, tri, tril, triu, trace  # noqa: E402,F401
-from hypatia.tensor.extra_ops import fill_diagonal, fill_diagonal_offset  # noqa: E402,F401  (T.fill_diagonal)
+from hypatia.tensor.extra_ops import (  # noqa: E402,F401  (Theano's T.fill_diagonal, T.bincount, ...)
+    bartlett, bincount, fill_diagonal, fill_diagonal_offset, ravel_multi_index, unravel_index,
+)
 from hypatia.tensor import subtensor  # noqa: E402,F401  (T.subtensor is the module, as in Theano)
 from hypatia.tensor.subtensor import (  # noqa: E402,F401  (Theano's T.advanced_*)
     advanced_inc_subtensor, advanced_inc_subtensor1, advanced_set_subtensor, advanced_set_subtensor1,

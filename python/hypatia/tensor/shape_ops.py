@@ -288,6 +288,51 @@ def repeat(x, repeats, axis=None):
     return _core.repeat(as_tensor_variable(x), r, axis)
 
 
+SpecifyShape = _core.SpecifyShape
+
+
+def specify_shape(x, shape):
+    """x, whose shape is checked to be `shape` when the function runs (Theano's specify_shape):
+    an AssertionError names the shape expected and the one that came. Later ops and x.shape see
+    the given lengths (a function that reads only the shape may then get them without the check,
+    as in Theano). shape: a list or tuple with one entry per axis (ints, 0-d integer variables, or
+    None for an axis not checked, as PyTensor allows) or an integer vector of known length."""
+    x = as_tensor_variable(x)
+    if isinstance(shape, Variable):
+        if shape.ndim != 1 or shape.dtype[:3] not in ("int", "uin"):
+            raise TypeError(f"specify_shape: shape must be an integer vector, got {shape.type}")
+        try:
+            n = get_vector_length(shape)
+        except ValueError:
+            raise ValueError(f"specify_shape: the length of the shape vector {shape} must be known when the graph is "
+                             f"built (x has {x.ndim} dims)") from None
+        entries = [shape[i] for i in range(n)]
+    elif isinstance(shape, (numbers.Integral, np.integer)):
+        entries = [shape]
+    else:
+        entries = list(shape)
+    if len(entries) != x.ndim:
+        raise ValueError(f"specify_shape: x has {x.ndim} dims ({x.type}) but a shape of {len(entries)} entries was "
+                         f"given: {shape!r}")
+    lengths = []
+    for e in entries:
+        if e is None:
+            lengths.append(None)
+        elif isinstance(e, Variable):
+            if e.ndim != 0 or e.dtype[:3] not in ("int", "uin"):
+                raise TypeError(f"specify_shape: each length must be a 0-d integer, got {e.type}")
+            lengths.append(e)
+        else:
+            if isinstance(e, (bool, np.bool_)) or not isinstance(e, (numbers.Integral, np.integer)):
+                raise TypeError(f"specify_shape: each length must be an int, a 0-d integer variable or None, got {e!r}")
+            if e < 0:
+                raise ValueError(f"specify_shape: a length cannot be negative, got {shape!r}")
+            lengths.append(_int_scalar(e))
+    if builtins.all(v is None for v in lengths):
+        return x
+    return _core.specify_shape(x, lengths)
+
+
 def patternbroadcast(x, broadcastable):
     """x with the broadcastable pattern given (checked at run time)."""
     return _core.patternbroadcast(as_tensor_variable(x), _broadcastable(broadcastable))

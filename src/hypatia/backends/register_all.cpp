@@ -51,6 +51,7 @@ void register_blas_kernels();
 void register_grad_kernels();
 void register_composite_kernels();
 void register_print_kernels();
+void register_check_kernels();
 void register_transfer_kernels();
 void register_sort_kernels();
 void register_linalg_kernels();
@@ -74,6 +75,7 @@ void register_all_kernels() {
   register_grad_kernels();
   register_composite_kernels();
   register_print_kernels();
+  register_check_kernels();
   register_transfer_kernels();
   register_sort_kernels();
   register_linalg_kernels();

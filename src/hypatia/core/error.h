@@ -57,6 +57,12 @@ class NanGuardError : public ValueError {
  public:
   using ValueError::ValueError;
 };
+/// A run-time check the user's graph asked for failed: Assert, SpecifyShape (Python:
+/// AssertionError, as Theano raised).
+class AssertionError : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
 /// Something this build cannot do: e.g. no kernel for an op on the chosen backend.
 class NotImplementedError : public Error {
  public:

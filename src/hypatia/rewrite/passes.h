@@ -44,6 +44,10 @@ std::vector<LocalRewrite> canonicalize_shape_rules();
 /// DisconnectedGrad, GradClip and GradScale (identities but for T.grad) -> their input.
 std::vector<LocalRewrite> canonicalize_grad_rules();
 
+// canonicalize_checks.cpp
+/// Assert's constant true conditions and SpecifyShape's statically known lengths -> dropped.
+std::vector<LocalRewrite> canonicalize_check_rules();
+
 // canonicalize_subtensor.cpp
 /// Subtensor of Subtensor -> one Subtensor.
 std::vector<LocalRewrite> canonicalize_subtensor_rules();

@@ -43,6 +43,7 @@ std::vector<RewritePhase> builtin_pipeline() {
        .locals = rules({{constant_folding_rewrite()},
                         canonicalize_arith_rules(),
                         canonicalize_grad_rules(),
+                        canonicalize_check_rules(),
                         canonicalize_shape_rules(),
                         canonicalize_subtensor_rules(),
                         canonicalize_ifelse_rules(),

@@ -112,6 +112,8 @@ void with_node_context(const Apply& node, const KernelArgs& a, Fn&& fn) {
     rethrow_with(e, node_context(node, a));
   } catch (const NanGuardError& e) {
     rethrow_with(e, node_context(node, a));
+  } catch (const AssertionError& e) {
+    rethrow_with(e, node_context(node, a));
   } catch (const TypeError& e) {
     rethrow_with(e, node_context(node, a));
   } catch (const ValueError& e) {

@@ -18,6 +18,7 @@
 #include "hypatia/backends/cuda/cuda_modules.h"
 #include "hypatia/backends/reference/reduce_common.h"
 #include "hypatia/core/error.h"
+#include "hypatia/ops/checks.h"
 #include "hypatia/ops/composite.h"
 #include "hypatia/ops/elemwise.h"
 #include "hypatia/ops/reduce.h"
@@ -563,6 +564,16 @@ void register_cuda_backend() {
   register_kernel(b, typeid(Rebroadcast), reference_kernel(), KernelTraits{.recordable = true});
   register_kernel(b, typeid(Reshape), kernel_factory<ReshapeKernel>(),
                   KernelTraits{.host_inputs = {1}, .recordable = true});
+  // Assert's conditions and SpecifyShape's lengths are read on the host; the value passes through.
+  const auto checked_on_host = [](const Apply& node) {
+    std::vector<int> r;
+    for (int i = 1; i < static_cast<int>(node.inputs.size()); ++i) r.push_back(i);
+    return r;
+  };
+  register_kernel(b, typeid(Assert), reference_kernel(),
+                  KernelTraits{.host_inputs_of = checked_on_host, .recordable = true});
+  register_kernel(b, typeid(SpecifyShape), reference_kernel(),
+                  KernelTraits{.host_inputs_of = checked_on_host, .recordable = true});
   // A transfer's host value is read on the host (its bytes in the kernel's arguments, or copied).
   register_kernel(b, typeid(DeviceFromHost), kernel_factory<DeviceFromHostKernel>(),
                   KernelTraits{.host_inputs = {0}, .recordable = true});
