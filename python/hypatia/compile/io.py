@@ -10,11 +10,15 @@ Variable = _core.Variable
 class In:
     """A function input with options (Theano's ``In``).
 
-    value: default used when the caller leaves the input out. name: lets callers pass the input by
-    keyword. borrow: the function may keep the argument between calls. mutable: the function may
-    overwrite the argument's buffer. update: the input's value after each call; the input then
-    holds state (initially `value`, or the container another function's ``f.container[v]``
-    gives) that the caller does not pass and reads or sets as ``f[v]``.
+    value: default used when the caller leaves the input out (``f[v] = x`` replaces it for the next
+    call, as Theano's refeed does). name: lets callers pass the input by keyword. borrow: the
+    function may keep the argument between calls. mutable: the function may overwrite the
+    argument's buffer. strict: the argument must already be a numpy array of the input's dtype and
+    ndim (no conversion). update: the input's value after each call; the input then holds state
+    (initially `value`, or the container another function's ``f.container[v]`` gives), read and
+    set as ``f[v]``. Callers do not pass it unless implicit=False: a value passed then replaces
+    the state, and the update is computed from it (Theano's semantics; unlike Theano, implicit=None
+    means True for such an input).
     """
 
     def __init__(self, variable, name=None, value=None, update=None, mutable=None, strict=False,
@@ -26,9 +30,6 @@ class In:
             # function's container, f.container[v]) and `update` its value after each call.
             if value is None:
                 raise ValueError(f"In({variable}, update=...): give the initial state as value=")
-            if implicit is False:
-                raise ValueError(f"In({variable}, update=..., implicit=False): an input with an update is "
-                                 "implicit (callers do not pass it; read and set its state as f[variable])")
             if not isinstance(update, Variable):
                 update = _convert.constant(np.asarray(update, dtype=variable.dtype))
         self.update = update
