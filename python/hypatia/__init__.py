@@ -29,6 +29,7 @@ from hypatia import gof  # noqa: F401
 from hypatia import compile  # noqa: F401,A004
 from hypatia import tensor  # noqa: F401
 from hypatia.compile import Function, In, Mode, Out, SharedVariable, as_op, function, shared  # noqa: F401
+from hypatia.compile.builders import OpFromGraph  # noqa: F401  (theano.OpFromGraph)
 from hypatia import gradient, ifelse, printing, scan_module  # noqa: F401
 from hypatia.gof.graph import Constant  # noqa: F401
 from hypatia.gof.graph import clone_replace as clone  # noqa: F401

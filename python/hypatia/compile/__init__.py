@@ -11,6 +11,7 @@ from collections import OrderedDict  # noqa: F401  (exported before this was a p
 from hypatia.compile import debugmode, function_module, io, mode, monitormode, nanguardmode  # noqa: F401
 from hypatia.compile import ops, profiling, sharedvalue  # noqa: F401
 from hypatia.compile.ops import as_op  # noqa: F401
+from hypatia.compile.builders import OpFromGraph  # noqa: F401  (theano.compile.OpFromGraph)
 from hypatia.compile.function_module import Function, FunctionMaker  # noqa: F401
 from hypatia.compile.io import In, Out, SymbolicInput, SymbolicOutput  # noqa: F401
 from hypatia.compile.mode import (  # noqa: F401
