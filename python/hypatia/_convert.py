@@ -129,6 +129,10 @@ def _operands(*xs):
         elif like is not None and _is_python_scalar(x):
             if isinstance(x, bool) and like.dtype == "bool":
                 out.append(constant(x))
+            elif isinstance(x, float) and not like.dtype.startswith("float"):
+                # A Python float with integers is a float, 1.0 included (x * 1.0 casts, as in numpy
+                # and Theano): floatX, whose upcast with the integers gives the result's dtype.
+                out.append(constant(np.asarray(x, dtype=config.floatX)))
             else:
                 out.append(_core.scalar_like(float(x), like))
         else:

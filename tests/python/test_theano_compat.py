@@ -621,3 +621,15 @@ def test_the_names_theanos_modules_carry():
     assert theano.OrderedUpdates is hypatia.updates.OrderedUpdates
     assert T.nnet.batch_normalization is T.nnet.bn.batch_normalization
     assert T.shared_randomstreams.RandomStreams(1) is not None and T.raw_random is not None
+
+
+def test_a_python_float_with_integers_is_a_float():
+    # labels * 1.0 is the idiom for a float copy: 1.0 is a float even though it is integral.
+    x = T.lscalar("x")
+    assert (x * 1.0).dtype == "float64" and (1.0 * x).dtype == "float64"
+    assert (x * 2).dtype == "int64"
+    assert hypatia.function([x], x * 1.0)(3) == 3.0
+    with hypatia.config.change_flags(floatX="float32"):
+        assert (T.bvector() * 1.0).dtype == "float32"  # int8 with floatX, Theano's upcast
+        assert (T.ivector() + 2.0).dtype == "float64"
+    assert (T.fvector() * 1.0).dtype == "float32"
