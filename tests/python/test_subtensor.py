@@ -161,3 +161,52 @@ def test_basic_index_output_is_a_view_op():
     assert isinstance(node.op, T.Subtensor)
     assert node.op.view_map == {0: [0]}
     assert isinstance(x[[0, 1]].owner.op, T.AdvancedSubtensor)
+
+
+@given(shape=array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5), layout=layouts, seed=seeds,
+       data=st.data(), dtype=st.sampled_from(["float32", "int16", "bool", "float16"]))
+def test_one_index_array_on_any_axis_gathers_and_scatters_as_numpy(shape, layout, seed, data, dtype):
+    # The CPU's take-along-an-axis paths (x[:, :, idx], inc/set of it): any axis, any layout of x,
+    # repeated and negative indices, y broadcast or not; the CPU kernels run against numpy here and
+    # against the reference kernels under debug checks.
+    axis = data.draw(st.integers(0, len(shape) - 1), label="axis")
+    n = shape[axis]
+    idx = np.array(data.draw(st.lists(st.integers(-n, n - 1), max_size=6), label="idx"), dtype=np.int64)
+    rng = np.random.RandomState(seed)
+    a = with_layout(random_array(rng, shape, dtype), layout)
+    key = (slice(None),) * axis + (idx,)
+    x = input_for(shape, dtype, "x")
+    region = a[key].shape
+    y = T.TensorType(dtype, [False] * len(region))("y")
+    yv = random_array(rng, region, dtype)
+    f = hypatia.function([x, y], [x[key], T.inc_subtensor(x[key], y), T.set_subtensor(x[key], y),
+                                  T.inc_subtensor(x[key], T.constant(np.ones((), dtype)))])
+    got = f(a, yv)
+    np.testing.assert_array_equal(got[0], a[key])
+    add_at = np.logical_or.at if dtype == "bool" else np.add.at
+    inc = a.copy()
+    add_at(inc, key, yv)
+    # float16 adds in float32 and rounds once (the storage rule), numpy's add.at at each add.
+    close = dict(rtol=2e-3, atol=2e-3) if dtype == "float16" else dict(rtol=0, atol=0)
+    np.testing.assert_allclose(got[1], inc, **close)
+    st_ = a.copy()
+    st_[key] = yv
+    if len(set(((i % n) for i in idx.tolist()))) == len(idx):  # numpy's order of repeated sets is unspecified
+        np.testing.assert_array_equal(got[2], st_)
+    one = a.copy()
+    add_at(one, key, np.ones((), dtype))
+    np.testing.assert_allclose(got[3], one, **close)
+
+
+def test_take_along_the_last_axis_of_a_big_array_threads_as_numpy():
+    # Large enough for the thread pool: the gather and its gradient (repeated indices add).
+    rng = np.random.RandomState(0)
+    a = rng.rand(8, 3, 40, 64).astype(np.float32)
+    idx = np.concatenate([np.arange(64), np.arange(0, 64, 2)])
+    x = T.ftensor4("x")
+    g = T.grad(T.sum(x[:, :, :, idx] * np.float32(2.0)), x)
+    out, grad = hypatia.function([x], [x[:, :, :, idx], g])(a)
+    np.testing.assert_array_equal(out, a[..., idx])
+    want = np.zeros_like(a)
+    np.add.at(want, (Ellipsis, idx), 2.0)
+    np.testing.assert_array_equal(grad, want)

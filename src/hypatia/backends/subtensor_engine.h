@@ -28,6 +28,10 @@ struct Resolved {
 /// Resolves `spec` with index inputs `idx` on `x`; errors (IndexError, ValueError) name `op`.
 Resolved resolve(const std::string& op, const IndexSpec& spec, const NDArray& x, std::span<NDArray* const> idx);
 
+/// IncSubtensor's output before the scatter: x itself when the op is in place, else a copy of x
+/// in the output cell (y's dtype checked to be x's, ValueError naming the op).
+NDArray& inc_subtensor_output(const IncSubtensor& op, const KernelArgs& args);
+
 /// out = x[index] for a resolved advanced index (out is prepared by the call).
 void gather(const Resolved& r, NDArray& out);
 /// x[index] = y (set) or x[index] += y (inc, repeated indices accumulate) in place on r.view's

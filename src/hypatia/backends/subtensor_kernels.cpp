@@ -21,18 +21,9 @@ void advanced_subtensor_kernel(const AdvancedSubtensor& op, const KernelArgs& ar
 }
 
 void inc_subtensor_kernel(const IncSubtensor& op, const KernelArgs& args) {
-  const NDArray& x = *args.in[0];
-  const NDArray& y = *args.in[1];
-  if (y.dtype() != x.dtype())
-    fail<ValueError>(op.name(), ": y has dtype ", dtype_name(y.dtype()), " but x has ", dtype_name(x.dtype()));
-  if (op.inplace) {
-    *args.out[0] = x;
-  } else {
-    NDArray& out = prepare_output(*args.out[0], x.shape(), x.dtype());
-    out.assign(x);
-  }
-  Resolved r = subtensor_engine::resolve(op.name(), op.spec, *args.out[0], args.in.subspan(2));
-  subtensor_engine::scatter(op.name(), r, y, op.set_instead_of_inc);
+  NDArray& out = subtensor_engine::inc_subtensor_output(op, args);
+  Resolved r = subtensor_engine::resolve(op.name(), op.spec, out, args.in.subspan(2));
+  subtensor_engine::scatter(op.name(), r, *args.in[1], op.set_instead_of_inc);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // CPU kernels of the subtensor family: x[int_array] on the first axis of a C-contiguous array
-// (embedding lookups, take) copies whole rows with memcpy, split across threads when large.
+// (embedding lookups, take) copies whole rows with memcpy, split across threads when large; one
+// index array on another axis (x[:, :, idx], take(axis=k)) writes the output in order, a block of
+// the axes after it at a time; other indexes run the engine's gather.
 #include <cstring>
 
 #include "hypatia/backends/cpu/thread_pool.h"
@@ -12,6 +14,132 @@ void register_subtensor_cpu_kernels();
 
 namespace {
 
+template <size_t N>
+void copy_picked(std::byte* dst, const std::byte* src, const int64_t* idx, int64_t n, int64_t stride) {
+  for (int64_t k = 0; k < n; ++k, dst += N) std::memcpy(dst, src + idx[k] * stride, N);
+}
+
+// out = x[..., idx, ...] for one index array on axis a of the resolved view (numpy puts its dims
+// at a): for each position of the axes before a, the blocks of the axes after a that idx picks,
+// copied in the output's order. The engine's gather walks the whole output once per index, a
+// stride apart (on the last axis of a (32, 3, 64, 64) array: 36 ms against numpy's 7). Returns
+// false when the index or layout is another (the axes after a not one contiguous block, or an
+// output that is not C-contiguous).
+bool gather_along_axis(const subtensor_engine::Resolved& r, NDArray& out) {
+  if (r.arrays.size() != 1 || r.adv_axes.size() != 1 || r.insert_pos != r.adv_axes[0] || !out.is_c_contiguous())
+    return false;
+  const NDArray& p = r.view;
+  const int a = r.adv_axes[0];
+  const int64_t item = p.itemsize();
+  int64_t inner = 1;
+  for (int d = p.ndim() - 1; d > a; --d) {
+    if (p.shape(d) != 1 && p.strides()[d] != inner * item) return false;
+    inner *= p.shape(d);
+  }
+  const int64_t nb = r.bshape.prod(), block = inner * item;
+  int64_t n_outer = 1;
+  for (int d = 0; d < a; ++d) n_outer *= p.shape(d);
+  if (nb == 0 || n_outer == 0 || inner == 0) return true;
+  const int64_t* idx = r.arrays[0].data<int64_t>();
+  const int64_t stride = p.strides()[a];
+  const std::byte* src = p.raw();
+  std::byte* dst = out.raw();
+  const int64_t words = n_outer * nb * block / 8;
+  const int threads = parallel_worth(words) ? parallel_threads() : 1;
+  parallel_ranges(n_outer, parallel_task_count(words, threads), threads, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      // The offset of outer position o in the view (its axes before a, any strides).
+      int64_t off = 0;
+      for (int64_t rest = o, d = a - 1; d >= 0; --d) {
+        off += (rest % p.shape(static_cast<int>(d))) * p.strides()[d];
+        rest /= p.shape(static_cast<int>(d));
+      }
+      const std::byte* s = src + off;
+      std::byte* dp = dst + o * nb * block;
+      switch (block) {
+        case 1:
+          copy_picked<1>(dp, s, idx, nb, stride);
+          break;
+        case 2:
+          copy_picked<2>(dp, s, idx, nb, stride);
+          break;
+        case 4:
+          copy_picked<4>(dp, s, idx, nb, stride);
+          break;
+        case 8:
+          copy_picked<8>(dp, s, idx, nb, stride);
+          break;
+        default:
+          for (int64_t k = 0; k < nb; ++k, dp += block) std::memcpy(dp, s + idx[k] * stride, block);
+      }
+    }
+  });
+  return true;
+}
+
+// x[..., idx, ...] += y (or = y) for one index array on axis a of the resolved view and a
+// C-contiguous y of the indexed region's shape (a gradient of gather_along_axis): for each
+// position of the axes before a, y's blocks added into the rows idx picks, in y's order (repeated
+// indices accumulate, in order). Split across threads by those positions when none of their axes
+// has a zero stride (distinct positions, distinct rows). Returns false for other indexes.
+bool scatter_along_axis(const subtensor_engine::Resolved& r, const NDArray& y, bool set) {
+  if (!r.advanced || r.arrays.size() != 1 || r.adv_axes.size() != 1 || r.insert_pos != r.adv_axes[0] ||
+      y.shape() != r.result_shape || !y.is_c_contiguous())
+    return false;
+  const NDArray& p = r.view;
+  const int a = r.adv_axes[0];
+  const int64_t item = p.itemsize();
+  int64_t inner = 1;
+  for (int d = p.ndim() - 1; d > a; --d) {
+    if (p.shape(d) != 1 && p.strides()[d] != inner * item) return false;
+    inner *= p.shape(d);
+  }
+  const int64_t nb = r.bshape.prod();
+  int64_t n_outer = 1;
+  bool distinct = true;
+  for (int d = 0; d < a; ++d) {
+    n_outer *= p.shape(d);
+    distinct = distinct && (p.shape(d) == 1 || p.strides()[d] != 0);
+  }
+  if (nb == 0 || n_outer == 0 || inner == 0) return true;
+  const int64_t* idx = r.arrays[0].data<int64_t>();
+  const int64_t stride = p.strides()[a];
+  const int64_t words = n_outer * nb * inner * item / 8;
+  const int threads = distinct && parallel_worth(words) ? parallel_threads() : 1;
+  dispatch_dtype(p.dtype(), [&](auto t) {
+    using T = decltype(t);
+    parallel_ranges(n_outer, parallel_task_count(words, threads), threads, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        int64_t off = 0;
+        for (int64_t rest = o, d = a - 1; d >= 0; --d) {
+          off += (rest % p.shape(static_cast<int>(d))) * p.strides()[d];
+          rest /= p.shape(static_cast<int>(d));
+        }
+        std::byte* base = p.raw() + off;
+        const T* src = reinterpret_cast<const T*>(y.raw()) + o * nb * inner;
+        for (int64_t k = 0; k < nb; ++k, src += inner) {
+          T* dst = reinterpret_cast<T*>(base + idx[k] * stride);
+          if (set) {
+            std::memcpy(dst, src, static_cast<size_t>(inner) * sizeof(T));
+          } else if constexpr (std::is_same_v<T, bool>) {
+            for (int64_t i = 0; i < inner; ++i) dst[i] = dst[i] || src[i];
+          } else {
+            for (int64_t i = 0; i < inner; ++i) dst[i] = static_cast<T>(dst[i] + src[i]);
+          }
+        }
+      }
+    });
+  });
+  return true;
+}
+
+void inc_subtensor_cpu(const IncSubtensor& op, const KernelArgs& args) {
+  NDArray& out = subtensor_engine::inc_subtensor_output(op, args);
+  subtensor_engine::Resolved r = subtensor_engine::resolve(op.name(), op.spec, out, args.in.subspan(2));
+  if (!scatter_along_axis(r, *args.in[1], op.set_instead_of_inc))
+    subtensor_engine::scatter(op.name(), r, *args.in[1], op.set_instead_of_inc);
+}
+
 void advanced_subtensor_cpu(const AdvancedSubtensor& op, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
   const bool rows = op.spec.size() == 1 && op.spec[0].kind == IndexEntry::Kind::IntArray && x.ndim() >= 1 &&
@@ -19,7 +147,7 @@ void advanced_subtensor_cpu(const AdvancedSubtensor& op, const KernelArgs& args)
   if (!rows) {
     subtensor_engine::Resolved r = subtensor_engine::resolve(op.name(), op.spec, x, args.in.subspan(1));
     NDArray& out = prepare_output(*args.out[0], r.result_shape, x.dtype());
-    subtensor_engine::gather(r, out);
+    if (!gather_along_axis(r, out)) subtensor_engine::gather(r, out);
     return;
   }
   const NDArray& ia = *args.in[1];
@@ -52,6 +180,7 @@ void advanced_subtensor_cpu(const AdvancedSubtensor& op, const KernelArgs& args)
 
 void register_subtensor_cpu_kernels() {
   register_simple_kernel<AdvancedSubtensor>(kCpuBackend, advanced_subtensor_cpu);
+  register_simple_kernel<IncSubtensor>(kCpuBackend, inc_subtensor_cpu);
 }
 
 }  // namespace hypatia

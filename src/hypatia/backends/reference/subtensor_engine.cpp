@@ -297,6 +297,20 @@ Resolved resolve(const std::string& op, const IndexSpec& spec, const NDArray& x,
   return r;
 }
 
+NDArray& inc_subtensor_output(const IncSubtensor& op, const KernelArgs& args) {
+  const NDArray& x = *args.in[0];
+  const NDArray& y = *args.in[1];
+  if (y.dtype() != x.dtype())
+    fail<ValueError>(op.name(), ": y has dtype ", dtype_name(y.dtype()), " but x has ", dtype_name(x.dtype()));
+  if (op.inplace) {
+    *args.out[0] = x;
+    return *args.out[0];
+  }
+  NDArray& out = prepare_output(*args.out[0], x.shape(), x.dtype());
+  out.assign(x);
+  return out;
+}
+
 void gather(const Resolved& r, NDArray& out) {
   std::vector<int> perm = front_perm(r);
   block_loop(r, out.transpose(perm), /*to_view=*/false, /*add=*/false);
