@@ -151,6 +151,20 @@ def test_rop_lop_against_jacobian():
     assert isinstance(a, T.TensorVariable) and isinstance(b, T.TensorVariable)
 
 
+def test_rop_through_the_gradient_identities():
+    # disconnected_grad carries no tangent (Theano's DisconnectedGrad.R_op); grad_clip and
+    # grad_scale are identities forward, so the tangent passes through them.
+    x, v = T.dvector("x"), T.dvector("v")
+    f = hypatia.function([x, v], [T.Rop(gradient.disconnected_grad(x) * x, x, v),
+                                  T.Rop(gradient.grad_clip(x, -1, 1) * 3, x, v),
+                                  T.Rop(gradient.grad_scale(x ** 2, -2.0), x, v)])
+    xv, vv = np.array([1.0, -2.0]), np.array([0.5, 4.0])
+    a, b, c = f(xv, vv)
+    np.testing.assert_allclose(a, xv * vv)  # only the second factor's tangent
+    np.testing.assert_allclose(b, 3 * vv)
+    np.testing.assert_allclose(c, 2 * xv * vv)
+
+
 def test_hessian_and_jacobian_lists():
     x = T.dvector("x")
     cost = T.sum(x ** 3)

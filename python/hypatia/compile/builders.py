@@ -31,7 +31,7 @@ op is applied:
   node's variables: gradients are ordinary graphs, optimized with the rest (a gradient that reads
   the op's outputs reads the node's). Expanding the forward graph of an op with overrides (Theano's
   inline=True) would need an identity that cuts the gradient and keeps R_op, which hypatia lacks
-  (DisconnectedGrad has no R_op), so such an op is one node for inline=True too.
+  (DisconnectedGrad carries no tangent), so such an op is one node for inline=True too.
 
 The node shows in debugprint as ``OpFromGraph{inline=False}`` (``name{inline=...}`` when named), is
 equal only to itself (as Theano's), pickles with its graphs (override callables must then be

@@ -15,6 +15,8 @@ class DisconnectedGradOp : public OpWithProps<DisconnectedGradOp> {
   std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override { return in; }
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& g) const override { return {nullptr}; }
+  /// No tangent either (Theano's DisconnectedGrad.R_op: None).
+  std::vector<Var> rop(const Apply&, const std::vector<Var>&) const override { return {nullptr}; }
   std::vector<std::vector<bool>> connection_pattern(const Apply&) const override { return {{false}}; }
   AliasMap view_map() const override { return {{0}}; }
 };
@@ -29,6 +31,8 @@ class GradClipOp : public OpWithProps<GradClipOp> {
   std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override { return in; }
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& g) const override;
+  /// The tangent passes through (an identity forward, as Theano's ViewOp.R_op).
+  std::vector<Var> rop(const Apply&, const std::vector<Var>& ep) const override { return {ep[0]}; }
   AliasMap view_map() const override { return {{0}}; }
 };
 
@@ -42,6 +46,8 @@ class GradScaleOp : public OpWithProps<GradScaleOp> {
   std::vector<TensorType> make_output_types(const std::vector<Var>& in) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override { return in; }
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& g) const override;
+  /// The tangent passes through (an identity forward; the scale is the gradient's only).
+  std::vector<Var> rop(const Apply&, const std::vector<Var>& ep) const override { return {ep[0]}; }
   AliasMap view_map() const override { return {{0}}; }
 };
 
