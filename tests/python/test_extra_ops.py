@@ -225,3 +225,39 @@ def test_the_new_ops_pickle():
         np.testing.assert_array_equal(a, b)
     with pytest.raises(AssertionError):
         g(np.ones((1, 2)))
+
+
+@given(st.lists(st.sampled_from([0.0, 1.0, -1.0, 2.5, 2.5, np.inf, -7.0]), min_size=1, max_size=12), st.data())
+def test_topk_and_argtopk_match_numpy(xs, data):
+    a = np.array(xs)
+    kth = data.draw(st.sampled_from([k for k in range(-len(xs), len(xs) + 1) if k != 0]), label="kth")
+    x, k = T.dvector("x"), T.lscalar("k")
+    vals, idx = hypatia.function([x, k], T.topk_and_argtopk(x, k))(a, kth)
+    want = np.sort(a)[::-1][:kth] if kth > 0 else np.sort(a)[:-kth]
+    np.testing.assert_array_equal(vals, want)
+    np.testing.assert_array_equal(a[idx], want)
+    assert len(set(idx.tolist())) == abs(kth)
+
+
+def test_topk_axes_gradient_and_errors():
+    x = T.dmatrix("x")
+    a = np.array([[3.0, 1, 4, 1, 5], [9, 2, 6, 5, 3]])
+    f = hypatia.function([x], [T.topk(x, 2, axis=0), T.argtopk(x, -1, axis=1, idx_dtype="int32"),
+                               T.topk(x, 3, axis=None)])
+    v0, i1, vall = f(a)
+    np.testing.assert_array_equal(v0, np.sort(a, axis=0)[::-1][:2])
+    assert i1.dtype == np.int32 and i1.tolist() == [[1], [1]]
+    np.testing.assert_array_equal(vall, [9.0, 6.0, 5.0])
+    g = hypatia.function([x], T.grad(T.sum(T.topk(x, 2, axis=1)), x))(a)
+    np.testing.assert_array_equal(g, [[0, 0, 1, 0, 1], [1, 0, 1, 0, 0]])
+    k = T.lscalar("k")
+    only_values = hypatia.function([x, k], T.topk(x, k, axis=1))
+    for bad in (0, 6, -6):
+        with pytest.raises(AssertionError, match="kth must be nonzero"):
+            only_values(a, bad)
+    with pytest.raises(ValueError, match="kth must not be 0"):
+        T.topk(x, 0)
+    with pytest.raises(IndexError, match="axis 2"):
+        T.topk(x, 1, axis=2)
+    with pytest.raises(TypeError, match="idx_dtype"):
+        T.argtopk(x, 1, idx_dtype="float32")
