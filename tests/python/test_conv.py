@@ -398,3 +398,56 @@ def test_seed_004s_gpucorrmm_ops_are_correlations_with_their_gradient_ops():
         GpuCorrMM(border_mode="full", pad=1)
     with pytest.raises(ValueError, match="border_mode must be 'valid', 'full', 'half'"):
         GpuCorrMM(border_mode="same")
+
+
+def _theano_bilinear_reference(x, r):
+    """Theano 1.0's construction of bilinear_upsampling in numpy: each image's edge rows and
+    columns repeated once, then a transposed convolution with the 1-d bilinear kernel (stride r,
+    padding 2r - (r - 1) // 2 - 1) along rows, then along columns."""
+    k = np.concatenate([np.arange(1, r + 1), np.arange(r - 1, 0, -1)]) / r
+    pad = 2 * r - (r - 1) // 2 - 1
+
+    def up(a, axis):
+        a = np.moveaxis(a, axis, -1)
+        p = np.concatenate([a[..., :1], a, a[..., -1:]], axis=-1)
+        n, length = a.shape[-1], a.shape[-1] * r
+        out = np.zeros(a.shape[:-1] + (length,))
+        for i in range(n + 2):
+            for m in range(2 * r - 1):
+                j = i * r + m - pad
+                if 0 <= j < length:
+                    out[..., j] += p[..., i] * k[m]
+        return np.moveaxis(out, -1, axis)
+
+    return up(up(x, 2), 3)
+
+
+@pytest.mark.parametrize("ratio", [1, 2, 3, 4, 5])
+def test_bilinear_upsampling_is_theanos_construction(ratio):
+    from hypatia.tensor.nnet.abstract_conv import bilinear_upsampling
+    rng = np.random.RandomState(ratio)
+    x = T.dtensor4("x")
+    f = hypatia.function([x], bilinear_upsampling(x, ratio, batch_size=2, num_input_channels=3))
+    for shape in [(2, 3, 4, 5), (1, 1, 1, 3), (1, 2, 3, 1)]:
+        a = rng.rand(*shape)
+        np.testing.assert_allclose(f(a), _theano_bilinear_reference(a, ratio), rtol=1e-12, atol=1e-12)
+    # Its gradient is the transposed map (verify_grad against finite differences).
+    hypatia.gradient.verify_grad(lambda v: bilinear_upsampling(v, ratio), [rng.rand(1, 2, 3, 4)],
+                                 rng=np.random.RandomState(0))
+
+
+def test_bilinear_upsampling_float32_and_errors():
+    from hypatia.tensor.nnet.abstract_conv import bilinear_kernel_1D, bilinear_kernel_2D, bilinear_upsampling
+    x = T.ftensor4("x")
+    a = np.random.RandomState(1).rand(2, 1, 3, 3).astype(np.float32)
+    out = hypatia.function([x], T.nnet.bilinear_upsampling(x, 2))(a)
+    assert out.dtype == np.float32 and out.shape == (2, 1, 6, 6)
+    np.testing.assert_allclose(out, _theano_bilinear_reference(a.astype(np.float64), 2), rtol=1e-6)
+    np.testing.assert_allclose(bilinear_kernel_1D(3).eval(), np.array([1, 2, 3, 2, 1]) / 3.0)
+    np.testing.assert_allclose(bilinear_kernel_2D(2, normalize=False).eval(), np.outer([1, 2, 1], [1, 2, 1]))
+    with pytest.raises(NotImplementedError, match="frac_ratio"):
+        bilinear_upsampling(x, frac_ratio=(3, 2))
+    with pytest.raises(ValueError, match="positive int"):
+        bilinear_upsampling(x, 1.5)
+    with pytest.raises(TypeError, match="4-d"):
+        bilinear_upsampling(T.fmatrix(), 2)

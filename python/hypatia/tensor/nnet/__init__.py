@@ -7,6 +7,7 @@ images2neibs and neibs2images (also T.nnet.images2neibs / neibs2images).
 """
 from hypatia.tensor.nnet import abstract_conv, basic, bn, conv, neighbours, sigm  # noqa: F401
 from hypatia.tensor.nnet.abstract_conv import (  # noqa: F401
+    bilinear_upsampling,
     causal_conv1d,
     conv2d,
     conv2d_grad_wrt_inputs,

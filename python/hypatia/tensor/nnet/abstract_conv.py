@@ -18,6 +18,7 @@ one batched matrix product over the output positions; its gradients are that gra
 import numbers
 
 from hypatia import _core
+from hypatia.configparser import config
 from hypatia.tensor.basic import as_tensor_variable
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "causal_conv1d",
     "get_conv_output_shape",
     "get_conv_shape_1axis",
+    "bilinear_kernel_1D",
+    "bilinear_kernel_2D",
+    "bilinear_upsampling",
 ]
 
 
@@ -240,6 +244,65 @@ def causal_conv1d(input, filters, filter_shape, input_shape=None, subsample=1, f
                subsample=(1, int(subsample)), filter_flip=filter_flip, filter_dilation=(1, int(filter_dilation)),
                num_groups=num_groups, unshared=unshared)
     return y[:, :, 0, :]
+
+
+def bilinear_kernel_1D(ratio, normalize=True):
+    """Theano's 1-d bilinear kernel of an upsampling by `ratio`: 1, 2, .., ratio, .., 2, 1 (2 *
+    ratio - 1 taps, floatX), divided by ratio when normalize."""
+    from hypatia.tensor import basic as B
+    half = B.arange(1, ratio + 1, dtype=config.floatX)
+    kern = B.concatenate([half, half[-2::-1]])
+    return kern / ratio if normalize else kern
+
+
+def bilinear_kernel_2D(ratio, normalize=True):
+    """Theano's 2-d bilinear kernel: the outer product of two bilinear_kernel_1D."""
+    k = bilinear_kernel_1D(ratio, normalize)
+    return k.dimshuffle(0, "x") * k.dimshuffle("x", 0)
+
+
+def _upsample_axis(x, ratio, axis):
+    """x upsampled ratio times along axis as Theano's bilinear_upsampling computes it (the edge
+    row repeated on each side, then a transposed convolution with bilinear_kernel_1D): output j
+    interpolates linearly at source position (j - (ratio - 1) // 2) / ratio, clamped to the first
+    and last rows. Integer arithmetic finds the two rows and the weight; two takes and a blend."""
+    from hypatia.tensor import basic as B
+    n = x.shape[axis]
+    j = B.arange(n * ratio) - (ratio - 1) // 2
+    q = j // ratio  # floor division: -1 before the first row
+    w = B.switch(B.lt(q, 0), 0, B.cast(j - q * ratio, x.dtype) / B.cast(ratio, x.dtype))
+    i0 = B.maximum(q, 0)
+    i1 = B.minimum(i0 + 1, n - 1)
+    pattern = ["x"] * x.ndim
+    pattern[axis] = 0
+    w = B.cast(w, x.dtype).dimshuffle(*pattern)
+    return B.take(x, i0, axis=axis) * (1 - w) + B.take(x, i1, axis=axis) * w
+
+
+def bilinear_upsampling(input, ratio=None, frac_ratio=None, batch_size=None, num_input_channels=None,
+                        use_1D_kernel=True):
+    """Theano's bilinear_upsampling of a 4-d input (batch, channels, rows, cols) by an integer
+    ratio: rows and columns each ratio times as many, the same numbers as Theano's construction
+    (the edges repeated, a transposed convolution with the bilinear kernel), computed as two
+    separable interpolations (take and blend), so its gradient is theirs. batch_size,
+    num_input_channels and use_1D_kernel change nothing here (Theano's hints and its choice of
+    kernel). frac_ratio (fractional ratios) is not built."""
+    if frac_ratio is not None:
+        raise NotImplementedError("bilinear_upsampling: frac_ratio (fractional ratios) is not built; give an integer "
+                                  "ratio")
+    if ratio is None:
+        raise ValueError("bilinear_upsampling: give the integer ratio")
+    if isinstance(ratio, bool) or not isinstance(ratio, numbers.Integral) or ratio < 1:
+        raise ValueError(f"bilinear_upsampling: ratio must be a positive int, got {ratio!r}")
+    x = as_tensor_variable(input)
+    if x.ndim != 4:
+        raise TypeError(f"bilinear_upsampling: input must be 4-d (batch, channels, rows, cols), got {x.type}")
+    if not x.dtype.startswith("float"):
+        from hypatia.tensor import basic as B
+        x = B.cast(x, config.floatX)
+    if ratio == 1:
+        return x
+    return _upsample_axis(_upsample_axis(x, ratio, 2), ratio, 3)
 
 
 def get_conv_shape_1axis(image_shape, kernel_shape, border_mode, subsample, dilation=1):
