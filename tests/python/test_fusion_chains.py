@@ -19,10 +19,11 @@ def programs(draw):
     """A list of (kind, op index, operand indices, constant) steps over value 0 (the input)."""
     steps = []
     for k in range(draw(st.integers(1, 9))):
-        kind = draw(st.sampled_from(["unary", "scalar", "scalar", "binary"]))
+        kind = draw(st.sampled_from(["unary", "scalar", "scalar", "binary", "switch"]))
         a = draw(st.integers(0, k))
         b = draw(st.integers(0, k))
-        op = draw(st.integers(0, {"unary": len(UNARY), "scalar": len(SCALAR), "binary": len(BINARY)}[kind] - 1))
+        op = draw(st.integers(0, {"unary": len(UNARY), "scalar": len(SCALAR), "binary": len(BINARY),
+                                  "switch": 1}[kind] - 1))
         c = draw(st.sampled_from([0.5, -1.5, 2.0, 3.0, 0.1, -0.0, 1.0]))
         steps.append((kind, op, a, b, c))
     outs = draw(st.lists(st.integers(1, len(steps)), min_size=1, max_size=3, unique=True))
@@ -38,6 +39,9 @@ def build(x, steps, dtype, row=None):
             vals.append(UNARY[op](vals[a]))
         elif kind == "scalar":
             vals.append(SCALAR[op](vals[a], np.asarray(c, dtype=dtype)))
+        elif kind == "switch":
+            # A float condition (a mask, dropout's use_noise): true where nonzero, NaN included.
+            vals.append(T.switch(vals[a], vals[b], vals[-1]))
         else:
             vals.append(BINARY[op](vals[a], row if row is not None and b % 2 else vals[b]))
     return vals
@@ -88,3 +92,36 @@ def test_fused_programs_with_broadcast_rows_and_reductions(program, dtype, shape
     rtol = 1e-4 if dtype == "float32" else 1e-10
     for g, w in zip(got[1:], want[1:]):
         np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * (1 + np.nanmax(np.abs(w), initial=0) * shape[0]))
+
+
+def test_a_fused_switch_reads_a_float_condition_as_numpy_does():
+    # The Deep Learning Tutorials' dropout (switch(use_noise, x * mask, x * 0.5) with a float
+    # shared use_noise) and float masks in recurrent layers: 1.0, 0.5 and NaN are true.
+    for dtype in ("float32", "float64"):
+        c, a = T.vector("c", dtype=dtype), T.vector("a", dtype=dtype)
+        f = hypatia.function([c, a], T.switch(c, T.exp(a), -a))
+        assert any("Composite" in str(n.op) for n in f.maker.fgraph.toposort())
+        cv = np.array([1.0, 0.5, 2.0, 1.1, 0.0, -0.0, np.nan], dtype)
+        av = np.linspace(-1, 1, 7).astype(dtype)
+        np.testing.assert_allclose(f(cv, av), np.where(cv, np.exp(av), -av), rtol=1e-6)
+    use_noise = hypatia.shared(np.asarray(1.0), name="use_noise")
+    x = T.dvector("x")
+    g = hypatia.function([x], T.switch(use_noise, x * 2.0, x * 0.5))
+    assert g(np.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    use_noise.set_value(np.asarray(0.0))
+    assert g(np.ones(3)).tolist() == [0.5, 0.5, 0.5]
+
+
+def test_integer_powers_of_a_float_exponent_are_computed_in_the_float_dtype():
+    # int8 ** 2.0 is a float64 square (not int8's wrapped one, cast), ** 0.5 a float64 sqrt.
+    for dtype in ("int8", "uint8", "int16", "int32"):
+        x = T.vector("x", dtype=dtype)
+        v = np.array([100, 3, 0], dtype)
+        fast = hypatia.function([x], [x ** 2.0, x ** 0.5, x ** -1.0, x ** 1.0])
+        slow = hypatia.function([x], [x ** 2.0, x ** 0.5, x ** -1.0, x ** 1.0], mode="FAST_COMPILE")
+        with np.errstate(divide="ignore"):
+            want = [v ** 2.0, v ** 0.5, v ** -1.0, v ** 1.0]
+        for got, ref, w in zip(fast(v), slow(v), want):
+            assert got.dtype == np.float64
+            np.testing.assert_array_equal(got, ref)
+            np.testing.assert_allclose(got, w, rtol=1e-15)

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 import hypatia
 import hypatia.tensor as T
-from hypatia.tensor.nnet import neighbours
 from hypatia.tensor.nnet.neighbours import Images2Neibs, images2neibs, neibs2images
 
 
@@ -394,18 +393,13 @@ def test_sizes_that_break_the_mode_raise_while_building(mode, shape4, neib_shape
                                                     ("full", (2, 3), (1, 1, 4, 4))])
 def test_disjoint_neighbourhoods_check_the_sizes_at_run_time(mode, neib_shape, shape4):
     # step == shape splits each axis into (grid, neighbourhood): sizes that the neighbourhoods do not
-    # cover fail when the function runs (with or without an Assert op).
+    # cover fail when the function runs.
     x = T.dtensor4("x")
     f = hypatia.function([x], images2neibs(x, neib_shape, mode=mode))
     with pytest.raises((ValueError, AssertionError)):
         f(np.zeros(shape4))
 
 
-def _has_assert():
-    return neighbours._assert_op() is not None
-
-
-@pytest.mark.skipif(not _has_assert(), reason="this build has no Assert op (tensor.opt.Assert / _core.Assert)")
 @pytest.mark.parametrize("mode,shape4,neib_shape,neib_step", [
     ("valid", (2, 3, 7, 8), (2, 2), None), ("valid", (1, 1, 8, 10), (3, 3), (1, 2)),
     ("half", (1, 1, 6, 6), (3, 3), (2, 2)), ("full", (1, 1, 7, 6), (3, 3), (2, 2)),
@@ -430,7 +424,6 @@ def test_sizes_that_break_the_mode_raise_at_run_time(mode, shape4, neib_shape, n
     np.testing.assert_array_equal(f(*args), ref_images2neibs(args[0], neib_shape, step, mode))
 
 
-@pytest.mark.skipif(not _has_assert(), reason="this build has no Assert op (tensor.opt.Assert / _core.Assert)")
 def test_symbolic_neib_shape_values_are_checked_at_run_time():
     x, shp, stp = T.dtensor4("x"), T.lvector("shp"), T.lvector("stp")
     xv = np.zeros((1, 1, 6, 6))

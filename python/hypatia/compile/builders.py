@@ -330,7 +330,7 @@ class OpFromGraph(Op):
         if not isinstance(arg, Variable):
             try:
                 value = np.asarray(arg)
-            except Exception:  # noqa: BLE001 - anything numpy cannot read is the wrong type
+            except (TypeError, ValueError):  # what numpy cannot read is the wrong type
                 value = None
             if value is None or value.dtype.kind not in "biuf":
                 raise TypeError(f"{who}: argument {k} must be a variable or a value of type {t} (for {shown}), got "

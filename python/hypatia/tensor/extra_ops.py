@@ -115,12 +115,17 @@ def bincount(x, weights=None, minlength=None, assert_nonneg=False):
     xi = B.cast(x, "int64")
     # The number of bins: max(x) + 1, 0 for an empty x (the -1 stands in for no element).
     n = B.max(B.concatenate([xi, B.constant(np.array([-1], dtype=np.int64))])) + 1
-    if np.dtype(x.dtype).kind == "i":
+    if x.dtype not in ("uint8", "uint16", "uint32"):
+        # (uint64 values past int64's range turn negative in the cast: refused as numpy refuses them.)
         xi = _checked(xi, B.ge(B.min(B.concatenate([xi, B.constant(np.zeros(1, np.int64))])), 0),
-                      "bincount: x has negative values (numpy.bincount takes non-negative integers)")
+                      "bincount: x has negative values (numpy.bincount takes non-negative integers below 2**63)")
     if minlength is not None:
-        if isinstance(minlength, (numbers.Integral, np.integer)) and minlength < 0:
-            raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
+        if isinstance(minlength, (numbers.Integral, np.integer)):
+            if minlength < 0:
+                raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
+        else:
+            minlength = _int_tensor(minlength, "bincount", "minlength")
+            n = _checked(n, B.ge(minlength, 0), "bincount: minlength must be non-negative")
         n = _core.maximum(*_convert._operands(n, minlength))
     if weights is None:
         return B.inc_subtensor(B.zeros((n,), dtype="int64")[xi], 1)
@@ -284,10 +289,11 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         if md == "raise":
             ok = B.and_(B.all(B.ge(idx, 0)), B.all(B.lt(idx, d)))
             idx = _checked(idx, ok, "ravel_multi_index: invalid entry in coordinates array")
-        elif md == "wrap":
-            idx = idx % d
         else:
-            idx = B.clip(idx, 0, d - 1)
+            # A dimension of length 0 has no coordinate to wrap or clip to (numpy raises).
+            idx = _checked(idx, B.or_(B.eq(B.prod(idx.shape), 0), B.gt(d, 0)),
+                           "ravel_multi_index: a coordinate for a dimension of length 0")
+            idx = idx % d if md == "wrap" else B.clip(idx, 0, d - 1)
         term = idx * st
         total = term if total is None else total + term
     return total

@@ -2,7 +2,11 @@
 // conditions or lengths on the host, raise AssertionError when one fails, and pass the value
 // through as a view (no copy, no device work: the CUDA backend registers them too, with the
 // conditions and lengths as host inputs).
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <sstream>
+#include <string>
 
 #include "hypatia/backends/registry.h"
 #include "hypatia/core/error.h"
@@ -23,6 +27,24 @@ void assert_kernel(const Assert& op, const KernelArgs& args) {
   *args.out[0] = *args.in[0];
 }
 
+// A 0-d integer length as the user gave it: whether it fits int64, its value and its text (a
+// uint64 past int64 printed as itself, never wrapped).
+struct Length {
+  bool fits;
+  int64_t value;
+  std::string text;
+};
+Length length_of(const NDArray& a) {
+  if (a.dtype() == DType::UInt64) {
+    uint64_t u = 0;
+    std::memcpy(&u, a.raw(), sizeof u);
+    return {u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), static_cast<int64_t>(u),
+            std::to_string(u)};
+  }
+  const int64_t v = a.get_flat_int(0);
+  return {true, v, std::to_string(v)};
+}
+
 void specify_shape_kernel(const SpecifyShape& op, const KernelArgs& args) {
   const NDArray& x = *args.in[0];
   const int nd = static_cast<int>(op.given.size());
@@ -30,7 +52,9 @@ void specify_shape_kernel(const SpecifyShape& op, const KernelArgs& args) {
   bool ok = true;
   for (int a = 0; a < nd; ++a) {
     const int k = op.input_of_axis(a);
-    if (k >= 0 && args.in[k]->get_flat_int(0) != x.shape(a)) ok = false;
+    if (k < 0) continue;
+    const Length l = length_of(*args.in[k]);
+    if (!l.fits || l.value != x.shape(a)) ok = false;
   }
   if (!ok) {
     std::ostringstream want;
@@ -41,7 +65,7 @@ void specify_shape_kernel(const SpecifyShape& op, const KernelArgs& args) {
       if (k < 0)
         want << "?";
       else
-        want << args.in[k]->get_flat_int(0);
+        want << length_of(*args.in[k]).text;
     }
     want << (nd == 1 ? ",)" : ")");
     fail<AssertionError>("SpecifyShape: expected shape ", want.str(), ", got shape ", x.shape().str(), " (",

@@ -9,6 +9,11 @@ namespace hypatia {
 // ---------------------------------------------------------------------------------------------
 // Assert
 
+std::string Assert::name() const {
+  constexpr size_t kShown = 40;
+  return "Assert{msg='" + (msg.size() <= kShown ? msg : msg.substr(0, kShown - 3) + "...") + "'}";
+}
+
 std::vector<TensorType> Assert::make_output_types(const std::vector<Var>& inputs) const {
   if (inputs.empty()) fail<TypeError>(name(), ": expected a value and conditions, got no input");
   for (size_t i = 1; i < inputs.size(); ++i)

@@ -19,7 +19,8 @@ class Assert : public OpWithProps<Assert> {
   std::string msg;
   explicit Assert(std::string message = "Theano Assert failed!") : msg(std::move(message)) {}
   auto props() const { return std::make_tuple(msg); }
-  std::string name() const override { return "Assert{msg='" + msg + "'}"; }
+  /// "Assert{msg='...'}", the message cut to 40 characters (the error prints it whole).
+  std::string name() const override;
   std::vector<TensorType> make_output_types(const std::vector<Var>& inputs) const override;
   std::vector<ShapeVars> infer_shape(const Apply& node, const std::vector<ShapeVars>& in) const override;
   std::vector<Var> grad(const Apply& node, const std::vector<Var>& output_grads) const override;
@@ -33,7 +34,7 @@ Var assert_op(Var x, std::vector<Var> conds, std::string msg = "Theano Assert fa
 
 /// Theano's SpecifyShape: inputs (x, one 0-d integer per axis a with given[a]); output x (a view),
 /// whose shape is those values (infer_shape answers with them). An axis of another length raises
-/// AssertionError naming the axis, the shape expected and x's description. Axes not given (None in
+/// AssertionError naming the shape expected ("?" where not given) and x's shape and strides. Axes not given (None in
 /// Python, as PyTensor allows) are not checked.
 class SpecifyShape : public OpWithProps<SpecifyShape> {
  public:

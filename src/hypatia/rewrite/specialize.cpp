@@ -63,6 +63,13 @@ PatternConstraint non_bool_output_dtype(const char* x) {
       [same, name = std::string(x)](const PatternMatch& m) { return same(m) && m.get(name)->dtype() != DType::Bool; };
 }
 
+/// A float output whose dtype x has: x ** 0.5 and x ** -1 of an integer x are computed in the
+/// output's float dtype, which sqrt(x) and reciprocal(x) of x's own would not be.
+PatternConstraint float_output_of_x(const char* x) {
+  PatternConstraint is_float = float_output(), same = output_dtype_vars({x});
+  return [is_float, same](const PatternMatch& m) { return is_float(m) && same(m); };
+}
+
 }  // namespace
 
 std::vector<LocalRewrite> specialize_div_rules() {
@@ -71,10 +78,12 @@ std::vector<LocalRewrite> specialize_div_rules() {
 
 std::vector<LocalRewrite> specialize_rules() {
   return {
-      pattern_rewrite("local_pow_specialize_sqr", "(pow x 2)", "(sqr x)"),
+      // Only where x has the output's dtype: int8 ** 2.0 is a float64 square, not sqr(int8)'s
+      // wrapped one cast afterwards (Theano's rule had that bug).
+      pattern_rewrite("local_pow_specialize_sqr", "(pow x 2)", "(sqr x)", non_bool_output_dtype("x")),
       pattern_rewrite("local_pow_specialize_one", "(pow x 1)", "x"),
-      pattern_rewrite("local_pow_specialize_sqrt", "(pow x 0.5)", "(sqrt x)", float_output()),
-      pattern_rewrite("local_pow_specialize_reciprocal", "(pow x -1)", "(reciprocal x)", float_output()),
+      pattern_rewrite("local_pow_specialize_sqrt", "(pow x 0.5)", "(sqrt x)", float_output_of_x("x")),
+      pattern_rewrite("local_pow_specialize_reciprocal", "(pow x -1)", "(reciprocal x)", float_output_of_x("x")),
       // -1 * x -> -x (so neg(-1 * x) ends as x through neg_neg), x * x -> sqr(x), 1 / x ->
       // reciprocal(x) (Theano's local_mul_specialize, local_mul_to_sqr, local_div_to_reciprocal).
       pattern_rewrite("local_mul_minus_one_to_neg", "(mul -1 x)", "(neg x)", exact_in_output_dtype({"x"})),

@@ -91,20 +91,11 @@ def _max0(a):
     return _builtins.max(a, 0) if isinstance(a, numbers.Integral) else _T.maximum(a, 0)
 
 
-def _assert_op():
-    """The Assert op (Theano's tensor.opt.Assert) when this build has it, else None."""
-    return getattr(_core, "Assert", None)
-
-
 def _guard(x, conds, message):
-    """x, checked at run time against `conds` (0-d booleans) by an Assert node when the build has
-    the op; else x unchecked."""
+    """x, checked at run time against `conds` (0-d booleans) by an Assert node."""
     if not conds:
         return x
-    Assert = _assert_op()
-    if Assert is None:
-        return x
-    return Assert(message)(x, *conds)
+    return _core.Assert(message)(x, *conds)
 
 
 def _fmt_shape(dims):

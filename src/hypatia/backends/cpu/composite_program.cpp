@@ -4,6 +4,7 @@
 #include "hypatia/backends/cpu/composite_program.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "hypatia/backends/cpu/elemwise_simd.h"
@@ -54,6 +55,26 @@ bool TileProgram::Affine::compose(ScalarOpKind kind, int s, bool s_first) {
       return false;
   }
 }
+
+namespace {
+
+// A Switch step of a fused program: every value is of the program's dtype, its condition too (a
+// float mask, dropout's use_noise), true where nonzero, NaN included, as the Elemwise kernel's
+// conversion of the condition to bool gives. (The Elemwise loop reads a bool condition: fed a
+// float one it read its first byte, and 1.0 was false.)
+template <class T>
+void switch_on_values(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n, bool) {
+  for (int64_t i = 0; i < n; ++i) {
+    T c, a, b;
+    std::memcpy(&c, in[0] + i * is[0], sizeof(T));
+    std::memcpy(&a, in[1] + i * is[1], sizeof(T));
+    std::memcpy(&b, in[2] + i * is[2], sizeof(T));
+    const T r = c != T(0) ? a : b;
+    std::memcpy(out + i * os, &r, sizeof(T));
+  }
+}
+
+}  // namespace
 
 TileProgram::Buffers& TileProgram::scratch() {
   struct alignas(64) Aligned {
@@ -120,6 +141,7 @@ void TileProgram::add_exec(const std::string& who, ScalarOpKind kind, std::vecto
   auto [fn, writes] = elemwise_inner_fn(Elemwise(kind), prog_.dtype);
   HYP_ASSERT(fn != nullptr && writes == prog_.dtype, who, ": step ", scalar_op_name(kind), " has no ",
              dtype_name(prog_.dtype), " loop");
+  if (kind == ScalarOpKind::Switch) dispatch_dtype(prog_.dtype, [&](auto t) { fn = &switch_on_values<decltype(t)>; });
   exec_.push_back(Exec{kind, std::move(args), pre, Affine{}, dest, fn, simd_supports(kind, prog_.dtype)});
 }
 
