@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import hypatia
 import hypatia.tensor as T
+from hypatia.tensor.nnet import neighbours
 from hypatia.tensor.nnet.neighbours import Images2Neibs, images2neibs, neibs2images
 
 
