@@ -294,6 +294,8 @@ void init_graph(nb::module_& m) {
       "value"_a, "name"_a = "", "borrow"_a = false, "broadcastable"_a = std::vector<bool>{}, "target"_a = nb::none(),
       "A shared variable holding the value (copied unless borrow: then a numpy array is used in place); "
       "with a target device ('cpu', 'cuda0') the value lives there and stays there.");
+  m.def("shared_alias", &shared_alias, "v"_a,
+        "Another shared variable holding v's value (the same cell: Theano's SharedVariable.clone()).");
   m.def(
       "shared_target",
       [](const Var& v) -> std::optional<std::string> {

@@ -261,3 +261,17 @@ def test_topk_axes_gradient_and_errors():
         T.topk(x, 1, axis=2)
     with pytest.raises(TypeError, match="idx_dtype"):
         T.argtopk(x, 1, idx_dtype="float32")
+
+
+def test_inverse_permutation_and_assert_alias():
+    p = T.imatrix("p")
+    perms = np.array([[2, 0, 1, 3], [3, 2, 1, 0]], np.int32)
+    inv = hypatia.function([p], T.inverse_permutation(p))(perms)
+    assert inv.dtype == np.int32
+    np.testing.assert_array_equal(inv, np.argsort(perms, axis=-1))
+    for row, r in zip(perms, inv):
+        np.testing.assert_array_equal(row[r], np.arange(4))
+    with pytest.raises(TypeError, match="integer"):
+        T.inverse_permutation(T.dvector())
+    from hypatia.tensor.opt import assert_
+    assert assert_ is assert_op

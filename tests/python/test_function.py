@@ -124,6 +124,13 @@ def test_updates_forms_and_atomicity():
     h = function([], updates={count: count - 1})
     h()
     assert count.get_value() == 19
+    # Any iterable of pairs, as Keras' backend passes d.items(); a set is refused (no order).
+    function([], updates={count: count + 1}.items())()
+    function([], updates=((count, count + 1) for _ in range(1)))()
+    assert count.get_value() == 21
+    with pytest.raises(TypeError, match="ordered"):
+        function([], updates={(count, count + 1)})
+    count.set_value(19)
     # Swaps read the old values of both.
     a, b = shared(np.array([1.0])), shared(np.array([2.0]))
     function([], updates=[(a, b), (b, a)])()

@@ -125,3 +125,15 @@ def test_integer_powers_of_a_float_exponent_are_computed_in_the_float_dtype():
             assert got.dtype == np.float64
             np.testing.assert_array_equal(got, ref)
             np.testing.assert_allclose(got, w, rtol=1e-15)
+
+
+def test_clip_runs_as_maximum_then_minimum_with_numpy_s_values():
+    x = T.fvector("x")
+    f = hypatia.function([x], T.clip(x, np.float32(-0.5), np.float32(0.5)) * 2)
+    names = " ".join(str(n.op) for n in f.maker.fgraph.toposort())
+    assert "clip" not in names and "maximum" in names and "minimum" in names, names
+    v = np.array([-1, -0.5, 0.2, 0.7, np.nan, np.inf, -np.inf], np.float32)
+    np.testing.assert_array_equal(f(v), np.clip(v, -0.5, 0.5) * 2)
+    # Its gradient is still clip's (taken before the rewrite): 1 inside, 0 outside.
+    g = hypatia.function([x], T.grad(T.sum(T.clip(x, -0.5, 0.5)), x))
+    np.testing.assert_array_equal(g(np.array([-1, 0.2, 0.7], np.float32)), [0, 1, 0])

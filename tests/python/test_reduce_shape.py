@@ -221,3 +221,26 @@ def test_shape_inference_through_reshape_chains_stays_small():
     h = hypatia.function([m], r.shape)
     assert list(h(np.zeros((2, 3)))) == [3, 2]
     assert "switch" not in hypatia.printing.debugprint(h, file="str")
+
+
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["float32", "float64", "int8", "uint16", "int64", "float16"]),
+       st.sampled_from(["C", "F"]), st.sampled_from([1, 31, 32, 33, 100, 517]), st.integers(0, 3))
+def test_extremes_and_their_positions_on_long_rows_match_numpy(seed, dtype, order, n, nans):
+    # The CPU's vectorized extreme (rows of 32 elements and more) and its position, NaN first
+    # (numpy's), and the Fortran-ordered argmax read in place.
+    rng = np.random.RandomState(seed)
+    a = random_array(rng, (3, n), dtype)
+    if dtype.startswith("float"):
+        for _ in range(nans):
+            a[rng.randint(3), rng.randint(n)] = np.nan
+        if seed % 3 == 0:
+            a[1] = -np.inf
+    a = np.asfortranarray(a) if order == "F" else a
+    x = T.matrix("x", dtype=dtype)
+    outs = [T.max(x), T.min(x, axis=1), T.max(x, axis=0), T.argmax(x, axis=1), T.argmin(x, axis=1),
+            T.argmax(x, axis=0), T.argmax(x)]
+    got = hypatia.function([x], outs)(a)
+    want = [np.max(a), np.min(a, axis=1), np.max(a, axis=0), np.argmax(a, axis=1), np.argmin(a, axis=1),
+            np.argmax(a, axis=0), np.argmax(a)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -184,7 +184,8 @@ def try_other(kind, a):
     if kind == "reshape" and nd >= 1:
         return Val(T.reshape(T.flatten(a.sym), a.shape), a.ref)
     if kind == "set_sub" and nd >= 1:
-        return Val(T.set_subtensor(a.sym[:1], a.sym[:1] * 2.0), np.concatenate([a.ref[:1] * 2, a.ref[1:]]))
+        # (* 2, not * 2.0: a float product does not fit back into an integer a, as in Theano)
+        return Val(T.set_subtensor(a.sym[:1], a.sym[:1] * 2), np.concatenate([a.ref[:1] * 2, a.ref[1:]]))
     if kind == "inc_sub" and nd >= 1:
         return Val(T.inc_subtensor(a.sym[-1:], 1.0), np.concatenate([a.ref[:-1], a.ref[-1:] + 1]))
     if kind == "join" and nd >= 1:

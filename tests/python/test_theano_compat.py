@@ -633,3 +633,50 @@ def test_a_python_float_with_integers_is_a_float():
         assert (T.bvector() * 1.0).dtype == "float32"  # int8 with floatX, Theano's upcast
         assert (T.ivector() + 2.0).dtype == "float64"
     assert (T.fvector() * 1.0).dtype == "float32"
+
+
+def test_clone_of_a_shared_variable_shares_its_value_not_its_default_update():
+    # Lasagne's BatchNormLayer: running averages are clones whose default_update only the training
+    # function (which reads the clone) applies; a validation function reading the original must
+    # not update them.
+    mean = theano.shared(np.zeros(3), name="mean")
+    X = T.dmatrix("X")
+    running = theano.clone(mean, share_inputs=False)
+    assert running is not mean and running.name == "mean"
+    running.default_update = 0.9 * running + 0.1 * X.mean(0)
+    train = theano.function([X], X - (X.mean(0) + 0 * running))
+    test = theano.function([X], X - mean)
+    train(np.ones((2, 3)))
+    np.testing.assert_allclose(mean.get_value(), [0.1] * 3)
+    test(np.full((2, 3), 100.0))
+    np.testing.assert_allclose(mean.get_value(), [0.1] * 3)
+    mean.set_value(np.full(3, 5.0))
+    np.testing.assert_array_equal(running.get_value(), [5.0] * 3)  # one value
+    c = mean.clone()
+    assert isinstance(c, theano.compile.SharedVariable) and c is not mean
+    with pytest.raises(ValueError, match="updated twice"):
+        theano.function([], [], updates=[(mean, mean + 1), (c, c + 2)])
+    x = T.dvector("x")
+    y = (x * 2).clone()
+    assert y.owner is None and y.type == x.type
+    assert T.constant(3.0).clone().data == 3.0
+
+
+def test_a_function_with_a_gradient_through_scan_pickles():
+    v = T.dvector("v")
+    h, _ = theano.scan(lambda a, p: a * p, sequences=v, outputs_info=T.constant(1.0))
+    f = theano.function([v], T.grad(h[-1], v))
+    g = pickle.loads(pickle.dumps(f))
+    a = np.array([2.0, 3.0, 4.0])
+    np.testing.assert_allclose(g(a), f(a))
+    np.testing.assert_allclose(g(a), [12.0, 8.0, 6.0])
+
+
+def test_givens_may_read_an_input_holding_state():
+    a, x = T.dvector("a"), T.dvector("x")
+    s = T.dvector("s")
+    f = theano.function([a, theano.In(s, value=np.ones(3), update=s * a, implicit=False)], x.sum(),
+                        givens={x: s * 2})
+    assert f(np.full(3, 2.0)) == 6.0
+    assert f(np.full(3, 2.0)) == 12.0  # the state was updated to s * a
+    assert f(np.full(3, 2.0), np.zeros(3)) == 0.0  # a value passed replaces the state

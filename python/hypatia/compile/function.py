@@ -10,6 +10,7 @@ from hypatia.compile.mode import get_mode
 from hypatia.compile.profiling import _profiled
 from hypatia.compile.sharedvalue import shared
 from hypatia.configparser import change_flags, config
+from hypatia.gof.graph import ancestors, clone_replace
 
 Variable = _core.Variable
 Function = _core.Function
@@ -20,6 +21,10 @@ def _pairs(x, what):
         return []
     if isinstance(x, dict):
         return list(x.items())
+    if isinstance(x, (set, frozenset)):
+        raise TypeError(f"{what} must be ordered (a dict or a list of pairs), got a {type(x).__name__}")
+    if not isinstance(x, (list, tuple, Variable, str)) and hasattr(x, "__iter__"):
+        x = list(x)  # d.items() (Keras' backend), a generator of pairs, zip(...)
     if isinstance(x, (list, tuple)):
         out = []
         for p in x:
@@ -364,6 +369,14 @@ def function(inputs, outputs=None, mode=None, updates=None, givens=None, no_defa
         spec.value = sv
         spec._hyp_own_state = own
         declared[k] = spec
+    if states:
+        # A given's replacement reading a state input reads its container too (the givens are
+        # substituted all at once, so the container's given would not reach into it).
+        state_ids = {id(v) for v, _ in states}
+        subst = [(v, sv) for v, sv in states]
+        giv = [(k, clone_replace(v, subst)
+                if id(k) not in state_ids and any(id(a) in state_ids for a in ancestors([v])) else v)
+               for k, v in giv]
     for slot in slots:
         if slot.kind == "arg" and slot.spec.value is not None:
             # The default as the C++ function takes it (a view of a numpy array that fits), and

@@ -216,12 +216,13 @@ def view_roots(r):
 
 
 def _copy_variable(v):
-    """A new root variable standing for v (Theano's Variable.clone() with no owner): an input of v's
-    type and name, or a constant with v's value. A shared variable is returned as it is: a copy
-    would not share v's value (Theano's copies share v's container)."""
+    """A new root variable standing for v (Theano's Variable.clone(): no owner): an input of v's
+    type and name, a constant with v's value, or for a shared variable another one holding the
+    same value (the same cell, as Theano's clone shares the container; attributes such as a
+    default_update stay with v)."""
     kind = v.kind
     if kind == "shared":
-        return v
+        return _core.shared_alias(v)
     if kind == "constant":
         c = _core.constant(np.array(v.data), v.name or "")
     else:

@@ -13,7 +13,7 @@ from hypatia.tensor.basic import (  # noqa: F401  (names the star import skips o
     Apply, Constant, SharedVariable, TensorConstant, TensorSharedVariable, TensorType, TensorVariable, Variable,
     abs, all, any, max, min, pow, round, sum, _dtype_name,
 )
-from hypatia.tensor.sort import argsort, argtopk, sort, topk, topk_and_argtopk  # noqa: E402,F401  (after `var`: T.sort is the function)
+from hypatia.tensor.sort import argsort, argtopk, inverse_permutation, sort, topk, topk_and_argtopk  # noqa: E402,F401  (after `var`: T.sort is the function)
 from hypatia.tensor import nlinalg, slinalg  # noqa: E402,F401
 from hypatia.tensor.linalg_basic import diag, diagonal, tri, tril, triu, trace  # noqa: E402,F401
 from hypatia.tensor.extra_ops import (  # noqa: E402,F401  (Theano's T.fill_diagonal, T.bincount, ...)

@@ -10,5 +10,6 @@ from hypatia import _core
 
 Assert = _core.Assert
 assert_op = Assert()
+assert_ = assert_op
 
-__all__ = ["Assert", "assert_op"]
+__all__ = ["Assert", "assert_op", "assert_"]

@@ -46,12 +46,23 @@ def argsort(a, axis=-1, kind="quicksort", order=None):
     return _core.argsort(_convert.as_tensor_variable(a), _axis(axis, "argsort"))
 
 
+def inverse_permutation(perm):
+    """The inverse of each permutation along perm's last axis (Theano's inverse_permutation):
+    out[..., perm[..., i]] = i, in perm's dtype. A stable argsort of perm, which is that inverse
+    when perm holds a permutation of 0 .. n - 1."""
+    perm = _convert.as_tensor_variable(perm)
+    if perm.ndim == 0 or perm.dtype[:3] not in ("int", "uin"):
+        raise TypeError(f"inverse_permutation: perm must be an integer tensor of at least one axis, got {perm.type}")
+    inv = argsort(perm, axis=-1, kind="stable")
+    return inv if perm.dtype == "int64" else _core.cast(inv, perm.dtype)
+
+
 def _topk(x, kth, axis, idx_dtype, who):
     """(values, indices) of the kth largest (kth > 0, largest first) or -kth smallest (kth < 0,
     smallest first) elements of x along axis: one stable sort and one argsort, then a take of
     the positions wanted. kth 0 or past the axis' length raises (ValueError when known while
     building, AssertionError when the function runs)."""
-    from hypatia.tensor import basic as B
+    from hypatia.tensor import shape_ops  # (basic imports this module: shape_ops imports neither)
     x = _convert.as_tensor_variable(x)
     if x.ndim == 0:
         raise ValueError(f"{who}: x must have at least one axis, got a 0-d {x.type}")
@@ -66,23 +77,23 @@ def _topk(x, kth, axis, idx_dtype, who):
     if isinstance(kth, _core.Variable):
         if kth.ndim != 0 or kth.dtype[:3] not in ("int", "uin"):
             raise TypeError(f"{who}: kth must be an int or a 0-d integer variable, got {kth.type}")
-        k = B.cast(kth, "int64")
+        k = _core.cast(kth, "int64")
     else:
         if int(kth) == 0:
             raise ValueError(f"{who}: kth must not be 0")
         k = _convert._int_scalar(int(kth))
     n = x.shape[axis]
     count = abs(k)
-    ok = B.and_(B.neq(k, 0), B.le(count, n))
-    r = B.arange(count)
+    ok = _core.and_(_core.neq(k, _convert._int_scalar(0)), _core.le(count, n))
+    r = shape_ops.arange(count)
     # Ascending order, NaN last (numpy's): the largest are the last positions, read backwards.
     # Both results read the positions, so the check guards each (a wrong kth never wraps).
     pos = _core.Assert(f"{who}: kth must be nonzero and its absolute value at most the length of axis {axis}")(
-        B.switch(B.gt(k, 0), n - 1 - r, r), ok)
-    values = B.take(sort(x, axis=axis, kind="stable"), pos, axis=axis)
-    indices = B.take(argsort(x, axis=axis, kind="stable"), pos, axis=axis)
+        _core.switch(_core.gt(k, _convert._int_scalar(0)), n - 1 - r, r), ok)
+    values = shape_ops.take(sort(x, axis=axis, kind="stable"), pos, axis=axis)
+    indices = shape_ops.take(argsort(x, axis=axis, kind="stable"), pos, axis=axis)
     if np.dtype(idx_dtype) != np.int64:
-        indices = B.cast(indices, np.dtype(idx_dtype).name)
+        indices = _core.cast(indices, np.dtype(idx_dtype).name)
     return values, indices
 
 
@@ -104,4 +115,4 @@ def topk_and_argtopk(x, kth, axis=-1, sorted=True, idx_dtype="int64"):
     return _topk(x, kth, axis, idx_dtype, "topk_and_argtopk")
 
 
-__all__ = ["sort", "argsort", "SortOp", "ArgSortOp", "topk", "argtopk", "topk_and_argtopk"]
+__all__ = ["sort", "argsort", "SortOp", "ArgSortOp", "topk", "argtopk", "topk_and_argtopk", "inverse_permutation"]

@@ -157,6 +157,18 @@ def _set_value(self, value, borrow=False):
     _core.set_value(self, value, borrow)
 
 
+def _clone(self):
+    """Theano's Variable.clone(): a new variable like this one with no owner (an input of its type
+    and name; a constant of its value; for a shared variable another one holding the same value)."""
+    from hypatia.gof.graph import _copy_variable
+    return _copy_variable(self)
+
+
+def _extra_ops():
+    from hypatia.tensor import extra_ops
+    return extra_ops
+
+
 def _copy(self, name=None):
     r = B.tensor_copy(self)
     if name is not None:
@@ -208,6 +220,9 @@ _METHODS = {
     "tag": property(_tag),
     "get_value": _get_value,
     "set_value": _set_value,
+    "clone": _clone,
+    "get_test_value": lambda self: self.test_value,
+    "searchsorted": lambda self, v, side="left", sorter=None: _extra_ops().searchsorted(self, v, side, sorter),
     "value": property(lambda self: self.data),
 }
 

@@ -95,12 +95,13 @@ void check_signature(const std::string& label, const std::vector<In>& inputs, co
         fail<TypeError>(label, ": the default value of input ", i, " ('", v->name, "'): ", err);
     }
   }
-  std::unordered_set<const Variable*> updated;
+  std::unordered_set<const SharedCell*> updated;
   for (const auto& [sv, val] : opts.updates) {
     if (!sv || !val) fail<TypeError>(label, ": null variable in updates");
     if (!sv->is_shared()) fail<TypeError>(label, ": updates must target shared variables; ", sv->str(), " is not one");
-    if (!updated.insert(sv.get()).second)
-      fail<ValueError>(label, ": shared variable '", sv->name, "' is updated twice");
+    // By value: a clone of a shared variable (shared_alias) holds the same one.
+    if (!updated.insert(sv->cell.get()).second)
+      fail<ValueError>(label, ": shared variable '", sv->name, "' is updated twice (or it and a clone of it)");
     if (val->type.dtype != sv->type.dtype || val->type.ndim() != sv->type.ndim())
       fail<TypeError>(label,
                       ": an update must have the same type as the original shared variable (shared_var=", sv->name,

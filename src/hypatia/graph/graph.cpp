@@ -154,6 +154,14 @@ Var shared(NDArray value, std::string name, bool borrow, std::vector<bool> broad
   return v;
 }
 
+Var shared_alias(const Var& v) {
+  if (!v || !v->is_shared()) fail<TypeError>("shared_alias: the variable is not a shared variable");
+  auto c = std::make_shared<Variable>(v->type, VarKind::Shared, v->name);
+  c->cell = v->cell;
+  c->trace = current_trace();
+  return c;
+}
+
 Var grad_undefined(const Op& op, int input_index, const TensorType& type, const std::string& why) {
   auto v = std::make_shared<Variable>(type, VarKind::NullGrad);
   std::ostringstream os;

@@ -199,6 +199,10 @@ Var constant(double value, DType dt);
 /// (SharedCell::fixed_device); without, it starts where `value` is.
 Var shared(NDArray value, std::string name = "", bool borrow = false, std::vector<bool> broadcastable = {},
            std::optional<Device> target = std::nullopt);
+/// Another shared variable holding v's value: the same cell, so a set_value or an update of either
+/// is seen by both (Theano's SharedVariable.clone(): a new variable, the same container). A
+/// function updating both is refused (the cell would be updated twice).
+Var shared_alias(const Var& v);
 /// Marker for an undefined gradient of input `input_index` of `op`.
 Var grad_undefined(const Op& op, int input_index, const TensorType& type, const std::string& why);
 

@@ -90,6 +90,11 @@ std::vector<LocalRewrite> specialize_rules() {
       pattern_rewrite("local_mul_to_sqr", "(mul x x)", "(sqr x)", non_bool_output_dtype("x")),
       pattern_rewrite("local_div_to_reciprocal", "(true_div 1 x)", "(reciprocal x)", output_dtype_vars({"x"})),
       {"local_sum_sqr", {typeid(Reduce)}, sum_sqr},
+      // clip(x, lo, hi) is min(max(x, lo), hi) (its scalar definition): two binary ops with SIMD
+      // loops that fuse with their neighbours, where clip's three-operand loop was scalar (5x
+      // numpy's time on a 256 x 256 float32).
+      pattern_rewrite("local_clip_to_minimum_maximum", "(clip x lo hi)", "(minimum (maximum x lo) hi)",
+                      output_dtype_vars({"x", "lo", "hi"})),
   };
 }
 
