@@ -680,3 +680,23 @@ def test_givens_may_read_an_input_holding_state():
     assert f(np.full(3, 2.0)) == 6.0
     assert f(np.full(3, 2.0)) == 12.0  # the state was updated to s * a
     assert f(np.full(3, 2.0), np.zeros(3)) == 0.0  # a value passed replaces the state
+
+
+def test_a_default_update_outlives_the_python_object_it_was_set_on():
+    # Set on a shared variable made inside a layer function and dropped there: the graph still
+    # reads the variable, and its default update must still run (it silently did not).
+    import gc
+
+    def layer(x):
+        t = theano.shared(np.zeros(2), name="t")
+        t.default_update = t + 1
+        return (x * t).sum()
+
+    x = T.dvector("x")
+    out = layer(x)
+    gc.collect()
+    f = theano.function([x], out)
+    f(np.ones(2))
+    f(np.ones(2))
+    (t,) = [v for v in theano.gof.graph.inputs([out]) if v.kind == "shared"]
+    np.testing.assert_array_equal(t.get_value(), [2.0, 2.0])

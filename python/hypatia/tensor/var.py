@@ -4,6 +4,8 @@ Operators take Python scalars (a dtype that fits the other operand, numpy's rule
 arrays (constants of their own dtype) on either side. ``==`` is identity, as in Theano: use
 T.eq for the elementwise comparison.
 """
+import atexit
+
 from hypatia import _core
 from hypatia.compile.function import function
 from hypatia.tensor import basic as B
@@ -93,6 +95,29 @@ def _iter(self):
         yield self[i]
 
 
+# A shared variable given Python attributes (default_update, tag annotations) keeps its Python
+# object, and so those attributes, for the life of the process: the engine holds the variable
+# itself, and a graph that still reads it after the user's last reference went (Lasagne's
+# BatchNorm makes a clone with a default_update inside get_output_for) would otherwise get a fresh
+# object without them, and the update would silently not run. The cost: such variables are
+# never freed (model state usually lives that long anyway).
+_kept_shared = {}
+_object_setattr = object.__setattr__
+
+
+def _setattr(self, name, value):
+    _object_setattr(self, name, value)
+    if self.kind == "shared" and name not in ("name",):
+        _kept_shared[id(self)] = self
+
+
+@atexit.register
+def _release_kept_shared():
+    # Before the interpreter tears the modules down: the engine's objects then go in order.
+    _kept_shared.clear()
+
+
+Variable.__setattr__ = _setattr
 Variable.__bool__ = _bool
 Variable.__len__ = _len
 Variable.__iter__ = _iter
