@@ -1,19 +1,11 @@
 """max / min / argmax of contiguous rows and of a Fortran-ordered matrix, and clip, against numpy
 in the same process (float32, 2048 x 2048; clip on 256 x 256). HOG=1 runs a second process
 spinning on one core meanwhile."""
-import multiprocessing
-import os
-
 import numpy as np
 
 import hypatia
 import hypatia.tensor as T
-from timing import timings
-
-
-def spin():
-    while True:
-        pass
+from timing import run_with_optional_hog, timings
 
 
 def main():
@@ -36,12 +28,4 @@ def main():
 
 
 if __name__ == "__main__":
-    hog = None
-    if os.environ.get("HOG"):
-        hog = multiprocessing.Process(target=spin, daemon=True)
-        hog.start()
-    try:
-        main()
-    finally:
-        if hog is not None:
-            hog.terminate()
+    run_with_optional_hog(main)

@@ -4,19 +4,11 @@ x[..., idx], the scatter-add against a numpy loop that adds each index's slab in
 fastest numpy form for it; np.add.at is printed too). float32, x (32, 3, 64, 64), idx 1024 entries
 (the 64 columns 16 times) on the last axis, and 128 rows (each 4 times) on the first axis.
 Set HOG=1 to run a second process spinning on one core meanwhile."""
-import multiprocessing
-import os
-
 import numpy as np
 
 import hypatia
 import hypatia.tensor as T
-from timing import timings
-
-
-def spin():
-    while True:
-        pass
+from timing import run_with_optional_hog, timings
 
 
 def np_scatter(base, y, idx, axis):
@@ -49,12 +41,4 @@ def main():
 
 
 if __name__ == "__main__":
-    hog = None
-    if os.environ.get("HOG"):
-        hog = multiprocessing.Process(target=spin, daemon=True)
-        hog.start()
-    try:
-        main()
-    finally:
-        if hog is not None:
-            hog.terminate()
+    run_with_optional_hog(main)

@@ -3,6 +3,7 @@
 // index array on another axis (x[:, :, idx], take(axis=k)) writes the output in order, a block of
 // the axes after it at a time; other indexes run the engine's gather.
 #include <cstring>
+#include <optional>
 
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/shape_kernels_impl.h"
@@ -19,6 +20,41 @@ void copy_picked(std::byte* dst, const std::byte* src, const int64_t* idx, int64
   for (int64_t k = 0; k < n; ++k, dst += N) std::memcpy(dst, src + idx[k] * stride, N);
 }
 
+// A resolved index that is one index array on axis a of the view (numpy puts its dims at a), the
+// view's axes after a one contiguous block: the layout both paths below walk.
+struct AlongAxis {
+  int a;
+  int64_t inner;    // elements per block (the axes after a)
+  int64_t n_outer;  // positions of the axes before a
+  int64_t nb;       // indices
+  const int64_t* idx;
+  int64_t stride;  // bytes between rows of axis a
+};
+
+std::optional<AlongAxis> along_axis(const subtensor_engine::Resolved& r) {
+  if (!r.advanced || r.arrays.size() != 1 || r.adv_axes.size() != 1 || r.insert_pos != r.adv_axes[0])
+    return std::nullopt;
+  const NDArray& p = r.view;
+  AlongAxis g{r.adv_axes[0], 1, 1, r.bshape.prod(), r.arrays[0].data<int64_t>(), 0};
+  g.stride = p.strides()[g.a];
+  for (int d = p.ndim() - 1; d > g.a; --d) {
+    if (p.shape(d) != 1 && p.strides()[d] != g.inner * p.itemsize()) return std::nullopt;
+    g.inner *= p.shape(d);
+  }
+  for (int d = 0; d < g.a; ++d) g.n_outer *= p.shape(d);
+  return g;
+}
+
+// The byte offset in p of position o of its axes before a (any strides).
+int64_t outer_offset(const NDArray& p, int a, int64_t o) {
+  int64_t off = 0;
+  for (int d = a - 1; d >= 0; --d) {
+    off += (o % p.shape(d)) * p.strides()[d];
+    o /= p.shape(d);
+  }
+  return off;
+}
+
 // out = x[..., idx, ...] for one index array on axis a of the resolved view (numpy puts its dims
 // at a): for each position of the axes before a, the blocks of the axes after a that idx picks,
 // copied in the output's order. The engine's gather walks the whole output once per index, a
@@ -26,35 +62,20 @@ void copy_picked(std::byte* dst, const std::byte* src, const int64_t* idx, int64
 // false when the index or layout is another (the axes after a not one contiguous block, or an
 // output that is not C-contiguous).
 bool gather_along_axis(const subtensor_engine::Resolved& r, NDArray& out) {
-  if (r.arrays.size() != 1 || r.adv_axes.size() != 1 || r.insert_pos != r.adv_axes[0] || !out.is_c_contiguous())
-    return false;
+  const std::optional<AlongAxis> g = out.is_c_contiguous() ? along_axis(r) : std::nullopt;
+  if (!g) return false;
   const NDArray& p = r.view;
-  const int a = r.adv_axes[0];
-  const int64_t item = p.itemsize();
-  int64_t inner = 1;
-  for (int d = p.ndim() - 1; d > a; --d) {
-    if (p.shape(d) != 1 && p.strides()[d] != inner * item) return false;
-    inner *= p.shape(d);
-  }
-  const int64_t nb = r.bshape.prod(), block = inner * item;
-  int64_t n_outer = 1;
-  for (int d = 0; d < a; ++d) n_outer *= p.shape(d);
-  if (nb == 0 || n_outer == 0 || inner == 0) return true;
-  const int64_t* idx = r.arrays[0].data<int64_t>();
-  const int64_t stride = p.strides()[a];
+  const int a = g->a;
+  const int64_t nb = g->nb, n_outer = g->n_outer, block = g->inner * p.itemsize(), stride = g->stride;
+  const int64_t* idx = g->idx;
+  if (nb == 0 || n_outer == 0 || block == 0) return true;
   const std::byte* src = p.raw();
   std::byte* dst = out.raw();
   const int64_t words = n_outer * nb * block / 8;
   const int threads = parallel_worth(words) ? parallel_threads() : 1;
   parallel_ranges(n_outer, parallel_task_count(words, threads), threads, [&](int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o) {
-      // The offset of outer position o in the view (its axes before a, any strides).
-      int64_t off = 0;
-      for (int64_t rest = o, d = a - 1; d >= 0; --d) {
-        off += (rest % p.shape(static_cast<int>(d))) * p.strides()[d];
-        rest /= p.shape(static_cast<int>(d));
-      }
-      const std::byte* s = src + off;
+      const std::byte* s = src + outer_offset(p, a, o);
       std::byte* dp = dst + o * nb * block;
       switch (block) {
         case 1:
@@ -83,39 +104,22 @@ bool gather_along_axis(const subtensor_engine::Resolved& r, NDArray& out) {
 // indices accumulate, in order). Split across threads by those positions when none of their axes
 // has a zero stride (distinct positions, distinct rows). Returns false for other indexes.
 bool scatter_along_axis(const subtensor_engine::Resolved& r, const NDArray& y, bool set) {
-  if (!r.advanced || r.arrays.size() != 1 || r.adv_axes.size() != 1 || r.insert_pos != r.adv_axes[0] ||
-      y.shape() != r.result_shape || !y.is_c_contiguous())
-    return false;
+  const std::optional<AlongAxis> g = y.shape() == r.result_shape && y.is_c_contiguous() ? along_axis(r) : std::nullopt;
+  if (!g) return false;
   const NDArray& p = r.view;
-  const int a = r.adv_axes[0];
-  const int64_t item = p.itemsize();
-  int64_t inner = 1;
-  for (int d = p.ndim() - 1; d > a; --d) {
-    if (p.shape(d) != 1 && p.strides()[d] != inner * item) return false;
-    inner *= p.shape(d);
-  }
-  const int64_t nb = r.bshape.prod();
-  int64_t n_outer = 1;
+  const int a = g->a;
+  const int64_t item = p.itemsize(), inner = g->inner, nb = g->nb, n_outer = g->n_outer, stride = g->stride;
+  const int64_t* idx = g->idx;
   bool distinct = true;
-  for (int d = 0; d < a; ++d) {
-    n_outer *= p.shape(d);
-    distinct = distinct && (p.shape(d) == 1 || p.strides()[d] != 0);
-  }
+  for (int d = 0; d < a; ++d) distinct = distinct && (p.shape(d) == 1 || p.strides()[d] != 0);
   if (nb == 0 || n_outer == 0 || inner == 0) return true;
-  const int64_t* idx = r.arrays[0].data<int64_t>();
-  const int64_t stride = p.strides()[a];
   const int64_t words = n_outer * nb * inner * item / 8;
   const int threads = distinct && parallel_worth(words) ? parallel_threads() : 1;
   dispatch_dtype(p.dtype(), [&](auto t) {
     using T = decltype(t);
     parallel_ranges(n_outer, parallel_task_count(words, threads), threads, [&](int64_t o0, int64_t o1) {
       for (int64_t o = o0; o < o1; ++o) {
-        int64_t off = 0;
-        for (int64_t rest = o, d = a - 1; d >= 0; --d) {
-          off += (rest % p.shape(static_cast<int>(d))) * p.strides()[d];
-          rest /= p.shape(static_cast<int>(d));
-        }
-        std::byte* base = p.raw() + off;
+        std::byte* base = p.raw() + outer_offset(p, a, o);
         const T* src = reinterpret_cast<const T*>(y.raw()) + o * nb * inner;
         for (int64_t k = 0; k < nb; ++k, src += inner) {
           T* dst = reinterpret_cast<T*>(base + idx[k] * stride);
