@@ -94,6 +94,36 @@ TEST(Fusion, ChainBecomesOneComposite) {
   EXPECT_ALLCLOSE(f(args)[0], g(args)[0], 1e-5, 1e-6);
 }
 
+// A fused loop's outputs are laid out as its inputs agree to (Fortran-ordered or transposed
+// inputs: the same order, walked in memory order), the values as the reference's.
+TEST(Fusion, OutputsFollowTheInputsLayout) {
+  Var x = variable(matrix_type(DType::Float32), "x"), y = variable(matrix_type(DType::Float32), "y");
+  Var z = tanh(x * y + 1.0f), w = exp(x) - y;
+  Function f = function({x, y}, {z, w});
+  ASSERT_EQ(count_ops(f, "Composite"), 1) << f.debugprint();
+  FunctionOptions none;
+  none.mode = "NONE";
+  none.backend = kReferenceBackend;
+  Function g = function({x, y}, {z, w}, none);
+  const NDArray ft = rnd({300, 200}, DType::Float32, 1).transpose();  // Fortran-ordered (200, 300)
+  const NDArray ft2 = rnd({300, 200}, DType::Float32, 2).transpose();
+  const NDArray c = rnd({200, 300}, DType::Float32, 3);
+  const long saved = config().openmp_elemwise_minsize;
+  for (long minsize : {saved, 64L}) {
+    config().openmp_elemwise_minsize = minsize;
+    for (const auto& [a, b, fortran] : std::vector<std::tuple<NDArray, NDArray, bool>>{
+             {ft, ft2, true}, {c, c, false}, {ft, c, false}, {ft, ft2, true}}) {
+      auto r = f({a, b});
+      auto e = g({a, b});
+      for (int k = 0; k < 2; ++k) {
+        EXPECT_ALLCLOSE(r[k], e[k], 1e-5, 1e-6);
+        EXPECT_EQ(r[k].is_f_contiguous() && !r[k].is_c_contiguous(), fortran) << r[k].strides().str();
+      }
+    }
+  }
+  config().openmp_elemwise_minsize = saved;
+}
+
 TEST(Fusion, SharedIntermediatesAndOtherOpsBoundTheGroups) {
   Var x = variable(matrix_type(DType::Float64), "x");
   Var w = variable(matrix_type(DType::Float64), "w");

@@ -2,6 +2,7 @@
 several outputs) compiled with and without the fusion phase: the fused kernels, including the
 scalar steps they fold into their neighbours' SIMD loops, give the same bits."""
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -137,3 +138,45 @@ def test_clip_runs_as_maximum_then_minimum_with_numpy_s_values():
     # Its gradient is still clip's (taken before the rewrite): 1 inside, 0 outside.
     g = hypatia.function([x], T.grad(T.sum(T.clip(x, -0.5, 0.5)), x))
     np.testing.assert_array_equal(g(np.array([-1, 0.2, 0.7], np.float32)), [0, 1, 0])
+
+
+def test_results_follow_a_fortran_ordered_or_transposed_input_and_every_consumer_reads_them_right():
+    # An elementwise result is laid out as its inputs agree to (numpy's order "K"), so that the
+    # loop walks memory in order: a Fortran-ordered input gives a Fortran-ordered result, as
+    # numpy's. What reads it (reshape, flatten, dot, a reduction, a shared variable's update, the
+    # next call reusing buffers) sees the same values as with C-ordered inputs.
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 48)).astype("float32")
+    b = rng.standard_normal((64, 48)).astype("float32")
+    x, y = T.fmatrix("x"), T.fmatrix("y")
+    s = hypatia.shared(np.zeros((64, 48), "float32"), name="s")
+    e = T.tanh(x * y + 1)
+    f = hypatia.function([x, y], [T.exp(x), e, e.reshape((48, 64)), e.flatten(), T.dot(e, e.T), e.sum(axis=1),
+                                  x.T * 2, (x * y)[3:9, ::2]], updates=[(s, s + e)])
+    want = [np.exp(a), np.tanh(a * b + 1)]
+    want += [want[1].reshape(48, 64), want[1].ravel(), want[1] @ want[1].T, want[1].sum(axis=1), a.T * 2,
+             (a * b)[3:9, ::2]]
+    for rep, (xa, ya) in enumerate([(np.asfortranarray(a), np.asfortranarray(b)), (a, b),
+                                    (np.asfortranarray(a), b), (a.T.copy().T, b.T.copy().T)]):
+        got = f(xa, ya)
+        for r, w in zip(got, want):
+            np.testing.assert_allclose(r, w, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(s.get_value(), (rep + 1) * want[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.host_graphs
+def test_cpu_elementwise_results_take_the_layout_their_inputs_agree_to():
+    # Where no C-ordered operand (a shared variable) joins the loop; one fused loop computes both
+    # outputs: Fortran order when x and y agree on it.
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((64, 48)).astype("float32")
+    b = rng.standard_normal((64, 48)).astype("float32")
+    x, y = T.fmatrix("x"), T.fmatrix("y")
+    g = hypatia.function([x, y], [T.exp(x), T.tanh(x * y + 1), x.T * 2])
+    for xa, ya in [(np.asfortranarray(a), np.asfortranarray(b)), (a, b), (np.asfortranarray(a), b),
+                   (a.T.copy().T, b.T.copy().T)]:
+        ex, ee, xt = g(xa, ya)
+        np.testing.assert_allclose(ee, np.tanh(a * b + 1), rtol=1e-5, atol=1e-5)
+        fortran = xa.flags.f_contiguous and ya.flags.f_contiguous
+        assert ex.flags.f_contiguous == fortran and ee.flags.f_contiguous == fortran, (ex.strides, ee.strides)
+        assert xt.flags.c_contiguous == xa.flags.f_contiguous  # follows x.T's layout

@@ -81,10 +81,13 @@ class CompositeCpuKernel final : public Kernel {
     const Shape shape = elemwise_broadcast_shape(op_, args.in, bc_);
     std::array<Strides, kMaxOperands> strides{};
     std::array<std::byte*, kMaxOperands> base{};
+    // The outputs laid out as the inputs agree to (prepare_output_following); every output the
+    // same way, so that one loop walks all of them in memory order.
+    const std::span<const NDArray* const> like(args.in.data(), static_cast<size_t>(prog_.nin()));
     for (int k = 0; k < nout_; ++k) {
       NDArray& out = k == 0 && inplace_ >= 0
                          ? prepare_inplace_output(*args.out[0], *args.in[inplace_], shape, out_dt_[0], op_, inplace_)
-                         : prepare_output(*args.out[k], shape, out_dt_[k]);
+                         : prepare_output_following(*args.out[k], shape, out_dt_[k], like);
       strides[k] = out.strides();
       base[k] = out.raw();
     }
@@ -112,8 +115,10 @@ class CompositeCpuKernel final : public Kernel {
 
  private:
   template <int M>
-  void run_m(const Shape& shape, const std::array<Strides, kMaxOperands>& strides,
+  void run_m(Shape shape, std::array<Strides, kMaxOperands> strides,
              const std::array<std::byte*, kMaxOperands>& base) const {
+    // The axes in the first output's memory order (its elements are independent).
+    sort_axes_by_first(shape, strides, nout_ + prog_.nin());
     std::array<const Strides*, M> sp;
     std::array<std::byte*, M> b;
     for (int k = 0; k < M; ++k) {

@@ -3,6 +3,7 @@
 #include "hypatia/backends/registry.h"
 
 #include "hypatia/core/error.h"
+#include "hypatia/core/strided_loop.h"
 
 namespace hypatia {
 
@@ -38,6 +39,17 @@ NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype) {
       cell.is_c_contiguous() && cell.offset() == 0)
     return cell;
   cell = NDArray::empty(shape, dtype);
+  return cell;
+}
+
+NDArray& prepare_output_following(NDArray& cell, const Shape& shape, DType dtype,
+                                  std::span<const NDArray* const> like) {
+  const std::optional<Strides> st = strides_following(shape, itemsize(dtype), like);
+  if (!st) return prepare_output(cell, shape, dtype);
+  if (cell.valid() && cell.unique() && cell.writeable() && cell.dtype() == dtype && cell.shape() == shape &&
+      cell.strides() == *st && cell.offset() == 0)
+    return cell;
+  cell = NDArray::empty(shape, dtype).as_strided(shape, *st);
   return cell;
 }
 

@@ -157,6 +157,10 @@ std::vector<std::type_index> registered_op_types(std::string_view backend);
 /// Makes `cell` a C-contiguous array of `shape` and `dtype`, reusing its buffer when it is
 /// already such a writeable array that nothing else references; returns it.
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype);
+/// prepare_output for an elementwise result: laid out as the inputs `like` agree to
+/// (strides_following: a Fortran-ordered or transposed input gives an output in its order, as
+/// numpy's order "K"), C order otherwise.
+NDArray& prepare_output_following(NDArray& cell, const Shape& shape, DType dtype, std::span<const NDArray* const> like);
 /// The output cell of a node whose output overwrites its input `input` (`target`, per its
 /// destroy_map): checks that the target has the output's shape and dtype (ValueError naming `op`
 /// otherwise) and makes the cell a handle on the target's buffer, or on a copy of it when the

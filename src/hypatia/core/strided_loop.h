@@ -1,8 +1,11 @@
 // Multi-operand strided iteration: the loop every elementwise-like kernel is built on.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 
 #include "hypatia/core/ndarray.h"
 
@@ -93,5 +96,81 @@ class StridedLoop {
   std::array<std::array<int64_t, kMaxNdim>, N> strides_{};
   std::array<int, kMaxNdim> last_dim_{};
 };
+
+/// The order in which `a` (of `shape`) lays its axes of length > 1 in memory, outermost first
+/// (|stride| decreasing; stable, so ties keep the axes' order), or nullopt when it has none: a
+/// different shape (a broadcast operand), a zero stride or two axes with the same |stride|.
+inline std::optional<std::array<int, kMaxNdim>> memory_axis_order(const NDArray& a, const Shape& shape, int& n) {
+  if (!(a.shape() == shape)) return std::nullopt;
+  std::array<int, kMaxNdim> axes{};
+  std::array<int64_t, kMaxNdim> mag{};
+  n = 0;
+  for (int d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (shape[d] == 0) return std::nullopt;
+    mag[d] = a.strides()[d] < 0 ? -a.strides()[d] : a.strides()[d];
+    if (mag[d] == 0) return std::nullopt;
+    axes[n++] = d;
+  }
+  std::stable_sort(axes.begin(), axes.begin() + n, [&](int p, int q) { return mag[p] > mag[q]; });
+  for (int k = 1; k < n; ++k)
+    if (mag[axes[k]] == mag[axes[k - 1]]) return std::nullopt;
+  return axes;
+}
+
+/// The strides of a dense array of `shape` laid out as the operands `like` agree to (numpy's
+/// order "K"): the memory order of every operand of `shape` that has one (memory_axis_order),
+/// when they all have the same and it is not C order; nullopt (C order) otherwise. An output
+/// allocated so lets a loop over a Fortran-ordered or transposed input walk both in memory order.
+inline std::optional<Strides> strides_following(const Shape& shape, size_t itemsize,
+                                                std::span<const NDArray* const> like) {
+  std::optional<std::array<int, kMaxNdim>> order;
+  int n = 0;
+  for (const NDArray* a : like) {
+    int m = 0;
+    auto o = memory_axis_order(*a, shape, m);
+    if (!o) continue;
+    if (order && !std::equal(o->begin(), o->begin() + m, order->begin())) return std::nullopt;
+    order = o;
+    n = m;
+  }
+  if (!order || std::is_sorted(order->begin(), order->begin() + n)) return std::nullopt;
+  Strides st;
+  st.resize(shape.size());
+  int64_t acc = static_cast<int64_t>(itemsize);
+  for (int k = n - 1; k >= 0; --k) {
+    st[(*order)[k]] = acc;
+    acc *= shape[(*order)[k]];
+  }
+  // Axes of length 1: any stride addresses their one element; the C-order one.
+  int64_t c = static_cast<int64_t>(itemsize);
+  for (int d = shape.size() - 1; d >= 0; --d) {
+    if (shape[d] == 1) st[d] = c;
+    c *= shape[d];
+  }
+  return st;
+}
+
+/// Puts the axes in the memory order of operand 0 (|stride| decreasing, innermost last; stable,
+/// so a C-ordered operand 0 keeps the order), in `shape` and in the strides of each of the first
+/// `operands` operands. For loops whose elements are independent (elementwise), so that a loop
+/// writing a Fortran-ordered or transposed output walks it in memory order.
+template <size_t K>
+void sort_axes_by_first(Shape& shape, std::array<Strides, K>& strides, int operands) {
+  const int nd = shape.size();
+  std::array<int, kMaxNdim> perm{};
+  for (int d = 0; d < nd; ++d) perm[d] = d;
+  auto mag = [&](int d) { return strides[0][d] < 0 ? -strides[0][d] : strides[0][d]; };
+  std::stable_sort(perm.begin(), perm.begin() + nd, [&](int p, int q) { return mag(p) > mag(q); });
+  bool identity = true;
+  for (int d = 0; d < nd; ++d) identity = identity && perm[d] == d;
+  if (identity) return;
+  const Shape s0 = shape;
+  for (int d = 0; d < nd; ++d) shape[d] = s0[perm[d]];
+  for (int k = 0; k < operands; ++k) {
+    const Strides t = strides[k];
+    for (int d = 0; d < nd; ++d) strides[k][d] = t[perm[d]];
+  }
+}
 
 }  // namespace hypatia

@@ -238,7 +238,8 @@ class ElemwiseCpuKernel final : public Kernel {
     }
     NDArray* out = op_.inplace >= 0 ? &prepare_inplace_output(*args.out[0], *args.in[op_.inplace], shape, out_dtype_,
                                                               op_, op_.inplace)
-                                    : &prepare_output(*args.out[0], shape, out_dtype_);
+                                    : &prepare_output_following(*args.out[0], shape, out_dtype_,
+                                                                std::span<const NDArray* const>(src.data(), n_in));
     const int64_t total = shape.prod();
     // Fast path: C-contiguous operands of the output's shape (or single elements), below the
     // threading threshold (or on one thread): one call of the inner loop, no stride bookkeeping.

@@ -71,16 +71,21 @@ struct BroadcastOperands {
     }
   }
 
-  /// run_strided_parallel over the first M operands.
+  /// run_strided_parallel over the first M operands, the axes in the output's memory order
+  /// (sort_axes_by_first: the elements are independent).
   template <int M, class Body>
   void run_parallel(const Shape& shape, const Body& body, int64_t cost = 1) const {
+    Shape sh = shape;
+    std::array<Strides, M> st;
     std::array<const Strides*, M> sp;
     std::array<std::byte*, M> b;
     for (int k = 0; k < M; ++k) {
-      sp[k] = &strides[k];
+      st[k] = strides[k];
+      sp[k] = &st[k];
       b[k] = base[k];
     }
-    run_strided_parallel<M>(StridedLoop<M>(shape, sp), b, shape.prod(), body, cost);
+    sort_axes_by_first(sh, st, M);
+    run_strided_parallel<M>(StridedLoop<M>(sh, sp), b, sh.prod(), body, cost);
   }
 };
 
