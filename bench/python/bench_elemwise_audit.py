@@ -16,6 +16,7 @@ def main():
     b = rng.rand(2048, 2048).astype("f4")
     bf = np.asfortranarray(b)
     mask = a > 0.5
+    none = np.zeros_like(mask)
     i8 = rng.randint(-100, 100, size=(2048, 2048)).astype("i1")
     i32 = rng.randint(-1000, 1000, size=(2048, 2048)).astype("i4")
     small = rng.rand(256, 256).astype("f4")
@@ -29,7 +30,10 @@ def main():
         ("x.T + y.T", [x, y], x.T + y.T, [a, b], lambda: a.T + b.T),
         ("any of bool", [bm], T.any(bm), [mask], lambda: np.any(mask)),
         ("all of bool", [bm], T.all(bm), [mask], lambda: np.all(mask)),
+        ("any of an all-false bool", [bm], T.any(bm), [none], lambda: np.any(none)),
         ("any of bool, axis 1", [bm], T.any(bm, axis=1), [mask], lambda: np.any(mask, axis=1)),
+        ("all of bool, axis 0", [bm], T.all(bm, axis=0), [mask], lambda: np.all(mask, axis=0)),
+        ("any(x > 0.5) (fused)", [x], T.any(x > 0.5), [a], lambda: np.any(a > 0.5)),
         ("round (half even)", [x], T.round(x * 10), [a], lambda: np.round(a * 10)),
         ("floor", [x], T.floor(x * 10), [a], lambda: np.floor(a * 10)),
         ("bool -> float32", [bm], T.cast(bm, "float32"), [mask], lambda: mask.astype("f4")),

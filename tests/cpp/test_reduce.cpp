@@ -305,6 +305,44 @@ TEST(Reduce, AllAnyValues) {
   EXPECT_EQ(run(any(x), x, NDArray::zeros({0, 3}, DType::Float32)).get_flat(0), 0);
 }
 
+// The CPU's any / all: chunked runs that stop at the first chunk that decides, byte-wise
+// accumulators. The deciding element at every interesting place (first, a chunk's edge, last,
+// none), in every layout and input type, against the reference kernels; -0.0 is false and NaN
+// true, as numpy's.
+TEST(Reduce, AnyAllFindTheDecidingElementAnywhere) {
+  const int64_t n = 5000;  // more than two chunks of 2048
+  for (DType dt : {DType::Bool, DType::Int8, DType::Int32, DType::Float32, DType::Float64}) {
+    Var x = variable(matrix_type(dt), "x");
+    for (int64_t at : {int64_t{-1}, int64_t{0}, int64_t{2047}, int64_t{2048}, int64_t{4095}, n - 1}) {
+      for (bool any_of : {true, false}) {
+        // any: zeros with one non-zero at `at`; all: ones with one zero at `at` (none when -1).
+        const double fill = any_of ? 0.0 : 1.0, odd = any_of ? 1.0 : 0.0;
+        NDArray v = NDArray::full({2, n}, dt, fill);
+        if (at >= 0) v.select(0, 1).select(0, at).fill(odd);
+        if (is_float(dt) && any_of) v.select(0, 0).select(0, 7).fill(-0.0);
+        for (const NDArray& a : {v, v.copy().transpose().copy().transpose()}) {
+          for (const Var& e :
+               {any_of ? any(x) : all(x), any_of ? any(x, std::vector<int>{1}) : all(x, std::vector<int>{1}),
+                any_of ? any(x, std::vector<int>{0}) : all(x, std::vector<int>{0})}) {
+            const NDArray got = run(e, x, a), want = run(e, x, a, kReferenceBackend);
+            EXPECT_ALLCLOSE(got, want) << dtype_name(dt) << " at " << at << (any_of ? " any" : " all");
+          }
+        }
+        const bool whole = any_of ? at >= 0 : at < 0;
+        EXPECT_EQ(run(any_of ? any(x) : all(x), x, v).get_flat(0), whole ? 1 : 0) << dtype_name(dt) << " " << at;
+      }
+    }
+    if (is_float(dt)) {
+      NDArray v = NDArray::zeros({1, n}, dt);
+      v.select(0, 0).select(0, 3000).fill(std::nan(""));
+      EXPECT_EQ(run(any(x), x, v).get_flat(0), 1);
+      NDArray w = NDArray::full({1, n}, dt, -0.0);
+      EXPECT_EQ(run(any(x), x, w).get_flat(0), 0);
+      EXPECT_EQ(run(all(x), x, w).get_flat(0), 0);
+    }
+  }
+}
+
 TEST(Reduce, CumsumCumprodValues) {
   Var x = variable(matrix_type(DType::Float64), "x");
   NDArray v = make_array({1, 2, 3, 4, 5, 6}, {2, 3}, DType::Float64);

@@ -59,10 +59,38 @@ In extreme_of_run(const In* p, int64_t n, bool* any_nan) {
   return v;
 }
 
+/// Any (any_of) or All of p[0 .. n): chunks whose test (x != 0, OR-ed or AND-ed into a byte)
+/// vectorizes, stopping after the first chunk that decides (numpy's any of a mask whose first
+/// element is true returns at once; a loop that short-circuits per element does not vectorize).
+template <bool any_of, class In>
+bool any_all_of_run(const In* p, int64_t n) {
+  using U = std::conditional_t<std::is_same_v<In, bool>, unsigned char, In>;
+  const U* u = reinterpret_cast<const U*>(p);
+  constexpr int64_t kChunk = 2048;
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    unsigned char hit = any_of ? 0 : 1;
+    for (int64_t i = 0; i < m; ++i) {
+      if constexpr (any_of)
+        hit |= static_cast<unsigned char>(u[i0 + i] != U(0));
+      else
+        hit &= static_cast<unsigned char>(u[i0 + i] != U(0));
+    }
+    if (any_of ? hit != 0 : hit == 0) return any_of;
+  }
+  return !any_of;
+}
+
 /// Folds n elements of q (byte stride `stride`) into v.
 template <ReduceKind K, class In, class Acc>
 Acc fold_run(Acc v, const std::byte* q, int64_t stride, int64_t n) {
   using R = Reducer<K, In>;
+  if constexpr (K == ReduceKind::Any || K == ReduceKind::All) {
+    constexpr bool any_of = K == ReduceKind::Any;
+    if (v == any_of) return v;                // decided by the elements before
+    if constexpr (!std::is_same_v<In, half>)  // (float16's -0 is not 0 bitwise)
+      if (stride == static_cast<int64_t>(sizeof(In))) return any_all_of_run<any_of>(reinterpret_cast<const In*>(q), n);
+  }
   if constexpr ((K == ReduceKind::Max || K == ReduceKind::Min) && std::is_same_v<Acc, In> && kPlainExtreme<In>) {
     if (stride == static_cast<int64_t>(sizeof(In)) && n >= 2 * kFoldLanes) {
       bool nan = false;
@@ -91,6 +119,21 @@ Acc fold_run(Acc v, const std::byte* q, int64_t stride, int64_t n) {
 template <ReduceKind K, class In, class Acc>
 void accumulate_run(std::byte* a, int64_t sa, const std::byte* q, int64_t sq, int64_t n) {
   using R = Reducer<K, In>;
+  if constexpr ((K == ReduceKind::Any || K == ReduceKind::All) && !std::is_same_v<In, half>) {
+    // On bytes, with & and | (the bools' && and || do not vectorize).
+    using U = std::conditional_t<std::is_same_v<In, bool>, unsigned char, In>;
+    if (sa == 1 && sq == static_cast<int64_t>(sizeof(In))) {
+      unsigned char* __restrict acc = reinterpret_cast<unsigned char*>(a);
+      const U* __restrict p = reinterpret_cast<const U*>(q);
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (K == ReduceKind::Any)
+          acc[i] |= static_cast<unsigned char>(p[i] != U(0));
+        else
+          acc[i] &= static_cast<unsigned char>(p[i] != U(0));
+      }
+      return;
+    }
+  }
   if (sa == static_cast<int64_t>(sizeof(Acc)) && sq == static_cast<int64_t>(sizeof(In))) {
     Acc* __restrict acc = reinterpret_cast<Acc*>(a);
     const In* __restrict p = reinterpret_cast<const In*>(q);
