@@ -1,6 +1,7 @@
 // Sorting: OpInfo entries (sort and argsort along an axis and flattened), numpy's order (NaN last,
 // equal elements in their original order), gradients through the permutation, R_op, errors.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "hypatia/ops/sort.h"
@@ -84,6 +85,58 @@ TEST(Sort, NumpyOrderNanLastAndStable) {
     EXPECT_ALLCLOSE(run(argsort(x, 0), x, v, b), make_array({1, 1, 0, 0, 0, 0, 1, 1}, {2, 4}, DType::Int64));
     EXPECT_ALLCLOSE(run(argsort(x, std::nullopt), x, v, b), make_array({4, 5, 2, 3, 6, 7, 0, 1}, {8}, DType::Int64));
   }
+}
+
+/// Bitwise equality (a NaN's payload and a zero's sign included): the CPU's sort gives the very
+/// elements the reference's stable sort gives, in the same places.
+void expect_same_bits(const NDArray& got, const NDArray& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  const NDArray g = got.copy(), w = want.copy();
+  const size_t bytes = static_cast<size_t>(g.size()) * itemsize(g.dtype());
+  EXPECT_EQ(std::memcmp(g.raw(), w.raw(), bytes), 0) << what;
+}
+
+// The CPU kernels (vectorized quicksort of value-and-index keys) against the reference's stable
+// sort: many ties, NaNs, -0 beside 0, the extremes of each type, every dtype, both axes of
+// C-ordered, transposed and strided inputs, lines long enough to thread and lines of one.
+TEST(Sort, CpuKernelsMatchTheStableReferenceExactly) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<DType> types = kSortTypes;
+  types.push_back(DType::Float16);
+  types.push_back(DType::UInt8);
+  types.push_back(DType::UInt64);
+  types.push_back(DType::Int16);
+  const long saved = config().openmp_elemwise_minsize;
+  for (DType dt : types) {
+    Var x = variable(TensorType(dt, {false, false}), "x");
+    for (const Shape& shape : {Shape{7, 300}, Shape{3, 5000}, Shape{300, 1}, Shape{1, 1}, Shape{64, 64}}) {
+      // Few distinct values (ties everywhere), with the type's extremes and, for floats, NaN,
+      // infinities and both zeros.
+      NDArray v = random_array(shape, dt, is_unsigned_int(dt) || dt == DType::Bool ? 0 : -3, dt == DType::Bool ? 1 : 3,
+                               7 + shape[1]);
+      const int64_t n = v.size();
+      std::vector<double> specials = {0};
+      if (is_float(dt))
+        specials = {nan, -0.0, 0.0, inf, -inf, nan, -0.0};
+      else if (dt != DType::Bool)
+        specials = {0, 1, 2};
+      for (int64_t i = 0; i < n; i += 5) v.reshape({n}).select(0, i).fill(specials[(i / 5) % specials.size()]);
+      for (const NDArray& a : {v, v.copy().transpose().copy().transpose(), random_strided(shape, dt, 0, 3, 9)}) {
+        for (long minsize : {saved, 64L}) {
+          config().openmp_elemwise_minsize = minsize;
+          for (int axis : {0, 1}) {
+            const std::string what = std::string(dtype_name(dt)) + " " + shape.str() + " axis " + std::to_string(axis);
+            expect_same_bits(run(sort(x, axis), x, a), run(sort(x, axis), x, a, kReferenceBackend), "sort " + what);
+            expect_same_bits(run(argsort(x, axis), x, a), run(argsort(x, axis), x, a, kReferenceBackend),
+                             "argsort " + what);
+          }
+        }
+      }
+    }
+  }
+  config().openmp_elemwise_minsize = saved;
 }
 
 TEST(Sort, TypesAndErrors) {

@@ -1,5 +1,6 @@
-// Kernels of SortOp and ArgSortOp: the reference kernels, which the CPU backend uses too. Each line
-// along the axis is stable-sorted with NaN last (numpy's order) on a copy with the axis last.
+// Kernels of SortOp and ArgSortOp: the reference kernels (the CPU's: backends/cpu/sort_cpu.cpp).
+// Each line along the axis is stable-sorted with NaN last (numpy's order) on a copy with the axis
+// last.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -59,9 +60,12 @@ void argsort_kernel(const ArgSortOp& op, const KernelArgs& args) { sort_along_ax
 
 }  // namespace
 
+void register_sort_cpu_kernels();
+
 void register_sort_kernels() {
   register_simple_kernel<SortOp>(kReferenceBackend, &sort_kernel);
   register_simple_kernel<ArgSortOp>(kReferenceBackend, &argsort_kernel);
+  register_sort_cpu_kernels();
 }
 
 }  // namespace hypatia
