@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "hypatia/ops/scalar_functors.h"
 #include "test_util.h"
@@ -536,6 +537,54 @@ TEST(Elemwise, IntegerDivisionAndModuloFollowPython) {
                                {b, testing::make_array({10, 3, -1, -5, -3}, {5}, DType::Int32)}});
   EXPECT_EQ(p.dtype(), DType::Int32);
   EXPECT_ALLCLOSE(p, testing::make_array({1024, -27, 0, 1, -1}, {5}, DType::Int32));
+}
+
+/// Python's a // b and a % b in 64-bit integers (b != 0), wrapped to T as numpy's.
+template <class T>
+std::pair<T, T> python_divmod(int64_t a, int64_t b) {
+  int64_t q = a / b, r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) {
+    q -= 1;
+    r += b;
+  }
+  return {static_cast<T>(q), static_cast<T>(r)};
+}
+
+// int8 to int32 divide through a floating-point quotient (scalar_functors.h kDivThroughFloat):
+// every pair of 8-bit values, 16-bit ones in a grid that holds every extreme, int32 at its
+// extremes and at random, against Python's integer rule; 0 for b == 0, wrapping for min // -1.
+TEST(Elemwise, IntegerFloorDivisionThroughAFloatQuotientIsExact) {
+  auto check = [](auto a, auto b) {
+    using T = decltype(a);
+    const T q = scalar_math::int_div(a, b), r = scalar_math::mod(a, b);
+    if (b == 0) {
+      ASSERT_EQ(q, T(0)) << +a << " // 0";
+      ASSERT_EQ(r, T(0)) << +a << " % 0";
+      return;
+    }
+    const auto [wq, wr] = python_divmod<T>(a, b);
+    ASSERT_EQ(q, wq) << +a << " // " << +b;
+    ASSERT_EQ(r, wr) << +a << " % " << +b;
+  };
+  for (int a = -128; a < 128; ++a)
+    for (int b = -128; b < 128; ++b) check(static_cast<int8_t>(a), static_cast<int8_t>(b));
+  for (int a = 0; a < 256; ++a)
+    for (int b = 0; b < 256; ++b) check(static_cast<uint8_t>(a), static_cast<uint8_t>(b));
+  std::vector<int> v16;
+  for (int k = -32768; k < 32768; k += 97) v16.push_back(k);
+  for (int k : {-32768, -32767, -2, -1, 0, 1, 2, 3, 32766, 32767}) v16.push_back(k);
+  for (int a : v16)
+    for (int b : v16) {
+      check(static_cast<int16_t>(a), static_cast<int16_t>(b));
+      check(static_cast<uint16_t>(a + 32768), static_cast<uint16_t>(b + 32768));
+    }
+  std::vector<int64_t> v32 = {INT32_MIN, INT32_MIN + 1, -65537,        -3,       -2, -1, 0, 1, 2, 3,
+                              7,         65536,         INT32_MAX - 1, INT32_MAX};
+  std::mt19937_64 rng(5);
+  for (int k = 0; k < 2000; ++k) v32.push_back(static_cast<int32_t>(rng()));
+  for (int k = 0; k < 200; ++k) v32.push_back(static_cast<int32_t>(rng()) >> (rng() % 31));
+  for (int64_t a : v32)
+    for (int64_t b : v32) check(static_cast<int32_t>(a), static_cast<int32_t>(b));
 }
 
 TEST(Elemwise, ExactSpecialValues) {
