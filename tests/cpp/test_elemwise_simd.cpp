@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "hypatia/backends/cpu/elemwise_simd.h"
 #include "hypatia/ops/scalar_functors.h"
 #include "test_util.h"
 
@@ -85,6 +86,52 @@ void simd_accuracy_suite() {
   check_simd_accuracy<T>(
       softplus, [](T v) { return scalar_math::softplus(v); }, sweep<T>(-120, 120, 2001, {inf, -inf, 0, 1e-3, -1e-3}), 4,
       "softplus");
+}
+
+/// floor, ceil, trunc and round (half to even) in SIMD: bit for bit the C library's, the sign of
+/// a zero result included, at halves (odd and even), just below them, beyond 2^mantissa, at
+/// subnormals, infinities and NaN, in runs long enough for the vector loop and its tail.
+template <class T>
+void check_rounding_bits() {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<T> v =
+      sweep<T>(-6, 6, 1201, {0.5,  1.5,  2.5,  -0.5,  -1.5,   -2.5,      -0.4,       0.4,     -0.0,
+                             0.0,  inf,  -inf, 1e-40, -1e-40, 8388607.5, -8388607.5, 8388609, 4503599627370495.5,
+                             1e30, -1e30});
+  v.push_back(std::nextafter(T(0.5), T(0)));
+  v.push_back(-std::nextafter(T(0.5), T(0)));
+  v.push_back(std::nextafter(T(2.5), T(3)));
+  v.push_back(std::numeric_limits<T>::quiet_NaN());
+  v.push_back(std::numeric_limits<T>::denorm_min());
+  const DType dt = dtype_of<T>();
+  Var x = variable(tensor_type(dt, 1), "x");
+  const NDArray in = NDArray::from_vector(v);
+  struct Case {
+    Var out;
+    T (*ref)(T);
+    const char* name;
+  };
+  for (const Case& c : {Case{floor(x), [](T a) { return std::floor(a); }, "floor"},
+                        Case{ceil(x), [](T a) { return std::ceil(a); }, "ceil"},
+                        Case{trunc(x), [](T a) { return std::trunc(a); }, "trunc"},
+                        Case{round(x), [](T a) { return std::nearbyint(a); }, "round"}}) {
+    ASSERT_TRUE(simd_supports(static_cast<const Elemwise&>(*c.out->owner->op).scalar, dt)) << c.name;
+    for (int64_t target : simd_targets()) {
+      simd_force_target(target);
+      const NDArray out = eval(c.out, {{x, in}}, kCpuBackend);
+      for (size_t i = 0; i < v.size(); ++i) {
+        const T got = out.data<T>()[i], want = c.ref(v[i]);
+        EXPECT_TRUE(std::memcmp(&got, &want, sizeof(T)) == 0 || (std::isnan(got) && std::isnan(want)))
+            << simd_target_name(target) << " " << c.name << "(" << v[i] << ") = " << got << ", std: " << want;
+      }
+    }
+    simd_force_target(0);
+  }
+}
+
+TEST(ElemwiseSimd, RoundingMatchesTheCLibraryBitForBitOnEveryTarget) {
+  check_rounding_bits<float>();
+  check_rounding_bits<double>();
 }
 
 TEST(ElemwiseSimd, Float32MatchesStdWithinUlps) { simd_accuracy_suite<float>(); }

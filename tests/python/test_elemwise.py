@@ -226,3 +226,28 @@ def test_reference_backend_agrees():
     cpu = hypatia.function([x], y)(a)
     ref = hypatia.function([x], y, mode="REFERENCE")(a)
     np.testing.assert_allclose(cpu, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_round_half_away_from_zero_is_c_round_bit_for_bit(dtype):
+    # Theano's round(x, mode="half_away_from_zero") was C's round(). Just below a half, and odd
+    # floats from 2**mantissa on, where |x| + 0.5 itself rounds, the textbook sign(x) *
+    # floor(|x| + 0.5) is off by one; a zero result keeps x's sign.
+    x = T.vector(dtype=dtype)
+    f = hypatia.function([x], T.round(x, mode="half_away_from_zero"))
+    g = hypatia.function([x], T.round(x))  # half to even, numpy's
+    big = 2.0 ** (24 if dtype == "float32" else 53)
+    half_minus = np.nextafter(np.array(0.5, dtype), np.array(0, dtype))
+    v = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.4, 0.4, -0.0, 0.0, np.inf, -np.inf, np.nan, big / 2 + 1,
+                  -(big / 2 + 1), big - 1, 1e30, half_minus, -half_minus, 2.4999999, 7.5, -7.5], dtype)
+    v = np.concatenate([v, np.random.default_rng(0).uniform(-1e4, 1e4, 1000).astype(dtype)])
+    want = np.array([math.copysign(math.floor(abs(t)) + (abs(t) - math.floor(abs(t)) >= 0.5), t)
+                     if math.isfinite(t) else t for t in v.tolist()], dtype)
+    got = f(v)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(g(v), np.round(v))
+    np.testing.assert_array_equal(np.signbit(g(v)), np.signbit(np.round(v)))
+    i = T.ivector()
+    r = hypatia.function([i], T.round(i, mode="half_away_from_zero"))(np.array([3, -4], "int32"))
+    assert r.dtype == np.int32 and r.tolist() == [3, -4]

@@ -184,9 +184,16 @@ _scalar_op_wrappers()
 
 
 def round_half_away_from_zero(a):
-    """x rounded half away from zero: sign(x) * floor(|x| + 0.5)."""
+    """x rounded half away from zero (C's round): trunc(x), one step further from zero when the
+    part cut off is at least a half. (sign(x) * floor(|x| + 0.5), the textbook form, is wrong
+    where |x| + 0.5 rounds: 0.49999997 and odd floats from 2**23 on.) Integers are returned as
+    they are."""
     a = as_tensor_variable(a)
-    return _core.mul(_core.sign(a), _core.floor(add(_core.abs(a), 0.5)))
+    if a.dtype.startswith(("int", "uint", "bool")):
+        return a
+    t = trunc(a)
+    # trunc(x) where nothing is added keeps its sign (round(-0.4) is -0.0).
+    return switch(ge(abs_(sub(a, t)), 0.5), add(t, sign(a)), t)
 
 
 def round(a, mode=None):  # noqa: A001

@@ -228,6 +228,16 @@ HWY_INLINE V ApplyUnary(D d, V x) {
     return hn::Abs(x);
   else if constexpr (K == ScalarOpKind::Sqr)
     return hn::Mul(x, x);
+  // The roundings: each result has x's sign (a zero result too: ceil(-0.5) = -0), which the
+  // emulated targets' forms do not all keep, so it is copied back.
+  else if constexpr (K == ScalarOpKind::Floor)
+    return hn::CopySign(hn::Floor(x), x);
+  else if constexpr (K == ScalarOpKind::Ceil)
+    return hn::CopySign(hn::Ceil(x), x);
+  else if constexpr (K == ScalarOpKind::Trunc)
+    return hn::CopySign(hn::Trunc(x), x);
+  else if constexpr (K == ScalarOpKind::Round)
+    return hn::CopySign(hn::Round(x), x);  // half to even, as nearbyint in the default rounding mode
   else if constexpr (K == ScalarOpKind::Sin)
     return SinCosF32<false>(d, x);
   else
