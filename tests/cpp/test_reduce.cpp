@@ -1,5 +1,6 @@
 // Reductions: OpInfo entries (sum prod mean var std max min all any argmax argmin cumsum cumprod),
 // exact values, dtype rules, zero-size and error paths, gradients, threaded CPU paths.
+#include "hypatia/backends/cpu/elemwise_simd.h"
 #include "test_util.h"
 
 namespace hypatia {
@@ -339,6 +340,44 @@ TEST(Reduce, AnyAllFindTheDecidingElementAnywhere) {
       NDArray w = NDArray::full({1, n}, dt, -0.0);
       EXPECT_EQ(run(any(x), x, w).get_flat(0), 0);
       EXPECT_EQ(run(all(x), x, w).get_flat(0), 0);
+    }
+  }
+}
+
+// The SIMD extremes (backends/cpu/extreme_simd.cpp) on every Highway target: max, min, argmax and
+// argmin of rows of every length around the vector widths, with the extreme, a tie of it, a NaN
+// or an infinity at the first place, in the vector body and in the tail, against the reference
+// (the first of equal extremes; the first NaN wins, as numpy's).
+TEST(Reduce, ExtremesOnEveryTargetMatchTheReference) {
+  struct TargetGuard {
+    ~TargetGuard() { simd_force_target(0); }
+  } guard;
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Var x = variable(matrix_type(dt), "x");
+    const std::vector<Var> outs = {
+        max(x, std::vector<int>{1}), min(x, std::vector<int>{1}), argmax(x, 1), argmin(x, 1), max(x), min(x)};
+    for (int64_t n : {1, 7, 16, 31, 63, 64, 65, 129, 257, 1000}) {
+      std::vector<std::pair<int64_t, double>> marks = {{-1, 0}};  // none
+      for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+        for (double val : {nan, inf, -inf, 5.0, -5.0}) marks.push_back({at, val});
+      }
+      const int64_t rows = static_cast<int64_t>(marks.size());
+      NDArray v = random_array({rows, n}, dt, -1, 1, 17 + n);
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto [at, val] = marks[r];
+        if (at < 0) continue;
+        v.select(0, r).select(0, at).fill(val);
+        if (n > 3 && !std::isnan(val)) v.select(0, r).select(0, n - 2).fill(val);  // a tie after it
+      }
+      for (int64_t target : simd_targets()) {
+        simd_force_target(target);
+        for (size_t k = 0; k < outs.size(); ++k) {
+          const NDArray got = run(outs[k], x, v), want = run(outs[k], x, v, kReferenceBackend);
+          EXPECT_ALLCLOSE(got, want) << simd_target_name(target) << " " << dtype_name(dt) << " n " << n << " out " << k;
+        }
+      }
+      simd_force_target(0);
     }
   }
 }

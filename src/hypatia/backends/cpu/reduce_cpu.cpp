@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "hypatia/backends/cpu/extreme_simd.h"
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/reference/reduce_common.h"
 #include "hypatia/core/strided_loop.h"
@@ -29,12 +30,15 @@ constexpr int64_t kMaxPrivateOutputs = 1 << 15;
 template <class In>
 constexpr bool kPlainExtreme = (std::is_floating_point_v<In> || std::is_integral_v<In>)&&!std::is_same_v<In, bool>;
 
-/// The largest (is_max) or smallest of p[0 .. n) and whether one of them is NaN, in lanes whose
-/// step is a plain compare-and-select (maxps / minps) and an OR of the NaN tests: the loop
-/// vectorizes, where the reducer's NaN-propagating step in one expression did not (a max over
-/// 4M float32 took 5 ms against numpy's 0.3). NaNs are skipped by the selects and reported.
+/// The largest (is_max) or smallest of p[0 .. n) and whether one of them is NaN (the value is the
+/// extreme when none is), in lanes whose step is a plain compare-and-select (maxps / minps) and an
+/// OR of the NaN tests: the loop vectorizes, where the reducer's NaN-propagating step in one
+/// expression did not (a max over 4M float32 took 5 ms against numpy's 0.3).
 template <bool is_max, class In>
 In extreme_of_run(const In* p, int64_t n, bool* any_nan) {
+  // float32 / float64: Highway's loops at the machine's width (the lanes below get the
+  // baseline's).
+  if constexpr (std::is_same_v<In, float> || std::is_same_v<In, double>) return simd_extreme(p, n, is_max, any_nan);
   In lanes[kFoldLanes];
   unsigned char nan[kFoldLanes] = {};
   for (int j = 0; j < kFoldLanes; ++j) lanes[j] = is_max ? lowest_value<In>() : highest_value<In>();
@@ -310,6 +314,10 @@ void arg_contiguous(bool is_max, const In* x, int64_t* out, int64_t outer, int64
             bool nan = false;
             const In m = is_max ? extreme_of_run<true>(p, n, &nan) : extreme_of_run<false>(p, n, &nan);
             int64_t at = 0;
+            if constexpr (std::is_same_v<In, float> || std::is_same_v<In, double>) {
+              out[o] = simd_find_first(p, n, m, nan);
+              continue;
+            }
             if constexpr (std::is_floating_point_v<In>) {
               if (nan) {
                 while (p[at] == p[at]) ++at;
