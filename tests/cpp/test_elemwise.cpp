@@ -795,6 +795,24 @@ TEST(Elemwise, OutputFollowsTheInputsLayout) {
   config().openmp_elemwise_minsize = saved;
 }
 
+// A cast from bool reads any non-zero byte as true (as every bool load does), in the flat
+// vectorized loop and the strided one, to every type.
+TEST(Elemwise, CastFromBoolReadsAnyNonZeroByteAsTrue) {
+  Var b = variable(tensor_type(DType::Bool, 1), "b");
+  NDArray v = NDArray::zeros({100}, DType::Bool);
+  for (int i = 0; i < 100; ++i)
+    reinterpret_cast<uint8_t*>(v.raw())[i] = static_cast<uint8_t>((i * 37) % 5 == 0 ? 0 : i * 7);
+  for (DType to : {DType::Float32, DType::Float64, DType::Int32, DType::UInt8, DType::Float16}) {
+    for (const NDArray& a : {v, v.slice(0, 0, 100, 3)}) {
+      const NDArray r = run1(cast(b, to), {{b, a}});
+      for (int64_t i = 0; i < a.size(); ++i) {
+        const uint8_t byte = *reinterpret_cast<const uint8_t*>(a.raw() + i * a.strides()[0]);
+        EXPECT_EQ(r.get_flat(i), byte != 0 ? 1.0 : 0.0) << dtype_name(to) << " byte " << +byte;
+      }
+    }
+  }
+}
+
 TEST(Elemwise, ThreadedPathsMatchReference) {
   const long saved = config().openmp_elemwise_minsize;
   config().openmp_elemwise_minsize = 64;

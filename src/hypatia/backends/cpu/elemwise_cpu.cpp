@@ -131,11 +131,17 @@ void elemwise_one(std::byte* out, const std::byte* const* in, bool simd) {
 
 template <class From, class To>
 void cast_inner(std::byte* out, int64_t os, const std::byte* const* in, const int64_t* is, int64_t n, bool) {
-  if (os == static_cast<int64_t>(sizeof(To)) && is[0] == static_cast<int64_t>(sizeof(From)) &&
-      !std::is_same_v<From, bool>) {
+  if (os == static_cast<int64_t>(sizeof(To)) && is[0] == static_cast<int64_t>(sizeof(From))) {
     To* o = reinterpret_cast<To*>(out);
     const From* a = reinterpret_cast<const From*>(in[0]);
-    if constexpr (std::is_same_v<From, half> && std::is_same_v<To, float>)
+    if constexpr (std::is_same_v<From, bool>) {
+      // Bytes, any non-zero one true (load_element's reading), through restrict pointers and a
+      // select: a loop gcc vectorizes (convert(byte != 0) stayed scalar: 2.5x numpy's bool ->
+      // float32).
+      const uint8_t* __restrict b = reinterpret_cast<const uint8_t*>(in[0]);
+      To* __restrict ob = o;
+      for (int64_t i = 0; i < n; ++i) ob[i] = static_cast<To>(b[i] > 0 ? 1 : 0);
+    } else if constexpr (std::is_same_v<From, half> && std::is_same_v<To, float>)
       cpu::widen_f16(a, o, static_cast<size_t>(n));
     else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, half>)
       cpu::narrow_f16(a, o, static_cast<size_t>(n));
