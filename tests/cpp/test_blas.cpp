@@ -540,6 +540,40 @@ TEST(BlasOuterTensordotBatched, ExactValues) {
   EXPECT_EQ(batched_dot(p, r)->owner->op->name(), "BatchedDot");
 }
 
+// The CPU's batched loop of small products (cpu_batched_matmul: one layout for the batch, one
+// BLAS call per matrix on the thread pool) against the reference on every layout of each operand:
+// C-ordered, each matrix transposed, the batch axis innermost, every other batch, a layout BLAS
+// cannot take (a copy per matrix); vectors and 1 x 1 products; threaded and not.
+TEST(BlasOuterTensordotBatched, SmallBatchedProductsMatchTheReferenceOnEveryLayout) {
+  const long saved = config().openmp_elemwise_minsize;
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Var p = variable(tensor3_type(dt), "p"), q = variable(tensor3_type(dt), "q");
+    for (const auto& [b, m, k, n] : std::vector<std::array<int64_t, 4>>{
+             {7, 8, 8, 8}, {64, 3, 5, 2}, {5, 1, 9, 4}, {6, 4, 9, 1}, {9, 1, 1, 1}, {3, 40, 40, 40}, {1, 5, 5, 5}}) {
+      auto layouts = [&](int64_t d0, int64_t d1, int64_t d2, uint64_t seed) {
+        const int perm_t[] = {0, 2, 1}, perm_b[] = {1, 2, 0};
+        std::vector<NDArray> r{rnd({d0, d1, d2}, dt, seed), rnd({d0, d2, d1}, dt, seed).transpose(perm_t),
+                               rnd({d2, d0, d1}, dt, seed).transpose(perm_b),
+                               rnd({2 * d0, d1, d2}, dt, seed).slice(0, 0, 2 * d0, 2),
+                               rnd({d0, d1, 2 * d2}, dt, seed).slice(2, 0, 2 * d2, 2)};
+        return r;
+      };
+      for (const NDArray& pv : layouts(b, m, k, 3)) {
+        for (const NDArray& qv : layouts(b, k, n, 4)) {
+          for (long minsize : {saved, 16L}) {
+            config().openmp_elemwise_minsize = minsize;
+            const NDArray got = eval2(batched_dot(p, q), p, pv, q, qv);
+            const NDArray want = eval2(batched_dot(p, q), p, pv, q, qv, kReferenceBackend);
+            EXPECT_ALLCLOSE(got, want, 1e-5, 1e-5)
+                << dtype_name(dt) << " " << pv.strides().str() << " " << qv.strides().str();
+          }
+        }
+      }
+    }
+  }
+  config().openmp_elemwise_minsize = saved;
+}
+
 // ------------------------------------------------------------------------------------------------
 // The matrix-product primitive on every layout, CPU against reference.
 

@@ -137,7 +137,7 @@ def test_blas_flag_values_and_the_measured_choice():
         hypatia.config.blas = "mkl"
     assert hypatia.config.blas == "auto"
     choices = T.blas.gemm_choices()
-    assert [c["size_class"] for c in choices] == ["small", "large"]
+    assert [c["size_class"] for c in choices] == ["tiny", "small", "large"]
     for c in choices:
         assert c["openblas_gflops"] > 0 and c["onednn_gflops"] > 0
         assert c["chosen"] == ("onednn" if c["onednn_gflops"] > c["openblas_gflops"] else "openblas")

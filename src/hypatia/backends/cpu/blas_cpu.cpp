@@ -278,7 +278,55 @@ void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double al
   gemm_tasks(ma.trans, mb.trans, m, n, k, a, ma.p, ma.ld, mb.p, mb.ld, b, c, ldc);
 }
 
+/// Products of at most this many multiply-adds each go through cpu_batched_matmul's one loop.
+constexpr int64_t kSmallBatchedMacs = 32 * 32 * 32;
+
+template <class T>
+bool batched_blas(const NDArray& X, const NDArray& Y, const NDArray& Z) {
+  const int64_t batch = Z.shape(0), M = Z.shape(1), N = Z.shape(2), K = X.shape(2);
+  if (batch < 2 || M == 0 || N == 0 || K == 0 || M * N * K > kSmallBatchedMacs) return false;
+  // One layout for every matrix: batch 0's operands as BLAS takes them, and whole-element batch
+  // strides (a layout BLAS cannot take goes per matrix, through copies).
+  const MatRef<T> ma = as_mat<T>(X.select(0, 0)), mb = as_mat<T>(Y.select(0, 0));
+  const blasint ldc = row_major_ld<T>(Z.select(0, 0));
+  const int64_t isz = sizeof(T);
+  if (ma.hold.valid() || mb.hold.valid() || ldc == 0 || X.strides()[0] % isz || Y.strides()[0] % isz ||
+      Z.strides()[0] % isz)
+    return false;
+  const int64_t sx = X.strides()[0] / isz, sy = Y.strides()[0] / isz, sz = Z.strides()[0] / isz;
+  const blasint m = static_cast<blasint>(M), n = static_cast<blasint>(N), k = static_cast<blasint>(K);
+  const bool ta = ma.trans == CblasTrans, tb = mb.trans == CblasTrans;
+  T* z = Z.data<T>();
+  auto run = [&](int64_t lo, int64_t hi) {
+    if constexpr (std::is_same_v<T, float>) {
+      const GemmProvider& p = sgemm_provider(M * N * K);
+      for (int64_t b = lo; b < hi; ++b)
+        p.sgemm(ta, tb, m, n, k, 1.0f, ma.p + b * sx, ma.ld, mb.p + b * sy, mb.ld, 0.0f, z + b * sz, ldc);
+    } else {
+      for (int64_t b = lo; b < hi; ++b)
+        cblas_dgemm(CblasRowMajor, ma.trans, mb.trans, m, n, k, 1.0, ma.p + b * sx, ma.ld, mb.p + b * sy, mb.ld, 0.0,
+                    z + b * sz, ldc);
+    }
+  };
+  const int64_t work = batch * M * N * K;
+  const int threads = parallel_worth(work / 8) ? parallel_threads() : 1;
+  if (threads == 1) {
+    run(0, batch);
+  } else {
+    parallel_ranges(batch, parallel_task_count(work / 8, threads), threads, run);
+  }
+  return true;
+}
+
 }  // namespace
+
+bool cpu_batched_matmul(const NDArray& X, const NDArray& Y, const NDArray& Z) {
+  if (X.ndim() != 3 || Y.ndim() != 3 || Z.ndim() != 3 || X.dtype() != Z.dtype() || Y.dtype() != Z.dtype()) return false;
+  openblas_single_threaded();
+  if (Z.dtype() == DType::Float32) return batched_blas<float>(X, Y, Z);
+  if (Z.dtype() == DType::Float64) return batched_blas<double>(X, Y, Z);
+  return false;
+}
 
 void cpu_matmul(const NDArray& A, const NDArray& B, const NDArray& C, double alpha, double beta) {
   openblas_single_threaded();

@@ -13,5 +13,10 @@ void reference_matmul(const NDArray& A, const NDArray& B, const NDArray& C, doub
 /// OpenBLAS for float32/float64 (dot, gemv, ger or gemm by shape, transposes folded into the call
 /// where the layout allows); the reference loop for other dtypes.
 void cpu_matmul(const NDArray& A, const NDArray& B, const NDArray& C, double alpha, double beta);
+/// Z[b] = X[b]·Y[b] for 3-d float32/float64 X (B, M, K), Y (B, K, N) and Z (B, M, N) of small
+/// products: one loop of single-threaded BLAS calls over the batch (on the thread pool), where a
+/// cpu_matmul call per matrix cost ten times the product of 8 x 8 matrices. False (nothing done)
+/// for other dtypes, large products or layouts BLAS cannot take.
+bool cpu_batched_matmul(const NDArray& X, const NDArray& Y, const NDArray& Z);
 
 }  // namespace hypatia

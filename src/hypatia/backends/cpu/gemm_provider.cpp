@@ -48,7 +48,10 @@ const GemmProvider kOneDnn{"onednn", &onednn_sgemm};
 
 /// Size classes of one GEMM call, each timed on one representative shape. Calls of up to 2^21
 /// multiply-adds are single tasks (kGemmTaskWork in blas_cpu.cpp): an RNN step, an MLP's last
-/// layer, small panels; larger calls are the panels of the big products.
+/// layer, small panels; larger calls are the panels of the big products. The tiny ones (the
+/// matrices of a batched product, up to 32^3) are a class of their own: there a call's fixed cost
+/// is the product's (oneDNN's sgemm took 330 ns for 8 x 8 x 8, OpenBLAS's 44, numpy's loop 45),
+/// and the small class's shape, where oneDNN wins, chose the slower one.
 struct SizeClass {
   const char* name;
   int64_t max_macs;
@@ -56,7 +59,8 @@ struct SizeClass {
   int reps;     ///< calls per timed round
   bool pooled;  ///< timed as the panels of a large product are run: one call per pool thread at once
 };
-constexpr std::array<SizeClass, 2> kClasses{{
+constexpr std::array<SizeClass, 3> kClasses{{
+    {"tiny", int64_t{1} << 15, 16, 16, 16, 512, false},
     {"small", int64_t{1} << 21, 32, 256, 128, 16, false},
     {"large", std::numeric_limits<int64_t>::max(), 256, 256, 512, 1, true},
 }};

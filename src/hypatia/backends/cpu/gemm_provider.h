@@ -63,7 +63,7 @@ constexpr size_t kMaxTrialShapes = 512;
 
 /// What "auto" measured for one size class.
 struct GemmChoice {
-  std::string size_class;  ///< "small" or "large"
+  std::string size_class;  ///< "tiny", "small" or "large"
   int64_t max_macs;        ///< calls up to this many multiply-adds belong to the class
   int64_t m, n, k;         ///< the shape that was timed (NN and TN; per thread for the large class)
   double openblas_gflops, onednn_gflops;
