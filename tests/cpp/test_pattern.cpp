@@ -635,6 +635,59 @@ TEST(PatternRules, SpecializePowers) {
               DType::Float32});
 }
 
+// pow(x, n) for a small integer n becomes products (local_pow_specialize): within (|n| - 1) / 2
+// ulp (and half more for the reciprocal) of pow for every n in [-8, -2] and [3, 8], the special values exactly pow's
+// (signed zeros, infinities, NaN, overflow and underflow where the products reach them as pow does), integer powers
+// wrapping as the integer pow does; not for |n| > 8, non-integers, or an x of another dtype than the output's.
+TEST(PatternRules, SpecializeSmallIntegerPowersToProducts) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Var x = variable(vector_type(dt), "x");
+    std::vector<double> xs;
+    for (int i = -40; i <= 40; ++i) xs.push_back(i * 0.137);
+    const double inf = std::numeric_limits<double>::infinity();
+    for (double v : {0.0, -0.0, inf, -inf, std::nan(""), 1.0, -1.0, 2.0}) xs.push_back(v);
+    const NDArray in = make_array(xs, {static_cast<int64_t>(xs.size())}, dt);
+    for (int n = -8; n <= 8; ++n) {
+      if (n >= -1 && n <= 2) continue;
+      Var y = pow(x, constant(static_cast<double>(n), dt));
+      Compiled fast = compile_fast({x}, {y});
+      EXPECT_TRUE(fast.fired("local_pow_specialize")) << n << "\n" << fast.describe();
+      EXPECT_EQ(count_kind(fast.nodes(), K::Pow), 0) << n << "\n" << fast.describe();
+      const NDArray got = (*fast.f)({in})[0], want = compile_none({x}, {y})({in})[0];
+      for (int64_t i = 0; i < in.size(); ++i) {
+        const double g = got.get_flat(i), w = want.get_flat(i);
+        if (std::isnan(w) || std::isinf(w) || w == 0) {
+          EXPECT_TRUE((std::isnan(g) && std::isnan(w)) || (g == w && std::signbit(g) == std::signbit(w)))
+              << dtype_name(dt) << " " << xs[i] << " ** " << n << ": " << g << " vs " << w;
+        } else {
+          const double ulp = dt == DType::Float32 ? std::ldexp(1.0, -23) : std::ldexp(1.0, -52);
+          // (pow itself is within an ulp.)
+          const double bound = (std::abs(n) - 1) / 2.0 + (n < 0 ? 0.5 : 0) + 1;
+          EXPECT_LE(std::fabs(g - w), bound * ulp * std::fabs(w)) << dtype_name(dt) << " " << xs[i] << " ** " << n;
+        }
+      }
+    }
+    // Left as pow: a larger or non-integer exponent.
+    for (double c : {9.0, -9.0, 2.5, -3.5}) {
+      Compiled fast = compile_fast({x}, {pow(x, constant(c, dt))});
+      EXPECT_EQ(count_kind(fast.nodes(), K::Pow), 1) << c << "\n" << fast.describe();
+    }
+  }
+  // Integers: products wrap as the integer pow does; a negative power and an x of another dtype
+  // than the output's stay pow.
+  Var i = variable(vector_type(DType::Int32), "i");
+  const NDArray iv = make_array({-7, -2, 0, 3, 1000, 46341, -65536}, {7}, DType::Int32);
+  for (int n : {3, 5, 8}) {
+    Var y = pow(i, constant(static_cast<double>(n), DType::Int32));
+    Compiled fast = compile_fast({i}, {y});
+    EXPECT_EQ(count_kind(fast.nodes(), K::Pow), 0) << n;
+    EXPECT_ALLCLOSE((*fast.f)({iv})[0], compile_none({i}, {y})({iv})[0]);
+  }
+  EXPECT_EQ(count_kind(compile_fast({i}, {pow(i, constant(-3.0, DType::Int32))}).nodes(), K::Pow), 1);
+  Var b = variable(vector_type(DType::Int8), "b");
+  EXPECT_EQ(count_kind(compile_fast({b}, {pow(b, constant(3.0, DType::Float64))}).nodes(), K::Pow), 1);
+}
+
 TEST(PatternRules, SpecializeProductsAndQuotients) {
   check_rule(
       {{"local_mul_minus_one_to_neg"}, [](const Var& x) { return exp(x * -1.0); }, {K::Neg}, {K::Mul}, {-3, 0, 3}});
