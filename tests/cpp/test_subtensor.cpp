@@ -1,5 +1,7 @@
 // Indexing: OpInfo entries (basic slices, integer/boolean arrays, set/inc, take), exact values
 // against hand-written numpy results, views, error paths and gradients.
+#include <random>
+
 #include "test_util.h"
 
 namespace hypatia {
@@ -305,6 +307,67 @@ TEST_P(SubtensorValues, SetAndIncrement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SubtensorValues, ::testing::Values(kReferenceBackend, kCpuBackend));
+
+// The CPU's boolean-mask paths (one read of the mask, rows copied in order; selects for set and
+// inc of single elements) against the reference engine: masks over one, two or all axes, with no,
+// every, only the first or only the last row selected, or at random; every dtype; y of one
+// element, of the selected elements, of a shape that must broadcast or fail; x and mask of other
+// layouts (the engine's path); in place and not.
+TEST(Subtensor, BooleanMasksMatchTheReferenceEverywhere) {
+  std::mt19937_64 rng(11);
+  for (DType dt :
+       {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Int8, DType::Bool, DType::Float16}) {
+    for (const Shape& xs : {Shape{37}, Shape{6, 5}, Shape{4, 3, 2}, Shape{3, 1}}) {
+      for (int kd = 1; kd <= xs.size(); ++kd) {
+        Shape ms;
+        for (int d = 0; d < kd; ++d) ms.push_back(xs[d]);
+        const int64_t rows = ms.prod();
+        for (int pattern = 0; pattern < 5; ++pattern) {
+          NDArray mv = NDArray::zeros(ms, DType::Bool);
+          uint8_t* mb = reinterpret_cast<uint8_t*>(mv.raw());
+          for (int64_t i = 0; i < rows; ++i)
+            mb[i] = pattern == 1   ? 1
+                    : pattern == 2 ? i == 0
+                    : pattern == 3 ? i == rows - 1
+                    : pattern == 4 ? rng() % 2
+                                   : 0;
+          int64_t count = 0;
+          for (int64_t i = 0; i < rows; ++i) count += mb[i];
+          Var x = variable(tensor_type(dt, xs.size()), "x"), m = variable(tensor_type(DType::Bool, kd), "m");
+          const NDArray xv = random_array(xs, dt, -5, 5, 3 + pattern);
+          const std::string what = std::string(dtype_name(dt)) + " " + xs.str() + " mask " + ms.str() + " pattern " +
+                                   std::to_string(pattern);
+          Var g = subtensor(x, {m});
+          EXPECT_ALLCLOSE(ev(g, {{x, xv}, {m, mv}}), ev(g, {{x, xv}, {m, mv}}, kReferenceBackend)) << what;
+          // A Fortran-ordered x (engine path) agrees too.
+          const NDArray xf = xv.copy().transpose().copy().transpose();
+          EXPECT_ALLCLOSE(ev(g, {{x, xf}, {m, mv}}), ev(g, {{x, xv}, {m, mv}}, kReferenceBackend)) << what;
+          Shape rs{count};
+          for (int d = kd; d < xs.size(); ++d) rs.push_back(xs[d]);
+          std::vector<NDArray> ys = {random_array({}, dt, -5, 5, 7), random_array({1}, dt, -5, 5, 8),
+                                     random_array(rs, dt, -5, 5, 9)};
+          for (const NDArray& yv : ys) {
+            Var y = variable(tensor_type(dt, yv.ndim()), "y");
+            for (bool set : {true, false}) {
+              if (!set && dt == DType::Bool) continue;
+              Var s = set ? set_subtensor(subtensor(x, {m}), y) : inc_subtensor(subtensor(x, {m}), y);
+              const std::vector<std::pair<Var, NDArray>> in = {{x, xv}, {y, yv}, {m, mv}};
+              EXPECT_ALLCLOSE(ev(s, in), ev(s, in, kReferenceBackend))
+                  << what << (set ? " set" : " inc") << " y " << yv.shape().str();
+            }
+          }
+          // A y that does not fit the selected elements fails on both, naming the op.
+          if (count > 1) {
+            Var y = variable(tensor_type(dt, 1), "y");
+            const NDArray bad = random_array({count + 100}, dt, -5, 5, 10);
+            Var s = set_subtensor(subtensor(x, {m}), y);
+            EXPECT_THROW(ev(s, {{x, xv}, {y, bad}, {m, mv}}), ValueError) << what;
+          }
+        }
+      }
+    }
+  }
+}
 
 TEST(Subtensor, BasicIndexingIsAView) {
   Var x = variable(matrix_type(DType::Float32), "x");
