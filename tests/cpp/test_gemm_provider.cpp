@@ -80,17 +80,22 @@ TEST(BlasMatmul, FlagForcesTheProvider) {
 TEST(BlasMatmul, AutoChoosesTheMeasuredFasterProvider) {
   BlasFlag f("auto");
   const std::vector<GemmChoice> choices = gemm_choices();
-  ASSERT_EQ(choices.size(), 2u);
-  EXPECT_EQ(choices[0].size_class, "small");
-  EXPECT_EQ(choices[1].size_class, "large");
+  ASSERT_EQ(choices.size(), 3u);
+  EXPECT_EQ(choices[0].size_class, "tiny");
+  EXPECT_EQ(choices[1].size_class, "small");
+  EXPECT_EQ(choices[2].size_class, "large");
   for (const GemmChoice& c : choices) {
     EXPECT_GT(c.openblas_gflops, 0.1) << c.size_class;
     EXPECT_GT(c.onednn_gflops, 0.1) << c.size_class;
     EXPECT_EQ(c.chosen, c.onednn_gflops > c.openblas_gflops ? "onednn" : "openblas") << c.size_class;
   }
-  EXPECT_EQ(sgemm_provider(choices[0].max_macs).name, choices[0].chosen);
   EXPECT_EQ(sgemm_provider(1).name, choices[0].chosen);
-  EXPECT_EQ(sgemm_provider(choices[0].max_macs + 1).name, choices[1].chosen);
+  for (size_t i = 0; i < choices.size(); ++i) {
+    EXPECT_EQ(sgemm_provider(choices[i].max_macs).name, choices[i].chosen) << choices[i].size_class;
+    if (i + 1 < choices.size()) {
+      EXPECT_EQ(sgemm_provider(choices[i].max_macs + 1).name, choices[i + 1].chosen) << choices[i].size_class;
+    }
+  }
 }
 
 // A product of at least kShapeTrialMacs is decided per shape on its first call (each library
