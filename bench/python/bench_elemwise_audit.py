@@ -1,7 +1,8 @@
-"""Elementwise kernels a CPU audit found slow against numpy, in the same process: ops on a
-Fortran-ordered or transposed matrix (2048 x 2048 float32), any / all of bool, round / floor,
-casts from bool, integer division by a constant, pow with a float exponent, and sort along rows.
-HOG=1 runs a second process spinning on one core meanwhile."""
+"""CPU kernels a performance audit found slow against numpy, in the same process: elementwise ops
+on a Fortran-ordered or transposed matrix (2048 x 2048 float32), any / all of bool, round / floor,
+casts from bool, integer division by a constant, powers, sort along rows, boolean masks (1024 x
+1024) and batched products of small matrices. HOG=1 runs a second process spinning on one core
+meanwhile."""
 import numpy as np
 
 import hypatia
@@ -20,7 +21,20 @@ def main():
     i8 = rng.randint(-100, 100, size=(2048, 2048)).astype("i1")
     i32 = rng.randint(-1000, 1000, size=(2048, 2048)).astype("i4")
     small = rng.rand(256, 256).astype("f4")
+    m1 = rng.rand(1024, 1024).astype("f4")
+    mk = m1 > 0.5
+    bm8 = rng.rand(1024, 8, 8).astype("f4")
+    cm8 = rng.rand(1024, 8, 8).astype("f4")
     x, y = T.fmatrix(), T.fmatrix()
+    p, q = T.ftensor3(), T.ftensor3()
+    g = T.fvector()
+    gv = rng.rand(int(mk.sum())).astype("f4")
+
+    def inc_ref():
+        r = m1.copy()
+        r[mk] += gv
+        return r
+
     bm = T.matrix(dtype="bool")
     c8, c32 = T.matrix(dtype="int8"), T.matrix(dtype="int32")
     cases = [
@@ -40,6 +54,11 @@ def main():
         ("int8 // 3", [c8], c8 // 3, [i8], lambda: i8 // np.int8(3)),
         ("int32 // 7", [c32], c32 // 7, [i32], lambda: i32 // np.int32(7)),
         ("x ** 1.7", [x], x ** 1.7, [a], lambda: a ** np.float32(1.7)),
+        ("x ** 3", [x], x ** 3, [a], lambda: a ** 3),
+        ("x[mask] (1024 x 1024)", [x, bm], x[bm], [m1, mk], lambda: m1[mk]),
+        ("x[mask] = 0 (set_subtensor)", [x, bm], T.set_subtensor(x[bm], 0), [m1, mk], lambda: np.where(mk, 0, m1)),
+        ("x[mask] += g (the gradient's)", [x, bm, g], T.inc_subtensor(x[bm], g), [m1, mk, gv], inc_ref),
+        ("batched_dot 1024 x (8x8)", [p, q], T.batched_dot(p, q), [bm8, cm8], lambda: np.matmul(bm8, cm8)),
         ("sort rows 256 x 256", [x], T.sort(x, axis=1), [small], lambda: np.sort(small, axis=1)),
     ]
     print(f"{'case':32s} {'hypatia':>10s} {'numpy':>10s} {'ratio':>7s}")

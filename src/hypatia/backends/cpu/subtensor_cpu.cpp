@@ -4,6 +4,7 @@
 // the axes after it at a time; a boolean mask over the leading axes of a C-contiguous array
 // (x[mask], x[x > 0] = 0, the gradient's inc_subtensor(zeros[mask], g)) is read once, with the
 // selected rows copied in order (no nonzero index arrays); other indexes run the engine's gather.
+#include <bit>
 #include <cstring>
 #include <optional>
 
@@ -240,11 +241,19 @@ bool scatter_mask_elements(const MaskRows& mr, T* __restrict x, const NDArray& y
   }
   if (!y.is_c_contiguous()) return false;
   const T* __restrict yv = reinterpret_cast<const T*>(y.raw());
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   int64_t k = 0;
-  // Up to the last selected row, k stays below the count: every y[k] read is inside y.
+  // Up to the last selected row, k stays below the count: every y[k] read is inside y. The
+  // select is done on the bits: with a select gcc made a branch, mispredicted on a random mask
+  // (5 ms for 1024 x 1024).
   for (int64_t i = 0; i <= mr.last; ++i) {
-    const T yk = yv[k];
-    x[i] = set ? (m[i] ? yk : x[i]) : wrapping_add(x[i], m[i] ? yk : kAddIdentity<T>);
+    const U sel = U(0) - static_cast<U>(m[i] != 0);
+    const U yk = std::bit_cast<U>(yv[k]);
+    if (set) {
+      x[i] = std::bit_cast<T>((yk & sel) | (std::bit_cast<U>(x[i]) & ~sel));
+    } else {
+      x[i] = wrapping_add(x[i], std::bit_cast<T>((yk & sel) | (std::bit_cast<U>(kAddIdentity<T>) & ~sel)));
+    }
     k += m[i] != 0;
   }
   return true;
