@@ -275,3 +275,57 @@ def test_inverse_permutation_and_assert_alias():
         T.inverse_permutation(T.dvector())
     from hypatia.tensor.opt import assert_
     assert assert_ is assert_op
+
+
+def test_choose_is_numpys_in_every_mode_with_broadcast_choices_and_its_gradient():
+    rng = np.random.default_rng(0)
+    a = T.lmatrix()
+    c0, c1, c2 = T.fmatrix(), T.frow(), T.fmatrix()
+    av = rng.integers(0, 3, (4, 5))
+    cv = [rng.standard_normal((4, 5)).astype("f4"), rng.standard_normal((1, 5)).astype("f4"),
+          np.full((4, 5), np.inf, "f4")]  # an infinite choice stays infinite where chosen, nowhere else
+    f = hypatia.function([a, c0, c1, c2], T.choose(a, [c0, c1, c2]))
+    np.testing.assert_array_equal(f(av, *cv), np.choose(av, cv))
+    C = T.ftensor3()
+    Cv = rng.standard_normal((3, 4, 5)).astype("f4")
+    for mode in ("raise", "wrap", "clip"):
+        g = hypatia.function([a, C], T.choose(a, C, mode=mode))
+        aw = av if mode == "raise" else av * 3 - 4
+        np.testing.assert_array_equal(g(aw, Cv), np.choose(aw, Cv, mode=mode))
+    v = T.lvector()  # a broadcast over the choices' rows
+    h = hypatia.function([v, C], T.choose(v, C))
+    np.testing.assert_array_equal(h(av[0], Cv), np.choose(av[0], Cv))
+    with pytest.raises(AssertionError, match="outside"):
+        hypatia.function([a, C], T.choose(a, C))(av + 1, Cv)
+    gr = hypatia.function([a, C], T.grad(T.sum(T.choose(a, C) ** 2), C))(av, Cv)
+    np.testing.assert_allclose(gr, 2 * Cv * (np.arange(3)[:, None, None] == av), rtol=1e-6)
+    with pytest.raises(TypeError, match="integer"):
+        T.choose(T.fmatrix(), C)
+    with pytest.raises(ValueError, match="mode"):
+        T.choose(a, C, mode="bad")
+
+
+def test_permute_row_elements_forward_inverse_broadcast_and_gradient():
+    rng = np.random.default_rng(1)
+    x, y, ym, v = T.fmatrix(), T.lvector(), T.lmatrix(), T.fvector()
+    xv = rng.standard_normal((3, 5)).astype("f4")
+    yv = rng.permutation(5)
+    ymv = np.stack([rng.permutation(5) for _ in range(3)])
+    p = hypatia.function([x, y], T.permute_row_elements(x, y))
+    np.testing.assert_array_equal(p(xv, yv), xv[:, yv])  # one permutation for every row
+    pi = hypatia.function([x, y], T.permute_row_elements(x, y, inverse=1))
+    inv = np.empty_like(xv)
+    inv[:, yv] = xv
+    np.testing.assert_array_equal(pi(xv, yv), inv)
+    pm = hypatia.function([x, ym], T.permute_row_elements(x, ym))  # a permutation per row
+    np.testing.assert_array_equal(pm(xv, ymv), np.take_along_axis(xv, ymv, 1))
+    pv = hypatia.function([v, ym], T.permute_row_elements(v, ym))  # one row for every permutation
+    np.testing.assert_array_equal(pv(xv[0], ymv), xv[0][ymv])
+    with pytest.raises(AssertionError, match="not a permutation"):
+        pi(xv, np.array([0, 0, 1, 2, 3]))
+    with pytest.raises(IndexError):
+        p(xv, np.array([0, 1, 2, 3, 5]))
+    g = hypatia.function([x, ym], T.grad(T.sum(T.permute_row_elements(x, ym) * np.arange(5, dtype="f4")), x))(xv, ymv)
+    want = np.zeros_like(xv)
+    np.put_along_axis(want, ymv, np.broadcast_to(np.arange(5, dtype="f4"), (3, 5)), 1)
+    np.testing.assert_array_equal(g, want)

@@ -557,3 +557,87 @@ def transfer(var, target):
     if target in ("gpu", "dev0"):
         target = "cuda"
     return _core.device_from_host(var, target)
+
+
+def _index_grid(length, size, axis, ndim):
+    """arange(length) % size shaped to lie along `axis` of an ndim-d index (the positions of an
+    axis of `length` in an array whose axis has `size`: 1 when it is broadcast, else `length`)."""
+    g = arange(length, dtype="int64") % size
+    return g.dimshuffle(*["x" if d != axis else 0 for d in range(ndim)])
+
+
+def _pad_leading(v, ndim):
+    """v with broadcastable axes added in front up to ndim axes."""
+    return v if v.ndim == ndim else v.dimshuffle(*(["x"] * (ndim - v.ndim) + list(range(v.ndim))))
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """numpy.choose (Theano's): out[i] = choices[a[i]][i] with a and the choices broadcast
+    together; `choices` a list or tuple of tensors or one tensor whose first axis enumerates
+    them. mode 'raise' (an entry outside [0, n) raises AssertionError when the function runs),
+    'wrap' (a % n) or 'clip'. The gradient reaches the choices."""
+    if out is not None:
+        raise TypeError("choose: out is not supported (a symbolic result has no output array)")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    a = as_tensor_variable(a)
+    if not a.dtype.startswith(("int", "uint")):
+        raise TypeError(f"choose: a must be an integer tensor, got {a.type}")
+    if isinstance(choices, (list, tuple)):
+        cs = [as_tensor_variable(c) for c in choices]
+        if not cs:
+            raise ValueError("choose: choices must not be empty")
+        nd = _builtins.max(c.ndim for c in cs)
+        cs = [_pad_leading(c, nd) for c in cs]
+        # Each choice broadcast to their common shape: plus the zeros of every choice's shape
+        # (zeros_like, not c * 0, which is NaN for an infinite c).
+        dtype = np.result_type(*[np.dtype(c.dtype) for c in cs]).name
+        zero = zeros_like(cs[0], dtype=dtype)
+        for c in cs[1:]:
+            zero = zero + zeros_like(c, dtype=dtype)
+        C = stack([cast(c, dtype) + zero for c in cs])
+    else:
+        C = as_tensor_variable(choices)
+        if C.ndim == 0:
+            raise TypeError(f"choose: choices must have at least one axis, got a 0-d {C.type}")
+    n = C.shape[0]
+    nd = _builtins.max(a.ndim, C.ndim - 1)
+    a = _pad_leading(a, nd)
+    if C.ndim - 1 < nd:
+        C = C.dimshuffle(*([0] + ["x"] * (nd - (C.ndim - 1)) + list(range(1, C.ndim))))
+    ai = cast(a, "int64")
+    if mode == "wrap":
+        ai = ai % n
+    elif mode == "clip":
+        ai = clip(ai, 0, n - 1)
+    else:
+        ai = _core.Assert("choose: an entry of a is outside [0, len(choices))")(
+            ai, all(ge(ai, 0)), all(lt(ai, n)))
+    grids = [_index_grid(maximum(a.shape[k], C.shape[k + 1]), C.shape[k + 1], k, nd) for k in range(nd)]
+    return C[tuple([ai] + grids)]
+
+
+def permute_row_elements(x, y, inverse=0):
+    """Theano's permute_row_elements: each row (last axis) of x permuted by y, out[..., i] =
+    x[..., y[..., i]] (inverse: out[..., y[..., i]] = x[..., i]), x and y broadcast over their
+    leading axes (one permutation for every row, one row for every permutation, or a row each).
+    An index outside the row raises IndexError; with inverse, a y that is not a permutation
+    raises AssertionError (its inverse would be ambiguous). The gradient reaches x."""
+    from hypatia.tensor.sort import argsort, sort
+
+    x = as_tensor_variable(x)
+    y = as_tensor_variable(y)
+    if not y.dtype.startswith(("int", "uint")):
+        raise TypeError(f"permute_row_elements: y must be an integer tensor, got {y.type}")
+    if x.ndim == 0 or y.ndim == 0:
+        raise TypeError(f"permute_row_elements: x and y need at least one axis, got {x.type} and {y.type}")
+    perm = cast(y, "int64")
+    if inverse:
+        n = x.shape[-1]
+        ok = all(eq(sort(perm, axis=-1), arange(n, dtype="int64")))
+        perm = _core.Assert("permute_row_elements: y is not a permutation of each row's positions")(
+            argsort(perm, axis=-1), ok)
+    nd = _builtins.max(x.ndim, y.ndim)
+    xp, pp = _pad_leading(x, nd), _pad_leading(perm, nd)
+    grids = [_index_grid(maximum(xp.shape[k], pp.shape[k]), xp.shape[k], k, nd) for k in range(nd - 1)]
+    return xp[tuple(grids + [pp])]
