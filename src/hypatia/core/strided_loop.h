@@ -99,7 +99,8 @@ class StridedLoop {
 
 /// The order in which `a` (of `shape`) lays its axes of length > 1 in memory, outermost first
 /// (|stride| decreasing; stable, so ties keep the axes' order), or nullopt when it has none: a
-/// different shape (a broadcast operand), a zero stride or two axes with the same |stride|.
+/// different shape (a broadcast operand), an axis of length 0, a zero stride or two axes with
+/// the same |stride|.
 inline std::optional<std::array<int, kMaxNdim>> memory_axis_order(const NDArray& a, const Shape& shape, int& n) {
   if (!(a.shape() == shape)) return std::nullopt;
   std::array<int, kMaxNdim> axes{};

@@ -1,11 +1,11 @@
 // Cheaper forms (phase specialize, after canonicalize and stabilize; blas and fusion read its
 // output). Local rules on Elemwise and Reduce nodes. Guarantees: each replacement has the exact
 // type of what it replaces and the same values, two rules aside: x / c -> x * (1 / c) rounds 1 / c
-// first, and a float's pow(x, n) for another integer |n| <= 8 becomes products, each rounded (a
-// few ulp at most). Afterwards, where the rules could fire, no node raises to the power 2, 1, 0.5
-// or -1 (or a float to another small integer power), multiplies by -1 or a variable by itself, divides 1 by a variable
-// or a float by a constant, and a square read only by a sum is sqr(x): the forms the fused kernels and the fusion pass
-// know.
+// first, and a float's pow(x, n) for an integer n in [3, 8] becomes products, each rounded (a few
+// ulp at most; an integer's wraps as pow's). Afterwards, where the rules could fire, no node raises
+// to the power 2, 1, 0.5 or -1 (or to another integer power up to 8), multiplies by -1 or a variable by itself, divides
+// 1 by a variable or a float by a constant, and a square read only by a sum is sqr(x): the forms the fused kernels and
+// the fusion pass know.
 //
 // Rules in the pattern form (rewrite/pattern.h) that replaced parts of local_pow_specialize keep
 // its name as a prefix (local_pow_specialize_*), so that print_rewrites output stays recognizable.
@@ -23,10 +23,10 @@
 namespace hypatia::rewrite {
 namespace {
 
-/// The largest |n| of pow(x, n) that becomes products (Theano's local_pow_specialize_device went
-/// to 512): each product rounds and a squaring doubles the error before it, so x^n is within
-/// (|n| - 1) / 2 ulp (plus the reciprocal's half for n < 0): 3.5 at 8 (16 measured 5.3), against
-/// pow's 1.
+/// The largest n of pow(x, n) that becomes products (Theano's local_pow_specialize_device went to
+/// 512, and took negative n as a reciprocal): each product rounds and a squaring doubles the error
+/// before it, so x^n is within (n - 1) / 2 ulp: 3.5 at 8 (16 measured 5.3), against pow's 1. A
+/// negative n stays pow: 1 / x^|n| is 0 where x^|n| overflows and x^n does not (1e13f ** -3).
 constexpr double kMaxPowerByProducts = 8;
 
 /// x ** k for an integer k >= 1 by squaring: sqr steps and products of the set bits' powers.
@@ -40,10 +40,9 @@ Var power_by_products(const Var& x, int64_t k) {
   }
 }
 
-// x / c -> x * (1 / c); pow(x, n) for an integer constant n in [3, 8] or [-8, -2] -> products (and the
-// reciprocal for n < 0), which fuse into the neighbouring loop where pow was a libm call per
-// element (x ** 3 of 2048 x 2048 float32: 9.2 ms, twice numpy's). (pow(x, 2 / 1 / 0.5 / -1) ->
-// sqr / x / sqrt / reciprocal are in the pattern form, specialize_rules.)
+// x / c -> x * (1 / c); pow(x, n) for an integer constant n in [3, 8] -> products, which fuse into the neighbouring
+// loop where pow was a libm call per element (x ** 3 of 2048 x 2048 float32: 9.2 ms, twice numpy's). (pow(x, 2 / 1 /
+// 0.5 / -1) -> sqr / x / sqrt / reciprocal are in the pattern form, specialize_rules.)
 std::optional<std::vector<Var>> specialize_elemwise(FunctionGraph&, Apply& n) {
   const Elemwise* e = elemwise_op(&n);
   if (!e) return std::nullopt;
@@ -52,15 +51,10 @@ std::optional<std::vector<Var>> specialize_elemwise(FunctionGraph&, Apply& n) {
   if (e->scalar == ScalarOpKind::Pow && in[0]->dtype() == out.dtype && out.dtype != DType::Bool &&
       in[1]->ndim() <= out.ndim()) {
     // x already of the output's dtype (int8 ** 3.0 is a float64 power, not int8's wrapped
-    // product); a negative n only for floats (an integer's is 1 / x^|n| truncated).
+    // product). (2 and 1 have forms of their own.)
     auto c = scalar_constant(in[1]);
-    // (2, 1 and -1 have forms of their own.)
-    if (c && std::nearbyint(*c) == *c && (*c >= 3 || *c <= -2) && std::fabs(*c) <= kMaxPowerByProducts &&
-        (is_float(out.dtype) || *c > 0)) {
-      Var r = power_by_products(in[0], static_cast<int64_t>(std::fabs(*c)));
-      if (*c < 0) r = reciprocal(r);
-      return one(as_type(r, out));
-    }
+    if (c && std::nearbyint(*c) == *c && *c >= 3 && *c <= kMaxPowerByProducts)
+      return one(as_type(power_by_products(in[0], static_cast<int64_t>(*c)), out));
   }
   if (e->scalar == ScalarOpKind::TrueDiv && is_float(out.dtype) && in[0]->dtype() == out.dtype) {
     // x / c -> x * (1 / c) for a constant c, with 1 / c in the output's dtype (an integer c, like

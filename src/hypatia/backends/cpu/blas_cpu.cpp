@@ -297,9 +297,12 @@ bool batched_blas(const NDArray& X, const NDArray& Y, const NDArray& Z) {
   const blasint m = static_cast<blasint>(M), n = static_cast<blasint>(N), k = static_cast<blasint>(K);
   const bool ta = ma.trans == CblasTrans, tb = mb.trans == CblasTrans;
   T* z = Z.data<T>();
+  // The provider before the tasks: its first use times the size class, which must not run inside
+  // one task while the others wait (or on a loaded machine).
+  const GemmProvider* provider = std::is_same_v<T, float> ? &sgemm_provider(M * N * K) : nullptr;
   auto run = [&](int64_t lo, int64_t hi) {
     if constexpr (std::is_same_v<T, float>) {
-      const GemmProvider& p = sgemm_provider(M * N * K);
+      const GemmProvider& p = *provider;
       for (int64_t b = lo; b < hi; ++b)
         p.sgemm(ta, tb, m, n, k, 1.0f, ma.p + b * sx, ma.ld, mb.p + b * sy, mb.ld, 0.0f, z + b * sz, ldc);
     } else {

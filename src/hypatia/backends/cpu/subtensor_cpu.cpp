@@ -211,9 +211,7 @@ void gather_mask(const MaskRows& mr, const NDArray& x, NDArray& out) {
     }
 }
 
-/// x[mask] = y (set) or x[mask] += y on the rows of one element each of a float32 / float64 /
-/// int32 / int64 x, for a y of one element or of the selected elements in order (C-contiguous):
-/// selects, no branches. False for other dtypes, rows or y shapes (the engine's scatter).
+/// a + b, wrapping for integers (as the engine's inc does; no signed overflow).
 template <class T>
 T wrapping_add(T a, T b) {
   if constexpr (std::is_integral_v<T>)
@@ -226,6 +224,9 @@ T wrapping_add(T a, T b) {
 template <class T>
 constexpr T kAddIdentity = std::is_floating_point_v<T> ? T(-0.0) : T(0);
 
+/// x[mask] = y (set) or x[mask] += y on the rows of one element each of a float32 / float64 /
+/// int32 / int64 x, for a y of one element (`one`) or of the selected elements in order
+/// (C-contiguous): selects, no branches. False for a y of another layout (the engine's scatter).
 template <class T>
 bool scatter_mask_elements(const MaskRows& mr, T* __restrict x, const NDArray& y, bool one, bool set) {
   const uint8_t* __restrict m = mr.m;
