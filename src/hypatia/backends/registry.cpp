@@ -34,10 +34,19 @@ std::unique_ptr<InnerRunner> InnerProgram::runner() {
 std::vector<int> Kernel::run_lazy(const KernelArgs&, std::span<const bool>) {
   throw InternalError("Kernel::run_lazy: this kernel is not lazy");
 }
+namespace {
+
+/// Whether the cell holds a buffer of its own that a kernel may overwrite as an array of `shape`
+/// and `dtype` (its layout checked by the caller).
+bool reusable(const NDArray& cell, const Shape& shape, DType dtype) {
+  return cell.valid() && cell.unique() && cell.writeable() && cell.dtype() == dtype && cell.shape() == shape &&
+         cell.offset() == 0;
+}
+
+}  // namespace
+
 NDArray& prepare_output(NDArray& cell, const Shape& shape, DType dtype) {
-  if (cell.valid() && cell.unique() && cell.writeable() && cell.dtype() == dtype && cell.shape() == shape &&
-      cell.is_c_contiguous() && cell.offset() == 0)
-    return cell;
+  if (reusable(cell, shape, dtype) && cell.is_c_contiguous()) return cell;
   cell = NDArray::empty(shape, dtype);
   return cell;
 }
@@ -46,9 +55,7 @@ NDArray& prepare_output_following(NDArray& cell, const Shape& shape, DType dtype
                                   std::span<const NDArray* const> like) {
   const std::optional<Strides> st = strides_following(shape, itemsize(dtype), like);
   if (!st) return prepare_output(cell, shape, dtype);
-  if (cell.valid() && cell.unique() && cell.writeable() && cell.dtype() == dtype && cell.shape() == shape &&
-      cell.strides() == *st && cell.offset() == 0)
-    return cell;
+  if (reusable(cell, shape, dtype) && cell.strides() == *st) return cell;
   cell = NDArray::empty(shape, dtype).as_strided(shape, *st);
   return cell;
 }

@@ -97,26 +97,42 @@ class StridedLoop {
   std::array<int, kMaxNdim> last_dim_{};
 };
 
-/// The order in which `a` (of `shape`) lays its axes of length > 1 in memory, outermost first
-/// (|stride| decreasing; stable, so ties keep the axes' order), or nullopt when it has none: a
-/// different shape (a broadcast operand), an axis of length 0, a zero stride or two axes with
-/// the same |stride|.
-inline std::optional<std::array<int, kMaxNdim>> memory_axis_order(const NDArray& a, const Shape& shape, int& n) {
-  if (!(a.shape() == shape)) return std::nullopt;
+/// Sorts axes[0 .. n) by mag[axis] decreasing, stably (equal ones keep their order): an insertion
+/// sort, which allocates nothing (std::stable_sort takes a buffer) and is quickest for the few
+/// axes of an array. These orders are computed on every call of an elementwise kernel.
+inline void sort_axes_decreasing(std::array<int, kMaxNdim>& axes, int n, const std::array<int64_t, kMaxNdim>& mag) {
+  for (int i = 1; i < n; ++i) {
+    const int a = axes[i];
+    int j = i;
+    for (; j > 0 && mag[axes[j - 1]] < mag[a]; --j) axes[j] = axes[j - 1];
+    axes[j] = a;
+  }
+}
+
+/// An axis order: axes[0 .. n), outermost first.
+struct AxisOrder {
   std::array<int, kMaxNdim> axes{};
+  int n = 0;
+};
+
+/// The order in which `a` (of `shape`) lays its axes of length > 1 in memory, outermost first
+/// (|stride| decreasing), or nullopt when it has none: a different shape (a broadcast operand), an
+/// axis of length 0, a zero stride or two axes with the same |stride|.
+inline std::optional<AxisOrder> memory_axis_order(const NDArray& a, const Shape& shape) {
+  if (!(a.shape() == shape)) return std::nullopt;
+  AxisOrder o;
   std::array<int64_t, kMaxNdim> mag{};
-  n = 0;
   for (int d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     if (shape[d] == 0) return std::nullopt;
     mag[d] = a.strides()[d] < 0 ? -a.strides()[d] : a.strides()[d];
     if (mag[d] == 0) return std::nullopt;
-    axes[n++] = d;
+    o.axes[o.n++] = d;
   }
-  std::stable_sort(axes.begin(), axes.begin() + n, [&](int p, int q) { return mag[p] > mag[q]; });
-  for (int k = 1; k < n; ++k)
-    if (mag[axes[k]] == mag[axes[k - 1]]) return std::nullopt;
-  return axes;
+  sort_axes_decreasing(o.axes, o.n, mag);
+  for (int k = 1; k < o.n; ++k)
+    if (mag[o.axes[k]] == mag[o.axes[k - 1]]) return std::nullopt;
+  return o;
 }
 
 /// The strides of a dense array of `shape` laid out as the operands `like` agree to (numpy's
@@ -125,23 +141,22 @@ inline std::optional<std::array<int, kMaxNdim>> memory_axis_order(const NDArray&
 /// allocated so lets a loop over a Fortran-ordered or transposed input walk both in memory order.
 inline std::optional<Strides> strides_following(const Shape& shape, size_t itemsize,
                                                 std::span<const NDArray* const> like) {
-  std::optional<std::array<int, kMaxNdim>> order;
-  int n = 0;
+  std::optional<AxisOrder> order;
   for (const NDArray* a : like) {
-    int m = 0;
-    auto o = memory_axis_order(*a, shape, m);
+    // A C-contiguous operand of the shape settles it: C order, whether the others agree or not.
+    if (a->shape() == shape && a->is_c_contiguous()) return std::nullopt;
+    auto o = memory_axis_order(*a, shape);
     if (!o) continue;
-    if (order && !std::equal(o->begin(), o->begin() + m, order->begin())) return std::nullopt;
+    if (order && !std::equal(o->axes.begin(), o->axes.begin() + o->n, order->axes.begin())) return std::nullopt;
     order = o;
-    n = m;
   }
-  if (!order || std::is_sorted(order->begin(), order->begin() + n)) return std::nullopt;
+  if (!order || std::is_sorted(order->axes.begin(), order->axes.begin() + order->n)) return std::nullopt;
   Strides st;
   st.resize(shape.size());
   int64_t acc = static_cast<int64_t>(itemsize);
-  for (int k = n - 1; k >= 0; --k) {
-    st[(*order)[k]] = acc;
-    acc *= shape[(*order)[k]];
+  for (int k = order->n - 1; k >= 0; --k) {
+    st[order->axes[k]] = acc;
+    acc *= shape[order->axes[k]];
   }
   // Axes of length 1: any stride addresses their one element; the C-order one.
   int64_t c = static_cast<int64_t>(itemsize);
@@ -160,12 +175,15 @@ template <size_t K>
 void sort_axes_by_first(Shape& shape, std::array<Strides, K>& strides, int operands) {
   const int nd = shape.size();
   std::array<int, kMaxNdim> perm{};
-  for (int d = 0; d < nd; ++d) perm[d] = d;
-  auto mag = [&](int d) { return strides[0][d] < 0 ? -strides[0][d] : strides[0][d]; };
-  std::stable_sort(perm.begin(), perm.begin() + nd, [&](int p, int q) { return mag(p) > mag(q); });
-  bool identity = true;
-  for (int d = 0; d < nd; ++d) identity = identity && perm[d] == d;
-  if (identity) return;
+  std::array<int64_t, kMaxNdim> mag{};
+  bool sorted = true;
+  for (int d = 0; d < nd; ++d) {
+    perm[d] = d;
+    mag[d] = strides[0][d] < 0 ? -strides[0][d] : strides[0][d];
+    sorted = sorted && (d == 0 || mag[d - 1] >= mag[d]);
+  }
+  if (sorted) return;  // C order (the common case): nothing to move
+  sort_axes_decreasing(perm, nd, mag);
   const Shape s0 = shape;
   for (int d = 0; d < nd; ++d) shape[d] = s0[perm[d]];
   for (int k = 0; k < operands; ++k) {

@@ -280,6 +280,9 @@ void matmul_blas(const NDArray& A, const NDArray& B, const NDArray& C, double al
 
 /// Products of at most this many multiply-adds each go through cpu_batched_matmul's one loop.
 constexpr int64_t kSmallBatchedMacs = 32 * 32 * 32;
+/// Multiply-adds per element of the threading threshold (parallel_worth counts elementwise
+/// elements): a small product's multiply-add costs about an eighth of an add's element.
+constexpr int64_t kMacsPerElement = 8;
 
 template <class T>
 bool batched_blas(const NDArray& X, const NDArray& Y, const NDArray& Z) {
@@ -311,12 +314,12 @@ bool batched_blas(const NDArray& X, const NDArray& Y, const NDArray& Z) {
                     z + b * sz, ldc);
     }
   };
-  const int64_t work = batch * M * N * K;
-  const int threads = parallel_worth(work / 8) ? parallel_threads() : 1;
+  const int64_t work = batch * M * N * K / kMacsPerElement;
+  const int threads = parallel_worth(work) ? parallel_threads() : 1;
   if (threads == 1) {
     run(0, batch);
   } else {
-    parallel_ranges(batch, parallel_task_count(work / 8, threads), threads, run);
+    parallel_ranges(batch, parallel_task_count(work, threads), threads, run);
   }
   return true;
 }

@@ -63,12 +63,16 @@ In extreme_of_run(const In* p, int64_t n, bool* any_nan) {
   return v;
 }
 
+/// The type any / all read an element of In as: bool's byte (a bool test does not vectorize).
+template <class In>
+using AnyAllElement = std::conditional_t<std::is_same_v<In, bool>, unsigned char, In>;
+
 /// Any (any_of) or All of p[0 .. n): chunks whose test (x != 0, OR-ed or AND-ed into a byte)
 /// vectorizes, stopping after the first chunk that decides (numpy's any of a mask whose first
 /// element is true returns at once; a loop that short-circuits per element does not vectorize).
 template <bool any_of, class In>
 bool any_all_of_run(const In* p, int64_t n) {
-  using U = std::conditional_t<std::is_same_v<In, bool>, unsigned char, In>;
+  using U = AnyAllElement<In>;
   const U* u = reinterpret_cast<const U*>(p);
   constexpr int64_t kChunk = 2048;
   for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
@@ -125,7 +129,7 @@ void accumulate_run(std::byte* a, int64_t sa, const std::byte* q, int64_t sq, in
   using R = Reducer<K, In>;
   if constexpr ((K == ReduceKind::Any || K == ReduceKind::All) && !std::is_same_v<In, half>) {
     // On bytes, with & and | (the bools' && and || do not vectorize).
-    using U = std::conditional_t<std::is_same_v<In, bool>, unsigned char, In>;
+    using U = AnyAllElement<In>;
     if (sa == 1 && sq == static_cast<int64_t>(sizeof(In))) {
       unsigned char* __restrict acc = reinterpret_cast<unsigned char*>(a);
       const U* __restrict p = reinterpret_cast<const U*>(q);
@@ -313,20 +317,14 @@ void arg_contiguous(bool is_max, const In* x, int64_t* out, int64_t outer, int64
             // is one, as numpy's): two passes, the second stopping where it finds it.
             bool nan = false;
             const In m = is_max ? extreme_of_run<true>(p, n, &nan) : extreme_of_run<false>(p, n, &nan);
-            int64_t at = 0;
-            if constexpr (std::is_same_v<In, float> || std::is_same_v<In, double>) {
-              out[o] = simd_find_first(p, n, m, nan);
-              continue;
-            }
+            // (Floats: the SIMD search, which finds the first NaN too; integers have none.)
             if constexpr (std::is_floating_point_v<In>) {
-              if (nan) {
-                while (p[at] == p[at]) ++at;
-                out[o] = at;
-                continue;
-              }
+              out[o] = simd_find_first(p, n, m, nan);
+            } else {
+              int64_t at = 0;
+              while (p[at] != m) ++at;
+              out[o] = at;
             }
-            while (p[at] != m) ++at;
-            out[o] = at;
             continue;
           }
         }

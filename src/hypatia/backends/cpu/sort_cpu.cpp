@@ -112,10 +112,11 @@ void sort_along_axis_cpu(int axis, const KernelArgs& args) {
   const int64_t rows = x.size() / n;
   dispatch_storage_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    // A narrow key holds a 32-bit value key and a 32-bit index.
-    auto lines = sizeof(decltype(order_key(T{}))) == 8 || n > int64_t{0xFFFFFFFF}
-                     ? &sort_lines<Indices, T, true>
-                     : &sort_lines<Indices, T, sizeof(decltype(order_key(T{}))) == 8>;
+    // A narrow key holds a 32-bit value key and a 32-bit index: for types of 32 bits or fewer, in
+    // lines of fewer than 2^32 elements.
+    auto lines = &sort_lines<Indices, T, true>;
+    if constexpr (sizeof(decltype(order_key(T{}))) == 4)
+      if (n <= int64_t{0xFFFFFFFF}) lines = &sort_lines<Indices, T, false>;
     // Sorting costs about log2(n) passes over a line: threads when that work is worth them.
     const int64_t work = x.size() * std::max<int64_t>(1, std::bit_width(static_cast<uint64_t>(n)));
     const int nt = rows > 1 && parallel_worth(work) ? parallel_threads() : 1;

@@ -11,6 +11,7 @@
 #include "hypatia/backends/cpu/thread_pool.h"
 #include "hypatia/backends/shape_kernels_impl.h"
 #include "hypatia/backends/subtensor_engine.h"
+#include "hypatia/ops/scalar_functors.h"
 
 namespace hypatia {
 
@@ -144,13 +145,12 @@ bool scatter_along_axis(const subtensor_engine::Resolved& r, const NDArray& y, b
 // it selects (each a block of the trailing axes), counted, and the last one, so that loops without
 // branches write (and read) only inside the selected rows' count.
 struct MaskRows {
-  const uint8_t* m;  // one byte per row, non-zero: selected (a bool's reading)
-  int64_t rows;
+  const uint8_t* m;   // one byte per row, non-zero: selected (a bool's reading)
   int64_t count;      // selected rows
   int64_t last;       // the last selected row (-1: none)
   int64_t row_elems;  // elements per row
-  int mask_ndim;
-  NDArray hold;  // a contiguous copy of the mask when it had other strides
+  Shape result;       // x[mask]'s shape: (count, the trailing axes...)
+  NDArray hold;       // a contiguous copy of the mask when it had other strides
 };
 
 std::optional<MaskRows> mask_rows(const IndexSpec& spec, const NDArray& x, std::span<NDArray* const> idx) {
@@ -163,13 +163,14 @@ std::optional<MaskRows> mask_rows(const IndexSpec& spec, const NDArray& x, std::
   MaskRows r;
   r.hold = m.ascontiguous();
   r.m = reinterpret_cast<const uint8_t*>(r.hold.raw());
-  r.rows = m.size();
-  r.row_elems = r.rows == 0 ? 0 : x.size() / r.rows;
-  r.mask_ndim = m.ndim();
+  const int64_t rows = m.size();
+  r.row_elems = rows == 0 ? 0 : x.size() / rows;
   r.count = 0;
-  for (int64_t i = 0; i < r.rows; ++i) r.count += r.m[i] != 0;
-  r.last = r.rows - 1;
+  for (int64_t i = 0; i < rows; ++i) r.count += r.m[i] != 0;
+  r.last = rows - 1;
   while (r.last >= 0 && r.m[r.last] == 0) --r.last;
+  r.result = Shape{r.count};
+  for (int d = m.ndim(); d < x.ndim(); ++d) r.result.push_back(x.shape(d));
   return r;
 }
 
@@ -211,15 +212,6 @@ void gather_mask(const MaskRows& mr, const NDArray& x, NDArray& out) {
     }
 }
 
-/// a + b, wrapping for integers (as the engine's inc does; no signed overflow).
-template <class T>
-T wrapping_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
-  else
-    return a + b;
-}
-
 /// The additive identity of every x, -0 for floats (x + 0 would turn a -0 into +0).
 template <class T>
 constexpr T kAddIdentity = std::is_floating_point_v<T> ? T(-0.0) : T(0);
@@ -237,7 +229,7 @@ bool scatter_mask_elements(const MaskRows& mr, T* __restrict x, const NDArray& y
     if (set)
       for (int64_t i = 0; i <= mr.last; ++i) x[i] = m[i] ? v : x[i];
     else
-      for (int64_t i = 0; i <= mr.last; ++i) x[i] = wrapping_add(x[i], m[i] ? v : kAddIdentity<T>);
+      for (int64_t i = 0; i <= mr.last; ++i) x[i] = scalar_math::add(x[i], m[i] ? v : kAddIdentity<T>);
     return true;
   }
   if (!y.is_c_contiguous()) return false;
@@ -253,7 +245,7 @@ bool scatter_mask_elements(const MaskRows& mr, T* __restrict x, const NDArray& y
     if (set) {
       x[i] = std::bit_cast<T>((yk & sel) | (std::bit_cast<U>(x[i]) & ~sel));
     } else {
-      x[i] = wrapping_add(x[i], std::bit_cast<T>((yk & sel) | (std::bit_cast<U>(kAddIdentity<T>) & ~sel)));
+      x[i] = scalar_math::add(x[i], std::bit_cast<T>((yk & sel) | (std::bit_cast<U>(kAddIdentity<T>) & ~sel)));
     }
     k += m[i] != 0;
   }
@@ -279,10 +271,8 @@ bool scatter_mask_typed(const MaskRows& mr, NDArray& x, const NDArray& y, bool o
 /// axes...): one element broadcast, or the result's own shape. False for any other y (the engine
 /// broadcasts it or names the mismatch), dtype or row length.
 bool scatter_mask(const MaskRows& mr, NDArray& x, const NDArray& y, bool set) {
-  Shape result{mr.count};
-  for (int d = mr.mask_ndim; d < x.ndim(); ++d) result.push_back(x.shape(d));
-  const bool one = y.size() == 1 && y.ndim() <= result.size();
-  if (!one && !(y.shape() == result)) return false;
+  const bool one = y.size() == 1 && y.ndim() <= mr.result.size();
+  if (!one && !(y.shape() == mr.result)) return false;
   if (mr.count == 0) return true;
   if (mr.row_elems != 1) return false;
   return scatter_mask_typed(mr, x, y, one, set);
@@ -302,9 +292,7 @@ void advanced_subtensor_cpu(const AdvancedSubtensor& op, const KernelArgs& args)
   const bool rows = op.spec.size() == 1 && op.spec[0].kind == IndexEntry::Kind::IntArray && x.ndim() >= 1 &&
                     x.is_c_contiguous() && args.in[1]->ndim() == 1;
   if (auto mr = mask_rows(op.spec, x, args.in.subspan(1))) {
-    Shape shape{mr->count};
-    for (int d = args.in[1]->ndim(); d < x.ndim(); ++d) shape.push_back(x.shape(d));
-    NDArray& out = prepare_output(*args.out[0], shape, x.dtype());
+    NDArray& out = prepare_output(*args.out[0], mr->result, x.dtype());
     gather_mask(*mr, x, out);
     return;
   }
